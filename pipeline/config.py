@@ -1,0 +1,245 @@
+"""config.toml: the schema (one table of keys, defaults and rules), loading, validation, writing.
+
+Every key has a default, so a missing file is a working setup. Unknown keys, wrong types and
+impossible values raise ConfigError naming the key and the file: a typo must never silently
+become a default.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import urlparse
+
+DEFAULT_CONFIG_NAME = "config.toml"
+CONFIG_ENV = "QWENPIPE_CONFIG"
+
+
+class ConfigError(Exception):
+    """config.toml cannot be used as written (exit 2)."""
+
+
+def _http_url(value: str) -> str | None:
+    parsed = urlparse(value)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        return "must be an http(s) URL such as https://chat.qwen.ai"
+    return None
+
+
+def _http_url_or_empty(value: str) -> str | None:
+    return None if value == "" else _http_url(value)
+
+
+def _ws_or_http_url_or_empty(value: str) -> str | None:
+    if value == "":
+        return None
+    parsed = urlparse(value)
+    if parsed.scheme not in ("http", "https", "ws", "wss") or not parsed.netloc:
+        return "must be empty or a URL such as http://127.0.0.1:9222"
+    return None
+
+
+def _non_negative(value: float) -> str | None:
+    return "must be 0 or more" if value < 0 else None
+
+
+def _positive(value: float) -> str | None:
+    return "must be more than 0" if value <= 0 else None
+
+
+def _env_name(value: str) -> str | None:
+    ok = value.replace("_", "a").isalnum() and not value[:1].isdigit()
+    return None if ok else "must be the NAME of an environment variable (letters, digits, _), not a key"
+
+
+def _not_empty(value: str) -> str | None:
+    return "must not be empty" if not value.strip() else None
+
+
+def _string_table(value: dict) -> str | None:
+    bad = [k for k, v in value.items() if not isinstance(v, str) or not v.strip()]
+    return f"entries must be non-empty strings (bad: {', '.join(bad)})" if bad else None
+
+
+@dataclass(frozen=True)
+class Key:
+    type: type | tuple[type, ...]
+    default: Any
+    check: Callable[[Any], str | None] | None = None
+    comment: str = ""
+
+
+# The one place the keys live: defaults, validation, `init` and the docs all read it.
+SCHEMA: dict[str, dict[str, Key]] = {
+    "paths": {
+        "prompts": Key(str, "prompts", _not_empty, "folder of prompts/SLUG.md, relative to this file"),
+        "articles": Key(str, "articles", _not_empty, "where SLUG.md, SLUG.md.url and the journal go"),
+    },
+    "qwen": {
+        "base_url": Key(str, "https://chat.qwen.ai", _http_url, "the chat site (or the simulator)"),
+        "poll_interval": Key((int, float), 60, _non_negative, "seconds between two looks at one chat"),
+        "max_attempts": Key(int, 5, _positive, "transient failures in a row before it counts as hard"),
+        "concurrency": Key(int, 2, _positive, "chats open at once in one cycle"),
+        "max_sends_per_day": Key(int, 0, _non_negative, "0 = no limit; counted from the journal, local day"),
+        "max_sends_per_cycle": Key(int, 0, _non_negative, "0 = no limit"),
+        "page_timeout": Key((int, float), 30, _positive, "seconds to wait for the chat page to load"),
+        "answer_timeout": Key((int, float), 1800, _positive, "generate --wait gives up after this many seconds"),
+        "stable_reads": Key(int, 3, _positive, "reads 1 s apart the answer must stay unchanged"),
+        "selectors": Key(dict, {}, _string_table, "CSS selectors that replace the built-in ones"),
+    },
+    "browser": {
+        "executable": Key(str, "", None, "empty = auto: Playwright's Chromium, else chromium/google-chrome"),
+        "headless": Key(bool, True, None, "false for a visible browser (desktop or Xvfb)"),
+        "profile_dir": Key(str, ".qwenpipe/profile", _not_empty, "persistent browser profile (the login)"),
+        "storage_state": Key(str, ".qwenpipe/state.json", _not_empty, "saved login (mode 0600)"),
+        "cdp_url": Key(str, "", _ws_or_http_url_or_empty, "attach to a running Chrome instead of launching"),
+        "args": Key(list, [], None, "extra command-line switches for Chromium"),
+    },
+    "router": {
+        "enabled": Key(bool, True, None, "fall back to the router on a hard chat failure"),
+        "base_url": Key(str, "http://localhost:20128/v1", _http_url, "OpenAI-compatible endpoint"),
+        "model": Key(str, "qwen/qwen3-max", _not_empty, "model id as the router lists it"),
+        "api_key_env": Key(str, "ROUTER_API_KEY", _env_name, "environment variable holding the key"),
+        "timeout": Key((int, float), 600, _positive, "seconds to wait for a whole answer"),
+        "connect_timeout": Key((int, float), 10, _positive, "seconds to wait for a connection"),
+        "max_retries": Key(int, 4, _non_negative, "retries of 408/409/429/5xx before giving up"),
+        "max_retry_wait": Key((int, float), 300, _non_negative, "cap on one wait between retries"),
+    },
+    "notify": {
+        "ping_url": Key(str, "", _http_url_or_empty, "healthchecks.io-style URL pinged by `cycle`"),
+    },
+}
+
+
+def defaults() -> dict[str, dict[str, Any]]:
+    """A fresh copy of every key at its default (what `init` writes)."""
+    return {s: {k: _copy(key.default) for k, key in keys.items()} for s, keys in SCHEMA.items()}
+
+
+def _copy(value: Any) -> Any:
+    return type(value)(value) if isinstance(value, (list, dict)) else value
+
+
+@dataclass(frozen=True)
+class Config:
+    """A validated configuration. Paths are absolute (relative ones taken from the file's folder)."""
+
+    values: dict[str, dict[str, Any]]
+    root: Path
+    source: Path | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, section: str, key: str) -> Any:
+        return self.values[section][key]
+
+    def path(self, section: str, key: str) -> Path:
+        return (self.root / os.path.expanduser(self.values[section][key])).resolve()
+
+    @property
+    def prompts_dir(self) -> Path:
+        return self.path("paths", "prompts")
+
+    @property
+    def articles_dir(self) -> Path:
+        return self.path("paths", "articles")
+
+    @property
+    def qwen(self) -> dict[str, Any]:
+        return self.values["qwen"]
+
+    @property
+    def browser(self) -> dict[str, Any]:
+        return self.values["browser"]
+
+    @property
+    def router(self) -> dict[str, Any]:
+        return self.values["router"]
+
+    def describe(self) -> str:
+        return str(self.source) if self.source else "built-in defaults (no config.toml)"
+
+
+def config_path(explicit: str | os.PathLike | None) -> tuple[Path, bool]:
+    """Which file to read, and whether the user named it (then it must exist)."""
+    if explicit:
+        return Path(explicit).expanduser(), True
+    env = os.environ.get(CONFIG_ENV)
+    if env:
+        return Path(env).expanduser(), True
+    return Path.cwd() / DEFAULT_CONFIG_NAME, False
+
+
+def load(explicit: str | os.PathLike | None = None) -> Config:
+    """Load and validate the config file picked by `--config`, QWENPIPE_CONFIG or ./config.toml."""
+    path, named = config_path(explicit)
+    if not path.exists():
+        if named:
+            raise ConfigError(f"{path}: no such config file (create one with `qwenpipe init --config {path}`)")
+        return Config(values=defaults(), root=Path.cwd().resolve())
+    try:
+        raw = path.read_bytes().decode("utf-8")
+        data = tomllib.loads(raw)
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text; save it as UTF-8") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{path}: not valid TOML: {err}") from None
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read: {err.strerror}") from None
+    return Config(values=validate(data, path), root=path.resolve().parent, source=path.resolve())
+
+
+def validate(data: dict[str, Any], where: Path | str = "config.toml") -> dict[str, dict[str, Any]]:
+    """Merge `data` over the defaults, refusing anything that is not in SCHEMA or breaks a rule."""
+    values = defaults()
+    for section, table in data.items():
+        if section not in SCHEMA:
+            known = ", ".join(f"[{s}]" for s in SCHEMA)
+            raise ConfigError(f"{where}: unknown section [{section}] (known: {known})")
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where}: `{section}` must be a table [{section}], not a value")
+        for key, value in table.items():
+            spec = SCHEMA[section].get(key)
+            name = f"{section}.{key}"
+            if spec is None:
+                known = ", ".join(SCHEMA[section])
+                raise ConfigError(f"{where}: unknown key {name} (known in [{section}]: {known})")
+            values[section][key] = check_value(name, spec, value, where)
+    return values
+
+
+def check_value(name: str, spec: Key, value: Any, where: Path | str) -> Any:
+    types = spec.type if isinstance(spec.type, tuple) else (spec.type,)
+    # bool is an int in Python; `poll_interval = true` is still a mistake.
+    if isinstance(value, bool) and bool not in types or not isinstance(value, types):
+        wanted = " or ".join(_type_name(t) for t in types)
+        raise ConfigError(f"{where}: {name} = {value!r} must be {wanted}")
+    if spec.check:
+        problem = spec.check(value)
+        if problem:
+            raise ConfigError(f"{where}: {name} = {value!r} {problem}")
+    return value
+
+
+def _type_name(t: type) -> str:
+    return {str: "a string", int: "an integer", float: "a number", bool: "true or false",
+            list: "a list", dict: "a table"}.get(t, t.__name__)
+
+
+def render_default_config() -> str:
+    """The commented config.toml that `init` writes: every key at its default, one comment each."""
+    import tomli_w
+
+    parts = ["# qwenpipe configuration. Every key is shown at its default; relative paths are",
+             "# taken from this file's folder. The router key itself is read from the environment",
+             "# variable named by router.api_key_env, never from this file.", ""]
+    for section, keys in SCHEMA.items():
+        parts.append(f"[{section}]")
+        for key, spec in keys.items():
+            # An empty table would come out as a [header]: write it inline instead.
+            line = f"{key} = {{}}" if spec.default == {} else tomli_w.dumps({key: spec.default}).strip()
+            parts.append(f"{line:<44} # {spec.comment}" if spec.comment else line)
+        parts.append("")
+    return "\n".join(parts)

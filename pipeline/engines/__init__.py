@@ -1,0 +1,1 @@
+"""Engines: the chat (qwen, Playwright) and the router (OpenAI-compatible HTTP)."""

@@ -1,0 +1,101 @@
+"""What the contract knows of an engine: two small protocols and two kinds of failure.
+
+A *chat* engine (qwen) is asynchronous: `send` starts a conversation and returns its URL,
+`check` looks at it later. A *direct* engine (router) answers in one call. Both raise
+`TransientError` (retry later) or `HardError` (change strategy) and nothing else for
+expected failures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+
+class EngineError(Exception):
+    """An expected engine failure. `code` is short and stable (journal, status); str() is for people."""
+
+    code: str = "error"
+
+    def __init__(self, message: str, *, code: str | None = None):
+        super().__init__(message)
+        if code:
+            self.code = code
+
+
+class TransientError(EngineError):
+    """Retry later: network error, timeout, WAF page, generic error banner, answer cut short."""
+
+    code = "transient"
+
+
+class HardError(EngineError):
+    """Change strategy: logged out, bot check, quota spent, chat not found, router gave up."""
+
+    code = "hard"
+
+
+class QuotaSpent(HardError):
+    """The chat's daily quota is spent; `retry_after` seconds until it resets, when known."""
+
+    code = "quota"
+
+    def __init__(self, message: str, *, retry_after: float | None = None):
+        super().__init__(message, code="quota")
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A complete answer: the raw markdown of the article and what is known about it."""
+
+    markdown: str
+    engine: str
+    title: str | None = None
+    model: str | None = None
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Generating:
+    """The chat is still producing the answer; `progress` is a short human phrase."""
+
+    progress: str = "generating"
+
+
+ProgressCallback = Callable[[str], None]
+
+
+class ChatEngine(Protocol):
+    """An asynchronous chat: send once, look many times."""
+
+    name: str
+
+    def send(self, text: str) -> str:
+        """Open a new chat, send `text`, return the chat URL once the site shows it.
+
+        Raises TransientError / HardError. Never sends when the session is not usable.
+        """
+
+    def check(self, chat_url: str) -> Answer | Generating:
+        """Open `chat_url` and report: a complete Answer, or Generating. Never sends anything."""
+
+    def find_chat(self, text: str) -> str | None:
+        """Look through the account's recent chats for one whose first user message is `text`."""
+
+    def wait(self, chat_url: str, *, timeout: float, on_progress: ProgressCallback | None = None) -> Answer:
+        """Stay on the chat until the answer is complete (by hand: `generate --wait`)."""
+
+    def close(self) -> None:
+        """Release the browser if this engine started it."""
+
+
+class DirectEngine(Protocol):
+    """A synchronous engine: one call, one answer (the router)."""
+
+    name: str
+
+    def generate(self, text: str) -> Answer:
+        """Return a complete Answer for `text` or raise TransientError / HardError."""
+
+    def close(self) -> None: ...
