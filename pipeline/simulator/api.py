@@ -1,0 +1,154 @@
+"""The chat.qwen.ai JSON API as the simulator answers it, and the session (login) rules.
+
+Every function returns (status, content_type, body_bytes, extra_headers); like the real site the
+status is 200 even for failures, whose real status is in the JSON body.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import time
+from http.cookies import SimpleCookie
+from urllib.parse import parse_qs
+
+from pipeline.simulator import chats, pages, shapes
+
+TOKEN_DAYS = 7
+CHAT_PATH = re.compile(r"^/api/v2/chats/([^/?]+)$")
+STOP_PATH = re.compile(r"^/api/v2/chats/([^/?]+)/stop$")
+
+Response = tuple[int, str, bytes, list[tuple[str, str]]]
+
+
+def json_response(body, headers: list[tuple[str, str]] | None = None, status: int = 200) -> Response:
+    return status, "application/json", json.dumps(body).encode(), headers or []
+
+
+def html_response(html: str, status: int = 200) -> Response:
+    return status, "text/html; charset=utf-8", html.encode(), []
+
+
+# -- session -------------------------------------------------------------------------------------
+def _b64(data: dict) -> str:
+    return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
+
+
+def make_token(now: float | None = None) -> str:
+    """A fake JWT shaped like the site's: header.payload.signature with `exp` 7 days ahead."""
+    now = time.time() if now is None else now
+    payload = {"id": "sim-user", "last_password_change": int(now), "exp": int(now + TOKEN_DAYS * 86400)}
+    return f"{_b64({'alg': 'HS256', 'typ': 'JWT'})}.{_b64(payload)}.c2ltdWxhdG9y"
+
+
+def token_valid(token: str | None) -> bool:
+    """A token counts while its `exp` is in the future (so tests can make expired ones)."""
+    try:
+        payload = token.split(".")[1]
+        data = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        return float(data["exp"]) > time.time()
+    except (AttributeError, IndexError, ValueError, KeyError, TypeError):
+        return False
+
+
+def request_token(headers) -> str | None:
+    """The session token from the `token` cookie, or an `Authorization: Bearer` header."""
+    cookie = SimpleCookie()
+    try:
+        cookie.load(headers.get("Cookie", ""))
+    except Exception:
+        pass
+    if "token" in cookie:
+        return cookie["token"].value
+    auth = headers.get("Authorization", "")
+    return auth[7:] if auth.startswith("Bearer ") else None
+
+
+def gate(settings: chats.Settings, headers) -> str | None:
+    """What stops this request before the app sees it: "waf", "bot_check", "logged_out" or None."""
+    if settings.scenario in ("waf", "bot_check"):
+        return settings.scenario
+    if settings.scenario == "logged_out":
+        return "logged_out"
+    if settings.require_login and not token_valid(request_token(headers)):
+        return "logged_out"
+    return None
+
+
+def gated_api(gate_name: str) -> Response:
+    if gate_name == "waf":
+        return html_response(pages.WAF_PAGE)
+    return json_response(chats.refusal_body(gate_name))
+
+
+# -- routes --------------------------------------------------------------------------------------
+def handle(store: chats.ChatStore, method: str, path: str, query: str, body: bytes, headers) -> Response:
+    settings = store.snapshot()
+    if method == "POST" and path == "/api/v1/auths/signin":
+        return sign_in(settings)
+    blocked = gate(settings, headers)
+    if path == "/api/v2/users/status" and blocked == "logged_out":
+        return json_response({"success": True, "data": False})
+    if blocked:
+        if method == "POST" and path == "/api/v2/chat/completions":
+            # The prompt reached the server: it goes in the ledger as refused.
+            store.send(*_send_args(query, body), gate=blocked)
+        return gated_api(blocked)
+    return _route(store, settings, method, path, query, body)
+
+
+def _route(store, settings, method, path, query, body) -> Response:
+    if method == "GET" and path == "/api/v2/users/status":
+        return json_response({"success": True, "data": True})
+    if method == "POST" and path == "/api/v2/chats/new":
+        return json_response({"success": True, "data": {"id": store.new_chat()}})
+    if method == "POST" and path == "/api/v2/chat/completions":
+        reply = store.send(*_send_args(query, body), gate=None)
+        return html_response(pages.WAF_PAGE) if reply is None else json_response(reply)
+    if method == "GET" and path in ("/api/v2/chats", "/api/v2/chats/"):
+        page = _int(parse_qs(query).get("page", ["1"])[0], 1)
+        return json_response(shapes.list_body(store.list_chats(page)))
+    match = STOP_PATH.match(path)
+    if method == "POST" and match:
+        return json_response({"success": store.stop(match.group(1)), "data": {}})
+    match = CHAT_PATH.match(path)
+    if method == "GET" and match:
+        view = store.chat_view(match.group(1))
+        if view is None:
+            return json_response(chats.not_found_body(match.group(1)))
+        return json_response(shapes.chat_body(view, settings.api_shape))
+    return json_response({"success": False, "data": {"code": "NOT_FOUND", "details": path}}, status=404)
+
+
+def _send_args(query: str, body: bytes) -> tuple[str, str, str | None]:
+    """(chat_id, prompt, parent_id) from a completions request; missing parts read as empty."""
+    try:
+        data = json.loads(body or b"{}")
+    except ValueError:
+        data = {}
+    if not isinstance(data, dict):
+        data = {}
+    chat_id = parse_qs(query).get("chat_id", [""])[0] or str(data.get("chat_id") or "")
+    messages = data.get("messages") or []
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    prompt = str(users[-1].get("content", "")) if users else ""
+    return chat_id, prompt, data.get("parent_id")
+
+
+def sign_in(settings: chats.Settings) -> Response:
+    """The sign-in form posts here; any email/password works. The cookie lives 7 days."""
+    token = make_token()
+    cookie = f"token={token}; Path=/; Max-Age={TOKEN_DAYS * 86400}; SameSite=Lax"
+    body = {
+        "success": True,
+        "data": {"token": token, "token_type": "Bearer", "expires_at": time.time() + TOKEN_DAYS * 86400},
+    }
+    return json_response(body, headers=[("Set-Cookie", cookie)])
+
+
+def _int(text: str, default: int) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        return default

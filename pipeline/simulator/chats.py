@@ -1,0 +1,356 @@
+"""The simulated account: chats, their generation timelines, scenarios and the ledger.
+
+Plain Python, no HTTP. Each assistant message stores only its start time and its full text;
+what the chat shows at any moment is computed from time.monotonic(), so a reload in the middle
+of an answer sees the partial answer, exactly like the real site.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from pipeline.simulator import answers
+
+SCENARIOS = (
+    "ok",
+    "logged_out",
+    "bot_check",
+    "quota",
+    "chat_not_found",
+    "waf",
+    "error_banner",
+    "slow",
+    "refusal",
+    "short",
+    "chatter",
+    "wrong_language",
+)
+# Scenarios that block every request (checked by the server before anything else).
+GATE_SCENARIOS = ("waf", "bot_check", "logged_out")
+# Scenarios that refuse a send: the prompt reaches the server, nothing is generated.
+REFUSING_SCENARIOS = (*GATE_SCENARIOS, "quota")
+# Scenarios that shape the answer; fixed for a chat at the moment its message is accepted.
+CONTENT_SCENARIOS = ("error_banner", "slow", "refusal", "short", "chatter", "wrong_language")
+API_SHAPES = ("2026-06", "2026-08")
+UIS = ("current", "legacy")
+SLOW_FACTOR = 100
+# The stored `done` flag flips when the last chunk is stored; the stream's status says
+# "finished" only this much later (and the page settles later still: app.js).
+FINISH_LAG = 0.3
+
+QUOTA_BODY = {
+    "success": False,
+    "data": {"code": "RateLimited", "details": "You've reached the upper limit for today's usage.", "num": 5},
+}
+BOT_BODY = {
+    "success": False,
+    "data": {"code": "FAIL_SYS_USER_VALIDATE", "details": "RGV587_ERROR", "url": "/punish?x5step=1"},
+}
+UNAUTHORIZED_BODY = {"success": False, "data": {"code": "Unauthorized"}}
+IN_PROGRESS_BODY = {"success": False, "data": {"code": "Bad_Request", "details": "The chat is in progress!"}}
+ERROR_OBJECT = {"code": "internal_error", "details": "Something went wrong, please try again later."}
+
+
+def not_found_body(ident: str) -> dict:
+    return {
+        "success": False,
+        "data": {"code": "CHAT_NOT_FOUND", "details": f"Invalid input chat parent_id {ident} is not exist"},
+    }
+
+
+def refusal_body(scenario: str) -> dict | None:
+    """The JSON body a refused request gets (None for "waf": that answer is an HTML page)."""
+    return {"quota": QUOTA_BODY, "bot_check": BOT_BODY, "logged_out": UNAUTHORIZED_BODY}.get(scenario)
+
+
+@dataclass
+class Settings:
+    """Run-time knobs; `Simulator.set` replaces them, a chat copies what it needs when it starts."""
+
+    scenario: str = "ok"
+    api_shape: str = "2026-08"
+    answer_seconds: float = 2.0
+    thinking_seconds: float = 0.5
+    url_delay: float = 0.3
+    ui: str = "current"
+    require_login: bool = False
+
+    def validated(self) -> Settings:
+        checks = [
+            (self.scenario in SCENARIOS, f"scenario must be one of {', '.join(SCENARIOS)}"),
+            (self.api_shape in API_SHAPES, f"api_shape must be one of {', '.join(API_SHAPES)}"),
+            (self.ui in UIS, f"ui must be one of {', '.join(UIS)}"),
+            (min(self.answer_seconds, self.thinking_seconds, self.url_delay) >= 0, "times must be >= 0"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+        return self
+
+
+@dataclass
+class Message:
+    id: str
+    role: str
+    parent_id: str | None
+    timestamp: int
+    text: str  # the user's prompt, or the assistant's full intended answer
+    turn: int = 1
+    started: float = 0.0
+    thinking: str = ""
+    thinking_seconds: float = 0.0
+    answer_seconds: float = 0.0
+    cut_short: bool = False  # error_banner: stops at about half, with an error
+    stopped_at: float | None = None
+
+    def progress(self, now: float) -> dict:
+        """What the chat holds for this assistant message at monotonic time `now`."""
+        clock = min(now, self.stopped_at) if self.stopped_at is not None else now
+        elapsed = clock - self.started
+        thinking_done = elapsed >= self.thinking_seconds
+        words = answers.split_words(self.text)
+        limit = len(words) // 2 if self.cut_short else len(words)
+        share = limit / len(words) if words else 1.0
+        end = self.thinking_seconds + self.answer_seconds * share
+        if not thinking_done:
+            shown = 0
+        elif self.answer_seconds <= 0:
+            shown = limit
+        else:
+            shown = min(limit, int(len(words) * (elapsed - self.thinking_seconds) / self.answer_seconds))
+        done = elapsed >= end or self.stopped_at is not None
+        if done:
+            shown = limit if self.stopped_at is None else shown
+        think_words = answers.split_words(self.thinking)
+        think_share = 1.0 if thinking_done else elapsed / max(self.thinking_seconds, 1e-9)
+        return {
+            "thinking": "".join(think_words[: int(len(think_words) * think_share)]),
+            "thinking_done": thinking_done,
+            "answer": "".join(words[:shown]),
+            "answer_started": thinking_done,
+            "done": done,
+            "finished": done and (elapsed >= end + FINISH_LAG or self.stopped_at is not None),
+            "error": dict(ERROR_OBJECT) if done and self.cut_short else None,
+        }
+
+
+@dataclass
+class Chat:
+    id: str
+    created: int
+    updated: int
+    override: str | None = None  # the `[sim:NAME]` scenario of its first prompt
+    messages: list[Message] = field(default_factory=list)
+
+    def last_assistant(self) -> Message | None:
+        return next((m for m in reversed(self.messages) if m.role == "assistant"), None)
+
+    def user_turns(self) -> int:
+        return sum(1 for m in self.messages if m.role == "user")
+
+
+class ChatStore:
+    """All chats and the ledger, behind one lock (the HTTP server is threaded)."""
+
+    def __init__(self, settings: Settings, ledger_path: str | os.PathLike | None = None):
+        self.settings = settings.validated()
+        self.ledger_path = Path(ledger_path) if ledger_path else None
+        self.lock = threading.RLock()
+        self.chats: dict[str, Chat] = {}
+        self._ledger: list[dict] = []
+        self._write_ledger()
+
+    # -- settings ---------------------------------------------------------------------------
+    def configure(self, **changes) -> Settings:
+        with self.lock:
+            self.settings = replace(self.settings, **changes).validated()
+            return self.settings
+
+    def snapshot(self) -> Settings:
+        with self.lock:
+            return replace(self.settings)
+
+    # -- chats ------------------------------------------------------------------------------
+    def new_chat(self) -> str:
+        now = int(time.time())
+        chat = Chat(id=str(uuid.uuid4()), created=now, updated=now)
+        with self.lock:
+            self.chats[chat.id] = chat
+        return chat.id
+
+    def opens_as_missing(self, chat: Chat | None) -> bool:
+        """chat_not_found (run-wide or for this chat) hides a chat that exists."""
+        if chat is None:
+            return True
+        return "chat_not_found" in (self.settings.scenario, chat.override)
+
+    def chat_view(self, chat_id: str) -> dict | None:
+        """A plain snapshot of a chat for shapes.py, or None when it reads as not found."""
+        now = time.monotonic()
+        with self.lock:
+            chat = self.chats.get(chat_id)
+            if self.opens_as_missing(chat):
+                return None
+            views = [self._message_view(m, now) for m in chat.messages]
+            first_user = next((m for m in chat.messages if m.role == "user"), None)
+            first_done = any(v["role"] == "assistant" and v["done"] for v in views)
+            title = answers.chat_title(first_user.text) if first_user and first_done else "New Chat"
+            return {
+                "id": chat.id,
+                "title": title,
+                "created_at": chat.created,
+                "updated_at": chat.updated,
+                "messages": views,
+            }
+
+    def _message_view(self, message: Message, now: float) -> dict:
+        view = {
+            "id": message.id,
+            "role": message.role,
+            "parent_id": message.parent_id,
+            "timestamp": message.timestamp,
+            "turn": message.turn,
+        }
+        if message.role == "user":
+            view["content"] = message.text
+        else:
+            view.update(message.progress(now))
+        return view
+
+    def list_chats(self, page: int, per_page: int = 10) -> list[dict]:
+        """The chat list, most recently updated first, `per_page` a page (page 1 first)."""
+        with self.lock:
+            chats = sorted(self.chats.values(), key=lambda c: (c.updated, c.created), reverse=True)
+            chosen = chats[(max(page, 1) - 1) * per_page : max(page, 1) * per_page]
+            return [self._list_item(c) for c in chosen]
+
+    def _list_item(self, chat: Chat) -> dict:
+        view = self.chat_view(chat.id)
+        title = view["title"] if view else "New Chat"
+        return {
+            "id": chat.id,
+            "title": title,
+            "created_at": chat.created,
+            "updated_at": chat.updated,
+            "chat_type": "t2t",
+        }
+
+    def stop(self, chat_id: str) -> bool:
+        """The stop button: freeze the running answer where it is."""
+        with self.lock:
+            chat = self.chats.get(chat_id)
+            last = chat.last_assistant() if chat else None
+            if last is None or last.progress(time.monotonic())["done"]:
+                return False
+            last.stopped_at = time.monotonic()
+            return True
+
+    # -- sending ----------------------------------------------------------------------------
+    def send(self, chat_id: str, prompt: str, parent_id: str | None, gate: str | None) -> dict | None:
+        """Receive one user message. Returns the JSON body, or None for a WAF page.
+
+        Every call is a ledger entry: the prompt reached the server even when it is refused.
+        """
+        with self.lock:
+            settings = self.settings
+            chat = self.chats.get(chat_id)
+            named = answers.prompt_scenario(prompt)
+            per_prompt = named if named in SCENARIOS else None
+            scenario = gate or per_prompt or settings.scenario
+            turn = (chat.user_turns() + 1) if chat else 1
+            refused = self._refusal(chat, chat_id, parent_id, scenario, gate)
+            if refused is not False:
+                self._record(chat_id, prompt, turn, False, scenario)
+                return refused
+            reply = self._accept(chat, prompt, parent_id, per_prompt, turn, settings)
+            self._record(chat_id, prompt, turn, True, scenario)
+            return reply
+
+    def _refusal(self, chat, chat_id, parent_id, scenario, gate) -> dict | None | bool:
+        """Why a send is refused (a body, or None for WAF), or False when it is accepted."""
+        if gate or scenario in REFUSING_SCENARIOS:
+            return refusal_body(gate or scenario)
+        if chat is None or (chat.messages and self.opens_as_missing(chat)):
+            return not_found_body(parent_id or chat_id)
+        last = chat.last_assistant()
+        if last is not None and not last.progress(time.monotonic())["done"]:
+            return dict(IN_PROGRESS_BODY)
+        expected_parent = chat.messages[-1].id if chat.messages else None
+        if parent_id != expected_parent:
+            return not_found_body(parent_id)
+        return False
+
+    def _accept(self, chat, prompt, parent_id, per_prompt, turn, settings) -> dict:
+        now_epoch = int(time.time())
+        if not chat.messages:
+            chat.override = per_prompt
+        # This prompt's own token wins, then the chat's, then the run's.
+        choices = (per_prompt, chat.override, settings.scenario)
+        content = next((c for c in choices if c in CONTENT_SCENARIOS), None)
+        user = Message(
+            id=str(uuid.uuid4()),
+            role="user",
+            parent_id=parent_id,
+            timestamp=now_epoch,
+            text=prompt,
+            turn=turn,
+        )
+        factor = SLOW_FACTOR if content == "slow" else 1
+        reply = Message(
+            id=str(uuid.uuid4()),
+            role="assistant",
+            parent_id=user.id,
+            timestamp=now_epoch,
+            text=answers.expected_answer(prompt, turn, content or "ok"),
+            turn=turn,
+            started=time.monotonic(),
+            thinking=answers.thinking_text(prompt, turn),
+            thinking_seconds=settings.thinking_seconds,
+            answer_seconds=settings.answer_seconds * factor,
+            cut_short=content == "error_banner",
+        )
+        chat.messages += [user, reply]
+        chat.updated = now_epoch
+        return {"success": True, "data": {"chat_id": chat.id, "parent_id": user.id, "message_id": reply.id}}
+
+    # -- ledger -----------------------------------------------------------------------------
+    def _record(self, chat_id: str, prompt: str, turn: int, accepted: bool, scenario: str) -> None:
+        self._ledger.append(
+            {
+                "time": time.time(),
+                "chat_id": chat_id,
+                "prompt": prompt,
+                "turn": turn,
+                "accepted": accepted,
+                "scenario": scenario,
+            }
+        )
+        self._write_ledger()
+
+    def ledger(self) -> list[dict]:
+        with self.lock:
+            return [dict(entry) for entry in self._ledger]
+
+    def _write_ledger(self) -> None:
+        """Rewrite the ledger file atomically (tmp + rename) so a reader never sees half of it."""
+        if self.ledger_path is None:
+            return
+        folder = self.ledger_path.parent
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".ledger-", dir=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(self._ledger, handle, indent=1)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, self.ledger_path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise

@@ -1,0 +1,53 @@
+"""The HTML the simulator serves: the app shell, the sign-in page, and the pages that replace the
+app when something is wrong (Aliyun WAF, bot check)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pipeline.simulator.chats import Settings
+
+STATIC = Path(__file__).parent / "static"
+CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+}
+
+# What an Aliyun WAF interstitial looks like to a scraper: no app, a marker script name.
+WAF_PAGE = """<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>405</title>
+<script src="/aliyun_waf_aa/waf_check.js"></script></head>
+<body><div id="aliyun_waf_aa_wrapper"><p>Sorry, your request has been blocked as it may cause
+potential threats to the server's security.</p></div></body></html>
+"""
+
+BOT_PAGE = """<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>Verification</title></head>
+<body><div class="captcha-container" id="nocaptcha">
+<p>Please complete the operation to verify that you are a real person</p>
+<div class="nc_wrapper"><span class="nc_iconfont btn_slide">&gt;&gt;</span></div>
+</div></body></html>
+"""
+
+
+def app_page(settings: Settings) -> str:
+    """The single-page app; the run's UI generation and URL delay are baked into the page."""
+    config = {"ui": settings.ui, "url_delay": settings.url_delay}
+    html = (STATIC / "index.html").read_text(encoding="utf-8")
+    return html.replace("__SIM_CONFIG__", json.dumps(config))
+
+
+def login_page() -> str:
+    return (STATIC / "auth.html").read_text(encoding="utf-8")
+
+
+def static_file(name: str) -> tuple[bytes, str] | None:
+    """A file from static/ by bare name (no folders: nothing outside static/ can be read)."""
+    if "/" in name or "\\" in name or name.startswith("."):
+        return None
+    path = STATIC / name
+    if not path.is_file():
+        return None
+    return path.read_bytes(), CONTENT_TYPES.get(path.suffix, "application/octet-stream")

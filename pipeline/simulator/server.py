@@ -1,0 +1,249 @@
+"""The loopback HTTP server: pages, the chat API, /sim/ controls, and the router's /v1/ paths.
+
+Stdlib only. `Simulator` is the object tests and `qwenpipe simulate` hold; the handler looks it
+up through the server instance.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+from pipeline.simulator import answers, api, pages
+from pipeline.simulator.chats import CONTENT_SCENARIOS, SCENARIOS, ChatStore, Settings
+
+APP_PATH = re.compile(r"^/(c/[^/]+)?$")
+SETTING_KEYS = {
+    "scenario",
+    "api_shape",
+    "answer_seconds",
+    "thinking_seconds",
+    "url_delay",
+    "ui",
+    "require_login",
+}
+
+
+class Simulator:
+    """A replica of chat.qwen.ai (and the router) on 127.0.0.1, with a ledger of every prompt."""
+
+    def __init__(
+        self,
+        port: int = 0,
+        scenario: str = "ok",
+        api_shape: str = "2026-08",
+        answer_seconds: float = 2.0,
+        thinking_seconds: float = 0.5,
+        url_delay: float = 0.3,
+        ui: str = "current",
+        ledger_path=None,
+        require_login: bool = False,
+    ):
+        settings = Settings(
+            scenario=scenario,
+            api_shape=api_shape,
+            answer_seconds=answer_seconds,
+            thinking_seconds=thinking_seconds,
+            url_delay=url_delay,
+            ui=ui,
+            require_login=require_login,
+        )
+        self.store = ChatStore(settings, ledger_path)
+        self.port = port
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._router = None
+        self._router_lock = threading.Lock()
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def start(self) -> Simulator:
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._httpd.daemon_threads = True
+        self._httpd.sim = self
+        self.port = self._httpd.server_address[1]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="qwen-sim", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> Simulator:
+        return self if self._httpd else self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # -- the Python API ---------------------------------------------------------------------
+    def ledger(self) -> list[dict]:
+        return self.store.ledger()
+
+    def sends(self) -> list[dict]:
+        return [entry for entry in self.store.ledger() if entry["accepted"]]
+
+    def chat_ids(self) -> list[str]:
+        with self.store.lock:
+            return list(self.store.chats)
+
+    def set(self, **changes) -> None:
+        """Change settings at run time; `router_*` keys go to the router simulator."""
+        router_changes = {k[7:]: v for k, v in changes.items() if k.startswith("router_")}
+        own = {k: v for k, v in changes.items() if not k.startswith("router_")}
+        unknown = set(own) - SETTING_KEYS
+        if unknown:
+            raise ValueError(f"unknown simulator setting(s): {', '.join(sorted(unknown))}")
+        if router_changes:
+            router = self.router
+            if router is None:
+                raise ValueError("router settings given but pipeline.simulator.router is not available")
+            router.set(**router_changes)
+        if own:
+            self.store.configure(**own)
+
+    def expected_answer(self, prompt_text: str, turn: int = 1) -> str:
+        """The raw markdown the chat answers for this prompt now (its `[sim:]` token, else the run's
+        content scenario). For error_banner: the full answer, of which only half is stored."""
+        named = answers.prompt_scenario(prompt_text)
+        scenario = named if named in CONTENT_SCENARIOS else self.store.snapshot().scenario
+        return answers.expected_answer(prompt_text, turn, scenario if scenario in CONTENT_SCENARIOS else "ok")
+
+    @property
+    def router(self):
+        """The router simulator, made on first use; None when router.py is not there."""
+        with self._router_lock:
+            if self._router is None:
+                try:
+                    from pipeline.simulator.router import RouterSim
+                except ImportError:
+                    return None
+                self._router = RouterSim()
+            return self._router
+
+    def router_ledger(self) -> list:
+        router = self.router
+        return router.ledger() if router is not None else []
+
+    def config(self) -> dict:
+        settings = self.store.snapshot()
+        return {key: getattr(settings, key) for key in sorted(SETTING_KEYS)}
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "QwenSim/1.0"
+    # HTTP/1.0: one request per connection, so a stream ends when the connection closes.
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, format, *args) -> None:  # noqa: A002 - keep test output quiet
+        pass
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
+    def do_OPTIONS(self) -> None:
+        self._dispatch("OPTIONS")
+
+    @property
+    def sim(self) -> Simulator:
+        return self.server.sim
+
+    def _dispatch(self, method: str) -> None:
+        url = urlsplit(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        try:
+            if url.path.startswith("/v1/") or url.path == "/api/health":
+                return self._router(method, body)
+            if url.path.startswith("/sim/"):
+                return self._send(*self._sim_control(method, url.path, body))
+            if url.path.startswith("/static/"):
+                return self._static(url.path[len("/static/") :])
+            if url.path.startswith("/api/"):
+                return self._send(
+                    *api.handle(self.sim.store, method, url.path, url.query, body, self.headers)
+                )
+            return self._send(*self._page(url.path))
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _send(self, status: int, content_type: str, payload: bytes, headers=(), location=None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("Cache-Control", "no-store")
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+
+    def _page(self, path: str):
+        settings = self.sim.store.snapshot()
+        blocked = api.gate(settings, self.headers)
+        if blocked == "waf":
+            return api.html_response(pages.WAF_PAGE)
+        if blocked == "bot_check" or path == "/punish":
+            return api.html_response(pages.BOT_PAGE)
+        if path == "/auth":
+            return api.html_response(pages.login_page())
+        if not APP_PATH.match(path):
+            return api.html_response("<h1>404 Not Found</h1>", status=404)
+        if blocked == "logged_out":
+            return 302, "text/html", b"", [("Location", "/auth?action=signin")]
+        return api.html_response(pages.app_page(settings))
+
+    def _static(self, name: str) -> None:
+        found = pages.static_file(name)
+        if found is None:
+            return self._send(404, "text/plain", b"not found")
+        return self._send(200, found[1], found[0])
+
+    def _sim_control(self, method: str, path: str, body: bytes):
+        if path == "/sim/ledger":
+            return api.json_response(self.sim.ledger())
+        if path == "/sim/health":
+            return api.json_response({"ok": True, "scenarios": list(SCENARIOS), **self.sim.config()})
+        if path == "/sim/config" and method == "GET":
+            return api.json_response(self.sim.config())
+        if path == "/sim/config" and method == "POST":
+            try:
+                self.sim.set(**json.loads(body or b"{}"))
+            except (ValueError, TypeError) as err:
+                return api.json_response({"ok": False, "error": str(err)}, status=400)
+            return api.json_response({"ok": True, **self.sim.config()})
+        return api.json_response({"ok": False, "error": "unknown"}, status=404)
+
+    def _router(self, method: str, body: bytes) -> None:
+        router = self.sim.router
+        if router is None:
+            return self._send(404, "application/json", b'{"error": "router simulator not available"}')
+        status, headers, chunks = router.handle(method, self.path, dict(self.headers.items()), body)
+        self.send_response(status)
+        names = {name.lower() for name, _ in headers}
+        for name, value in headers:
+            self.send_header(name, value)
+        if "content-length" not in names:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        for chunk in chunks:
+            self.wfile.write(chunk)
+            self.wfile.flush()
+        self.close_connection = True

@@ -1,0 +1,96 @@
+"""The two JSON shapes of `GET /api/v2/chats/<id>` seen in public clients (see the reference).
+
+Both are built from the plain view that ChatStore.chat_view returns, so the timeline logic lives
+in one place and only the packaging differs.
+"""
+
+from __future__ import annotations
+
+MODEL = "qwen3-max"
+
+
+def chat_body(view: dict, shape: str) -> dict:
+    """{"success": true, "data": {...}} for a chat view in the "2026-06" or "2026-08" shape."""
+    children = _children(view["messages"])
+    if shape == "2026-06":
+        keyed = {m["id"]: _message(m, children, shape) for m in view["messages"]}
+        current = view["messages"][-1]["id"] if view["messages"] else None
+        chat = {"history": {"currentId": current, "messages": keyed}}
+    else:
+        chat = {
+            "history": {"messages": {}},
+            "messages": [_message(m, children, shape) for m in view["messages"]],
+        }
+    data = {
+        "id": view["id"],
+        "title": view["title"],
+        "created_at": view["created_at"],
+        "updated_at": view["updated_at"],
+        "chat_type": "t2t",
+        "models": [MODEL],
+        "chat": chat,
+    }
+    return {"success": True, "data": data}
+
+
+def _children(messages: list[dict]) -> dict[str, list[str]]:
+    kids: dict[str, list[str]] = {m["id"]: [] for m in messages}
+    for m in messages:
+        if m["parent_id"] in kids:
+            kids[m["parent_id"]].append(m["id"])
+    return kids
+
+
+def _message(m: dict, children: dict[str, list[str]], shape: str) -> dict:
+    out = {
+        "id": m["id"],
+        "role": m["role"],
+        "parentId": m["parent_id"],
+        "childrenIds": children.get(m["id"], []),
+        "timestamp": m["timestamp"],
+        "models": [MODEL],
+        "chat_type": "t2t",
+    }
+    if m["role"] == "user":
+        out["content"] = m["content"]
+        return out
+    out["model"] = MODEL
+    out["done"] = m["done"]
+    # 2026-06 keeps the body only in content_list; 2026-08 also has a top-level copy.
+    out["content"] = "" if shape == "2026-06" else m["answer"]
+    out["content_list"] = _content_list(m, shape)
+    if m["error"]:
+        out["error"] = m["error"]
+    return out
+
+
+def _content_list(m: dict, shape: str) -> list[dict]:
+    """Phases in order; later phases appear only once the thinking phase is over."""
+    items = [
+        {
+            "phase": "thinking_summary",
+            "content": m["thinking"],
+            "status": "finished" if m["thinking_done"] else "typing",
+            "extra": {"summary_title": {"content": ["Thinking"]}},
+        }
+    ]
+    if not m["answer_started"]:
+        return items
+    if shape == "2026-08":
+        # Not part of the article: a client that joins every phase's text gets this too.
+        items.append(
+            {
+                "phase": "web_search",
+                "content": "Searched 0 web pages.",
+                "status": "finished",
+                "extra": {"web_search_info": []},
+            }
+        )
+    items.append(
+        {"phase": "answer", "content": m["answer"], "status": "finished" if m["finished"] else "typing"}
+    )
+    return items
+
+
+def list_body(items: list[dict]) -> dict:
+    return {"success": True, "data": items}
