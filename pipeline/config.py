@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlparse
 
 DEFAULT_CONFIG_NAME = "config.toml"
@@ -86,7 +87,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "max_sends_per_day": Key(int, 0, _non_negative, "0 = no limit; counted from the journal, local day"),
         "max_sends_per_cycle": Key(int, 0, _non_negative, "0 = no limit"),
         "page_timeout": Key((int, float), 30, _positive, "seconds to wait for the chat page to load"),
-        "answer_timeout": Key((int, float), 1800, _positive, "generate --wait gives up after this many seconds"),
+        "answer_timeout": Key(
+            (int, float), 1800, _positive, "generate --wait gives up after this many seconds"
+        ),
         "stable_reads": Key(int, 3, _positive, "reads 1 s apart the answer must stay unchanged"),
         "selectors": Key(dict, {}, _string_table, "CSS selectors that replace the built-in ones"),
     },
@@ -177,7 +180,9 @@ def load(explicit: str | os.PathLike | None = None) -> Config:
     path, named = config_path(explicit)
     if not path.exists():
         if named:
-            raise ConfigError(f"{path}: no such config file (create one with `qwenpipe init --config {path}`)")
+            raise ConfigError(
+                f"{path}: no such config file (create one with `qwenpipe init --config {path}`)"
+            )
         return Config(values=defaults(), root=Path.cwd().resolve())
     try:
         raw = path.read_bytes().decode("utf-8")
@@ -224,17 +229,26 @@ def check_value(name: str, spec: Key, value: Any, where: Path | str) -> Any:
 
 
 def _type_name(t: type) -> str:
-    return {str: "a string", int: "an integer", float: "a number", bool: "true or false",
-            list: "a list", dict: "a table"}.get(t, t.__name__)
+    return {
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+        bool: "true or false",
+        list: "a list",
+        dict: "a table",
+    }.get(t, t.__name__)
 
 
 def render_default_config() -> str:
     """The commented config.toml that `init` writes: every key at its default, one comment each."""
     import tomli_w
 
-    parts = ["# qwenpipe configuration. Every key is shown at its default; relative paths are",
-             "# taken from this file's folder. The router key itself is read from the environment",
-             "# variable named by router.api_key_env, never from this file.", ""]
+    parts = [
+        "# qwenpipe configuration. Every key is shown at its default; relative paths are",
+        "# taken from this file's folder. The router key itself is read from the environment",
+        "# variable named by router.api_key_env, never from this file.",
+        "",
+    ]
     for section, keys in SCHEMA.items():
         parts.append(f"[{section}]")
         for key, spec in keys.items():

@@ -1,0 +1,135 @@
+"""One article: its files in `articles/`, and the small state record beside them.
+
+| file                       | meaning                                              |
+|----------------------------|------------------------------------------------------|
+| SLUG.md                    | done (front matter + markdown)                       |
+| SLUG.md.url                | the prompt was sent: the chat URL                    |
+| SLUG.md.sending            | intent marker: a send was about to happen            |
+| SLUG.md.failed             | dead letter (TOML), cleared by `qwenpipe replay`     |
+| .qwenpipe/state/SLUG.json  | attempts, last poll, next try, last error            |
+| .qwenpipe/locks/SLUG.lock  | the per-article flock                                |
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+from . import files
+from .errors import UsageProblem
+
+CHAT_PATH_RE = re.compile(r"^/c/([a-f0-9-]{20,})$")
+STATE_DIR = ".qwenpipe"
+MAX_ERRORS_KEPT = 20
+
+
+@dataclass(frozen=True)
+class ArticleFiles:
+    slug: str
+    folder: Path
+
+    @property
+    def md(self) -> Path:
+        return self.folder / f"{self.slug}.md"
+
+    @property
+    def url(self) -> Path:
+        return self.folder / f"{self.slug}.md.url"
+
+    @property
+    def sending(self) -> Path:
+        return self.folder / f"{self.slug}.md.sending"
+
+    @property
+    def failed(self) -> Path:
+        return self.folder / f"{self.slug}.md.failed"
+
+    @property
+    def lock(self) -> Path:
+        return self.folder / STATE_DIR / "locks" / f"{self.slug}.lock"
+
+    @property
+    def state(self) -> Path:
+        return self.folder / STATE_DIR / "state" / f"{self.slug}.json"
+
+
+@dataclass
+class ArticleState:
+    """What the contract remembers between runs (the journal keeps the whole story)."""
+
+    attempts: int = 0  # transient failures in a row
+    hard_failures: int = 0  # hard failures on every engine, in a row
+    last_poll: float = 0.0
+    next_try: float = 0.0
+    sent_at: float = 0.0
+    engine: str = ""
+    last_error: str = ""
+    last_error_code: str = ""
+    progress: str = ""
+    errors: list[dict] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, path: Path) -> ArticleState:
+        """The saved state, or a fresh one when it is missing or unreadable (it is only a cache
+        of what the journal says; losing it costs an early poll, never a second send)."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return cls()
+        if not isinstance(data, dict):
+            return cls()
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        try:
+            state = cls(**known)
+            state.attempts, state.hard_failures = int(state.attempts), int(state.hard_failures)
+            state.last_poll, state.next_try = float(state.last_poll), float(state.next_try)
+            state.sent_at = float(state.sent_at)
+            state.errors = list(state.errors) if isinstance(state.errors, list) else []
+        except (TypeError, ValueError):
+            return cls()
+        return state
+
+    def save(self, path: Path) -> None:
+        files.atomic_write(path, json.dumps(asdict(self), ensure_ascii=False, indent=1))
+
+    def record_error(self, when: float, engine: str, code: str, message: str) -> None:
+        self.last_error, self.last_error_code = message, code
+        self.errors.append({"time": when, "engine": engine, "code": code, "error": message})
+        del self.errors[:-MAX_ERRORS_KEPT]
+
+
+def parse_chat_url(text: str, base_url: str, where: Path) -> str:
+    """The chat URL in a `.md.url` file, if it is one of `base_url`'s chats; else UsageProblem.
+
+    A sidecar is data on disk that anyone may have edited: it is never opened blindly.
+    """
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    fix = f"fix or delete {where} (deleting it means the prompt may be sent again)"
+    if len(lines) != 1:
+        raise UsageProblem(f"{where}: expected one line with the chat URL, found {len(lines)}; {fix}")
+    url = lines[0]
+    parsed, base = urlparse(url), urlparse(base_url)
+    if parsed.scheme not in ("http", "https") or parsed.netloc != base.netloc:
+        raise UsageProblem(
+            f"{where}: {url!r} is not on qwen.base_url ({base.scheme}://{base.netloc}); "
+            f"refusing to open it. {fix}, or set qwen.base_url"
+        )
+    if not CHAT_PATH_RE.match(parsed.path) or parsed.query or parsed.fragment:
+        raise UsageProblem(f"{where}: {url!r} is not a chat URL like {base_url.rstrip('/')}/c/<id>; {fix}")
+    return url
+
+
+def read_chat_url(article: ArticleFiles, base_url: str) -> str | None:
+    """The validated chat URL of an article, or None when it was never sent."""
+    try:
+        raw = article.url.read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageProblem(f"{article.url}: not UTF-8 text; it should hold one chat URL") from None
+    return parse_chat_url(text, base_url, article.url)

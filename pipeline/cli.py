@@ -1,0 +1,207 @@
+"""The command line: parse, call the core, map outcomes to exit codes. Nothing else lives here."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from . import __version__
+from .config import ConfigError, load
+from .console import err, out, say, stderr_is_terminal
+from .errors import UsageProblem
+from .exitcodes import ExitCode
+from .files import LockBusy
+
+app = typer.Typer(
+    name="qwenpipe",
+    help="Generate articles with the chat.qwen.ai web chat, unattended, paying once per prompt.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+ConfigOption = Annotated[
+    str | None,
+    typer.Option("--config", "-c", help="config.toml to use (default: $QWENPIPE_CONFIG, else ./config.toml)"),
+]
+
+
+def _version(value: bool) -> None:
+    if value:
+        out().print(f"qwenpipe {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    ctx: typer.Context,
+    config: ConfigOption = None,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True)] = False,
+) -> None:
+    ctx.obj = {"config": config}
+
+
+def _workspace(ctx: typer.Context, config: str | None = None):
+    from .workspace import Workspace
+
+    return Workspace(load(config or ctx.obj.get("config")))
+
+
+STATUS_EXIT = {
+    "done": ExitCode.DONE,
+    "queued": ExitCode.QUEUED,
+    "working": ExitCode.WORKING,
+    "failed": ExitCode.FAILED,
+}
+
+
+@app.command()
+def generate(
+    ctx: typer.Context,
+    slug: Annotated[str, typer.Argument(help="the prompt's name: prompts/SLUG.md")],
+    wait: Annotated[bool, typer.Option("--wait", help="by hand: stay until the article is written")] = False,
+    engine: Annotated[str, typer.Option(help="auto (the contract), qwen (no fallback) or router")] = "auto",
+    config: ConfigOption = None,
+) -> None:
+    """Move one article along the contract: 0 done, 42 sent, 3 still working, 1 failed, 2 bad input."""
+    from .contract import generate as run_contract
+    from .workspace import Engines
+
+    workspace = _workspace(ctx, config)
+    progress = (
+        err().status(f"{slug}: starting") if wait and stderr_is_terminal() else contextlib.nullcontext()
+    )
+    with Engines(workspace.config) as engines, progress as spinner:
+        report = (lambda m: spinner.update(m)) if spinner is not None else say
+        outcome = run_contract(workspace, slug, engines, wait=wait, engine=engine, say=report)
+    if outcome.status.value == "done":
+        out().print(str(workspace.article(slug).md), markup=False)
+    say(outcome.message)
+    raise typer.Exit(STATUS_EXIT[outcome.status.value])
+
+
+@app.command()
+def replay(
+    ctx: typer.Context,
+    slug: Annotated[
+        str | None, typer.Argument(help="the dead-lettered article to make pending again")
+    ] = None,
+    all_failed: Annotated[bool, typer.Option("--all-failed", help="every dead-lettered article")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Clear a dead letter (SLUG.md.failed); the history stays, and its chat is polled before any send."""
+    from .contract import replay as run_replay
+
+    workspace = _workspace(ctx, config)
+    if bool(slug) == all_failed:
+        raise UsageProblem("give one SLUG or --all-failed")
+    slugs = (
+        [slug]
+        if slug
+        else sorted(p.name[: -len(".md.failed")] for p in workspace.articles_dir.glob("*.md.failed"))
+    )
+    for name in slugs:
+        say(run_replay(workspace, name))
+    if not slugs:
+        say("no dead-lettered articles")
+
+
+@app.command()
+def init(
+    ctx: typer.Context,
+    force: Annotated[bool, typer.Option("--force", help="overwrite an existing config file")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Write a commented config.toml with every key at its default."""
+    from .config import config_path, render_default_config
+    from .files import atomic_write
+
+    path, _named = config_path(config or ctx.obj.get("config"))
+    if path.exists() and not force:
+        raise UsageProblem(f"{path} already exists; use --force to overwrite it")
+    atomic_write(path, render_default_config())
+    say(f"wrote {path}")
+
+
+@app.command()
+def simulate(
+    port: Annotated[int, typer.Option(help="port on 127.0.0.1 (0 = any free port)")] = 8765,
+    scenario: Annotated[
+        str,
+        typer.Option(help="ok, logged_out, bot_check, quota, chat_not_found, waf, error_banner, slow, ..."),
+    ] = "ok",
+    api_shape: Annotated[str, typer.Option(help="2026-08 or 2026-06")] = "2026-08",
+    answer_seconds: Annotated[float, typer.Option(help="how long an answer takes to grow")] = 5.0,
+    ui: Annotated[str, typer.Option(help="current or legacy page")] = "current",
+    ledger: Annotated[
+        Path | None, typer.Option(help="also write the ledger of received prompts here")
+    ] = None,
+) -> None:
+    """Serve a loopback replica of chat.qwen.ai and a 9router-like router until Ctrl-C."""
+    import time
+
+    from .simulator import Simulator
+
+    sim = Simulator(
+        port=port,
+        scenario=scenario,
+        api_shape=api_shape,
+        answer_seconds=answer_seconds,
+        ui=ui,
+        ledger_path=ledger,
+    ).start()
+    out().print(sim.base_url, markup=False)
+    say(f"simulator on {sim.base_url} (chat) and {sim.base_url}/v1 (router); Ctrl-C stops it")
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        sim.stop()
+
+
+def _debug() -> bool:
+    return bool(os.environ.get("QWENPIPE_DEBUG")) or "pytest" in sys.modules
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the command line in-process and return its exit code; expected failures become one
+    clear line on stderr, never a traceback."""
+    from typer.exceptions import TyperException
+
+    try:
+        result = app(args=argv, prog_name="qwenpipe", standalone_mode=False)
+    except typer.Exit as done:
+        return done.exit_code
+    except typer.Abort:
+        say("qwenpipe: interrupted")
+        return 130
+    except TyperException as bad:  # bad usage: unknown option, missing argument
+        show = getattr(bad, "show", None)
+        show() if show else say(f"qwenpipe: {bad.format_message()}")
+        return ExitCode.USAGE
+    except (UsageProblem, ConfigError) as problem:
+        say(f"qwenpipe: {problem}")
+        return ExitCode.USAGE
+    except LockBusy as busy:
+        say(f"qwenpipe: busy: {busy.owner} holds {busy.path}")
+        return ExitCode.WORKING
+    except KeyboardInterrupt:
+        say("qwenpipe: interrupted")
+        return 130
+    except Exception as error:  # the last line of defence for users
+        if _debug():
+            raise
+        name = type(error).__name__
+        say(f"qwenpipe: internal error: {name}: {error} (QWENPIPE_DEBUG=1 shows the traceback)")
+        return ExitCode.FAILED
+    return result if isinstance(result, int) else ExitCode.DONE
+
+
+def main() -> None:
+    """Console script entry point."""
+    sys.exit(run())

@@ -1,0 +1,386 @@
+"""The generate contract: move one article one step, never sending its prompt twice.
+
+    SLUG.md exists            -> done
+    SLUG.md.url exists        -> look at the chat: complete -> write SLUG.md; else still working
+    SLUG.md.sending, no URL   -> a send may have happened: find the chat by its prompt first
+    neither                   -> write the marker, send, write SLUG.md.url: queued
+    hard failure              -> the router writes SLUG.md, else failed (dead letter after
+                                 qwen.max_attempts of them)
+
+All of it under the article's flock; another holder means "working elsewhere", never a wait.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+
+import tomli_w
+
+from . import files
+from .article import ArticleFiles, ArticleState, read_chat_url
+from .engines.base import Answer, EngineError, Generating, HardError, QuotaSpent, TransientError
+from .errors import UsageProblem
+from .files import FileLock, LockBusy
+from .prompts import Prompt, check_slug, load_prompt
+from .quota import sends_today
+from .render import render_article
+from .workspace import Engines, Workspace
+
+ENGINE_CHOICES = ("auto", "qwen", "router")
+MAX_BACKOFF = 3600.0
+
+
+class Status(Enum):
+    DONE = "done"
+    QUEUED = "queued"  # sent just now
+    WORKING = "working"  # still generating, backing off, throttled, or locked elsewhere
+    FAILED = "failed"  # hard failure and no fallback (or the fallback failed too)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: Status
+    slug: str
+    message: str
+    engine: str | None = None
+    chat_url: str | None = None
+    sent: bool = False  # a prompt went to the chat in this step
+
+
+def _quiet(_message: str) -> None:
+    pass
+
+
+def generate(
+    workspace: Workspace,
+    slug: str,
+    engines: Engines,
+    *,
+    wait: bool = False,
+    engine: str = "auto",
+    say: Callable[[str], None] = _quiet,
+    clock: Callable[[], float] = time.time,
+) -> Outcome:
+    """Run the contract once for `slug`. Raises UsageProblem (exit 2) before writing anything."""
+    check_slug(slug)
+    if engine not in ENGINE_CHOICES:
+        raise UsageProblem(f"--engine {engine!r}: choose one of {', '.join(ENGINE_CHOICES)}")
+    article = workspace.article(slug)
+    if article.md.exists():
+        return Outcome(Status.DONE, slug, f"{article.md} is already done")
+    prompt = load_prompt(workspace.prompts_dir, slug)
+    read_chat_url(article, workspace.config.qwen["base_url"])  # refuse a bad sidecar before locking
+    try:
+        lock = FileLock(article.lock, purpose=f"generate {slug}").acquire()
+    except LockBusy as busy:
+        return Outcome(Status.WORKING, slug, f"{slug} is in progress elsewhere ({busy.owner})")
+    try:
+        step = Step(workspace, article, prompt, engines, wait=wait, choice=engine, say=say, clock=clock)
+        return step.run()
+    finally:
+        lock.release()
+
+
+class Step:
+    """One pass of the contract for one article, with the lock held."""
+
+    def __init__(
+        self,
+        workspace,
+        article: ArticleFiles,
+        prompt: Prompt,
+        engines: Engines,
+        *,
+        wait: bool,
+        choice: str,
+        say: Callable[[str], None],
+        clock: Callable[[], float],
+    ):
+        self.ws, self.article, self.prompt, self.engines = workspace, article, prompt, engines
+        self.wait, self.choice, self.say, self.clock = wait, choice, say, clock
+        self.qwen = workspace.config.qwen
+        self.state = ArticleState.load(article.state)
+        self.chat_url: str | None = None
+
+    # -- the steps ---------------------------------------------------------------------------
+
+    def run(self) -> Outcome:
+        if self.article.md.exists():  # finished by another process while we waited for nothing
+            return self.outcome(Status.DONE, f"{self.article.md} is already done")
+        if self.article.failed.exists():
+            return self.outcome(
+                Status.FAILED,
+                f"{self.slug} is dead-lettered ({self.dead_letter_reason()}); "
+                f"run `qwenpipe replay {self.slug}` to try again",
+            )
+        if self.choice == "router":
+            return self.fallback("asked for the router (--engine router)", chat_error=None)
+        try:
+            self.chat_url = read_chat_url(self.article, self.qwen["base_url"])
+            if self.chat_url is None and self.article.sending.exists():
+                self.chat_url = self.recover()
+            if self.chat_url:
+                return self.poll()
+            return self.send()
+        except TransientError as err:
+            return self.transient(err)
+        except HardError as err:
+            return self.hard(err)
+
+    def send(self) -> Outcome:
+        now = self.clock()
+        blocked = self.ws.chat_quota.blocked_until(now)
+        if blocked and self.choice == "auto":
+            until, reason = blocked
+            return self.fallback(
+                f"the chat's daily quota is spent until {_clock(until)} ({reason})", chat_error=None
+            )
+        if blocked:
+            return self.outcome(Status.FAILED, f"the chat's daily quota is spent until {_clock(blocked[0])}")
+        limit = self.qwen["max_sends_per_day"]
+        if limit and sends_today(self.ws.journal, now) >= limit:
+            return self.outcome(
+                Status.WORKING,
+                f"daily send limit reached ({limit}, qwen.max_sends_per_day); the prompt waits for tomorrow",
+            )
+        marker = {"time": now, "pid": os.getpid(), "prompt_sha256": self.prompt.sha256}
+        files.atomic_write(self.article.sending, json.dumps(marker) + "\n")
+        self.log("sending", engine="qwen", attempt=self.state.attempts + 1)
+        self.say(f"{self.slug}: sending the prompt to the chat")
+        started = time.monotonic()
+        url = self.engines.chat().send(self.prompt.text)
+        # The URL is the proof of the send: it goes to disk before anything else happens.
+        files.atomic_write(self.article.url, url + "\n")
+        files.remove(self.article.sending)
+        self.chat_url = url
+        self.state.sent_at = self.state.last_poll = self.clock()
+        self.state.attempts, self.state.engine, self.state.progress = 0, "qwen", "sent"
+        self.save()
+        self.log("sent", engine="qwen", chat_url=url, duration=_since(started))
+        if self.wait:
+            return self.poll()
+        return self.outcome(Status.QUEUED, f"{self.slug}: sent, the chat is {url}", sent=True)
+
+    def recover(self) -> str | None:
+        """A marker without a URL: the last send may have reached the site. Look before sending."""
+        self.say(f"{self.slug}: an earlier send was interrupted; looking for its chat in the chat list")
+        self.log("recovering", engine="qwen")
+        url = self.engines.chat().find_chat(self.prompt.text)
+        if url is None:
+            self.log("recovery_not_found", engine="qwen")
+            self.say(f"{self.slug}: no chat holds this prompt, so it never reached the site: sending it")
+            return None
+        files.atomic_write(self.article.url, url + "\n")
+        files.remove(self.article.sending)
+        self.state.sent_at = self.state.sent_at or self.clock()
+        self.state.engine = "qwen"
+        self.save()
+        self.log("recovered", engine="qwen", chat_url=url)
+        self.say(f"{self.slug}: found the chat the interrupted send made: {url}; not sending again")
+        return url
+
+    def poll(self) -> Outcome:
+        now = self.clock()
+        if not self.wait:
+            if self.state.next_try > now:
+                return self.outcome(
+                    Status.WORKING,
+                    f"{self.slug}: retrying after {_clock(self.state.next_try)} "
+                    f"(last error: {self.state.last_error})",
+                )
+            spacing = self.qwen["poll_interval"] - (now - self.state.last_poll)
+            if spacing > 0:
+                return self.outcome(Status.WORKING, f"{self.slug}: generating; next look in {spacing:.0f} s")
+        started = time.monotonic()
+        chat = self.engines.chat()
+        if self.wait:
+            result = chat.wait(
+                self.chat_url,
+                timeout=self.qwen["answer_timeout"],
+                on_progress=lambda p: self.say(f"{self.slug}: {p}"),
+            )
+        else:
+            result = chat.check(self.chat_url)
+        self.state.last_poll = self.clock()
+        if isinstance(result, Answer):
+            return self.finish(result)
+        assert isinstance(result, Generating)
+        self.state.attempts, self.state.progress = 0, result.progress
+        self.save()
+        self.log("poll", engine="qwen", progress=result.progress, duration=_since(started))
+        return self.outcome(Status.WORKING, f"{self.slug}: {result.progress} ({self.chat_url})")
+
+    def finish(self, answer: Answer) -> Outcome:
+        document = render_article(
+            self.prompt, answer, chat_url=self.chat_url, when=datetime.fromtimestamp(self.clock())
+        )
+        files.atomic_write(self.article.md, document)
+        files.remove(self.article.sending)
+        self.state.engine, self.state.progress, self.state.attempts = answer.engine, "done", 0
+        self.state.next_try = 0.0
+        self.save()
+        words = len(answer.markdown.split())
+        self.log(
+            "done",
+            engine=answer.engine,
+            model=answer.model,
+            words=words,
+            duration=round(self.clock() - self.state.sent_at, 3) if self.state.sent_at else None,
+        )
+        return self.outcome(
+            Status.DONE,
+            f"{self.slug}: wrote {self.article.md} ({words} words, {answer.engine})",
+            engine=answer.engine,
+        )
+
+    # -- failures ----------------------------------------------------------------------------
+
+    def transient(self, err: TransientError) -> Outcome:
+        now = self.clock()
+        self.state.attempts += 1
+        self.state.record_error(now, "qwen", err.code, str(err))
+        self.log("transient", engine="qwen", attempt=self.state.attempts, error=str(err), code=err.code)
+        limit = self.qwen["max_attempts"]
+        if self.state.attempts >= limit:
+            too_many = HardError(
+                f"{self.state.attempts} transient failures in a row "
+                f"(qwen.max_attempts = {limit}); last: {err}",
+                code="too_many_attempts",
+            )
+            return self.hard(too_many)
+        delay = min(self.qwen["poll_interval"] * 2 ** (self.state.attempts - 1), MAX_BACKOFF)
+        self.state.next_try = now + delay
+        self.save()
+        return self.outcome(
+            Status.WORKING,
+            f"{self.slug}: {err} (attempt {self.state.attempts} of {limit}; next try in {delay:.0f} s)",
+        )
+
+    def hard(self, err: HardError) -> Outcome:
+        now = self.clock()
+        self.state.record_error(now, "qwen", err.code, str(err))
+        self.log("hard", engine="qwen", error=str(err), code=err.code)
+        self.say(f"{self.slug}: the chat failed hard: {err}")
+        if isinstance(err, QuotaSpent):
+            until = self.ws.chat_quota.block(now, err.retry_after, str(err))
+            self.log("quota", engine="qwen", until=_clock(until), error=str(err))
+            self.say(f"the chat's daily quota is spent: no sends to the chat until {_clock(until)}")
+        if self.choice == "qwen" or not self.ws.config.router["enabled"]:
+            why = "--engine qwen" if self.choice == "qwen" else "router.enabled = false"
+            return self.give_up(err, f"{err} (no fallback: {why})")
+        return self.fallback(str(err), chat_error=err)
+
+    def fallback(self, reason: str, *, chat_error: EngineError | None) -> Outcome:
+        self.log("fallback", engine="router", reason=reason)
+        self.say(f"{self.slug}: writing it through the router ({reason})")
+        started = time.monotonic()
+        try:
+            answer = self.engines.router().generate(self.prompt.text)
+        except EngineError as err:
+            self.state.record_error(self.clock(), "router", err.code, str(err))
+            self.log(
+                "router_failed", engine="router", error=str(err), code=err.code, duration=_since(started)
+            )
+            first = f"chat: {chat_error}; " if chat_error else ""
+            return self.give_up(err, f"{first}router: {err}")
+        return self.finish(answer)
+
+    def give_up(self, err: EngineError, message: str) -> Outcome:
+        self.state.hard_failures += 1
+        self.state.attempts = 0
+        limit = self.qwen["max_attempts"]
+        self.save()
+        if self.state.hard_failures >= limit:
+            self.dead_letter(err, message)
+            return self.outcome(
+                Status.FAILED,
+                f"{self.slug}: {message}; dead-lettered after "
+                f"{self.state.hard_failures} hard failures "
+                f"(`qwenpipe replay {self.slug}` to retry)",
+            )
+        return self.outcome(
+            Status.FAILED, f"{self.slug}: {message} (hard failure {self.state.hard_failures} of {limit})"
+        )
+
+    def dead_letter(self, err: EngineError, message: str) -> None:
+        record = {
+            "reason": err.code,
+            "engine": "router"
+            if self.state.errors and self.state.errors[-1]["engine"] == "router"
+            else "qwen",
+            "attempts": self.state.hard_failures,
+            "last_error": message,
+            "time": datetime.fromtimestamp(self.clock()).astimezone().replace(microsecond=0),
+            "errors": [
+                {
+                    k: (datetime.fromtimestamp(v).astimezone().replace(microsecond=0) if k == "time" else v)
+                    for k, v in e.items()
+                }
+                for e in self.state.errors
+            ],
+        }
+        if self.chat_url:
+            record["chat_url"] = self.chat_url
+        files.atomic_write(self.article.failed, tomli_w.dumps(record))
+        self.log("dead_letter", error=message, code=err.code)
+
+    def dead_letter_reason(self) -> str:
+        import tomllib
+
+        try:
+            data = tomllib.loads(self.article.failed.read_text(encoding="utf-8"))
+            return str(data.get("last_error") or data.get("reason") or "see the .failed file")
+        except (OSError, ValueError):
+            return f"see {self.article.failed}"
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    @property
+    def slug(self) -> str:
+        return self.prompt.slug
+
+    def save(self) -> None:
+        self.state.save(self.article.state)
+
+    def log(self, event: str, **fields: object) -> None:
+        self.ws.journal.append(self.slug, event, **fields)
+
+    def outcome(
+        self, status: Status, message: str, *, engine: str | None = None, sent: bool = False
+    ) -> Outcome:
+        return Outcome(status, self.slug, message, engine=engine, chat_url=self.chat_url, sent=sent)
+
+
+def replay(workspace: Workspace, slug: str) -> str:
+    """Make a dead-lettered article pending again; its history stays in the journal and state.
+
+    The chat URL is kept, so the next run polls the existing chat before anything is sent.
+    """
+    check_slug(slug)
+    article = workspace.article(slug)
+    if not article.failed.exists():
+        raise UsageProblem(f"{slug} is not dead-lettered ({article.failed} does not exist)")
+    with FileLock(article.lock, purpose=f"replay {slug}"):
+        state = ArticleState.load(article.state)
+        state.hard_failures = state.attempts = 0
+        state.next_try = 0.0
+        state.save(article.state)
+        files.remove(article.failed)
+        workspace.journal.append(slug, "replay")
+    return f"{slug}: cleared {article.failed.name}; the next run " + (
+        "polls its chat first" if article.url.exists() else "sends it"
+    )
+
+
+def _since(started: float) -> float:
+    return round(time.monotonic() - started, 3)
+
+
+def _clock(ts: float) -> str:
+    return datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M")

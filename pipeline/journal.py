@@ -1,0 +1,70 @@
+"""The journal: one JSON line per step, appended by every command, read by status and quotas.
+
+Appends use O_APPEND with one write() per line, so concurrent writers never interleave. A writer
+killed mid-line leaves a torn line: readers skip lines that do not parse, and the next writer
+starts on a fresh line so that its own line stays whole.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+
+@dataclass
+class Journal:
+    path: Path
+
+    def append(self, slug: str, event: str, **fields: object) -> dict:
+        """Record one step. None-valued fields are left out to keep lines short."""
+        now = time.time()
+        entry = {
+            "time": datetime.fromtimestamp(now).astimezone().isoformat(timespec="seconds"),
+            "ts": round(now, 3),
+            "slug": slug,
+            "event": event,
+            "pid": os.getpid(),
+        }
+        entry.update({k: v for k, v in fields.items() if v is not None})
+        line = json.dumps(entry, ensure_ascii=False, default=str) + "\n"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = "\n" + line
+            os.write(fd, line.encode("utf-8"))
+        finally:
+            os.close(fd)
+        return entry
+
+    def read(self, *, offset: int = 0, slug: str | None = None) -> Iterator[dict]:
+        """Entries from byte `offset` on, oldest first; torn or foreign lines are skipped."""
+        for _end, entry in self.read_with_offsets(offset=offset):
+            if slug is None or entry.get("slug") == slug:
+                yield entry
+
+    def read_with_offsets(self, *, offset: int = 0) -> Iterator[tuple[int, dict]]:
+        """(offset after the line, entry) pairs: lets a reader resume where it stopped."""
+        try:
+            handle = open(self.path, "rb")  # noqa: SIM115 - closed by the with below
+        except FileNotFoundError:
+            return
+        with handle:
+            handle.seek(offset)
+            position = offset
+            for raw in handle:
+                if not raw.endswith(b"\n"):
+                    break  # a line still being written (or torn): not ours to read yet
+                position += len(raw)
+                try:
+                    entry = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(entry, dict) and isinstance(entry.get("slug"), str):
+                    yield position, entry

@@ -1,0 +1,95 @@
+"""Prompt files: `prompts/SLUG.md`, optionally opening with TOML front matter between `+++` lines."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import UsageProblem
+
+SLUG_RE = re.compile(r"[a-z0-9][a-z0-9._-]*")
+FENCE = "+++"
+MAX_PROMPT_BYTES = 1_000_000
+
+
+def check_slug(slug: str) -> str:
+    """Return `slug` if it is a safe file name stem, else raise UsageProblem saying why."""
+    if SLUG_RE.fullmatch(slug or "") and len(slug) <= 200:
+        return slug
+    hint = ""
+    stem = Path(slug).name.removesuffix(".md") if slug else ""
+    if stem and stem != slug and SLUG_RE.fullmatch(stem):
+        hint = f" (did you mean `{stem}`? pass the slug, not a path)"
+    raise UsageProblem(
+        f"invalid slug {slug!r}: a slug is the prompt's file name without .md, made of "
+        f"a-z, 0-9, '.', '_' and '-', starting with a letter or digit{hint}"
+    )
+
+
+@dataclass(frozen=True)
+class Prompt:
+    slug: str
+    path: Path
+    text: str
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+
+def split_front_matter(raw: str, where: Path) -> tuple[dict, str]:
+    """(front matter, body). Front matter is TOML between a first line `+++` and the next `+++`."""
+    lines = raw.splitlines(keepends=True)
+    if not lines or lines[0].strip() != FENCE:
+        return {}, raw
+    for index in range(1, len(lines)):
+        if lines[index].strip() == FENCE:
+            block = "".join(lines[1:index])
+            try:
+                meta = tomllib.loads(block)
+            except tomllib.TOMLDecodeError as err:
+                raise UsageProblem(f"{where}: front matter is not valid TOML: {err}") from None
+            return meta, "".join(lines[index + 1 :])
+    raise UsageProblem(f"{where}: front matter opened with `+++` on line 1 is never closed by a `+++` line")
+
+
+def load_prompt(prompts_dir: Path, slug: str) -> Prompt:
+    """Read and check `prompts_dir/slug.md`. Raises UsageProblem for every bad case."""
+    check_slug(slug)
+    path = prompts_dir / f"{slug}.md"
+    try:
+        raw_bytes = path.read_bytes()
+    except FileNotFoundError:
+        raise UsageProblem(
+            f"no prompt for {slug!r}: {path} does not exist (write the prompt there)"
+        ) from None
+    except IsADirectoryError:
+        raise UsageProblem(f"{path} is a folder, not a prompt file") from None
+    except OSError as err:
+        raise UsageProblem(f"{path}: cannot read: {err.strerror}") from None
+    if len(raw_bytes) > MAX_PROMPT_BYTES:
+        raise UsageProblem(f"{path}: {len(raw_bytes):,} bytes is too large for a chat prompt (max 1 MB)")
+    try:
+        raw = raw_bytes.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise UsageProblem(f"{path}: not UTF-8 text (byte {err.start}); save the file as UTF-8") from None
+    if "\x00" in raw:
+        raise UsageProblem(f"{path}: contains NUL bytes; is it really a text prompt?")
+    meta, body = split_front_matter(raw, path)
+    text = body.strip()
+    if not text:
+        raise UsageProblem(f"{path}: the prompt is empty (write the request below the front matter)")
+    return Prompt(slug=slug, path=path, text=text, meta=meta)
+
+
+def list_slugs(prompts_dir: Path) -> list[str]:
+    """Slugs of every valid prompt file name in the folder, sorted; other files are ignored."""
+    try:
+        names = [entry.name for entry in prompts_dir.iterdir() if entry.is_file()]
+    except FileNotFoundError:
+        return []
+    return sorted(n[:-3] for n in names if n.endswith(".md") and SLUG_RE.fullmatch(n[:-3]))

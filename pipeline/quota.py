@@ -1,0 +1,55 @@
+"""The chat's quotas: the site's own daily limit (learned when it says so) and ours (config).
+
+When the site says the daily quota is spent, nothing is sent to the chat by any process until
+the time it names (or the next local midnight): `.qwenpipe/quota.json` records that.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from . import files
+from .journal import Journal
+
+
+@dataclass
+class ChatQuota:
+    path: Path
+
+    def blocked_until(self, now: float) -> tuple[float, str] | None:
+        """(until, reason) while sends to the chat are stopped, else None."""
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            until, reason = float(data["blocked_until"]), str(data.get("reason", ""))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return (until, reason) if until > now else None
+
+    def block(self, now: float, retry_after: float | None, reason: str) -> float:
+        until = now + retry_after if retry_after else next_local_midnight(now)
+        files.atomic_write(self.path, json.dumps({"blocked_until": until, "since": now, "reason": reason}))
+        return until
+
+
+def next_local_midnight(now: float) -> float:
+    today = datetime.fromtimestamp(now).astimezone()
+    tomorrow = (today + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    return tomorrow.timestamp()
+
+
+def local_day_start(now: float) -> float:
+    return (
+        datetime.fromtimestamp(now)
+        .astimezone()
+        .replace(hour=0, minute=0, second=0, microsecond=0)
+        .timestamp()
+    )
+
+
+def sends_today(journal: Journal, now: float) -> int:
+    """Prompts sent to the chat since local midnight (each `sending` step may have reached it)."""
+    start = local_day_start(now)
+    return sum(1 for e in journal.read() if e.get("event") == "sending" and e.get("ts", 0) >= start)

@@ -1,0 +1,94 @@
+"""Where things are (from the config) and the engines, created only when first needed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .article import STATE_DIR, ArticleFiles
+from .config import Config
+from .engines.base import ChatEngine, DirectEngine
+from .journal import Journal
+from .quota import ChatQuota
+
+
+@dataclass
+class Workspace:
+    config: Config
+
+    @property
+    def prompts_dir(self) -> Path:
+        return self.config.prompts_dir
+
+    @property
+    def articles_dir(self) -> Path:
+        return self.config.articles_dir
+
+    @property
+    def state_dir(self) -> Path:
+        return self.articles_dir / STATE_DIR
+
+    @property
+    def journal(self) -> Journal:
+        return Journal(self.state_dir / "journal.jsonl")
+
+    @property
+    def chat_quota(self) -> ChatQuota:
+        return ChatQuota(self.state_dir / "quota.json")
+
+    @property
+    def cycle_lock(self) -> Path:
+        return self.state_dir / "cycle.lock"
+
+    def article(self, slug: str) -> ArticleFiles:
+        return ArticleFiles(slug, self.articles_dir)
+
+
+def default_chat_factory(config: Config) -> ChatEngine:
+    from .engines.qwen import QwenEngine  # Playwright is imported only when a chat is needed
+
+    return QwenEngine(config.qwen, config.browser, root=config.root)
+
+
+def default_router_factory(config: Config) -> DirectEngine:
+    from .engines.router import RouterEngine
+
+    return RouterEngine(config.router)
+
+
+@dataclass
+class Engines:
+    """Lazy engines: no browser starts, and no HTTP client opens, until one is asked for."""
+
+    config: Config
+    chat_factory: Callable[[Config], ChatEngine] = default_chat_factory
+    router_factory: Callable[[Config], DirectEngine] = default_router_factory
+    _chat: ChatEngine | None = field(default=None, init=False)
+    _router: DirectEngine | None = field(default=None, init=False)
+
+    def chat(self) -> ChatEngine:
+        if self._chat is None:
+            self._chat = self.chat_factory(self.config)
+        return self._chat
+
+    def router(self) -> DirectEngine:
+        if self._router is None:
+            self._router = self.router_factory(self.config)
+        return self._router
+
+    @property
+    def chat_started(self) -> bool:
+        return self._chat is not None
+
+    def close(self) -> None:
+        for engine in (self._chat, self._router):
+            if engine is not None:
+                engine.close()
+        self._chat = self._router = None
+
+    def __enter__(self) -> Engines:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

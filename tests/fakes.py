@@ -1,0 +1,90 @@
+"""A scripted chat engine and router for contract tests: read like llm's MockModel."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from pipeline.engines.base import Answer, Generating
+
+
+@dataclass
+class FakeChat:
+    """`enqueue_check(...)` scripts what `check` returns or raises, in order; `history` records calls."""
+
+    name: str = "qwen"
+    base_url: str = "https://chat.qwen.ai"
+    history: list[tuple] = field(default_factory=list)
+    checks: deque = field(default_factory=deque)
+    send_error: Exception | None = None
+    known_chats: dict[str, str] = field(default_factory=dict)  # prompt -> url, what find_chat sees
+    crash_after_send: BaseException | None = None
+    closed: bool = False
+    sends: int = 0
+
+    def enqueue_check(self, *results) -> FakeChat:
+        self.checks.extend(results)
+        return self
+
+    def send(self, text: str) -> str:
+        self.history.append(("send", text))
+        if self.send_error:
+            raise self.send_error
+        self.sends += 1
+        url = f"{self.base_url}/c/{self.sends:08d}-0000-4000-8000-000000000000"
+        self.known_chats[text] = url
+        if self.crash_after_send:
+            raise self.crash_after_send
+        return url
+
+    def check(self, chat_url: str):
+        self.history.append(("check", chat_url))
+        result = self.checks.popleft() if self.checks else Generating("writing")
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def wait(self, chat_url: str, *, timeout: float, on_progress=None):
+        self.history.append(("wait", chat_url))
+        while True:
+            result = self.check(chat_url)
+            if isinstance(result, Answer):
+                return result
+            if on_progress:
+                on_progress(result.progress)
+
+    def find_chat(self, text: str):
+        self.history.append(("find_chat", text))
+        return self.known_chats.get(text)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@dataclass
+class FakeRouter:
+    name: str = "router"
+    results: deque = field(default_factory=deque)
+    history: list[str] = field(default_factory=list)
+
+    def enqueue(self, *results) -> FakeRouter:
+        self.results.extend(results)
+        return self
+
+    def generate(self, text: str) -> Answer:
+        self.history.append(text)
+        result = (
+            self.results.popleft()
+            if self.results
+            else Answer("# Routed\n\nFrom the router.", "router", model="test/model")
+        )
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def close(self) -> None:
+        pass
+
+
+def answer(markdown: str = "# A Title\n\nBody text here.\n\n- one\n- two\n") -> Answer:
+    return Answer(markdown=markdown, engine="qwen", title="Generated Title")

@@ -1,0 +1,95 @@
+"""The command line as users and cron see it: real processes, exit codes, stdout vs stderr."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import add_prompt, snapshot
+
+
+def qwenpipe(*args, cwd, env=None):
+    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=60,
+    )
+
+
+def test_init_writes_config_and_refuses_to_overwrite(tmp_path):
+    first = qwenpipe("init", cwd=tmp_path)
+    assert first.returncode == 0 and (tmp_path / "config.toml").exists()
+    (tmp_path / "config.toml").write_text("# mine\n")
+    second = qwenpipe("init", cwd=tmp_path)
+    assert second.returncode == 2 and "--force" in second.stderr
+    assert (tmp_path / "config.toml").read_text() == "# mine\n"
+    third = qwenpipe("init", "--force", cwd=tmp_path)
+    assert third.returncode == 0 and "[qwen]" in (tmp_path / "config.toml").read_text()
+
+
+def test_bad_config_is_exit_2_with_one_line_and_no_traceback(project):
+    (project / "config.toml").write_text("[qwen]\npoll_interval = -5\n")
+    add_prompt(project, "tea")
+    before = snapshot(project)
+    result = qwenpipe("generate", "tea", cwd=project)
+    assert result.returncode == 2
+    assert "qwen.poll_interval = -5" in result.stderr and "config.toml" in result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    assert snapshot(project) == before
+
+
+def test_config_option_and_env_var(project, tmp_path):
+    add_prompt(project, "tea")
+    (project / "articles" / "tea.md").write_text("done")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    by_option = qwenpipe("--config", str(project / "config.toml"), "generate", "tea", cwd=elsewhere)
+    assert by_option.returncode == 0 and by_option.stdout.strip().endswith("tea.md")
+    by_env = qwenpipe("generate", "tea", cwd=elsewhere, env={"QWENPIPE_CONFIG": str(project / "config.toml")})
+    assert by_env.returncode == 0
+    missing = qwenpipe("--config", str(elsewhere / "nope.toml"), "generate", "tea", cwd=elsewhere)
+    assert missing.returncode == 2 and "nope.toml" in missing.stderr
+
+
+@pytest.mark.parametrize("slug", ["../x", "/abs/path", "two words"])
+def test_bad_slug_is_exit_2(project, slug):
+    before = snapshot(project)
+    result = qwenpipe("generate", slug, cwd=project)
+    assert result.returncode == 2 and "invalid slug" in result.stderr and "Traceback" not in result.stderr
+    assert snapshot(project) == before
+
+
+def test_bad_prompt_is_exit_2(project):
+    (project / "prompts" / "tea.md").write_bytes(b"\xff\xfe")
+    result = qwenpipe("generate", "tea", cwd=project)
+    assert result.returncode == 2 and "not UTF-8" in result.stderr and "prompts/tea.md" in result.stderr
+
+
+def test_unknown_option_and_engine_are_exit_2(project):
+    add_prompt(project, "tea")
+    assert qwenpipe("generate", "tea", "--bogus", cwd=project).returncode == 2
+    result = qwenpipe("generate", "tea", "--engine", "gpt", cwd=project)
+    assert result.returncode == 2 and "--engine 'gpt'" in result.stderr
+
+
+def test_done_article_is_exit_0_and_prints_its_path(project):
+    add_prompt(project, "tea")
+    (project / "articles" / "tea.md").write_text("done")
+    result = qwenpipe("generate", "tea", cwd=project)
+    assert result.returncode == 0 and result.stdout.strip() == str(project / "articles" / "tea.md")
+
+
+def test_dead_letter_is_exit_1_and_replay_clears_it(project):
+    add_prompt(project, "tea")
+    (project / "articles" / "tea.md.failed").write_text('reason = "bot_check"\nlast_error = "bot check"\n')
+    result = qwenpipe("generate", "tea", cwd=project)
+    assert result.returncode == 1 and "qwenpipe replay tea" in result.stderr
+    replayed = qwenpipe("replay", "tea", cwd=project)
+    assert replayed.returncode == 0 and not (project / "articles" / "tea.md.failed").exists()
+    assert qwenpipe("replay", "tea", cwd=project).returncode == 2
