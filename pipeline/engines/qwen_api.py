@@ -1,0 +1,248 @@
+"""Reading chat.qwen.ai's own JSON: pure functions, no browser.
+
+`/api/v2/chats/<id>` comes in two shapes (shared/reference/qwen-chat.md): 2026-06 keeps the
+messages in `data.chat.history.messages`, an object keyed by id; 2026-08 lists them in
+`data.chat.messages`. Both link messages by `parentId`, and only the "answer" phase of an
+assistant message is the article (never "thinking_summary" or "web_search").
+
+The API always answers HTTP 200; failures are `success: false` bodies, classified here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from pipeline.engines.base import EngineError, HardError, QuotaSpent, TransientError
+
+CHAT_URL_RE = re.compile(r"/c/([a-f0-9-]{20,})")
+
+LOGIN_HINT = "run `qwenpipe login`"
+BOT_MARKERS = ("FAIL_SYS_USER_VALIDATE", "RGV587", "/punish?")
+WAF_MARKER = "aliyun_waf_aa"
+NEW_CHAT_TITLE = "New Chat"
+
+
+def chat_id_from_url(url: str) -> str | None:
+    """The chat id in a chat URL (`.../c/<id>`), or None (the root page, `/c/local`, elsewhere)."""
+    match = CHAT_URL_RE.search(url or "")
+    return match.group(1) if match else None
+
+
+class Turn(NamedTuple):
+    """One exchange: what the user sent and what the assistant answered so far."""
+
+    user_text: str
+    answer: str  # raw markdown of the "answer" phase; "" until it starts
+    finished: bool
+    error: str | None
+
+
+@dataclass(frozen=True)
+class ChatView:
+    """A chat as the API shows it, turns in conversation order (following parent links)."""
+
+    chat_id: str | None
+    title: str | None
+    turns: list[Turn]
+    model: str | None = None
+
+    @property
+    def first_user_text(self) -> str | None:
+        return self.turns[0].user_text if self.turns else None
+
+    @property
+    def real_title(self) -> str | None:
+        """The title the site gave the chat, unless it is still the placeholder."""
+        title = (self.title or "").strip()
+        return title if title and title != NEW_CHAT_TITLE else None
+
+
+class ChatShapeError(ValueError):
+    """The payload is not a chat in any shape we know (the site changed: fall back to the DOM)."""
+
+
+def parse_chat(payload: dict) -> ChatView:
+    """Turn a successful `/api/v2/chats/<id>` body into a ChatView. Raises ChatShapeError."""
+    data = payload.get("data") if isinstance(payload, dict) else None
+    if not isinstance(data, dict) or not isinstance(data.get("chat"), dict):
+        raise ChatShapeError("no data.chat in the chat JSON")
+    chat = data["chat"]
+    messages, current_id = _messages_of(chat)
+    ordered = _conversation_order(messages, current_id)
+    turns, model = _pair_turns(ordered)
+    return ChatView(chat_id=data.get("id"), title=data.get("title"), turns=turns, model=model)
+
+
+def _messages_of(chat: dict) -> tuple[list[dict], str | None]:
+    """The message objects of either shape, plus the id of the current leaf when known."""
+    history = chat.get("history") if isinstance(chat.get("history"), dict) else {}
+    current_id = history.get("currentId") or chat.get("currentId")
+    listed = chat.get("messages")
+    if isinstance(listed, list) and listed:  # 2026-08
+        return [m for m in listed if isinstance(m, dict)], current_id
+    keyed = history.get("messages")
+    if isinstance(keyed, dict):  # 2026-06 (or 2026-08 with nothing said yet)
+        found = []
+        for key, message in keyed.items():
+            if isinstance(message, dict):
+                found.append({"id": key, **message} if "id" not in message else message)
+        return found, current_id
+    if isinstance(listed, list):
+        return [], current_id
+    raise ChatShapeError("neither data.chat.messages nor data.chat.history.messages")
+
+
+def _conversation_order(messages: list[dict], current_id: str | None) -> list[dict]:
+    """Messages from the first to the current leaf, by parent links (dict order means nothing).
+
+    A chat can branch (an answer regenerated): the current branch is the one ending at
+    `currentId`, else at the newest leaf.
+    """
+    by_id = {m.get("id"): m for m in messages if m.get("id") is not None}
+    linked = any(m.get("parentId") in by_id for m in messages)
+    if not linked:
+        # Nothing links the messages: their timestamps are all the order there is.
+        return sorted(messages, key=lambda m: _timestamp(m))
+    leaf = by_id.get(current_id) if current_id else None
+    if leaf is None:
+        parents = {m.get("parentId") for m in messages}
+        leaves = [m for m in messages if m.get("id") not in parents]
+        leaf = max(leaves or messages, key=_timestamp)
+    path, seen = [], set()
+    node = leaf
+    while node is not None and node.get("id") not in seen:  # a loop in bad data must not hang
+        seen.add(node.get("id"))
+        path.append(node)
+        node = by_id.get(node.get("parentId"))
+    return list(reversed(path))
+
+
+def _timestamp(message: dict) -> float:
+    value = message.get("timestamp")
+    return float(value) if isinstance(value, (int, float)) else 0.0
+
+
+def _pair_turns(ordered: list[dict]) -> tuple[list[Turn], str | None]:
+    turns: list[Turn] = []
+    model = None
+    for message in ordered:
+        role = message.get("role")
+        if role == "user":
+            turns.append(Turn(_user_text(message), "", False, None))
+        elif role == "assistant" and turns:
+            answer, finished, error = _assistant_reply(message)
+            turns[-1] = turns[-1]._replace(answer=answer, finished=finished, error=error)
+            model = message.get("model") or message.get("modelName") or model
+    return turns, model
+
+
+def _user_text(message: dict) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    parts = message.get("content_list")
+    if isinstance(parts, list):
+        return "".join(str(p.get("content") or "") for p in parts if isinstance(p, dict))
+    return ""
+
+
+def _assistant_reply(message: dict) -> tuple[str, bool, str | None]:
+    parts = message.get("content_list")
+    if isinstance(parts, list):
+        answer_parts = [p for p in parts if isinstance(p, dict) and p.get("phase") == "answer"]
+        answer = "".join(str(p.get("content") or "") for p in answer_parts)
+    else:
+        # No phases at all: the top-level content is all there is.
+        answer_parts = []
+        content = message.get("content")
+        answer = content if isinstance(content, str) else ""
+    error = _error_text(message.get("error")) or next(
+        (_error_text(p.get("error")) for p in answer_parts if _error_text(p.get("error"))), None
+    )
+    return answer, _is_finished(message, answer_parts), error
+
+
+def _is_finished(message: dict, answer_parts: list[dict]) -> bool:
+    """What the stored message says of its own completion.
+
+    A "typing" status or `done: false` anywhere that matters means not finished. With no marker
+    at all the API cannot tell, and the page's signals plus stable reads decide alone.
+    """
+    statuses = [message.get("status")] + [p.get("status") for p in answer_parts]
+    if message.get("done") is False or "typing" in statuses:
+        return False
+    if message.get("done") is True or "finished" in statuses:
+        return True
+    return all(s is None for s in statuses) and "done" not in message
+
+
+def _error_text(error: Any) -> str | None:
+    if not error:
+        return None
+    if isinstance(error, dict):
+        return str(error.get("message") or error.get("details") or error.get("code") or error)
+    return str(error)
+
+
+def classify_api_error(payload: Any) -> EngineError | None:
+    """The failure a `/api/v2/...` body reports, or None for a success."""
+    if not isinstance(payload, dict):
+        return TransientError("the chat API answered with something that is not JSON", code="api_error")
+    if payload.get("success") is True:
+        return None
+    text = json.dumps(payload, ensure_ascii=False)
+    if any(marker in text for marker in BOT_MARKERS):
+        return HardError("the site asks for a human verification (bot check)", code="bot_check")
+    if payload.get("success") is not False:
+        return None
+    data = payload.get("data") if isinstance(payload.get("data"), dict) else {}
+    code = str(data.get("code") or payload.get("code") or "")
+    details = str(data.get("details") or data.get("message") or payload.get("message") or "")
+    if code == "CHAT_NOT_FOUND":
+        return HardError(f"the chat no longer exists ({details or code})", code="chat_not_found")
+    if code == "RateLimited":
+        hours = _number(data.get("num"))
+        when = f"; it resets in about {hours:g} h" if hours is not None else ""
+        return QuotaSpent(
+            f"the daily chat quota is spent{when}",
+            retry_after=hours * 3600 if hours is not None else None,
+        )
+    if _means_logged_out(code, details):
+        return HardError(f"not logged in to the chat site: {LOGIN_HINT}", code="logged_out")
+    return TransientError(f"the chat API failed: {code or 'no code'} {details}".strip(), code="api_error")
+
+
+def _means_logged_out(code: str, details: str) -> bool:
+    words = f"{code} {details}".lower()
+    return any(
+        w in words for w in ("unauthorized", "not logged in", "not login", "notlogin", "token expired")
+    )
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def is_logged_in_status(payload: Any) -> bool | None:
+    """`/api/v2/users/status` -> True / False, or None when the body says nothing usable."""
+    if not isinstance(payload, dict):
+        return None
+    if payload.get("success") is True:
+        return payload.get("data") is True
+    error = classify_api_error(payload)
+    if error is not None and error.code == "logged_out":
+        return False
+    return None
+
+
+def chat_list_ids(payload: Any) -> list[str]:
+    """Chat ids of one page of `/api/v2/chats/?page=N`, newest first as the site lists them."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("data"), list):
+        return []
+    return [str(item["id"]) for item in payload["data"] if isinstance(item, dict) and item.get("id")]

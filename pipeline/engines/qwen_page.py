@@ -1,0 +1,218 @@
+"""Reading one chat.qwen.ai page: failure screens, completion signals, the in-page API.
+
+Every read is one `page.evaluate` returning plain data, so the engine's decisions are plain
+Python over that data. Nothing here clicks or types.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.engines.base import EngineError, HardError, QuotaSpent, TransientError
+from pipeline.engines.qwen_api import BOT_MARKERS, LOGIN_HINT, classify_api_error
+from pipeline.engines.qwen_selectors import FAILURE_TEXTS, FailureTexts, Selectors
+
+# Visible text of the page minus the conversation itself, so a prompt or an article that
+# quotes "Something went wrong" is not taken for the site's own banner.
+_SCREEN_JS = """
+(args) => {
+  const skip = args.skip.join(', ');
+  const parts = [];
+  const root = document.body || document.documentElement;
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const el = n.parentElement;
+    if (!el || el.closest('script, style, noscript, template, textarea')) continue;
+    if (skip && el.closest(skip)) continue;
+    if (el.checkVisibility && !el.checkVisibility()) continue;
+    parts.push(n.nodeValue);
+  }
+  const login = args.login ? document.querySelector(args.login) : null;
+  return {
+    url: location.href,
+    title: document.title || '',
+    text: parts.join(' '),
+    waf: document.documentElement.outerHTML.includes(args.waf),
+    login: !!(login && (!login.checkVisibility || login.checkVisibility())),
+  };
+}
+"""
+
+_DOM_STATE_JS = """
+(s) => {
+  const visible = (el) => !!el && (!el.checkVisibility || el.checkVisibility());
+  const q = (sel, root) => (sel ? (root || document).querySelector(sel) : null);
+  const all = (sel) => (sel ? Array.from(document.querySelectorAll(sel)) : []);
+  const composer = q(s.composer);
+  const send = q(s.send_button);
+  const turns = all(s.assistant_turn);
+  const last = turns.length ? turns[turns.length - 1] : null;
+  const answer = last ? q(s.answer_text, last) || q(s.answer, last) : null;
+  const thinking = last ? q(s.thinking, last) : null;
+  const skipButton = last ? Array.from(last.querySelectorAll('button, [role=button], span, div'))
+      .find((el) => el.children.length === 0 && /^\\s*skip\\s*$/i.test(el.textContent) && visible(el)) : null;
+  return {
+    composer: visible(composer),
+    composer_text: composer ? (composer.value || '') : '',
+    send_present: !!send,
+    send_disabled: !!send && (send.disabled || send.getAttribute('aria-disabled') === 'true'),
+    stop_visible: visible(q(s.stop_button)),
+    user_turns: all(s.user_turn).length,
+    assistant_turns: turns.length,
+    copy_button: !!(last && s.copy_button && q(s.copy_button, last)),
+    thinking_visible: visible(thinking),
+    skip_visible: !!skipButton,
+    answer_present: visible(answer),
+    answer_text: answer ? answer.innerText : '',
+  };
+}
+"""
+
+_FETCH_JS = """
+async (paths) => Promise.all(paths.map(async (path) => {
+  try {
+    const r = await fetch(path, {credentials: 'include', headers: {source: 'web'}});
+    const body = await r.text();
+    try { return {json: JSON.parse(body)}; }
+    catch (e) { return {text: body.slice(0, 4000), status: r.status}; }
+  } catch (e) { return {error: String(e)}; }
+}))
+"""
+
+
+@dataclass(frozen=True)
+class DomState:
+    """The completion signals of the page, read in one go."""
+
+    ui: str
+    composer: bool
+    composer_text: str
+    send_present: bool
+    send_disabled: bool
+    stop_visible: bool
+    user_turns: int
+    assistant_turns: int
+    copy_button: bool
+    thinking_visible: bool
+    skip_visible: bool
+    answer_present: bool
+    answer_text: str
+
+    def busy_reason(self, selectors: Selectors, assistant_turns_before: int) -> str | None:
+        """Why the page says the answer is not complete yet, or None when it looks done."""
+        if self.assistant_turns <= assistant_turns_before:
+            return "waiting for the answer to start"
+        if self.stop_visible:
+            return self.progress()
+        if self.send_disabled and self._send_disabled_means_busy(selectors):
+            return self.progress()
+        if self.thinking_visible and (self.skip_visible or not self.answer_present):
+            return "thinking"
+        if selectors.copy_button and not self.copy_button:
+            return self.progress()
+        return None
+
+    def _send_disabled_means_busy(self, selectors: Selectors) -> bool:
+        # The older UI disables send whenever the composer is empty, so there a disabled button
+        # only means "busy" while text waits in the composer.
+        return bool(selectors.stop_button) or bool(self.composer_text.strip())
+
+    def progress(self) -> str:
+        if self.answer_text:
+            return f"writing: {len(self.answer_text):,} chars"
+        return "thinking" if self.thinking_visible else "generating"
+
+
+def read_dom_state(page: Any, selectors: Selectors) -> DomState:
+    data = page.evaluate(_DOM_STATE_JS, {**selectors.named(), "answer_text": selectors.answer_text()})
+    return DomState(ui=selectors.name, **data)
+
+
+def detect_ui(page: Any, selector_sets: tuple[Selectors, ...]) -> Selectors | None:
+    """The first selector set whose composer (or, on a chat page, assistant turn) is on the page."""
+    for selectors in selector_sets:
+        if selectors.composer and page.locator(selectors.composer).count():
+            return selectors
+    for selectors in selector_sets:
+        if selectors.assistant_turn and page.locator(selectors.assistant_turn).count():
+            return selectors
+    return None
+
+
+def screen_failure(
+    page: Any, selector_sets: tuple[Selectors, ...], texts: FailureTexts = FAILURE_TEXTS
+) -> EngineError | None:
+    """The failure screen the page shows (login, bot check, WAF, quota, banners), or None."""
+    skip = [s for sel in selector_sets for s in (sel.user_turn, sel.answer, sel.thinking) if s]
+    seen = page.evaluate(_SCREEN_JS, {"skip": skip, "waf": texts.waf_marker, "login": selector_sets[0].login})
+    return failure_in(seen, texts)
+
+
+def failure_in(seen: dict, texts: FailureTexts = FAILURE_TEXTS) -> EngineError | None:
+    """Classify what screen_failure read (kept apart so the rules are testable without a page)."""
+    path = re.sub(r"^[a-z]+://[^/]+", "", seen.get("url", ""))
+    text = _normalise(seen.get("text", ""))
+    if path.startswith("/auth") or seen.get("login"):
+        return HardError(f"not logged in to the chat site: {LOGIN_HINT}", code="logged_out")
+    if texts.bot_check_title.lower() in seen.get("title", "").lower() or _has(text, texts.bot_check):
+        return HardError(
+            "the site asks for a human verification (bot check); try later, headed, "
+            "or attached to your own Chrome (browser.cdp_url)",
+            code="bot_check",
+        )
+    if seen.get("waf"):
+        return TransientError("the site answered with its firewall (WAF) page", code="waf")
+    if _has(text, texts.quota):
+        return QuotaSpent("the daily chat quota is spent (the site says so)")
+    if _has(text, texts.chat_not_found):
+        return HardError("the chat no longer exists (the site says it is not there)", code="chat_not_found")
+    if _has(text, texts.error_banner):
+        return TransientError(f"the site shows an error: {texts.error_banner!r}", code="error_banner")
+    return None
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.replace("\u2019", "'").split()).lower()
+
+
+def _has(text: str, phrase: str) -> bool:
+    return bool(phrase) and _normalise(phrase) in text
+
+
+class ApiUnusable(Exception):
+    """The in-page API did not give JSON we understand (fall back to the page)."""
+
+
+def fetch_json(page: Any, paths: list[str]) -> list[Any]:
+    """GET each path from inside the page (its cookies, its origin); JSON bodies, in order.
+
+    A body that is not JSON raises the failure it shows (WAF, bot check) or ApiUnusable.
+    """
+    results = page.evaluate(_FETCH_JS, paths)
+    bodies = []
+    for path, result in zip(paths, results, strict=True):
+        if "json" in result:
+            bodies.append(result["json"])
+            continue
+        raw = result.get("text", "")
+        if FAILURE_TEXTS.waf_marker in raw:
+            raise TransientError("the site answered with its firewall (WAF) page", code="waf")
+        if any(marker in raw for marker in BOT_MARKERS):
+            raise HardError("the site asks for a human verification (bot check)", code="bot_check")
+        why = result.get("error") or f"HTTP {result.get('status')}, not JSON"
+        raise ApiUnusable(f"{path}: {why}")
+    return bodies
+
+
+def fetch_api(page: Any, path: str) -> dict:
+    """One API body that must be a success; failures raised as the engine errors they mean."""
+    (body,) = fetch_json(page, [path])
+    if not isinstance(body, dict):
+        raise ApiUnusable(f"{path}: {json.dumps(body)[:80]}")
+    error = classify_api_error(body)
+    if error is not None:
+        raise error
+    return body

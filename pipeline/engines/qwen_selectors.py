@@ -1,0 +1,110 @@
+"""The one place that knows what chat.qwen.ai looks like: selectors and failure texts.
+
+Two generations of the UI are seen in public code (shared/reference/qwen-chat.md); the driver
+tries the built-in sets in order and uses the first whose composer is on the page. The site
+changes often, so config.toml can replace any selector by name (`[qwen.selectors]`).
+
+An empty selector means "this UI has no such element": the completion rule that needs it is
+skipped rather than failing (the legacy UI has no stop or copy button).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+
+class SelectorError(ValueError):
+    """config.toml names a selector that does not exist."""
+
+
+@dataclass(frozen=True)
+class Selectors:
+    """CSS selectors of one UI generation. Names are the keys of `[qwen.selectors]`."""
+
+    name: str
+    composer: str
+    send_button: str
+    stop_button: str
+    user_turn: str
+    assistant_turn: str
+    answer: str  # the answer phase of an assistant turn
+    answer_markdown: str  # the rendered markdown inside `answer` ("" = `answer` itself)
+    thinking: str
+    copy_button: str
+    login: str = ".login-container"
+
+    def named(self) -> dict[str, str]:
+        """Every selector by name (what `doctor` reports one by one)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "name"}
+
+    def answer_text(self) -> str:
+        """Where the answer's visible text lives inside an assistant turn."""
+        if self.answer_markdown:
+            return f"{self.answer} {self.answer_markdown}"
+        return self.answer
+
+
+CURRENT = Selectors(
+    name="current",
+    composer="textarea.message-input-textarea",
+    send_button="button.send-button",
+    stop_button="button.stop-button",
+    user_turn=".qwen-chat-message-user",
+    assistant_turn=".qwen-chat-message-assistant",
+    answer=".response-message-content.phase-answer",
+    answer_markdown=".qwen-markdown",
+    thinking=".response-message-content.phase-thinking",
+    copy_button=".copy-response-button",
+)
+
+LEGACY = Selectors(
+    name="legacy",
+    composer="textarea#chat-input",
+    send_button="#send-message-button",
+    stop_button="",
+    user_turn="",
+    assistant_turn="[id^='chat-response-message-']",
+    answer=".response-message-content",
+    answer_markdown="",
+    thinking="",
+    copy_button="",
+)
+
+BUILT_IN: tuple[Selectors, ...] = (CURRENT, LEGACY)
+
+
+@dataclass(frozen=True)
+class FailureTexts:
+    """What the site shows when it will not answer (matched case-insensitively)."""
+
+    bot_check_title: str = "Verification"
+    bot_check: str = "Please complete the operation to verify that you are a real person"
+    quota: str = "You've reached the upper limit for today's usage"
+    waf_marker: str = "aliyun_waf_aa"
+    chat_not_found: str = "is not exist"
+    error_banner: str = "Something went wrong"
+
+
+FAILURE_TEXTS = FailureTexts()
+
+
+def selector_names() -> list[str]:
+    return list(CURRENT.named())
+
+
+def merge_overrides(overrides: dict[str, str] | None) -> tuple[Selectors, ...]:
+    """The selector sets to try, in order, given `qwen.selectors` from config.toml.
+
+    No overrides: the built-in sets. With overrides: one set named "config", the current UI with
+    the named selectors replaced, which *replaces* the built-in sets (a user who describes the
+    page knows better than our guesses, and a half-matching fallback would hide the mistake).
+    """
+    if not overrides:
+        return BUILT_IN
+    known = selector_names()
+    for name, value in overrides.items():
+        if name not in known:
+            raise SelectorError(f"qwen.selectors.{name}: no such selector (known: {', '.join(known)})")
+        if not isinstance(value, str):
+            raise SelectorError(f"qwen.selectors.{name} must be a string of CSS, not {value!r}")
+    return (replace(CURRENT, name="config", **overrides),)
