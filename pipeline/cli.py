@@ -164,6 +164,21 @@ def simulate(
         sim.stop()
 
 
+def _register_more_commands() -> None:
+    # Commands that live in their own modules (kept out of this file to keep it thin).
+    import importlib
+
+    for module in ("pipeline.cli_status",):
+        try:
+            importlib.import_module(module).register(app)
+        except ModuleNotFoundError as missing:
+            if missing.name != module:
+                raise
+
+
+_register_more_commands()
+
+
 def _debug() -> bool:
     return bool(os.environ.get("QWENPIPE_DEBUG")) or "pytest" in sys.modules
 
