@@ -18,7 +18,7 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -139,14 +139,19 @@ class RouterSim:
 
     # -- requests ------------------------------------------------------------------------------
 
-    def handle(self, method: str, path: str, headers: list[tuple[str, str]], body: bytes) -> Response:
-        """Answer one HTTP request; `path` may carry a query. Returns (status, headers, body chunks)."""
+    def handle(
+        self, method: str, path: str, headers: list[tuple[str, str]] | Mapping[str, str], body: bytes
+    ) -> Response:
+        """Answer one HTTP request; `path` may carry a query; `headers` are (name, value) pairs or a dict.
+
+        Returns (status, headers, body chunks).
+        """
+        if isinstance(headers, Mapping):  # the shared server passes a dict; the spec says pairs
+            headers = list(headers.items())
         with self._lock:
             scenario = self.scenario
         body_json = _parse_json(body)
-        status, out_headers, chunks = self._route(
-            method.upper(), urlsplit(path).path, headers, body_json, body
-        )
+        status, out_headers, chunks = self._route(method.upper(), urlsplit(path).path, headers, body_json)
         with self._lock:
             self._ledger.append(
                 {
@@ -161,9 +166,7 @@ class RouterSim:
             )
         return status, out_headers, chunks
 
-    def _route(
-        self, method: str, path: str, headers: list[tuple[str, str]], body_json: Any, raw: bytes
-    ) -> Response:
+    def _route(self, method: str, path: str, headers: list[tuple[str, str]], body_json: Any) -> Response:
         route = path.rstrip("/")
         if route == "/api/health" and method == "GET":
             return _json(200, {"ok": True})
@@ -174,7 +177,7 @@ class RouterSim:
             if route == "/v1/models" and method == "GET":
                 return _json(200, self._model_list())
             if route == "/v1/chat/completions" and method == "POST":
-                return self._chat(body_json, raw)
+                return self._chat(body_json)
             return _error(405, f"Method {method} not allowed", "invalid_request_error", "method_not_allowed")
         return _error(404, f"Not found: {path}", "invalid_request_error", "not_found")
 
@@ -197,7 +200,7 @@ class RouterSim:
             "data": [{"id": m, "object": "model", "created": 0, "owned_by": owner[m]} for m in self.models],
         }
 
-    def _chat(self, body: Any, raw: bytes) -> Response:
+    def _chat(self, body: Any) -> Response:
         if not isinstance(body, dict):
             return _error(400, "Invalid JSON body", "invalid_request_error", "bad_request")
         model = body.get("model")

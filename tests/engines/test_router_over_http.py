@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Iterator
@@ -237,3 +238,61 @@ def test_key_never_appears_in_any_output(sim, make_engine, capsys, caplog):
     texts += [captured.out, captured.err, caplog.text, repr(sim.ledger())]
     assert all(KEY not in text for text in texts)
     assert all(entry["auth"] for entry in sim.chat_requests())
+
+
+# -- RouterSim on its own --------------------------------------------------------------------------------
+
+
+def _chat_body(**fields) -> bytes:
+    return json.dumps(
+        {"model": "test/model", "messages": [{"role": "user", "content": "Tea"}], **fields}
+    ).encode()
+
+
+def test_sim_streams_when_stream_is_absent_and_sends_done_twice():
+    status, headers, chunks = RouterSim().handle("POST", "/v1/chat/completions", [], _chat_body())
+    text = b"".join(chunks).decode()
+    assert status == 200 and ("Content-Type", "text/event-stream") in headers
+    assert text.endswith("data: [DONE]\n\ndata: [DONE]\n\n") and '"finish_reason": "stop"' in text
+
+
+def test_sim_lists_combos_first_and_answers_health():
+    sim = RouterSim()
+    _, _, chunks = sim.handle("GET", "/v1/models?x=1", [], b"")
+    ids = [m["id"] for m in json.loads(b"".join(chunks))["data"]]
+    assert ids[:2] == ["writer-combo", "fast-combo"] and {"qwen/qwen3-max", "test/model"} <= set(ids)
+    assert sim.handle("GET", "/api/health", [], b"")[0] == 200
+    assert [e["path"] for e in sim.ledger()] == ["/v1/models?x=1", "/api/health"]
+
+
+def test_sim_missing_model_is_400_bad_request():
+    status, _, chunks = RouterSim().handle("POST", "/v1/chat/completions", [], b'{"messages": []}')
+    assert status == 400 and json.loads(b"".join(chunks))["error"]["code"] == "bad_request"
+
+
+def test_sim_accepts_headers_as_a_dict_and_never_stores_the_key():
+    sim = RouterSim(api_key=KEY)
+    status, _, _ = sim.handle("POST", "/v1/chat/completions", {"x-api-key": KEY}, _chat_body(stream=False))
+    assert status == 200 and sim.ledger()[0]["auth"] is True and KEY not in repr(sim.ledger())
+
+
+def test_sim_rejects_unknown_settings_and_scenarios():
+    with pytest.raises(ValueError):
+        RouterSim().set(scenario="nope")
+    with pytest.raises(ValueError):
+        RouterSim().set(colour="red")
+
+
+def test_sim_counts_failures_across_threads():
+    sim = RouterSim(scenario="upstream_503", fail_times=5)
+    statuses: list[int] = []
+
+    def call() -> None:
+        statuses.append(sim.handle("POST", "/v1/chat/completions", [], _chat_body(stream=False))[0])
+
+    threads = [threading.Thread(target=call) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(statuses).count(503) == 5 and statuses.count(200) == 15 and len(sim.ledger()) == 20
