@@ -174,6 +174,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self._router(method, body)
             if url.path.startswith("/sim/"):
                 return self._send(*self._sim_control(method, url.path, body))
+            if url.path == "/favicon.ico":
+                return self._send(204, "image/x-icon", b"")
             if url.path.startswith("/static/"):
                 return self._static(url.path[len("/static/") :])
             if url.path.startswith("/api/"):

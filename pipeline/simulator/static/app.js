@@ -1,0 +1,238 @@
+// The simulated chat.qwen.ai page: it renders only what the API says (so a reload shows the
+// same state as the live page), polls while an answer is being written, and sends messages.
+(function () {
+  "use strict";
+
+  const CFG = window.__SIM__ || {ui: "current", url_delay: 0.3};
+  const LEGACY = CFG.ui === "legacy";
+  const V = window.SimView;
+  const POLL_MS = 300;
+  // After the API says "finished" the page still shows the stop button (and no copy button)
+  // for this long: completion must be read from the page AND the API, as on the real site.
+  const SETTLE_MS = 700;
+  const CHAT_URL = /^\/c\/([a-f0-9-]{20,})$/;
+  const GENERIC_ERROR = "Something went wrong, please try again later.";
+
+  const state = {chatId: null, messages: [], finishedSeen: {}, timer: null, sending: false, dead: false};
+  let ui = null;
+
+  // -- the API ---------------------------------------------------------------------------------
+  async function api(path, options) {
+    const init = Object.assign({credentials: "include", headers: {source: "web", "Content-Type": "application/json"}}, options || {});
+    const res = await fetch(path, init);
+    const text = await res.text();
+    try {
+      return JSON.parse(text);
+    } catch (err) {
+      showForeignPage(text); // a WAF page instead of JSON: the app is gone
+      throw new Error("not JSON");
+    }
+  }
+
+  function showForeignPage(html) {
+    state.dead = true;
+    clearTimeout(state.timer);
+    document.open();
+    document.write(html);
+    document.close();
+  }
+
+  function handleFailure(body) {
+    const data = (body && body.data) || {};
+    if (data.code === "Unauthorized") location.href = "/auth?action=signin";
+    else if (data.code === "FAIL_SYS_USER_VALIDATE") location.href = data.url || "/punish?x5step=1";
+    else if (data.code === "CHAT_NOT_FOUND") showBanner(data.details);
+    else V.toast(ui.toasts, data.details || GENERIC_ERROR);
+  }
+
+  function showBanner(text) {
+    ui.banner.textContent = text;
+    ui.banner.hidden = false;
+  }
+
+  // Both API shapes (see the reference) down to one list of turns.
+  function normalize(data) {
+    const chat = data.chat || {};
+    let list = Array.isArray(chat.messages) && chat.messages.length ? chat.messages : null;
+    if (!list) {
+      const history = chat.history || {};
+      const byId = history.messages || {};
+      list = [];
+      for (let id = history.currentId; id && byId[id]; id = byId[id].parentId) list.unshift(byId[id]);
+    }
+    return list.map(normalizeMessage);
+  }
+
+  function normalizeMessage(m) {
+    if (m.role === "user") return {id: m.id, role: "user", content: m.content || ""};
+    const phase = (name) => (m.content_list || []).find((item) => item.phase === name);
+    const answer = phase("answer");
+    const thinking = phase("thinking_summary");
+    return {
+      id: m.id, role: "assistant", error: m.error || null,
+      answer: answer ? answer.content : "", answerStarted: !!answer,
+      answerStatus: answer ? answer.status : "typing",
+      thinking: thinking ? thinking.content : "",
+      thinkingDone: thinking ? thinking.status === "finished" : true,
+    };
+  }
+
+  // -- what the page shows ----------------------------------------------------------------------
+  function turnState(message, isLast) {
+    if (message.error) return "error";
+    if (message.answerStatus !== "finished") return "generating";
+    if (!isLast) return "complete";
+    const seen = state.finishedSeen[message.id] || (state.finishedSeen[message.id] = Date.now());
+    return Date.now() - seen >= SETTLE_MS ? "complete" : "generating";
+  }
+
+  function lastAssistant() {
+    for (let i = state.messages.length - 1; i >= 0; i--) if (state.messages[i].role === "assistant") return state.messages[i];
+    return null;
+  }
+
+  function render() {
+    const last = lastAssistant();
+    for (const message of state.messages) {
+      let node = document.getElementById(V.nodeId(LEGACY, message));
+      if (!node) {
+        node = message.role === "user" ? V.userTurn(LEGACY, message) : V.assistantTurn(LEGACY, message);
+        ui.messages.appendChild(node);
+      }
+      if (message.role === "assistant") {
+        V.updateAssistant(LEGACY, node, message, turnState(message, message === last), copyAnswer);
+      }
+    }
+    const lastTurn = last ? turnState(last, true) : "complete";
+    if (lastTurn === "error") showBanner(GENERIC_ERROR);
+    updateComposer(lastTurn === "generating");
+    return lastTurn;
+  }
+
+  function updateComposer(generating) {
+    const busy = generating || state.sending;
+    ui.send.disabled = busy || !ui.input.value.trim();
+    if (ui.stop) {
+      ui.stop.hidden = !generating;
+      ui.send.hidden = generating;
+    }
+  }
+
+  function copyAnswer(message) {
+    if (navigator.clipboard) navigator.clipboard.writeText(message.answer).catch(() => {});
+  }
+
+  // -- polling --------------------------------------------------------------------------------
+  async function refresh() {
+    if (state.dead || !state.chatId) return;
+    let body;
+    try {
+      body = await api("/api/v2/chats/" + state.chatId);
+    } catch (err) {
+      if (!state.dead) schedule(POLL_MS * 3); // a network hiccup: keep trying
+      return;
+    }
+    if (!body.success) return handleFailure(body);
+    state.messages = normalize(body.data);
+    document.title = body.data.title || "Qwen Chat";
+    const turn = render();
+    if (turn === "generating") schedule(POLL_MS);
+    else loadChatList();
+  }
+
+  function schedule(ms) {
+    clearTimeout(state.timer);
+    state.timer = setTimeout(refresh, ms);
+  }
+
+  async function loadChatList() {
+    try {
+      const body = await api("/api/v2/chats/?page=1&exclude_project=true");
+      if (body.success) V.chatList(ui.list, body.data, state.chatId);
+    } catch (err) { /* the list is decoration */ }
+  }
+
+  // -- sending --------------------------------------------------------------------------------
+  async function send() {
+    const text = ui.input.value;
+    if (!text.trim() || state.sending || ui.send.disabled) return;
+    state.sending = true;
+    updateComposer(false);
+    try {
+      await sendText(text);
+    } catch (err) {
+      if (!state.dead) V.toast(ui.toasts, GENERIC_ERROR);
+    } finally {
+      state.sending = false;
+      if (!state.dead) render();
+    }
+  }
+
+  async function sendText(text) {
+    let chatId = state.chatId;
+    if (!chatId) {
+      const made = await api("/api/v2/chats/new", {method: "POST", body: JSON.stringify({
+        title: "New Chat", models: ["qwen3-max"], chat_mode: "normal", chat_type: "t2t", timestamp: Date.now(),
+      })});
+      if (!made.success) return handleFailure(made);
+      chatId = made.data.id;
+    }
+    const previous = state.messages.length ? state.messages[state.messages.length - 1].id : null;
+    const reply = await api("/api/v2/chat/completions?chat_id=" + chatId, {method: "POST", body: JSON.stringify({
+      stream: true, incremental_output: true, chat_id: chatId, chat_mode: "normal", model: "qwen3-max",
+      parent_id: previous, messages: [{role: "user", content: text, chat_type: "t2t"}],
+      timestamp: Math.floor(Date.now() / 1000),
+    })});
+    if (!reply.success) return handleFailure(reply);
+    accepted(chatId, text, reply.data);
+  }
+
+  function accepted(chatId, text, data) {
+    state.chatId = chatId;
+    ui.input.value = "";
+    state.messages.push({id: data.parent_id, role: "user", content: text});
+    state.messages.push({id: data.message_id, role: "assistant", error: null, answer: "", answerStarted: false,
+      answerStatus: "typing", thinking: "", thinkingDone: false});
+    // The address bar shows the chat only a moment after the server took the message.
+    const target = "/c/" + chatId;
+    if (location.pathname !== target) {
+      setTimeout(() => { if (!state.dead) history.pushState({}, "", target); }, CFG.url_delay * 1000);
+    }
+    schedule(POLL_MS);
+  }
+
+  async function stop() {
+    if (!state.chatId) return;
+    try {
+      await api("/api/v2/chats/" + state.chatId + "/stop", {method: "POST", body: "{}"});
+    } catch (err) { /* polling shows the result */ }
+    schedule(0);
+  }
+
+  // -- start ----------------------------------------------------------------------------------
+  function start() {
+    ui = V.shell(LEGACY);
+    ui.input.addEventListener("input", () => render());
+    ui.input.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        send();
+      }
+    });
+    ui.send.addEventListener("click", send);
+    if (ui.stop) ui.stop.addEventListener("click", stop);
+    const match = location.pathname.match(CHAT_URL);
+    if (match) {
+      state.chatId = match[1];
+      refresh();
+    } else {
+      loadChatList();
+    }
+    if (!match && location.pathname.startsWith("/c/") && location.pathname !== "/c/local") {
+      showBanner("Invalid input chat parent_id " + location.pathname.slice(3) + " is not exist");
+    }
+    render();
+  }
+
+  start();
+})();

@@ -1,0 +1,144 @@
+// The DOM of the two UI generations (see shared/reference/qwen-chat.md). app.js decides what the
+// chat is doing; this file only knows how each generation shows it.
+(function () {
+  "use strict";
+
+  function h(tag, attrs, children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (key === "text") node.textContent = value;
+      else if (key === "class") node.className = value;
+      else node.setAttribute(key, value);
+    }
+    for (const child of children || []) node.appendChild(child);
+    return node;
+  }
+
+  function shell(legacy) {
+    const app = document.getElementById("app");
+    const list = h("div", {class: "chat-history-list"});
+    const sidebar = h("div", {class: "sidebar"}, [h("a", {class: "new-chat-button", href: "/", text: "New Chat"}), list]);
+    const banner = h("div", {class: "chat-error-banner", role: "alert"});
+    banner.hidden = true;
+    const messages = h("div", {class: "chat-messages", id: "chat-messages"});
+    const parts = legacy ? legacyComposer() : currentComposer();
+    const main = h("div", {class: "chat-container"}, [banner, messages, parts.container]);
+    const toasts = h("div", {class: "toast-container"});
+    app.append(sidebar, main, toasts);
+    return Object.assign({list, banner, messages, toasts}, parts);
+  }
+
+  function currentComposer() {
+    const input = h("textarea", {class: "message-input-textarea", placeholder: "Ask Qwen", rows: "2"});
+    const send = h("button", {class: "send-button", type: "button", "aria-label": "Send", text: "\u2191"});
+    const stop = h("button", {class: "stop-button", type: "button", "aria-label": "Stop", text: "\u25A0"});
+    send.disabled = true;
+    stop.hidden = true;
+    const box = h("div", {class: "message-input-container"}, [input, send, stop]);
+    return {container: h("div", {class: "chat-layout-input-container"}, [box]), input, send, stop};
+  }
+
+  function legacyComposer() {
+    const input = h("textarea", {id: "chat-input", placeholder: "Send a Message", rows: "2"});
+    const send = h("button", {id: "send-message-button", type: "button", text: "Send"});
+    send.disabled = true;
+    return {container: h("div", {id: "message-input-container"}, [input, send]), input, send, stop: null};
+  }
+
+  function nodeId(legacy, message) {
+    if (legacy) return (message.role === "user" ? "user-message-" : "chat-response-message-") + message.id;
+    return "qwen-chat-message-" + message.role + "-" + message.id;
+  }
+
+  function userTurn(legacy, message) {
+    const id = nodeId(legacy, message);
+    if (legacy) return h("div", {class: "user-message", id}, [h("div", {class: "user-message-content", text: message.content})]);
+    return h("div", {class: "qwen-chat-message qwen-chat-message-user", id}, [
+      h("div", {class: "chat-user-message", text: message.content}),
+    ]);
+  }
+
+  function assistantTurn(legacy, message) {
+    const id = nodeId(legacy, message);
+    if (legacy) return h("div", {class: "chat-response-message", id}, [h("div", {class: "response-message-content markdown-prose"})]);
+    return h("div", {class: "qwen-chat-message qwen-chat-message-assistant", id});
+  }
+
+  // The thinking block stays once thinking is over (collapsed, "Thinking completed"); only the
+  // Skip control says that thinking is still going on.
+  function updateThinking(node, message) {
+    let block = node.querySelector(".phase-thinking");
+    if (!block) {
+      block = h("div", {class: "response-message-content phase-thinking"}, [
+        h("div", {class: "thinking-header"}, [h("span", {class: "thinking-label"})]),
+        h("div", {class: "thinking-content"}),
+      ]);
+      node.prepend(block);
+    }
+    block.querySelector(".thinking-label").textContent = message.thinkingDone ? "Thinking completed" : "Thinking...";
+    block.querySelector(".thinking-content").textContent = message.thinking;
+    block.classList.toggle("collapsed", message.thinkingDone || block.dataset.skipped === "1");
+    let skip = block.querySelector(".thinking-skip-button");
+    if (!message.thinkingDone && !skip) {
+      skip = h("button", {class: "thinking-skip-button", type: "button", text: "Skip"});
+      skip.addEventListener("click", () => { block.dataset.skipped = "1"; block.classList.add("collapsed"); });
+      block.querySelector(".thinking-header").appendChild(skip);
+    } else if (message.thinkingDone && skip) {
+      skip.remove();
+    }
+  }
+
+  function setMarkdown(target, raw) {
+    if (target.dataset.raw === raw) return;
+    target.dataset.raw = raw;
+    target.innerHTML = window.renderMarkdown(raw);
+  }
+
+  function updateAnswer(legacy, node, message) {
+    if (legacy) return setMarkdown(node.querySelector(".response-message-content"), message.answer);
+    if (!message.answerStarted) return;
+    let block = node.querySelector(".phase-answer");
+    if (!block) {
+      block = h("div", {class: "response-message-content phase-answer"}, [h("div", {class: "qwen-markdown"})]);
+      node.insertBefore(block, node.querySelector(".message-footer"));
+    }
+    setMarkdown(block.querySelector(".qwen-markdown"), message.answer);
+  }
+
+  function updateFooter(node, message, turn, onCopy) {
+    const complete = turn === "complete";
+    let copy = node.querySelector(".copy-response-button");
+    if (complete && !copy) {
+      copy = h("button", {class: "copy-response-button", type: "button", "aria-label": "Copy", text: "Copy"});
+      copy.addEventListener("click", () => onCopy(message));
+      node.appendChild(h("div", {class: "message-footer"}, [copy]));
+    } else if (!complete && copy) {
+      copy.parentElement.remove();
+    }
+    const error = node.querySelector(".qwen-chat-message-error");
+    if (turn === "error" && !error) {
+      node.appendChild(h("div", {class: "qwen-chat-message-error", text: message.error.details || "Something went wrong"}));
+    }
+  }
+
+  function updateAssistant(legacy, node, message, turn, onCopy) {
+    if (!legacy) updateThinking(node, message);
+    updateAnswer(legacy, node, message);
+    updateFooter(node, message, turn, onCopy);
+  }
+
+  function chatList(container, items, activeId) {
+    container.replaceChildren(...items.map((item) => h("a", {
+      class: "chat-item" + (item.id === activeId ? " active" : ""), href: "/c/" + item.id,
+    }, [h("span", {class: "chat-item-title", text: item.title})])));
+  }
+
+  function toast(container, text) {
+    const node = h("div", {class: "qwen-toast error-toast", role: "alert", text});
+    container.appendChild(node);
+    // Toasts go away by themselves, as on the real site: a slow reader can miss them.
+    setTimeout(() => node.remove(), 10000);
+  }
+
+  window.SimView = {shell, nodeId, userTurn, assistantTurn, updateAssistant, chatList, toast};
+})();
