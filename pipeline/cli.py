@@ -86,6 +86,53 @@ def generate(
 
 
 @app.command()
+def cycle(ctx: typer.Context, config: ConfigOption = None) -> None:
+    """One cron cycle over prompts/: 1 if an article failed hard, else 42 if sent, 3 if working, 0 if done."""
+    from .cycle import run_cycle
+    from .notify import ping
+    from .workspace import Engines
+
+    workspace = _workspace(ctx, config)
+    ping_url = workspace.config.values["notify"]["ping_url"]
+    ping(ping_url, "start", say=say)
+    with Engines(workspace.config) as engines:
+        report = run_cycle(workspace, engines, say=say)
+    say(report.summary())
+    ping(ping_url, str(report.exit_code), say=say)
+    raise typer.Exit(report.exit_code)
+
+
+@app.command()
+def cron(
+    ctx: typer.Context,
+    every: Annotated[int, typer.Option(help="minutes between cycles")] = 5,
+    config: ConfigOption = None,
+) -> None:
+    """Print a crontab line and a systemd service + timer that run `cycle` for this config."""
+    from .config import config_path
+    from .cron import crontab_line, systemd_units
+
+    if not 1 <= every <= 59:
+        raise UsageProblem(f"--every {every}: choose 1 to 59 minutes")
+    path, _named = config_path(config or ctx.obj.get("config"))
+    path = path.resolve()
+    _workspace(ctx, str(path)) if path.exists() else None  # a bad config is reported now, not at 3 a.m.
+    if not path.exists():
+        say(f"note: {path} does not exist yet; create it with `qwenpipe init`")
+    service, timer = systemd_units(path, every_minutes=every)
+    printed = out()
+    printed.print("# crontab (crontab -e):", markup=False)
+    printed.print(crontab_line(path, every_minutes=every), markup=False)
+    printed.print("\n# or systemd: ~/.config/systemd/user/qwenpipe.service", markup=False)
+    printed.print(service, markup=False)
+    printed.print(
+        "# ~/.config/systemd/user/qwenpipe.timer  (then: systemctl --user enable --now qwenpipe.timer)",
+        markup=False,
+    )
+    printed.print(timer, markup=False)
+
+
+@app.command()
 def replay(
     ctx: typer.Context,
     slug: Annotated[

@@ -51,6 +51,7 @@ class Outcome:
     engine: str | None = None
     chat_url: str | None = None
     sent: bool = False  # a prompt went to the chat in this step
+    reason: str = ""  # why WORKING: generating, locked, backoff, spacing, quota, limit
 
 
 def _quiet(_message: str) -> None:
@@ -79,7 +80,9 @@ def generate(
     try:
         lock = FileLock(article.lock, purpose=f"generate {slug}").acquire()
     except LockBusy as busy:
-        return Outcome(Status.WORKING, slug, f"{slug} is in progress elsewhere ({busy.owner})")
+        return Outcome(
+            Status.WORKING, slug, f"{slug} is in progress elsewhere ({busy.owner})", reason="locked"
+        )
     try:
         step = Step(workspace, article, prompt, engines, wait=wait, choice=engine, say=say, clock=clock)
         return step.run()
@@ -136,18 +139,23 @@ class Step:
     def send(self) -> Outcome:
         now = self.clock()
         blocked = self.ws.chat_quota.blocked_until(now)
-        if blocked and self.choice == "auto":
-            until, reason = blocked
-            return self.fallback(
-                f"the chat's daily quota is spent until {_clock(until)} ({reason})", chat_error=None
-            )
         if blocked:
-            return self.outcome(Status.FAILED, f"the chat's daily quota is spent until {_clock(blocked[0])}")
+            until, reason = blocked
+            if self.choice == "auto" and self.ws.config.router["enabled"]:
+                return self.fallback(
+                    f"the chat's daily quota is spent until {_clock(until)} ({reason})", chat_error=None
+                )
+            return self.outcome(
+                Status.WORKING,
+                f"{self.slug}: waits for the chat's quota (spent until {_clock(until)}; no fallback)",
+                reason="quota",
+            )
         limit = self.qwen["max_sends_per_day"]
         if limit and sends_today(self.ws.journal, now) >= limit:
             return self.outcome(
                 Status.WORKING,
-                f"daily send limit reached ({limit}, qwen.max_sends_per_day); the prompt waits for tomorrow",
+                f"{self.slug}: daily send limit reached ({limit}, qwen.max_sends_per_day): waits a day",
+                reason="limit",
             )
         marker = {"time": now, "pid": os.getpid(), "prompt_sha256": self.prompt.sha256}
         files.atomic_write(self.article.sending, json.dumps(marker) + "\n")
@@ -193,10 +201,13 @@ class Step:
                     Status.WORKING,
                     f"{self.slug}: retrying after {_clock(self.state.next_try)} "
                     f"(last error: {self.state.last_error})",
+                    reason="backoff",
                 )
             spacing = self.qwen["poll_interval"] - (now - self.state.last_poll)
             if spacing > 0:
-                return self.outcome(Status.WORKING, f"{self.slug}: generating; next look in {spacing:.0f} s")
+                return self.outcome(
+                    Status.WORKING, f"{self.slug}: generating; next look in {spacing:.0f} s", reason="spacing"
+                )
         started = time.monotonic()
         chat = self.engines.chat()
         if self.wait:
@@ -214,7 +225,9 @@ class Step:
         self.state.attempts, self.state.progress = 0, result.progress
         self.save()
         self.log("poll", engine="qwen", progress=result.progress, duration=_since(started))
-        return self.outcome(Status.WORKING, f"{self.slug}: {result.progress} ({self.chat_url})")
+        return self.outcome(
+            Status.WORKING, f"{self.slug}: {result.progress} ({self.chat_url})", reason="generating"
+        )
 
     def finish(self, answer: Answer) -> Outcome:
         document = render_article(
@@ -260,6 +273,7 @@ class Step:
         return self.outcome(
             Status.WORKING,
             f"{self.slug}: {err} (attempt {self.state.attempts} of {limit}; next try in {delay:.0f} s)",
+            reason="backoff",
         )
 
     def hard(self, err: HardError) -> Outcome:
@@ -352,9 +366,11 @@ class Step:
         self.ws.journal.append(self.slug, event, **fields)
 
     def outcome(
-        self, status: Status, message: str, *, engine: str | None = None, sent: bool = False
+        self, status: Status, message: str, *, engine: str | None = None, sent: bool = False, reason: str = ""
     ) -> Outcome:
-        return Outcome(status, self.slug, message, engine=engine, chat_url=self.chat_url, sent=sent)
+        return Outcome(
+            status, self.slug, message, engine=engine, chat_url=self.chat_url, sent=sent, reason=reason
+        )
 
 
 def replay(workspace: Workspace, slug: str) -> str:

@@ -2,24 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 from conftest import add_prompt, snapshot
-
-
-def qwenpipe(*args, cwd, env=None):
-    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "pipeline", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=60,
-    )
+from tests_cli_helpers import qwenpipe
 
 
 def test_init_writes_config_and_refuses_to_overwrite(tmp_path):

@@ -1,0 +1,165 @@
+"""The cron cycle with fake engines: planning, limits, exit codes, no overlap, no needless browser."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+
+import pytest
+from conftest import add_prompt, snapshot
+from fakes import answer
+
+from pipeline.config import load
+from pipeline.cycle import run_cycle
+from pipeline.engines.base import Generating, HardError
+from pipeline.files import FileLock
+from pipeline.workspace import Engines, Workspace
+
+
+def setup(project, chat, router, extra=""):
+    (project / "config.toml").write_text(f"[qwen]\npoll_interval = 0\nmax_attempts = 3\n{extra}\n")
+    ws = Workspace(load(project / "config.toml"))
+    created = []
+
+    def chat_factory(_config):
+        created.append(1)
+        return chat
+
+    def make_engines():
+        return Engines(ws.config, chat_factory=chat_factory, router_factory=lambda _c: router)
+
+    return ws, make_engines, created
+
+
+def test_nothing_to_do_starts_no_browser(project, chat, router):
+    ws, engines, created = setup(project, chat, router)
+    add_prompt(project, "tea")
+    (project / "articles" / "tea.md").write_text("done")
+    report = run_cycle(ws, engines())
+    assert report.exit_code == 0 and created == [] and not report.browser_used
+    assert "1 done" in report.summary()
+
+
+def test_cycles_move_every_article_to_done(project, chat, router):
+    ws, engines, created = setup(project, chat, router)
+    for slug in ("a", "b", "c"):
+        add_prompt(project, slug, f"Write about {slug}.")
+    first = run_cycle(ws, engines())
+    assert first.exit_code == 42 and sorted(first.sent) == ["a", "b", "c"] and chat.sends == 3
+    chat.enqueue_check(Generating(), Generating(), Generating())
+    second = run_cycle(ws, engines())
+    assert second.exit_code == 3 and chat.sends == 3
+    chat.enqueue_check(answer(), answer(), answer())
+    third = run_cycle(ws, engines())
+    assert third.exit_code == 0 and chat.sends == 3
+    assert all((project / "articles" / f"{s}.md").exists() for s in "abc")
+    fourth = run_cycle(ws, engines())
+    assert fourth.exit_code == 0 and len(created) == 3, "a cycle with nothing to do made an engine"
+
+
+def test_sends_oldest_prompt_first_within_the_cycle_limit(project, chat, router):
+    import os
+
+    ws, engines, _ = setup(project, chat, router, "max_sends_per_cycle = 1")
+    for index, slug in enumerate(("newest", "oldest", "middle")):
+        path = add_prompt(project, slug, f"Write about {slug}.")
+        os.utime(path, (1_000_000 - index * 100, 1_000_000 - index * 100))
+    order = [run_cycle(ws, engines()).sent for _ in range(3)]
+    assert order == [["middle"], ["oldest"], ["newest"]]
+
+
+def test_daily_limit_counts_sends_from_the_journal(project, chat, router):
+    ws, engines, _ = setup(project, chat, router, "max_sends_per_day = 2")
+    for slug in "abcd":
+        add_prompt(project, slug, f"Write about {slug}.")
+    first = run_cycle(ws, engines())
+    assert len(first.sent) == 2 and first.counts["throttled"] == 2
+    second = run_cycle(ws, engines())
+    assert second.sent == [] and chat.sends == 2 and second.exit_code == 3
+
+
+def test_a_second_cycle_exits_at_once_and_touches_nothing(project, chat, router):
+    ws, engines, created = setup(project, chat, router)
+    add_prompt(project, "tea")
+    with FileLock(ws.cycle_lock, purpose="cycle"):
+        before = snapshot(project)
+        report = run_cycle(ws, engines())
+        after = snapshot(project)
+    assert report.exit_code == 3 and "another cycle" in report.summary() and "pid" in report.summary()
+    assert created == [] and after == before
+
+
+def test_hard_failure_makes_the_cycle_exit_1(project, chat, router):
+    ws, engines, _ = setup(project, chat, router, "[router]\nenabled = false")
+    add_prompt(project, "tea")
+    add_prompt(project, "coffee", "Write about coffee.")
+    chat.send_error = HardError("bot check", code="bot_check")
+    report = run_cycle(ws, engines())
+    assert report.exit_code == 1 and sorted(report.failed) == ["coffee", "tea"]
+
+
+def test_dead_letters_are_skipped(project, chat, router):
+    ws, engines, created = setup(project, chat, router)
+    add_prompt(project, "tea")
+    (project / "articles" / "tea.md.failed").write_text('reason = "x"\n')
+    report = run_cycle(ws, engines())
+    assert report.exit_code == 0 and report.counts["dead"] == 1 and created == []
+
+
+def test_invalid_prompt_is_reported_and_the_rest_goes_on(project, chat, router):
+    ws, engines, _ = setup(project, chat, router)
+    (project / "prompts" / "bad.md").write_bytes(b"\xff\xfe")
+    add_prompt(project, "good")
+    report = run_cycle(ws, engines())
+    assert report.invalid == ["bad"] and report.sent == ["good"] and report.exit_code == 1
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    paths: list[str] = []
+
+    def do_GET(self):  # noqa: N802
+        _Recorder.paths.append(self.path)
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def monitor():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    _Recorder.paths = []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/ping/abc", _Recorder.paths
+    server.shutdown()
+
+
+def test_cycle_pings_start_and_exit_code(project, monitor):
+    from tests_cli_helpers import qwenpipe
+
+    url, paths = monitor
+    (project / "config.toml").write_text(f'[notify]\nping_url = "{url}"\n')
+    result = qwenpipe("cycle", cwd=project)
+    assert result.returncode == 0
+    assert paths == ["/ping/abc/start", "/ping/abc/0"]
+
+
+def test_a_failing_ping_never_fails_the_cycle(project):
+    from tests_cli_helpers import qwenpipe
+
+    (project / "config.toml").write_text('[notify]\nping_url = "http://127.0.0.1:9/nothing"\n')
+    result = qwenpipe("cycle", cwd=project)
+    assert result.returncode == 0 and "ping start failed" in result.stderr
+
+
+def test_cron_prints_a_working_crontab_line_and_systemd_units(project):
+    from tests_cli_helpers import qwenpipe
+
+    result = qwenpipe("cron", cwd=project)
+    assert result.returncode == 0
+    line = next(x for x in result.stdout.splitlines() if x.startswith("*/5 "))
+    assert f"cd {project}" in line and f"--config {project / 'config.toml'}" in line and " cycle >> " in line
+    executable = line.split(" && ")[1].split(" --config")[0]
+    assert executable.startswith("/")
+    assert "SuccessExitStatus=3 42" in result.stdout and "OnUnitActiveSec=5min" in result.stdout
