@@ -51,7 +51,7 @@ class Observation:
     title: str | None = None
     model: str | None = None
     extra: dict = field(default_factory=dict)
-    starting: bool = False  # the site has the answer but the page has not drawn it yet
+    catching_up: bool = False  # the site has (more of) the answer than the page shows yet
     stalled: bool = False  # the page looks done but the API says the turn did not finish
 
 
@@ -296,13 +296,13 @@ class QwenEngine:
         """Read the chat once a second until the answer is complete and stable.
 
         Impatient (check): a plain "still generating" read returns Generating at once; only the
-        stability reads, a page still drawing a finished answer, or a suspected stall keep it
-        looking (bounded by `deadline`). Patient (wait): looks until `deadline`.
+        stability reads, a page still drawing an answer the site has finished, or a suspected
+        stall keep it looking (bounded by `deadline`). Patient (wait): looks until `deadline`.
         """
         turns_before = self._turns_before.get(chat_id, 0)
         previous, same, stalled, said = None, 0, 0, None
         while True:
-            seen = self._observe(page, selectors, chat_id, turns_before)
+            seen = self._observe(page, selectors, chat_id, turns_before, patient=patient)
             if seen.markdown is not None:
                 same = same + 1 if seen.markdown == previous else 1
                 previous = seen.markdown
@@ -317,7 +317,7 @@ class QwenEngine:
                     raise TransientError(
                         "the answer stopped before the site marked it finished (cut short)", code="cut_short"
                     )
-                if not (patient or seen.starting or seen.stalled):
+                if not (patient or seen.catching_up or seen.stalled):
                     return Generating(seen.progress)
             if on_progress and seen.progress != said:
                 on_progress(seen.progress)
@@ -326,14 +326,16 @@ class QwenEngine:
                 return Generating(seen.progress)
             page.wait_for_timeout(self.read_interval * 1000)
 
-    def _observe(self, page: Any, selectors: Selectors, chat_id: str, turns_before: int) -> Observation:
+    def _observe(
+        self, page: Any, selectors: Selectors, chat_id: str, turns_before: int, *, patient: bool
+    ) -> Observation:
         failure = screen_failure(page, self.selector_sets)
         if failure is not None:
             raise failure
         dom = read_dom_state(page, selectors)
         busy = dom.busy_reason(selectors, turns_before)
-        if busy is not None and dom.assistant_turns > turns_before:
-            return Observation(busy)
+        if busy is not None and patient:
+            return Observation(busy)  # the API read waits until the page says it is done
         try:
             view = parse_chat(fetch_api(page, f"/api/v2/chats/{chat_id}"))
         except (ApiUnusable, ChatShapeError) as err:
@@ -343,10 +345,16 @@ class QwenEngine:
             raise TransientError(
                 f"the site reports an error in the answer: {turn.error}", code="answer_error"
             )
-        if busy is not None:  # the page shows no answer yet; does the site have one?
-            return Observation(busy, starting=bool(turn and turn.answer))
+        if busy is not None:
+            # A freshly opened page draws a finished answer a moment late: worth waiting for.
+            site_has_more = bool(turn and turn.answer) and (
+                turn.finished or dom.assistant_turns <= turns_before
+            )
+            return Observation(busy, catching_up=site_has_more)
         if turn is None or not turn.finished or not turn.answer.strip():
-            return Observation(dom.progress(), stalled=True)
+            # Only a UI that positively shows completion (a copy button) can contradict the API;
+            # the older UI shows nothing, so there this is plain "still generating".
+            return Observation(dom.progress(), stalled=bool(selectors.copy_button))
         extra = {"source": "api", "chat_id": chat_id, "ui": selectors.name}
         return Observation("finishing", turn.answer, title=view.real_title, model=view.model, extra=extra)
 

@@ -107,18 +107,15 @@ class DomState:
             return "waiting for the answer to start"
         if self.stop_visible:
             return self.progress()
-        if self.send_disabled and self._send_disabled_means_busy(selectors):
+        if self.send_disabled and self.composer_text.strip():
+            # Both UIs also disable send whenever the composer is empty, so a disabled button
+            # only means "busy" while text waits in the composer.
             return self.progress()
         if self.thinking_visible and (self.skip_visible or not self.answer_present):
             return "thinking"
         if selectors.copy_button and not self.copy_button:
             return self.progress()
         return None
-
-    def _send_disabled_means_busy(self, selectors: Selectors) -> bool:
-        # The older UI disables send whenever the composer is empty, so there a disabled button
-        # only means "busy" while text waits in the composer.
-        return bool(selectors.stop_button) or bool(self.composer_text.strip())
 
     def progress(self) -> str:
         if self.answer_text:

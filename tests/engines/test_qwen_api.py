@@ -339,12 +339,13 @@ def test_dom_complete_only_with_every_signal():
     assert dom().busy_reason(CURRENT, 0) is None
     assert dom(assistant_turns=1).busy_reason(CURRENT, 1) == "waiting for the answer to start"
     assert dom(stop_visible=True).busy_reason(CURRENT, 0).startswith("writing")
-    assert dom(send_disabled=True).busy_reason(CURRENT, 0) is not None
+    assert dom(send_disabled=True, composer_text="typed").busy_reason(CURRENT, 0) is not None
     assert dom(copy_button=False).busy_reason(CURRENT, 0) is not None
     assert dom(thinking_visible=True, skip_visible=True).busy_reason(CURRENT, 0) == "thinking"
     assert dom(thinking_visible=True, answer_present=True).busy_reason(CURRENT, 0) is None
 
 
-def test_legacy_send_button_disabled_on_an_empty_composer_is_idle():
+def test_send_button_disabled_on_an_empty_composer_is_idle():
+    assert dom(send_disabled=True).busy_reason(CURRENT, 0) is None
     assert dom(ui="legacy", copy_button=False, send_disabled=True).busy_reason(LEGACY, 0) is None
     assert dom(ui="legacy", send_disabled=True, composer_text="x").busy_reason(LEGACY, 0) is not None

@@ -1,0 +1,219 @@
+"""QwenEngine in real headless Chromium against the simulator: one browser for the whole file."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from pipeline.browser import BrowserSession
+from pipeline.config import defaults
+from pipeline.engines.base import Answer, Generating, HardError, QuotaSpent, TransientError
+from pipeline.engines.qwen import QwenEngine
+
+pytestmark = pytest.mark.browser
+
+THINKING_SECONDS = 0.3
+ANSWER_SECONDS = 1.5
+
+
+@pytest.fixture(scope="module")
+def sim():
+    from pipeline.simulator import Simulator
+
+    simulator = Simulator(
+        port=0, scenario="ok", answer_seconds=ANSWER_SECONDS, thinking_seconds=THINKING_SECONDS, url_delay=0.2
+    ).start()
+    yield simulator
+    simulator.stop()
+
+
+@pytest.fixture(scope="module")
+def launches_at_start():
+    return BrowserSession.launches
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory, launches_at_start):
+    folder = tmp_path_factory.mktemp("browser")
+    config = {
+        "executable": "",
+        "headless": True,
+        "profile_dir": str(folder / "profile"),
+        "storage_state": str(folder / "state.json"),
+        "cdp_url": "",
+        "args": [],
+    }
+    with BrowserSession(config) as shared:
+        yield shared
+
+
+@pytest.fixture
+def engine(sim, session):
+    qwen = {**defaults()["qwen"], "base_url": sim.base_url, "stable_reads": 2, "page_timeout": 15}
+    sim.set(scenario="ok", api_shape="2026-08", ui="current")
+    yield QwenEngine(qwen, session)
+    sim.set(scenario="ok", api_shape="2026-08", ui="current")
+
+
+def prompt(topic: str = "tea", token: str = "") -> str:
+    return f"Write a short article about {topic} {uuid.uuid4().hex[:8]}. {token}".strip()
+
+
+def sends_of(sim, text: str) -> list[dict]:
+    return [entry for entry in sim.sends() if entry["prompt"] == text]
+
+
+def ledger_of(sim, text: str) -> list[dict]:
+    return [entry for entry in sim.ledger() if entry["prompt"] == text]
+
+
+def check_until_done(engine, url: str, seconds: float = 20) -> tuple[Answer, list]:
+    """check() again and again like cron would, keeping what it said before the Answer."""
+    said, deadline = [], time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        result = engine.check(url)
+        if isinstance(result, Answer):
+            return result, said
+        said.append(result)
+        time.sleep(0.3)
+    raise AssertionError(f"no answer after {seconds} s: {said[-3:]}")
+
+
+# -- the happy path --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "api_shape, ui",
+    [("2026-08", "current"), ("2026-06", "current"), ("2026-08", "legacy"), ("2026-06", "legacy")],
+)
+def test_send_then_generating_then_the_raw_markdown(sim, engine, api_shape, ui):
+    sim.set(api_shape=api_shape, ui=ui)
+    text = prompt(f"{api_shape} {ui}")
+    url = engine.send(text)
+    assert url.startswith(f"{sim.base_url}/c/")
+    assert isinstance(engine.check(url), Generating)
+
+    answer, said = check_until_done(engine, url)
+
+    assert all(isinstance(r, Generating) for r in said)
+    assert answer.markdown == sim.expected_answer(text)
+    assert answer.engine == "qwen" and answer.extra["source"] == "api" and answer.extra["ui"] == ui
+    assert answer.title and answer.title != "New Chat"
+    assert len(sends_of(sim, text)) == 1
+
+
+def test_markdown_keeps_headings_and_lists(sim, engine):
+    text = prompt("lists")
+    answer = engine.wait(engine.send(text), timeout=20)
+    expected = sim.expected_answer(text)
+    assert answer.markdown == expected
+    assert any(line.startswith("#") for line in expected.splitlines())
+    assert any(line.lstrip().startswith(("- ", "* ", "1. ")) for line in expected.splitlines())
+
+
+def test_wait_returns_within_seconds_of_completion(sim, engine):
+    text = prompt("waiting")
+    url = engine.send(text)
+    sent_at = time.monotonic()
+    progress: list[str] = []
+    answer = engine.wait(url, timeout=30, on_progress=progress.append)
+    took = time.monotonic() - sent_at
+    assert answer.markdown == sim.expected_answer(text)
+    # The answer is complete about THINKING + ANSWER + 0.3 s after the send; allow 2 reads + slack.
+    assert took < THINKING_SECONDS + ANSWER_SECONDS + 3.5, took
+    assert any(p.startswith("writing") or p == "thinking" for p in progress), progress
+    assert len(sends_of(sim, text)) == 1
+
+
+def test_find_chat_finds_the_chat_by_its_prompt_only(sim, engine):
+    first, second = prompt("first"), prompt("second")
+    first_url, second_url = engine.send(first), engine.send(second)
+    assert engine.find_chat(first) == first_url
+    assert engine.find_chat("  " + second + "\n") == second_url
+    assert engine.find_chat(prompt("never sent")) is None
+    assert len(sends_of(sim, first)) == len(sends_of(sim, second)) == 1
+
+
+# -- failures: classified, and nothing typed when the session is not usable ------------------
+
+
+@pytest.mark.parametrize("scenario", ["logged_out", "bot_check"])
+def test_unusable_session_is_hard_and_sends_nothing(sim, engine, scenario):
+    sim.set(scenario=scenario)
+    text = prompt(scenario)
+    with pytest.raises(HardError) as caught:
+        engine.send(text)
+    assert caught.value.code == scenario
+    if scenario == "logged_out":
+        assert "run `qwenpipe login`" in str(caught.value)
+    assert ledger_of(sim, text) == []  # not even a refused attempt: nothing was typed
+    assert engine.session_ok() is False
+
+
+def test_quota_is_quota_spent(sim, engine):
+    sim.set(scenario="quota")
+    text = prompt("quota")
+    with pytest.raises(QuotaSpent):
+        engine.send(text)
+    assert sends_of(sim, text) == []
+
+
+def test_quota_named_in_the_prompt(sim, engine):
+    text = prompt("quota", "[sim:quota]")
+    with pytest.raises(QuotaSpent):
+        engine.send(text)
+
+
+def test_waf_is_transient(sim, engine):
+    url = engine.send(prompt("before the firewall"))
+    sim.set(scenario="waf")
+    text = prompt("waf")
+    with pytest.raises(TransientError) as caught:
+        engine.send(text)
+    assert caught.value.code == "waf" and not isinstance(caught.value, HardError)
+    with pytest.raises(TransientError, match="firewall"):
+        engine.check(url)
+    assert ledger_of(sim, text) == []
+
+
+def test_chat_not_found_is_hard(sim, engine):
+    url = engine.send(prompt("soon gone"))
+    sim.set(scenario="chat_not_found")
+    with pytest.raises(HardError) as caught:
+        engine.check(url)
+    assert caught.value.code == "chat_not_found"
+
+
+def test_unknown_chat_id_is_not_found(sim, engine):
+    with pytest.raises(HardError) as caught:
+        engine.check(f"{sim.base_url}/c/{uuid.uuid4()}")
+    assert caught.value.code == "chat_not_found"
+
+
+def test_error_banner_mid_answer_is_transient_never_an_answer(sim, engine):
+    url = engine.send(prompt("broken", "[sim:error_banner]"))
+    deadline = time.monotonic() + 20
+    with pytest.raises(TransientError) as caught:  # noqa: PT012 - the loop is the point
+        while time.monotonic() < deadline:
+            assert isinstance(engine.check(url), Generating)
+            time.sleep(0.3)
+    assert not isinstance(caught.value, HardError)
+
+
+def test_slow_answer_is_never_taken_half_done(sim, engine):
+    text = prompt("slowly", "[sim:slow]")
+    url = engine.send(text)
+    for _ in range(3):
+        result = engine.check(url)
+        assert isinstance(result, Generating), result
+        time.sleep(0.5)
+    with pytest.raises(TransientError, match="timed out"):
+        engine.wait(url, timeout=3)
+
+
+def test_one_browser_for_the_whole_file(sim, engine, session, launches_at_start):
+    engine.check_login()
+    assert session.started
+    assert BrowserSession.launches - launches_at_start == 1
