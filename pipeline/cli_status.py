@@ -1,0 +1,136 @@
+"""`qwenpipe status` and `qwenpipe show`: the batch dashboard commands.
+
+They only read (the journal index is a cache they may rewrite, atomically and without a lock),
+so they are safe to run at any time, even while a cycle is under way.
+"""
+
+# No `from __future__ import annotations`: Typer reads these annotations at runtime, and
+# ConfigOption is a local name of register().
+import json
+import sys
+import time
+from typing import Annotated
+
+import typer
+
+from .errors import UsageProblem
+
+
+def register(app: typer.Typer) -> None:
+    # Imported here: pipeline.cli imports this module while it is itself being imported.
+    from .cli import ConfigOption, _workspace
+
+    @app.command("status")
+    def status_command(
+        ctx: typer.Context,
+        pattern: Annotated[
+            str | None, typer.Argument(help="only slugs matching this glob, e.g. 'tea-*'")
+        ] = None,
+        watch: Annotated[bool, typer.Option("--watch", help="keep the view up to date until Ctrl-C")] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="one JSON document (docs/status.md)")] = False,
+        state: Annotated[
+            list[str] | None,
+            typer.Option("--state", help="only this state (repeat, or comma-separated)"),
+        ] = None,
+        sort: Annotated[
+            str, typer.Option("--sort", help="state (default), age (oldest sent first) or slug")
+        ] = "state",
+        interval: Annotated[
+            float, typer.Option("--interval", help="seconds between --watch refreshes")
+        ] = 2.0,
+        config: ConfigOption = None,
+    ) -> None:
+        """Every article's state, engine, age, attempts, last error and chat URL, with the totals."""
+        from .status import check_states
+
+        states = check_states(state)  # a bad --state is exit 2 before anything is read
+        if watch and as_json:
+            raise UsageProblem("--watch and --json do not go together (run --json in a loop instead)")
+        if interval <= 0:
+            raise UsageProblem(f"--interval {interval}: must be more than 0 seconds")
+        workspace = _workspace(ctx, config)
+        query = {"state_filter": states, "pattern": pattern, "sort": sort}
+        if watch:
+            watch_status(workspace, query, interval)
+            return
+        print_status(workspace, query, as_json)
+
+    @app.command("show")
+    def show_command(
+        ctx: typer.Context,
+        slug: Annotated[str, typer.Argument(help="the article: prompts/SLUG.md")],
+        config: ConfigOption = None,
+    ) -> None:
+        """One article's whole story: every journal step (engine, duration, error) and its files."""
+        from .dashboard import plain_story, plain_wanted, rich_story
+        from .status import collect_story
+
+        workspace = _workspace(ctx, config)
+        story = collect_story(workspace, slug)
+        if not story.known:
+            raise UsageProblem(
+                f"unknown article {slug!r}: no {workspace.prompts_dir / (slug + '.md')}, "
+                f"no files in {workspace.articles_dir} and nothing in the journal"
+            )
+        if plain_wanted():
+            sys.stdout.write(plain_story(story, slug))
+        else:
+            _stdout().print(rich_story(story, slug))
+
+
+def print_status(workspace, query: dict, as_json: bool) -> None:
+    from .console import say
+    from .dashboard import plain_status, plain_wanted, rich_status
+    from .status import collect
+
+    status = collect(workspace, **query)
+    if as_json:
+        sys.stdout.write(json.dumps(status.to_json(), ensure_ascii=False, indent=1) + "\n")
+    elif plain_wanted():
+        sys.stdout.write(plain_status(status))
+    else:
+        _stdout().print(rich_status(status))
+    for warning in status.warnings:
+        say(f"warning: {warning}")
+
+
+def watch_status(workspace, query: dict, interval: float) -> None:
+    """Redraw in place every `interval` seconds until Ctrl-C, which ends it with exit 0.
+
+    Live with auto_refresh off and one update per tick: one repaint per refresh, no flicker.
+    """
+    from rich.live import Live
+
+    from .dashboard import plain_status, plain_wanted, rich_status
+    from .status import collect
+
+    console = _stdout()
+    plain = plain_wanted()
+    try:
+        if not console.is_terminal:  # a pipe: a fresh snapshot per tick, nothing to redraw
+            while True:
+                sys.stdout.write(plain_status(collect(workspace, **query), warnings=True) + "\n")
+                sys.stdout.flush()
+                time.sleep(interval)
+        with Live(console=console, screen=False, auto_refresh=False, transient=False) as live:
+            while True:
+                status = collect(workspace, **query)
+                room = max(console.size.height - 8 - len(status.warnings), 3)  # header, totals, lines
+                render = plain_status if plain else rich_status
+                view = render(status, warnings=True, max_rows=room)
+                live.update(view if not plain else _plain_text(view), refresh=True)
+                time.sleep(interval)
+    except KeyboardInterrupt:
+        pass  # Ctrl-C is how a watch ends: exit 0
+
+
+def _plain_text(text: str):
+    from rich.text import Text
+
+    return Text(text.rstrip("\n"))
+
+
+def _stdout():
+    from .console import out
+
+    return out()

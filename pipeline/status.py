@@ -1,0 +1,390 @@
+"""The batch status: every article's state, the totals, the quotas and the last cycle, as data.
+
+Read-only on the project's files (no lock, ever: a dashboard must never block a cycle). It
+lists prompts/ and articles/ once (batch.scan), reads the small state file of unfinished
+articles only, and learns the rest from the journal index, which reads only what the journal
+gained since the last call. `to_json()` is the `status --json` document; its field names are
+stable and documented in docs/status.md.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from . import batch
+from .errors import UsageProblem
+from .journal_index import FAILURE_EVENTS, JournalIndex, SlugSummary
+from .quota import local_day_start
+from .workspace import Workspace
+
+SCHEMA_VERSION = 1
+
+# States, in the order the dashboard lists them: what needs a person first.
+FAILED = "failed"  # hard failure on every engine, not yet dead-lettered
+DEAD = "dead"  # SLUG.md.failed: skipped until `qwenpipe replay`
+BACKOFF = "backoff"  # a transient failure: next try in the future
+QUOTA = "quota"  # pending, but the chat's quota is spent or the daily send limit reached
+SENDING = "sending"  # intent marker without a URL: a send in progress or interrupted
+GENERATING = "generating"  # sent: the chat is writing (or done and not yet collected)
+PENDING = "pending"  # nothing sent yet
+DONE = "done"
+ORPHAN = "orphan"  # files in articles/ without a prompt
+STATES = (FAILED, DEAD, BACKOFF, QUOTA, SENDING, GENERATING, PENDING, DONE, ORPHAN)
+UNFINISHED = frozenset({FAILED, BACKOFF, QUOTA, SENDING, GENERATING, PENDING})
+SORTS = ("state", "age", "slug")
+
+CYCLE_RECORD = "last_cycle.json"
+CRON_PERIOD = 5 * 60  # the cron line the README suggests: a cycle every 5 minutes
+STALE_CYCLES = 3  # warn after this many missed cycles (or polls, when polls are slower)
+
+
+@dataclass
+class Row:
+    slug: str
+    state: str
+    engine: str | None = None
+    age_seconds: int | None = None  # since the prompt was sent
+    attempts: int = 0  # transient failures in a row
+    hard_failures: int = 0  # hard failures in a row
+    next_try: float | None = None
+    last_error: str | None = None
+    chat_url: str | None = None
+    turn: int | None = None  # reserved for multi-turn articles
+    path: str = ""
+
+    def to_json(self) -> dict:
+        return {
+            "slug": self.slug,
+            "state": self.state,
+            "engine": self.engine,
+            "age_seconds": self.age_seconds,
+            "attempts": self.attempts,
+            "hard_failures": self.hard_failures,
+            "next_try": iso(self.next_try),
+            "last_error": self.last_error,
+            "chat_url": self.chat_url,
+            "turn": self.turn,
+            "path": self.path,
+        }
+
+
+@dataclass
+class LastCycle:
+    """`.qwenpipe/last_cycle.json`, written by `cycle` when one starts and when it finishes."""
+
+    started: float | None
+    finished: float | None
+    exit_code: int | None
+    summary: str
+    pid: int | None
+
+    @classmethod
+    def read(cls, path: Path) -> LastCycle | None:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict):
+            return None
+        return cls(
+            started=_float_or_none(data.get("started")),
+            finished=_float_or_none(data.get("finished")),
+            exit_code=_int_or_none(data.get("exit_code")),
+            summary=str(data.get("summary") or ""),
+            pid=_int_or_none(data.get("pid")),
+        )
+
+    @property
+    def running(self) -> bool:
+        # A start newer than the last finish: a cycle is under way (or died without finishing).
+        return self.started is not None and (self.finished is None or self.started > self.finished)
+
+    def to_json(self, now: float) -> dict:
+        return {
+            "started": iso(self.started),
+            "finished": iso(self.finished),
+            "exit_code": self.exit_code,
+            "summary": self.summary,
+            "pid": self.pid,
+            "running": self.running,
+            "seconds_since_finished": None if self.finished is None else int(now - self.finished),
+        }
+
+
+@dataclass
+class BatchStatus:
+    now: float
+    prompts_dir: Path
+    articles_dir: Path
+    rows: list[Row]  # after filters and sorting
+    totals: dict[str, int]  # the whole batch, whatever the filters
+    sends_today: int
+    sends_limit: int  # 0 = no limit
+    quota_blocked_until: float | None = None
+    quota_reason: str | None = None
+    last_cycle: LastCycle | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def sends_stopped(self) -> bool:
+        return self.quota_blocked_until is not None or bool(
+            self.sends_limit and self.sends_today >= self.sends_limit
+        )
+
+    def to_json(self) -> dict:
+        limit = self.sends_limit or None
+        return {
+            "schema": SCHEMA_VERSION,
+            "generated_at": iso(self.now),
+            "prompts_dir": str(self.prompts_dir),
+            "articles_dir": str(self.articles_dir),
+            "totals": {**self.totals, "total": sum(self.totals.values())},
+            "shown": len(self.rows),
+            "sends": {
+                "today": self.sends_today,
+                "limit": limit,
+                "remaining": None if limit is None else max(limit - self.sends_today, 0),
+            },
+            "chat_quota": {
+                "blocked": self.quota_blocked_until is not None,
+                "until": iso(self.quota_blocked_until),
+                "reason": self.quota_reason,
+            },
+            "last_cycle": self.last_cycle.to_json(self.now) if self.last_cycle else None,
+            "warnings": list(self.warnings),
+            "articles": [row.to_json() for row in self.rows],
+        }
+
+
+def check_states(states: list[str] | None) -> list[str]:
+    """The `--state` values, split on commas; UsageProblem names a bad one and the valid ones."""
+    wanted = [s.strip() for value in states or [] for s in value.split(",") if s.strip()]
+    for state in wanted:
+        if state not in STATES:
+            raise UsageProblem(f"--state {state!r} is not a state; choose from {', '.join(STATES)}")
+    return wanted
+
+
+def collect(
+    workspace: Workspace,
+    now: float | None = None,
+    *,
+    state_filter: list[str] | None = None,
+    pattern: str | None = None,
+    sort: str = "state",
+) -> BatchStatus:
+    """The whole batch as data: one scan of the folders, one incremental read of the journal."""
+    now = time.time() if now is None else now
+    wanted = check_states(state_filter)
+    if sort not in SORTS:
+        raise UsageProblem(f"--sort {sort!r}: choose one of {', '.join(SORTS)}")
+    index = JournalIndex.beside(workspace.journal).refresh()
+    blocked = workspace.chat_quota.blocked_until(now)
+    status = BatchStatus(
+        now=now,
+        prompts_dir=workspace.prompts_dir,
+        articles_dir=workspace.articles_dir,
+        rows=[],
+        totals=dict.fromkeys(STATES, 0),
+        sends_today=index.sends_since(local_day_start(now)),
+        sends_limit=int(workspace.config.qwen["max_sends_per_day"]),
+        quota_blocked_until=blocked[0] if blocked else None,
+        quota_reason=blocked[1] if blocked else None,
+        last_cycle=LastCycle.read(workspace.state_dir / CYCLE_RECORD),
+    )
+    rows = [
+        build_row(view, index.summary(view.slug), now, status.sends_stopped)
+        for view in batch.scan(workspace.prompts_dir, workspace.articles_dir)
+    ]
+    for row in rows:
+        status.totals[row.state] += 1
+    status.warnings = warnings(status, workspace.config.qwen["poll_interval"])
+    status.rows = sort_rows(
+        [
+            r
+            for r in rows
+            if (not wanted or r.state in wanted) and (not pattern or fnmatch.fnmatchcase(r.slug, pattern))
+        ],
+        sort,
+    )
+    return status
+
+
+def build_row(view: batch.ArticleView, summary: SlugSummary | None, now: float, sends_stopped: bool) -> Row:
+    """One article's row. Done articles are described by the journal alone (no file read)."""
+    phase = view.phase
+    journal = summary or SlugSummary()
+    row = Row(slug=view.slug, state=DONE, path=str(view.files.md))
+    row.engine = journal.engine or None
+    row.chat_url = journal.chat_url or None
+    sent_at = journal.sent_ts
+    if phase == batch.DONE:
+        row.state = DONE
+    else:
+        state = view.state
+        row.engine = state.engine or row.engine
+        row.attempts, row.hard_failures = state.attempts, state.hard_failures
+        row.last_error = first_line(state.last_error) or None
+        row.next_try = state.next_try if state.next_try > now else None
+        sent_at = state.sent_at or sent_at
+        if phase == batch.SENT:
+            row.chat_url = read_url_file(view.files.url) or row.chat_url
+        row.state = state_of(phase, state.hard_failures, journal.last_event, row.next_try, sends_stopped)
+    row.age_seconds = int(now - sent_at) if sent_at and phase != batch.PENDING else None
+    return row
+
+
+def state_of(
+    phase: str, hard_failures: int, last_event: str, next_try: float | None, sends_stopped: bool
+) -> str:
+    """The dashboard state of an article not done: the most pressing thing about it wins.
+
+    `failed` needs both a hard-failure count and no progress since (a later successful poll
+    leaves the count but the article is generating again).
+    """
+    if phase == batch.DEAD:
+        return DEAD
+    if phase == batch.ORPHAN:
+        return ORPHAN
+    if hard_failures and (not last_event or last_event in FAILURE_EVENTS):
+        return FAILED
+    if phase == batch.PENDING and sends_stopped:
+        return QUOTA
+    if next_try is not None:
+        return BACKOFF
+    return {batch.SENT: GENERATING, batch.SENDING: SENDING}.get(phase, PENDING)
+
+
+def sort_rows(rows: list[Row], sort: str) -> list[Row]:
+    if sort == "slug":
+        return sorted(rows, key=lambda r: r.slug)
+    if sort == "age":  # the longest-waiting first; never-sent ones last
+        return sorted(rows, key=lambda r: (r.age_seconds is None, -(r.age_seconds or 0), r.slug))
+    order = {state: i for i, state in enumerate(STATES)}
+    return sorted(rows, key=lambda r: (order[r.state], r.slug))
+
+
+def warnings(status: BatchStatus, poll_interval: float) -> list[str]:
+    found = []
+    unfinished = sum(status.totals[s] for s in UNFINISHED)
+    cycle_warning = stale_cycle_warning(status.last_cycle, status.now, poll_interval) if unfinished else None
+    if cycle_warning:
+        found.append(f"{cycle_warning}; {unfinished} article(s) waiting. Is cron running `qwenpipe cycle`?")
+    if status.quota_blocked_until is not None:
+        found.append(
+            f"the chat's daily quota is spent until {clock(status.quota_blocked_until)}"
+            f" ({status.quota_reason}): nothing is sent to the chat"
+        )
+    elif status.sends_limit and status.sends_today >= status.sends_limit:
+        found.append(
+            f"daily send limit reached ({status.sends_today} of {status.sends_limit},"
+            " qwen.max_sends_per_day): new prompts wait for tomorrow"
+        )
+    if status.totals[ORPHAN]:
+        found.append(f"{status.totals[ORPHAN]} orphan(s): files in articles/ without a prompt in prompts/")
+    return found
+
+
+def stale_cycle_warning(cycle: LastCycle | None, now: float, poll_interval: float) -> str | None:
+    """Why the cycles look stopped, or None. Expected: one finishes every cron period."""
+    expected = max(STALE_CYCLES * CRON_PERIOD, STALE_CYCLES * poll_interval)
+    if cycle is None or (cycle.finished is None and cycle.started is None):
+        return "no cycle has run yet (no .qwenpipe/last_cycle.json)"
+    if cycle.running and cycle.started is not None and now - cycle.started > expected:
+        return f"the cycle started {ago(now - cycle.started)} ago (pid {cycle.pid}) has not finished"
+    if not cycle.running and cycle.finished is not None and now - cycle.finished > expected:
+        return f"no cycle has finished for {ago(now - cycle.finished)} (expected every {ago(CRON_PERIOD)})"
+    return None
+
+
+def read_url_file(path: Path) -> str | None:
+    """The chat URL as written (for display only: never opened, so not validated here)."""
+    try:
+        return first_line(path.read_text(encoding="utf-8", errors="replace")) or None
+    except OSError:
+        return None
+
+
+def first_line(text: str) -> str:
+    return text.strip().split("\n", 1)[0].strip() if text else ""
+
+
+def iso(ts: float | None) -> str | None:
+    return None if ts is None else datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
+
+
+def clock(ts: float) -> str:
+    return datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def ago(seconds: float) -> str:
+    """A short duration: 45s, 12m, 3h05m, 2d04h."""
+    seconds = max(int(seconds), 0)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m"
+    if seconds < 86400:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 86400}d{seconds % 86400 // 3600:02d}h"
+
+
+def _float_or_none(value: object) -> float | None:
+    try:
+        return None if value is None else float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def _int_or_none(value: object) -> int | None:
+    try:
+        return None if value is None else int(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass
+class ArticleStory:
+    """`show SLUG`: the article's row, its files, and every journal entry about it."""
+
+    row: Row | None
+    files: list[tuple[str, Path, int | None]]  # (what it is, path, size or None when absent)
+    entries: list[dict]
+
+    @property
+    def known(self) -> bool:
+        return (
+            self.row is not None or bool(self.entries) or any(size is not None for _, _, size in self.files)
+        )
+
+
+def collect_story(workspace: Workspace, slug: str, now: float | None = None) -> ArticleStory:
+    from .journal_index import read_slug_entries
+    from .prompts import check_slug
+
+    check_slug(slug)
+    status = collect(workspace, now, pattern=slug)  # slugs hold no glob characters
+    row = next((r for r in status.rows if r.slug == slug), None)
+    article = workspace.article(slug)
+    paths = [
+        ("prompt", workspace.prompts_dir / f"{slug}.md"),
+        ("article", article.md),
+        ("chat URL", article.url),
+        ("send marker", article.sending),
+        ("dead letter", article.failed),
+        ("state", article.state),
+    ]
+    found = [(label, path, _size(path)) for label, path in paths]
+    return ArticleStory(row=row, files=found, entries=list(read_slug_entries(workspace.journal, slug)))
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
