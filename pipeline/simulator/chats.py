@@ -7,6 +7,7 @@ of an answer sees the partial answer, exactly like the real site.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import tempfile
@@ -147,6 +148,7 @@ class Chat:
     created: int
     updated: int
     override: str | None = None  # the `[sim:NAME]` scenario of its first prompt
+    touched: int = 0  # orders the chat list when two updates fall in the same second
     messages: list[Message] = field(default_factory=list)
 
     def last_assistant(self) -> Message | None:
@@ -165,6 +167,7 @@ class ChatStore:
         self.lock = threading.RLock()
         self.chats: dict[str, Chat] = {}
         self._ledger: list[dict] = []
+        self._touches = itertools.count(1)
         self._write_ledger()
 
     # -- settings ---------------------------------------------------------------------------
@@ -182,6 +185,7 @@ class ChatStore:
         now = int(time.time())
         chat = Chat(id=str(uuid.uuid4()), created=now, updated=now)
         with self.lock:
+            chat.touched = next(self._touches)
             self.chats[chat.id] = chat
         return chat.id
 
@@ -227,7 +231,7 @@ class ChatStore:
     def list_chats(self, page: int, per_page: int = 10) -> list[dict]:
         """The chat list, most recently updated first, `per_page` a page (page 1 first)."""
         with self.lock:
-            chats = sorted(self.chats.values(), key=lambda c: (c.updated, c.created), reverse=True)
+            chats = sorted(self.chats.values(), key=lambda c: (c.updated, c.touched), reverse=True)
             chosen = chats[(max(page, 1) - 1) * per_page : max(page, 1) * per_page]
             return [self._list_item(c) for c in chosen]
 
@@ -318,6 +322,7 @@ class ChatStore:
         )
         chat.messages += [user, reply]
         chat.updated = now_epoch
+        chat.touched = next(self._touches)
         return {"success": True, "data": {"chat_id": chat.id, "parent_id": user.id, "message_id": reply.id}}
 
     # -- ledger -----------------------------------------------------------------------------

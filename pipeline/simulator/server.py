@@ -64,7 +64,10 @@ class Simulator:
         self._httpd.daemon_threads = True
         self._httpd.sim = self
         self.port = self._httpd.server_address[1]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="qwen-sim", daemon=True)
+        # A short poll interval: stop() (shutdown) waits for the loop to notice.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="qwen-sim", daemon=True
+        )
         self._thread.start()
         return self
 
