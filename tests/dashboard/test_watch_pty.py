@@ -1,0 +1,86 @@
+"""`status --watch` in a real pseudo-terminal: it redraws, shows a change on disk, and Ctrl-C is exit 0."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import select
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+
+from conftest import add_prompt
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r")
+
+
+class Screen:
+    """What the program wrote to the terminal, read as it comes."""
+
+    def __init__(self, fd: int):
+        self.fd, self.raw = fd, b""
+
+    def text(self) -> str:
+        return ANSI.sub("", self.raw.decode("utf-8", errors="replace"))
+
+    def wait_for(self, pattern: str, timeout: float = 10.0, after: int = 0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if re.search(pattern, self.text()[after:]):
+                return True
+            self.pump(0.1)
+        return False
+
+    def pump(self, wait: float) -> None:
+        ready, _, _ = select.select([self.fd], [], [], wait)
+        if ready:
+            try:
+                self.raw += os.read(self.fd, 65536)
+            except OSError:  # the child closed the terminal
+                pass
+
+
+def test_watch_redraws_shows_a_new_article_and_exits_0_on_ctrl_c(project):
+    add_prompt(project, "tea")
+    add_prompt(project, "coffee", "Write about coffee.")
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS", "LINES")}
+    env["TERM"] = "xterm-256color"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "pipeline", "status", "--watch", "--interval", "0.5"],
+        cwd=project,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        start_new_session=True,
+    )
+    os.close(slave)
+    screen = Screen(master)
+    try:
+        assert screen.wait_for(r"2 articles:\s+pending 2"), screen.text()
+        assert "\x1b[" in screen.raw.decode(), "a terminal gets colour"
+        seen = len(screen.text())
+        assert screen.wait_for(r"2 articles:", after=seen), "no second refresh"
+
+        (project / "articles" / "tea.md").write_text("+++\ntitle = 'Tea'\n+++\n# Tea\n")
+        seen = len(screen.text())
+        assert screen.wait_for(r"tea\s+done", after=seen), screen.text()[seen:]
+        assert re.search(r"done 1", screen.text()[seen:])
+
+        child.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + 10
+        while child.poll() is None and time.monotonic() < deadline:
+            screen.pump(0.1)
+        assert child.returncode == 0, screen.text()[-2000:]
+        assert "Traceback" not in screen.text() and "interrupted" not in screen.text()
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        os.close(master)
