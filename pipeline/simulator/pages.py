@@ -18,7 +18,7 @@ CONTENT_TYPES = {
 # What an Aliyun WAF interstitial looks like to a scraper: no app, a marker script name.
 WAF_PAGE = """<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>405</title>
-<script src="/aliyun_waf_aa/waf_check.js"></script></head>
+<meta name="aliyun_waf_aa" content="block"></head>
 <body><div id="aliyun_waf_aa_wrapper"><p>Sorry, your request has been blocked as it may cause
 potential threats to the server's security.</p></div></body></html>
 """
