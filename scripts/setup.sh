@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Set up everything qwenpipe needs on Debian/Ubuntu: Chromium, a venv, the package with its test extra.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 \
+   && ! command -v google-chrome >/dev/null 2>&1; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/pip install -q --upgrade pip >/dev/null 2>&1 || true
+log=$(mktemp)
+if ! .venv/bin/pip install -q -e '.[test]' >"$log" 2>&1; then
+  cat "$log" >&2
+  exit 1
+fi
+rm -f "$log"
+echo "setup: ok ($(.venv/bin/qwenpipe --version), browser: $(command -v chromium || command -v google-chrome))" >&2

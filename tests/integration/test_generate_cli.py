@@ -1,0 +1,182 @@
+"""`qwenpipe generate` end to end: real processes, real Chromium, the simulator on loopback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from sim_project import journal, make_project, prompt, read_article
+from tests_cli_helpers import qwenpipe
+
+from pipeline.simulator import Simulator
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def sim():
+    with Simulator(port=0, answer_seconds=2.0, thinking_seconds=0.3, url_delay=0.2).start() as server:
+        yield server
+
+
+@pytest.fixture
+def fresh(sim):
+    sim.set(scenario="ok", api_shape="2026-08", answer_seconds=2.0, url_delay=0.2, ui="current")
+    yield sim
+
+
+def wait_for_done(project, slug, *, limit=40):
+    codes = []
+    for _ in range(limit):
+        result = qwenpipe("generate", slug, cwd=project)
+        codes.append(result.returncode)
+        if result.returncode != 3:
+            return codes, result
+        time.sleep(0.5)
+    raise AssertionError(f"never finished: {codes}")
+
+
+@pytest.mark.parametrize("shape", ["2026-08", "2026-06"])
+def test_queued_then_working_then_done_with_one_send(fresh, tmp_path, shape):
+    fresh.set(api_shape=shape, answer_seconds=10.0)
+    project = make_project(tmp_path, fresh)
+    text = prompt(project, "tea", f"Write an article about green tea ({shape}).")
+    first = qwenpipe("generate", "tea", cwd=project)
+    assert first.returncode == 42, first.stderr
+    url = (project / "articles" / "tea.md.url").read_text().strip()
+    assert url.startswith(fresh.base_url + "/c/")
+    codes, last = wait_for_done(project, "tea")
+    assert codes[0] == 3 and codes[-1] == 0, codes
+    assert last.stdout.strip() == str(project / "articles" / "tea.md")
+    meta, body = read_article(project / "articles" / "tea.md")
+    assert body == fresh.expected_answer(text).strip()
+    assert "\n## " in body and "\n- " in body, "markdown structure lost"
+    assert meta["engine"] == "qwen" and meta["chat_url"] == url and meta["slug"] == "tea"
+    assert [e["prompt"] for e in fresh.sends()].count(text) == 1
+    again = qwenpipe("generate", "tea", cwd=project)
+    assert again.returncode == 0 and [e["prompt"] for e in fresh.sends()].count(text) == 1
+
+
+def test_wait_finishes_soon_after_the_answer(fresh, tmp_path):
+    fresh.set(answer_seconds=3.0)
+    project = make_project(tmp_path, fresh)
+    text = prompt(project, "waited", "Write about waiting for answers.")
+    started = time.monotonic()
+    result = qwenpipe("generate", "waited", "--wait", cwd=project)
+    elapsed = time.monotonic() - started
+    assert result.returncode == 0, result.stderr
+    _, body = read_article(project / "articles" / "waited.md")
+    assert body == fresh.expected_answer(text).strip()
+    assert elapsed < 30
+
+
+def test_sigkill_between_send_and_url_does_not_send_again(fresh, tmp_path):
+    fresh.set(url_delay=4.0)  # the address changes 4 s after the site took the prompt
+    project = make_project(tmp_path, fresh)
+    text = prompt(project, "crash", "Write about surviving crashes.")
+    env = {**os.environ, "NO_COLOR": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pipeline", "generate", "crash"],
+        cwd=project,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not any(e["prompt"] == text for e in fresh.sends()):
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert any(e["prompt"] == text for e in fresh.sends()), "the prompt never reached the simulator"
+    assert not (project / "articles" / "crash.md.url").exists(), "killed too late: the URL was written"
+    assert (project / "articles" / "crash.md.sending").exists()
+    fresh.set(url_delay=0.2)
+    rerun = qwenpipe("generate", "crash", cwd=project)
+    assert rerun.returncode in (0, 3), rerun.stderr
+    assert "not sending again" in rerun.stderr
+    assert [e["prompt"] for e in fresh.sends()].count(text) == 1
+    url = (project / "articles" / "crash.md.url").read_text().strip()
+    assert url.endswith(fresh.sends()[-1]["chat_id"]) or any(
+        url.endswith(e["chat_id"]) for e in fresh.sends()
+    )
+    codes, _ = wait_for_done(project, "crash")
+    assert codes[-1] == 0 and [e["prompt"] for e in fresh.sends()].count(text) == 1
+    assert "recovered" in [e["event"] for e in journal(project)]
+
+
+def test_four_processes_at_once_send_once(fresh, tmp_path):
+    project = make_project(tmp_path, fresh)
+    text = prompt(project, "race", "Write about four processes racing.")
+    env = {**os.environ, "NO_COLOR": "1"}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "pipeline", "generate", "race"],
+            cwd=project,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+    codes = sorted(code for code, _ in results)
+    assert codes.count(42) == 1 and codes.count(3) == 3, results
+    assert sum("in progress elsewhere" in err for _, err in results) == 3
+    assert [e["prompt"] for e in fresh.sends()].count(text) == 1
+
+
+@pytest.mark.parametrize(
+    ("scenario", "per_prompt", "code"),
+    [("logged_out", False, "logged_out"), ("bot_check", False, "bot_check"), ("quota", True, "quota")],
+)
+def test_hard_failure_at_send_falls_back_to_the_router(fresh, tmp_path, scenario, per_prompt, code):
+    project = make_project(tmp_path, fresh)
+    text = prompt(project, "fb", f"Write about fallbacks{f' [sim:{scenario}]' if per_prompt else ''}.")
+    if not per_prompt:
+        fresh.set(scenario=scenario)
+    result = qwenpipe("generate", "fb", cwd=project)
+    fresh.set(scenario="ok")
+    assert result.returncode == 0, result.stderr
+    meta, body = read_article(project / "articles" / "fb.md")
+    assert meta["engine"] == "router" and meta["model"]
+    assert body.strip()
+    assert not [e for e in fresh.sends() if e["prompt"] == text], "a refused prompt counted as sent"
+    assert code in [e.get("code") for e in journal(project)]
+
+
+def test_hard_failure_without_router_is_exit_1(fresh, tmp_path):
+    project = make_project(tmp_path, fresh, router=False)
+    prompt(project, "nofb", "Write about having no fallback [sim:bot_check].")
+    result = qwenpipe("generate", "nofb", cwd=project)
+    assert result.returncode == 1
+    assert "router.enabled = false" in result.stderr and "Traceback" not in result.stderr
+    assert not (project / "articles" / "nofb.md").exists()
+
+
+def test_chat_gone_at_poll_falls_back(fresh, tmp_path):
+    project = make_project(tmp_path, fresh)
+    prompt(project, "gone", "Write about chats that vanish.")
+    assert qwenpipe("generate", "gone", cwd=project).returncode == 42
+    fresh.set(scenario="chat_not_found")
+    result = qwenpipe("generate", "gone", cwd=project)
+    fresh.set(scenario="ok")
+    assert result.returncode == 0, result.stderr
+    meta, _ = read_article(project / "articles" / "gone.md")
+    assert meta["engine"] == "router" and meta["chat_url"]
+
+
+def test_waf_at_poll_is_transient_exit_3(fresh, tmp_path):
+    project = make_project(tmp_path, fresh)
+    prompt(project, "waf", "Write about web application firewalls.")
+    assert qwenpipe("generate", "waf", cwd=project).returncode == 42
+    fresh.set(scenario="waf")
+    result = qwenpipe("generate", "waf", cwd=project)
+    fresh.set(scenario="ok")
+    assert result.returncode == 3, result.stderr
+    assert "attempt 1 of 3" in result.stderr
+    assert not (project / "articles" / "waf.md").exists()

@@ -1,0 +1,49 @@
+"""A project folder wired to a running simulator: config.toml, prompts/, articles/."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+
+def make_project(folder: Path, sim, *, router: bool = True, extra: str = "") -> Path:
+    (folder / "prompts").mkdir(parents=True, exist_ok=True)
+    (folder / "articles").mkdir(exist_ok=True)
+    (folder / "config.toml").write_text(
+        f"""[qwen]
+base_url = "{sim.base_url}"
+poll_interval = 0
+max_attempts = 3
+page_timeout = 15
+stable_reads = 2
+{extra}
+[browser]
+profile_dir = "profile"
+storage_state = "state.json"
+[router]
+enabled = {"true" if router else "false"}
+base_url = "{sim.base_url}/v1"
+model = "test/model"
+max_retries = 1
+max_retry_wait = 1
+""",
+        encoding="utf-8",
+    )
+    return folder
+
+
+def prompt(folder: Path, slug: str, text: str) -> str:
+    (folder / "prompts" / f"{slug}.md").write_text(text, encoding="utf-8")
+    return text
+
+
+def read_article(path: Path) -> tuple[dict, str]:
+    text = path.read_text(encoding="utf-8")
+    head, body = text[4:].split("\n+++\n", 1)
+    return tomllib.loads(head), body.strip()
+
+
+def journal(folder: Path) -> list[dict]:
+    path = folder / "articles" / ".qwenpipe" / "journal.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
