@@ -7,6 +7,7 @@ Chrome the user already runs (fewer bot checks), which we must then never close.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -73,12 +74,45 @@ def _bundled_chromium_path(chromium: Any) -> str | None:
     try:
         if chromium is not None:
             return chromium.executable_path
-        from playwright.sync_api import sync_playwright
-
-        with sync_playwright() as p:
-            return p.chromium.executable_path
-    except Exception:  # no driver, or asked inside a running loop: treat as "not installed"
+        playwright = _PLAYWRIGHT.acquire()
+        try:
+            return playwright.chromium.executable_path
+        finally:
+            _PLAYWRIGHT.release()
+    except Exception:  # no driver, or asked inside an asyncio loop: treat as "not installed"
         return None
+
+
+class _SharedPlaywright:
+    """One Playwright driver per process, shared by every BrowserSession.
+
+    The sync API refuses to start a second driver in a thread that runs one already, so two
+    sessions (a cycle's browser and an attached one, `doctor` and an engine) must share it.
+    """
+
+    def __init__(self) -> None:
+        self._playwright: Any = None
+        self._users = 0
+
+    def acquire(self) -> Any:
+        if self._playwright is None:
+            from playwright.sync_api import sync_playwright
+
+            self._playwright = sync_playwright().start()
+        self._users += 1
+        return self._playwright
+
+    def release(self) -> None:
+        self._users -= 1
+        if self._users <= 0 and self._playwright is not None:
+            playwright, self._playwright, self._users = self._playwright, None, 0
+            try:
+                playwright.stop()
+            except Exception:
+                pass  # the driver is already gone
+
+
+_PLAYWRIGHT = _SharedPlaywright()
 
 
 def is_root() -> bool:
@@ -123,6 +157,32 @@ def _local_storage_script(origin: str, items: dict[str, str]) -> str:
     )
 
 
+def jwt_expiry(token: str) -> float | None:
+    """The `exp` (epoch seconds) of a JWT such as the site's login token, None when unreadable."""
+    try:
+        payload = token.split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        return float(claims["exp"])
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError):
+        return None
+
+
+def state_token_expiry(state_path: Path) -> float | None:
+    """When the login saved in a storage-state file expires (its `token` cookie or localStorage).
+
+    Read from the file, so `status` can warn days ahead without starting a browser.
+    """
+    try:
+        state = json.loads(Path(state_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    tokens = [c.get("value") for c in state.get("cookies", []) if c.get("name") == "token"]
+    for origin in state.get("origins", []):
+        tokens += [i.get("value") for i in origin.get("localStorage", []) if i.get("name") == "token"]
+    expiries = [e for e in (jwt_expiry(t) for t in tokens if t) if e is not None]
+    return max(expiries) if expiries else None
+
+
 class BrowserSession:
     """One browser for as long as the session lives, started on first use of `.context`.
 
@@ -155,16 +215,22 @@ class BrowserSession:
         return self._context
 
     def new_page(self) -> Any:
+        """A new page; if the browser died since the last one (a crash mid-cycle), start again once."""
+        from playwright.sync_api import Error as PlaywrightError
+
         self._pages = [p for p in self._pages if not p.is_closed()]
-        page = self.context.new_page()
+        try:
+            page = self.context.new_page()
+        except PlaywrightError:
+            self.close()
+            page = self.context.new_page()
         self._pages.append(page)
         return page
 
     def _start(self) -> None:
         from playwright.sync_api import Error as PlaywrightError
-        from playwright.sync_api import sync_playwright
 
-        self._playwright = sync_playwright().start()
+        self._playwright = _PLAYWRIGHT.acquire()
         try:
             if self.config.get("cdp_url"):
                 self._attach(self.config["cdp_url"])
@@ -223,11 +289,8 @@ class BrowserSession:
 
     def _stop_playwright(self) -> None:
         if self._playwright is not None:
-            try:
-                self._playwright.stop()
-            except Exception:
-                pass
             self._playwright = None
+            _PLAYWRIGHT.release()
 
     def __enter__(self) -> BrowserSession:
         return self

@@ -40,6 +40,7 @@ from pipeline.engines.qwen_selectors import SelectorError, Selectors, merge_over
 CHAT_LIST_PAGES = 3
 STALL_READS = 3  # reads of "page idle, API unfinished" before the answer counts as cut short
 POLL_SECONDS = 0.25  # while waiting for the app or the chat address
+PAGE_SETTLE_SECONDS = 3  # a fresh page may show "busy" this long before drawing a done answer
 
 
 @dataclass
@@ -52,6 +53,7 @@ class Observation:
     model: str | None = None
     extra: dict = field(default_factory=dict)
     catching_up: bool = False  # the site has (more of) the answer than the page shows yet
+    unsure: bool = False  # no API to ask: the page may still be drawing a finished answer
     stalled: bool = False  # the page looks done but the API says the turn did not finish
 
 
@@ -300,6 +302,7 @@ class QwenEngine:
         stall keep it looking (bounded by `deadline`). Patient (wait): looks until `deadline`.
         """
         turns_before = self._turns_before.get(chat_id, 0)
+        settle_until = time.monotonic() + PAGE_SETTLE_SECONDS
         previous, same, stalled, said = None, 0, 0, None
         while True:
             seen = self._observe(page, selectors, chat_id, turns_before, patient=patient)
@@ -317,7 +320,8 @@ class QwenEngine:
                     raise TransientError(
                         "the answer stopped before the site marked it finished (cut short)", code="cut_short"
                     )
-                if not (patient or seen.catching_up or seen.stalled):
+                settling = seen.unsure and time.monotonic() < settle_until
+                if not (patient or seen.catching_up or seen.stalled or settling):
                     return Generating(seen.progress)
             if on_progress and seen.progress != said:
                 on_progress(seen.progress)
@@ -339,7 +343,7 @@ class QwenEngine:
         try:
             view = parse_chat(fetch_api(page, f"/api/v2/chats/{chat_id}"))
         except (ApiUnusable, ChatShapeError) as err:
-            return self._observe_dom_only(dom, busy, str(err))
+            return self._observe_dom_only(dom, selectors, busy, str(err))
         turn = view.turns[turns_before] if len(view.turns) > turns_before else None
         if turn is not None and turn.error:
             raise TransientError(
@@ -358,12 +362,14 @@ class QwenEngine:
         extra = {"source": "api", "chat_id": chat_id, "ui": selectors.name}
         return Observation("finishing", turn.answer, title=view.real_title, model=view.model, extra=extra)
 
-    def _observe_dom_only(self, dom: DomState, busy: str | None, why: str) -> Observation:
+    def _observe_dom_only(
+        self, dom: DomState, selectors: Selectors, busy: str | None, why: str
+    ) -> Observation:
         """The site's JSON is unusable: take the page's text, and say so in the Answer."""
         if busy is not None:
-            return Observation(busy)
+            return Observation(busy, unsure=True)
         if not dom.answer_text.strip():
-            return Observation(dom.progress(), stalled=True)
+            return Observation(dom.progress(), stalled=bool(selectors.copy_button))
         return Observation("finishing", dom.answer_text, extra={"source": "dom", "api_problem": why})
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import stat
@@ -10,7 +11,14 @@ from types import SimpleNamespace
 import pytest
 
 from pipeline import browser
-from pipeline.browser import BrowserNotFound, find_executable, launch_args, load_storage_state
+from pipeline.browser import (
+    BrowserNotFound,
+    find_executable,
+    jwt_expiry,
+    launch_args,
+    load_storage_state,
+    state_token_expiry,
+)
 
 
 def fake_executable(folder, name):
@@ -168,3 +176,27 @@ def test_session_is_lazy_and_counts_nothing_until_used(tmp_path):
         assert not session.started
     assert browser.BrowserSession.launches == before
     assert not (tmp_path / "p").exists()
+
+
+def fake_jwt(exp: int) -> str:
+    part = base64.urlsafe_b64encode(json.dumps({"id": "u", "exp": exp}).encode()).rstrip(b"=").decode()
+    return f"eyJhbGciOiJIUzI1NiJ9.{part}.sig"
+
+
+def test_token_expiry_is_read_from_the_state_file(tmp_path):
+    state = tmp_path / "state.json"
+    state.write_text(
+        json.dumps(
+            {
+                "cookies": [
+                    {"name": "token", "value": fake_jwt(1_900_000_000), "domain": ".qwen.ai", "path": "/"}
+                ],
+                "origins": [
+                    {"origin": "https://chat.qwen.ai", "localStorage": [{"name": "token", "value": "junk"}]}
+                ],
+            }
+        )
+    )
+    assert state_token_expiry(state) == 1_900_000_000
+    assert jwt_expiry("not-a-jwt") is None
+    assert state_token_expiry(tmp_path / "missing.json") is None

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import os
+import socket
+import stat
+import subprocess
 import time
+import urllib.request
 import uuid
 
 import pytest
 
-from pipeline.browser import BrowserSession
+from pipeline.browser import BrowserSession, find_executable, launch_args
 from pipeline.config import defaults
 from pipeline.engines.base import Answer, Generating, HardError, QuotaSpent, TransientError
 from pipeline.engines.qwen import QwenEngine
@@ -205,15 +211,147 @@ def test_error_banner_mid_answer_is_transient_never_an_answer(sim, engine):
 def test_slow_answer_is_never_taken_half_done(sim, engine):
     text = prompt("slowly", "[sim:slow]")
     url = engine.send(text)
-    for _ in range(3):
+    for _ in range(2):
         result = engine.check(url)
         assert isinstance(result, Generating), result
-        time.sleep(0.5)
     with pytest.raises(TransientError, match="timed out"):
-        engine.wait(url, timeout=3)
+        engine.wait(url, timeout=2)
 
 
 def test_one_browser_for_the_whole_file(sim, engine, session, launches_at_start):
     engine.check_login()
     assert session.started
     assert BrowserSession.launches - launches_at_start == 1
+
+
+def test_unusable_api_falls_back_to_the_page_text(sim, engine, session):
+    text = prompt("fallback")
+    url = engine.send(text)
+    engine.wait(url, timeout=20)
+
+    def garble_ours(route):
+        # The page's own polling (it sends a Content-Type) goes through; the engine's read
+        # gets the kind of HTML a maintenance page would give.
+        if "content-type" in route.request.headers:
+            route.continue_()
+        else:
+            route.fulfill(status=200, body="<html>maintenance</html>", content_type="text/html")
+
+    session.context.route("**/api/v2/chats/*", garble_ours)
+    try:
+        answer = engine.check(url)
+    finally:
+        session.context.unroute("**/api/v2/chats/*", garble_ours)
+    assert isinstance(answer, Answer)
+    assert answer.extra["source"] == "dom"
+    heading = sim.expected_answer(text).splitlines()[0].lstrip("# ")
+    assert answer.markdown.startswith(heading)
+
+
+# -- other browsers: a saved login in a new profile, and attaching to the user's own Chrome -----
+
+
+def browser_config(folder, **changes) -> dict:
+    config = {
+        "executable": "",
+        "headless": True,
+        "profile_dir": str(folder / "profile"),
+        "storage_state": str(folder / "state.json"),
+        "cdp_url": "",
+        "args": [],
+    }
+    return {**config, **changes}
+
+
+def test_storage_state_logs_a_new_profile_in(sim, tmp_path):
+    from pipeline.simulator.api import make_token
+
+    qwen = {**defaults()["qwen"], "base_url": sim.base_url, "stable_reads": 2, "page_timeout": 15}
+    host = sim.base_url.split("//")[1].split(":")[0]
+    token = make_token()
+    (tmp_path / "state.json").write_text(
+        json.dumps(
+            {
+                "cookies": [{"name": "token", "value": token, "domain": host, "path": "/", "expires": -1}],
+                "origins": [{"origin": sim.base_url, "localStorage": [{"name": "token", "value": token}]}],
+            }
+        )
+    )
+    sim.set(require_login=True)
+    try:
+        with QwenEngine(qwen, browser_config(tmp_path)) as logged_in:
+            logged_in.check_login()
+        with (
+            QwenEngine(qwen, browser_config(tmp_path / "other")) as stranger,
+            pytest.raises(HardError, match="qwenpipe login"),
+        ):
+            stranger.check_login()
+    finally:
+        sim.set(require_login=False)
+    assert stat.S_IMODE(os.stat(tmp_path / "profile").st_mode) == 0o700
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def users_chrome(tmp_path):
+    """A Chromium the 'user' started with a debugging port, as `browser.cdp_url` expects."""
+    executable, _ = find_executable("")
+    if executable is None:
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as p:
+            executable = p.chromium.executable_path
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            executable,
+            "--headless=new",
+            f"--remote-debugging-port={port}",
+            f"--user-data-dir={tmp_path / 'u'}",
+            *launch_args([]),
+            "about:blank",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(endpoint + "/json/version", timeout=1).read()
+            break
+        except OSError:
+            time.sleep(0.2)
+    yield proc, endpoint
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_attached_chrome_is_used_and_left_running(sim, tmp_path, users_chrome):
+    proc, endpoint = users_chrome
+    qwen = {**defaults()["qwen"], "base_url": sim.base_url, "stable_reads": 2, "page_timeout": 15}
+    launches = BrowserSession.launches
+    text = prompt("attached")
+    with QwenEngine(qwen, browser_config(tmp_path, cdp_url=endpoint)) as attached:
+        answer = attached.wait(attached.send(text), timeout=20)
+    assert answer.markdown == sim.expected_answer(text)
+    assert BrowserSession.launches == launches  # attached, not launched
+    assert proc.poll() is None  # the user's browser still runs
+    tabs = json.loads(urllib.request.urlopen(endpoint + "/json/list", timeout=5).read())
+    assert [t["url"] for t in tabs if t["type"] == "page"] == ["about:blank"]  # ours are closed, theirs kept
+
+
+def test_a_browser_that_died_is_started_again(sim, tmp_path):
+    qwen = {**defaults()["qwen"], "base_url": sim.base_url, "stable_reads": 2, "page_timeout": 15}
+    with BrowserSession(browser_config(tmp_path)) as own:
+        engine = QwenEngine(qwen, own)
+        engine.check_login()
+        launches = BrowserSession.launches
+        own.context.close()  # as if Chromium crashed between two articles of a cycle
+        engine.check_login()
+        assert BrowserSession.launches == launches + 1
