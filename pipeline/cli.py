@@ -201,6 +201,9 @@ def simulate(
         answer_seconds=answer_seconds,
         ui=ui,
         ledger_path=ledger,
+        thinking_seconds=thinking_seconds,
+        url_delay=url_delay,
+        require_login=require_login,
     ).start()
     out().print(sim.base_url, markup=False)
     say(f"simulator on {sim.base_url} (chat) and {sim.base_url}/v1 (router); Ctrl-C stops it")

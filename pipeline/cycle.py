@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -34,6 +35,7 @@ class CycleReport:
     failed: list[str] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)
     browser_used: bool = False
+    browser_launches: int = 0
     seconds: float = 0.0
 
     @property
@@ -99,6 +101,7 @@ def run_cycle(
         for view in polls + sends:
             _step(workspace, engines, view, report, say, clock)
         report.browser_used = engines.chat_started
+        report.browser_launches = _browser_launches()
     finally:
         report.seconds = time.monotonic() - started
         workspace.journal.append(
@@ -107,6 +110,7 @@ def run_cycle(
             exit_code=report.exit_code,
             summary=report.summary(),
             browser=report.browser_used,
+            browser_launches=report.browser_launches,
             duration=round(report.seconds, 3),
         )
         _record_cycle(
@@ -196,6 +200,12 @@ def _step(
             "limit": "throttled",
         }.get(outcome.reason, "generating")
         report.counts[bucket] += 1
+
+
+def _browser_launches() -> int:
+    # Read without importing: a cycle that never needed the chat must not load Playwright.
+    browser = sys.modules.get("pipeline.browser")
+    return browser.BrowserSession.launches if browser else 0
 
 
 def _record_cycle(workspace: Workspace, record: dict) -> None:
