@@ -188,6 +188,11 @@ def simulate(
     ledger: Annotated[
         Path | None, typer.Option(help="also write the ledger of received prompts here")
     ] = None,
+    thinking_seconds: Annotated[float, typer.Option(help="how long the thinking phase lasts")] = 1.0,
+    url_delay: Annotated[
+        float, typer.Option(help="seconds from accepting a prompt to the /c/<id> URL")
+    ] = 0.3,
+    require_login: Annotated[bool, typer.Option(help="serve logged out until signed in on /auth")] = False,
 ) -> None:
     """Serve a loopback replica of chat.qwen.ai and a 9router-like router until Ctrl-C."""
     import time
