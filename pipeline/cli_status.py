@@ -85,7 +85,9 @@ def print_status(workspace, query: dict, as_json: bool) -> None:
 
     status = collect(workspace, **query)
     if as_json:
-        sys.stdout.write(json.dumps(status.to_json(), ensure_ascii=False, indent=1) + "\n")
+        # Indented for a person at a terminal; one compact line (C-speed encoder) for scripts.
+        indent = 1 if sys.stdout.isatty() else None
+        sys.stdout.write(json.dumps(status.to_json(), ensure_ascii=False, indent=indent) + "\n")
     elif plain_wanted():
         sys.stdout.write(plain_status(status))
     else:

@@ -29,6 +29,8 @@ from .journal import Journal
 INDEX_NAME = "journal.index.json"
 INDEX_VERSION = 1
 HEAD_BYTES = 64  # the journal's first bytes: a replaced journal with the same inode still differs here
+CHUNK_BYTES = 4 << 20
+SAVE_AFTER_LINES = 1000
 KEEP_SEND_DAYS = 8  # exact send times kept for this many local days (quotas look at today only)
 
 # Events after which an article with hard failures is still "failed" (no newer progress).
@@ -143,13 +145,43 @@ class JournalIndex:
             self.head = _read_head(self.journal.path).hex()  # the first bytes were checked: extend
         start = self.offset
         self.lines_read = 0
-        for end, entry in self.journal.read_with_offsets(offset=self.offset):
+        for entry in self._new_entries(stat.st_size):
             self._fold(entry)
-            self.offset = end
             self.lines_read += 1
-        if self.offset != start or not self.path.exists():
+        # Saving costs as much as the whole index (10,000 slugs); re-reading a few new lines next
+        # time costs almost nothing. So save a fresh build, or once enough lines piled up.
+        if self.offset != start and (start == 0 or self.lines_read >= SAVE_AFTER_LINES):
             self._save()
         return self
+
+    def _new_entries(self, size: int) -> Iterator[dict]:
+        """The entries appended since `offset`, advancing it line by line.
+
+        Like Journal.read_with_offsets (torn and foreign lines skipped, a last line without its
+        newline left for later), but decoded a chunk at a time: a cold build of a
+        100,000-line journal is most of what `status` costs, so the per-line overhead matters.
+        """
+        with open(self.journal.path, "rb") as handle:
+            handle.seek(self.offset)
+            while self.offset < size:
+                chunk = handle.read(min(CHUNK_BYTES, size - self.offset))
+                whole = chunk.rfind(b"\n") + 1
+                if whole == 0:
+                    if len(chunk) < CHUNK_BYTES:
+                        return  # only a line still being written
+                    whole = len(chunk)  # one absurdly long line: skip it
+                else:
+                    handle.seek(self.offset + whole)
+                for line in chunk[:whole].decode("utf-8", errors="replace").split("\n"):
+                    if not line:
+                        continue
+                    try:
+                        entry = _decode(line)
+                    except ValueError:
+                        continue
+                    if isinstance(entry, dict) and isinstance(entry.get("slug"), str):
+                        yield entry
+                self.offset += whole
 
     def _still_valid(self, stat: os.stat_result) -> bool:
         if (self.inode, self.device) != (stat.st_ino, stat.st_dev) or stat.st_size < self.offset:
@@ -259,5 +291,15 @@ def _number(value: object) -> float:
         return 0.0
 
 
+_decode = json.JSONDecoder().decode
+_days: dict[int, str] = {}
+
+
 def _day(ts: float) -> str:
-    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d")
+    """The local date of `ts`. Memoised per quarter hour: every time zone's offset is a multiple
+    of 15 minutes, so all instants of one quarter hour fall on the same local day."""
+    quarter = int(ts // 900)
+    day = _days.get(quarter)
+    if day is None:
+        day = _days[quarter] = datetime.fromtimestamp(quarter * 900).strftime("%Y-%m-%d")
+    return day

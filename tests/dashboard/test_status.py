@@ -376,10 +376,12 @@ def test_the_index_reads_only_new_lines_and_survives_truncation_and_corruption(b
     journal.append("tea", "sending", engine="qwen")
     again = JournalIndex.beside(journal).refresh()
     assert again.lines_read == 1 and again.summary("tea").sends == 1
+    assert JournalIndex.beside(journal).refresh().lines_read == 1, "a few new lines are not worth a save"
 
-    first.path.write_text("{not json")  # corrupt: rebuilt
+    first.path.write_text("{not json")  # corrupt: rebuilt, and saved
     rebuilt = JournalIndex.beside(journal).refresh()
     assert rebuilt.lines_read == total + 1 and rebuilt.summary("tea").sends == 1
+    assert JournalIndex.beside(journal).refresh().lines_read == 0
 
     journal.path.write_text("")  # truncated (rotated in place): read again from the start
     journal.append("new", "sending")
@@ -389,6 +391,31 @@ def test_the_index_reads_only_new_lines_and_survives_truncation_and_corruption(b
     journal.path.unlink()  # rotated away: a new journal under the same name
     journal.append("newer", "done", engine="router")
     assert set(JournalIndex.beside(journal).refresh().slugs) == {"newer"}
+
+
+def test_many_new_lines_are_saved_in_the_index(project, monkeypatch):
+    import pipeline.journal_index as journal_index
+
+    ws = make_workspace(project)
+    ws.journal.append("tea", "sending")
+    JournalIndex.beside(ws.journal).refresh()
+    monkeypatch.setattr(journal_index, "SAVE_AFTER_LINES", 3)
+    for _ in range(3):
+        ws.journal.append("tea", "poll")
+    assert JournalIndex.beside(ws.journal).refresh().lines_read == 3
+    assert JournalIndex.beside(ws.journal).refresh().lines_read == 0
+
+
+def test_a_torn_last_line_is_left_for_later(project):
+    ws = make_workspace(project)
+    ws.journal.append("tea", "sending")
+    with open(ws.journal.path, "a") as handle:
+        handle.write('{"ts": 1, "slug": "tea", "event": "se')
+    index = JournalIndex.beside(ws.journal).refresh()
+    assert index.lines_read == 1 and index.offset < ws.journal.path.stat().st_size
+    ws.journal.append("tea", "sent", chat_url="https://chat.qwen.ai/c/x")  # starts on a fresh line
+    index = JournalIndex.beside(ws.journal).refresh()
+    assert index.summary("tea").last_event == "sent" and index.summary("tea").events == 2
 
 
 def test_sends_since_counts_sending_steps(project):

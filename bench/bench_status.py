@@ -1,0 +1,172 @@
+"""How long `qwenpipe status --json` takes over 10,000 articles and a 100,000-line journal.
+
+    .venv/bin/python bench/bench_status.py [--articles 10000] [--lines 100000]
+
+Builds the batch in a temporary folder (files written directly, in the shapes the contract
+writes: it is the reading that is measured), then times `status --json` in-process and as a
+subprocess, cold (no journal index yet) and warm (index present, a few new journal lines).
+The target is under a second for each. Not run by the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+TARGET = 1.0  # seconds
+MIX = [  # (share, what the article looks like on disk)
+    (0.40, "done"),
+    (0.20, "pending"),
+    (0.15, "generating"),
+    (0.05, "sending"),
+    (0.05, "backoff"),
+    (0.05, "failed"),
+    (0.05, "dead"),
+    (0.05, "orphan"),
+]
+EVENTS = ["sending", "sent", "poll", "poll", "transient", "poll", "done"]
+
+
+def build(root: Path, articles: int, lines: int) -> Path:
+    prompts, out = root / "prompts", root / "articles"
+    state = out / ".qwenpipe" / "state"
+    for folder in (prompts, out, state):
+        folder.mkdir(parents=True, exist_ok=True)
+    (root / "config.toml").write_text("[qwen]\npoll_interval = 60\nmax_sends_per_day = 500\n")
+    rng = random.Random(5)
+    now = time.time()
+    kinds = [kind for share, kind in MIX for _ in range(int(share * articles))]
+    slugs = []
+    for n, kind in enumerate(kinds):
+        slug = f"article-{n:05d}"
+        slugs.append(slug)
+        url = f"https://chat.qwen.ai/c/{n:08d}-0000-4000-8000-000000000000"
+        if kind != "orphan":
+            (prompts / f"{slug}.md").write_text(f"Write article {n}.")
+        if kind == "done":
+            (out / f"{slug}.md").write_text(f"+++\ntitle = 'Article {n}'\n+++\n# Article {n}\n\nBody.\n")
+        if kind in ("generating", "backoff", "failed", "orphan"):
+            (out / f"{slug}.md.url").write_text(url + "\n")
+        if kind == "sending":
+            (out / f"{slug}.md.sending").write_text(json.dumps({"time": now, "pid": 1}) + "\n")
+        if kind == "dead":
+            (out / f"{slug}.md.failed").write_text("reason = 'bot_check'\nattempts = 5\n")
+        if kind not in ("pending", "done"):
+            record = {
+                "attempts": 0,
+                "hard_failures": 0,
+                "sent_at": now - rng.uniform(60, 86400),
+                "engine": "qwen",
+            }
+            if kind == "backoff":
+                record.update(attempts=2, next_try=now + 300, last_error="WAF page")
+            if kind in ("failed", "dead"):
+                record.update(hard_failures=1 if kind == "failed" else 5, last_error="bot check")
+            (state / f"{slug}.json").write_text(json.dumps(record))
+    journal = out / ".qwenpipe" / "journal.jsonl"
+    with open(journal, "w", encoding="utf-8") as handle:
+        start = now - 30 * 86400
+        for i in range(lines):
+            ts = start + (now - start) * i / lines
+            slug = rng.choice(slugs)
+            event = rng.choice(EVENTS)
+            entry = {
+                "time": datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds"),
+                "ts": round(ts, 3),
+                "slug": slug,
+                "event": event,
+                "pid": 4242,
+                "engine": "qwen",
+            }
+            if event == "sent":
+                entry["chat_url"] = f"https://chat.qwen.ai/c/{i:08d}-0000-4000-8000-000000000000"
+            if event == "transient":
+                entry.update(error="WAF page", code="waf", attempt=1)
+            if event in ("poll", "done"):
+                entry["duration"] = round(rng.uniform(0.5, 9), 3)
+            handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    return root
+
+
+def in_process(root: Path) -> float:
+    from pipeline.cli import run
+
+    buffer = io.StringIO()
+    started = time.perf_counter()
+    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(io.StringIO()):
+        code = run(["--config", str(root / "config.toml"), "status", "--json"])
+    elapsed = time.perf_counter() - started
+    assert code == 0 and json.loads(buffer.getvalue())["totals"]["total"] > 0
+    return elapsed
+
+
+def as_subprocess(root: Path) -> float:
+    started = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline", "--config", str(root / "config.toml"), "status", "--json"],
+        capture_output=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    elapsed = time.perf_counter() - started
+    assert result.returncode == 0, result.stderr
+    return elapsed
+
+
+def timed(measure, root: Path, *, cold: bool, repeat: int) -> float:
+    index = root / "articles" / ".qwenpipe" / "journal.index.json"
+    journal = root / "articles" / ".qwenpipe" / "journal.jsonl"
+    figures = []
+    for _ in range(repeat):
+        if cold:
+            index.unlink(missing_ok=True)
+        else:
+            measure(root)  # make sure the index exists, then let the journal grow a little
+            with open(journal, "a") as handle:
+                for _ in range(20):
+                    handle.write(
+                        json.dumps({"ts": time.time(), "slug": "article-00001", "event": "poll"}) + "\n"
+                    )
+        figures.append(measure(root))
+    return statistics.median(figures)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--articles", type=int, default=10_000)
+    parser.add_argument("--lines", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="qwenpipe-bench-") as folder:
+        started = time.perf_counter()
+        root = build(Path(folder), args.articles, args.lines)
+        took = time.perf_counter() - started
+        print(f"built {args.articles:,} articles and a {args.lines:,}-line journal in {took:.1f} s")
+        in_process(root)  # imports paid once, as a long-running --watch would
+        rows = [
+            ("in-process", "cold (no index)", timed(in_process, root, cold=True, repeat=args.repeat)),
+            ("in-process", "warm (index)", timed(in_process, root, cold=False, repeat=args.repeat)),
+            ("subprocess", "cold (no index)", timed(as_subprocess, root, cold=True, repeat=args.repeat)),
+            ("subprocess", "warm (index)", timed(as_subprocess, root, cold=False, repeat=args.repeat)),
+        ]
+    load = os.getloadavg()[0]
+    print(f"\n`status --json`, {args.articles:,} articles, {args.lines:,} journal lines")
+    print(f"median of {args.repeat}; {os.cpu_count()} CPUs, load average {load:.1f} while it ran")
+    print(f"{'how':<12}{'index':<18}{'seconds':>9}  {'target':>8}  ok")
+    for how, index, seconds in rows:
+        verdict = "yes" if seconds < TARGET else "NO"
+        print(f"{how:<12}{index:<18}{seconds:>9.3f}  {'< ' + str(TARGET):>8}  {verdict}")
+
+
+if __name__ == "__main__":
+    main()
