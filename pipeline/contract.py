@@ -24,6 +24,7 @@ import tomli_w
 
 from . import files
 from .article import ArticleFiles, ArticleState, read_chat_url
+from .crashpoints import crashpoint
 from .engines.base import Answer, EngineError, Generating, HardError, QuotaSpent, TransientError
 from .errors import UsageProblem
 from .files import FileLock, LockBusy
@@ -162,7 +163,9 @@ class Step:
         self.log("sending", engine="qwen", attempt=self.state.attempts + 1)
         self.say(f"{self.slug}: sending the prompt to the chat")
         started = time.monotonic()
+        crashpoint("before_send")
         url = self.engines.chat().send(self.prompt.text)
+        crashpoint("after_send")
         # The URL is the proof of the send: it goes to disk before anything else happens.
         files.atomic_write(self.article.url, url + "\n")
         files.remove(self.article.sending)
@@ -233,7 +236,7 @@ class Step:
         document = render_article(
             self.prompt, answer, chat_url=self.chat_url, when=datetime.fromtimestamp(self.clock())
         )
-        files.atomic_write(self.article.md, document)
+        files.atomic_write(self.article.md, document, crash_at="mid_article")
         files.remove(self.article.sending)
         self.state.engine, self.state.progress, self.state.attempts = answer.engine, "done", 0
         self.state.next_try = 0.0
@@ -296,6 +299,7 @@ class Step:
         started = time.monotonic()
         try:
             answer = self.engines.router().generate(self.prompt.text)
+            crashpoint("after_router")
         except EngineError as err:
             self.state.record_error(self.clock(), "router", err.code, str(err))
             self.log(

@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .crashpoints import crashpoint
+
 TMP_PREFIX = ".tmp-"
 
 
@@ -28,7 +30,7 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: str | bytes, *, mode: int = 0o644) -> None:
+def atomic_write(path: Path, data: str | bytes, *, mode: int = 0o644, crash_at: str = "") -> None:
     """Replace `path` with `data` so that no reader, and no crash, ever sees half of it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -40,6 +42,8 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int = 0o644) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
+        if crash_at:
+            crashpoint(crash_at)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from .crashpoints import crashpoint
+
 
 @dataclass
 class Journal:
@@ -38,7 +40,12 @@ class Journal:
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 line = "\n" + line
-            os.write(fd, line.encode("utf-8"))
+            data = line.encode("utf-8")
+            if "mid_journal" in os.environ.get("QWENPIPE_CRASH_AT", ""):  # chaos: leave a torn line
+                os.write(fd, data[: len(data) // 2])
+                crashpoint("mid_journal")
+                data = data[len(data) // 2 :]
+            os.write(fd, data)
         finally:
             os.close(fd)
         return entry
