@@ -91,7 +91,8 @@ def print_status(workspace, query: dict, as_json: bool) -> None:
     elif plain_wanted():
         sys.stdout.write(plain_status(status))
     else:
-        _stdout().print(rich_status(status))
+        console = _stdout()
+        console.print(rich_status(status, width=console.width))
     for warning in status.warnings:
         say(f"warning: {warning}")
 
@@ -118,9 +119,11 @@ def watch_status(workspace, query: dict, interval: float) -> None:
             while True:
                 status = collect(workspace, **query)
                 room = max(console.size.height - 8 - len(status.warnings), 3)  # header, totals, lines
-                render = plain_status if plain else rich_status
-                view = render(status, warnings=True, max_rows=room)
-                live.update(view if not plain else _plain_text(view), refresh=True)
+                if plain:
+                    view = _plain_text(plain_status(status, warnings=True, max_rows=room))
+                else:
+                    view = rich_status(status, warnings=True, max_rows=room, width=console.width)
+                live.update(view, refresh=True)
                 time.sleep(interval)
     except KeyboardInterrupt:
         pass  # Ctrl-C is how a watch ends: exit 0

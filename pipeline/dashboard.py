@@ -29,6 +29,8 @@ STATE_STYLES = {
     "orphan": "dim",
 }
 COLUMNS = ("SLUG", "STATE", "ENGINE", "AGE", "ATTEMPTS", "HARD", "NEXT TRY", "LAST ERROR", "CHAT URL")
+SHRINKS = "LAST ERROR"  # on a narrow terminal this column gives way first (slugs and URLs stay whole)
+MIN_ERROR_WIDTH = 12
 ERROR_WIDTH = 80  # the last error is one line; the full text is in `show SLUG`
 
 
@@ -99,18 +101,19 @@ def plain_status(status: BatchStatus, *, warnings: bool = False, max_rows: int |
 
 
 def rich_status(
-    status: BatchStatus, *, warnings: bool = False, max_rows: int | None = None
+    status: BatchStatus, *, warnings: bool = False, max_rows: int | None = None, width: int = 200
 ) -> RenderableType:
     rows, hidden = _limit(status.rows, max_rows)
+    values = [cells(row, status.now) for row in rows]
+    widths = {name: max([len(name), *(len(v[i]) for v in values)]) for i, name in enumerate(COLUMNS)}
+    shown = fitting_columns(widths, width)
     table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, expand=False)
-    for name in COLUMNS:
-        table.add_column(
-            name, no_wrap=True, overflow="ellipsis", max_width=48 if name == "LAST ERROR" else None
-        )
-    for row in rows:
-        values = list(cells(row, status.now))
-        style = STATE_STYLES.get(row.state, "")
-        table.add_row(values[0], Text(values[1], style=style), *values[2:])
+    for name in shown:
+        table.add_column(name, no_wrap=True, overflow="ellipsis", width=widths[name])
+    for row, value in zip(rows, values, strict=True):
+        cell = dict(zip(COLUMNS, value, strict=True))
+        cell["STATE"] = Text(cell["STATE"], style=STATE_STYLES.get(row.state, ""))
+        table.add_row(*(cell[name] for name in shown))
     parts: list[RenderableType] = [table]
     if hidden:
         parts.append(Text(f"... {hidden} more (filter with --state or a PATTERN)", style="dim"))
@@ -130,6 +133,22 @@ def rich_status(
     if warnings:
         parts += [Text(f"warning: {w}", style="yellow") for w in status.warnings]
     return Group(*parts)
+
+
+def fitting_columns(widths: dict[str, int], width: int) -> list[str]:
+    """The columns that fit in `width`, one line per article: the last error is shortened
+    first, then dropped, then the chat URL (`show SLUG` and --json have both in full)."""
+    names = list(COLUMNS)
+    for dropped in (None, SHRINKS, "CHAT URL", "ENGINE", "HARD", "ATTEMPTS"):
+        if dropped:
+            names.remove(dropped)
+        spare = width - sum(widths[n] for n in names) - 3 * len(names)  # padding, rules, edges
+        if SHRINKS in names and spare < 0 and widths[SHRINKS] + spare >= MIN_ERROR_WIDTH:
+            widths[SHRINKS] += spare
+            spare = 0
+        if spare >= 0:
+            break
+    return names
 
 
 def _cycle_style(cycle: LastCycle | None) -> str:
@@ -165,7 +184,7 @@ def story_lines(story: ArticleStory, slug: str) -> list[tuple[str, ...]]:
     return rows
 
 
-STORY_COLUMNS = ("TIME", "EVENT", "ENGINE", "SEND", "DURATION", "DETAIL")
+STORY_COLUMNS = ("TIME", "EVENT", "ENGINE", "SEND #", "DURATION", "DETAIL")
 
 
 def file_lines(story: ArticleStory) -> list[tuple[str, ...]]:
