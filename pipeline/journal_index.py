@@ -253,6 +253,12 @@ class JournalIndex:
             files.atomic_write(self.path, json.dumps(data, separators=(",", ":")))
 
 
+def sends_since(journal: Journal, ts: float) -> int:
+    """Prompts sent to the chat at or after `ts`, reading only what the journal gained since the
+    last call (for quota checks: `sends_since(journal, local_day_start(now))`)."""
+    return JournalIndex.beside(journal).refresh().sends_since(ts)
+
+
 def read_slug_entries(journal: Journal, slug: str) -> Iterator[dict]:
     """Every journal entry of one article, oldest first (for `show`).
 

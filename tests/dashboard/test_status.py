@@ -426,6 +426,10 @@ def test_sends_since_counts_sending_steps(project):
     index = JournalIndex.beside(ws.journal).refresh()
     assert index.sends_since(time.time() - 60) == 3
     assert index.sends_since(time.time() + 60) == 0
+    from pipeline.journal_index import sends_since
+    from pipeline.quota import local_day_start, sends_today
+
+    assert sends_since(ws.journal, local_day_start(time.time())) == sends_today(ws.journal, time.time()) == 3
 
 
 def test_status_does_not_create_files_in_an_empty_project(project):
