@@ -404,6 +404,7 @@ def collect_story(workspace: Workspace, slug: str, now: float | None = None) -> 
         ("chat URL", article.url),
         ("send marker", article.sending),
         ("dead letter", article.failed),
+        ("rejected answer", article.folder / f"{slug}.md.rejected"),  # the article checks' reject
         ("state", article.state),
     ]
     found = [(label, path, _size(path)) for label, path in paths]
