@@ -50,10 +50,16 @@ def register(app: typer.Typer) -> None:
             raise UsageProblem(f"--interval {interval}: must be more than 0 seconds")
         workspace = _workspace(ctx, config)
         query = {"state_filter": states, "pattern": pattern, "sort": sort}
-        if watch:
-            watch_status(workspace, query, interval)
-            return
-        print_status(workspace, query, as_json)
+        try:
+            if watch:
+                watch_status(workspace, query, interval)
+            else:
+                print_status(workspace, query, as_json)
+        except BrokenPipeError:
+            # `status | head`: the reader has all it wanted; that is not a failure.
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
     @app.command("show")
     def show_command(
