@@ -6,6 +6,7 @@
 | SLUG.md.url                | the prompt was sent: the chat URL                    |
 | SLUG.md.sending            | intent marker: a send was about to happen            |
 | SLUG.md.failed             | dead letter (TOML), cleared by `qwenpipe replay`     |
+| SLUG.md.rejected           | the last answer that failed the article checks       |
 | .qwenpipe/state/SLUG.json  | attempts, last poll, next try, last error            |
 | .qwenpipe/locks/SLUG.lock  | the per-article flock                                |
 """
@@ -46,6 +47,10 @@ class ArticleFiles:
     @property
     def failed(self) -> Path:
         return self.folder / f"{self.slug}.md.failed"
+
+    @property
+    def rejected(self) -> Path:
+        return self.folder / f"{self.slug}.md.rejected"
 
     @property
     def lock(self) -> Path:

@@ -65,6 +65,18 @@ def _string_table(value: dict) -> str | None:
     return f"entries must be non-empty strings (bad: {', '.join(bad)})" if bad else None
 
 
+def _language(value: str) -> str | None:
+    from .checks import LANGUAGES
+
+    return None if value in ("", *LANGUAGES) else f"must be empty (any) or one of {', '.join(LANGUAGES)}"
+
+
+def _string_list(value: list) -> str | None:
+    return (
+        None if all(isinstance(v, str) and v.strip() for v in value) else "entries must be non-empty strings"
+    )
+
+
 @dataclass(frozen=True)
 class Key:
     type: type | tuple[type, ...]
@@ -110,6 +122,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "connect_timeout": Key((int, float), 10, _positive, "seconds to wait for a connection"),
         "max_retries": Key(int, 4, _non_negative, "retries of 408/409/429/5xx before giving up"),
         "max_retry_wait": Key((int, float), 300, _non_negative, "cap on one wait between retries"),
+    },
+    "article": {
+        "min_words": Key(int, 50, _non_negative, "shorter answers are rejected (0 = no minimum)"),
+        "language": Key(str, "", _language, 'expected language, e.g. "en" (empty = any)'),
+        "refusal_phrases": Key(list, [], _string_list, "more phrases that mark a refusal"),
+        "strip_chatter": Key(bool, True, None, 'drop "Sure! Here is..." and a wrapping code fence'),
+        "strip_title": Key(bool, False, None, "drop the first heading from the body when it is the title"),
     },
     "notify": {
         "ping_url": Key(str, "", _http_url_or_empty, "healthchecks.io-style URL pinged by `cycle`"),

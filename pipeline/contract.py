@@ -16,7 +16,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import Enum
 
@@ -24,6 +24,7 @@ import tomli_w
 
 from . import files
 from .article import ArticleFiles, ArticleState, read_chat_url
+from .checks import Verdict, check_answer
 from .crashpoints import crashpoint
 from .engines.base import Answer, EngineError, Generating, HardError, QuotaSpent, TransientError
 from .errors import UsageProblem
@@ -233,8 +234,17 @@ class Step:
         )
 
     def finish(self, answer: Answer) -> Outcome:
+        settings = {**self.ws.config.values["article"], **self.prompt.settings}
+        verdict = check_answer(answer.markdown, settings)
+        if verdict.problem:
+            return self.reject(answer, verdict)
+        answer = replace(answer, markdown=verdict.markdown)
         document = render_article(
-            self.prompt, answer, chat_url=self.chat_url, when=datetime.fromtimestamp(self.clock())
+            self.prompt,
+            answer,
+            chat_url=self.chat_url,
+            when=datetime.fromtimestamp(self.clock()),
+            strip_title=settings["strip_title"],
         )
         files.atomic_write(self.article.md, document, crash_at="mid_article")
         files.remove(self.article.sending)
@@ -254,6 +264,29 @@ class Step:
             f"{self.slug}: wrote {self.article.md} ({words} words, {answer.engine})",
             engine=answer.engine,
         )
+
+    def reject(self, answer: Answer, verdict: Verdict) -> Outcome:
+        """A complete answer that is not an article: keep it beside, never as, SLUG.md."""
+        record = {
+            "reason": verdict.problem,
+            "code": verdict.code,
+            "engine": answer.engine,
+            "time": datetime.fromtimestamp(self.clock()).astimezone().replace(microsecond=0),
+        }
+        if self.chat_url:
+            record["chat_url"] = self.chat_url
+        files.atomic_write(
+            self.article.rejected, f"+++\n{tomli_w.dumps(record)}+++\n\n{answer.markdown.strip()}\n"
+        )
+        self.log("rejected", engine=answer.engine, error=verdict.problem, code=f"rejected_{verdict.code}")
+        err = HardError(
+            f"{answer.engine} answer rejected: {verdict.problem} (kept in {self.article.rejected.name})",
+            code=f"rejected_{verdict.code}",
+        )
+        if answer.engine == "qwen":
+            return self.hard(err)
+        self.state.record_error(self.clock(), answer.engine, err.code, str(err))
+        return self.give_up(err, f"router: {err}")
 
     # -- failures ----------------------------------------------------------------------------
 

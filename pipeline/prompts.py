@@ -34,7 +34,8 @@ class Prompt:
     slug: str
     path: Path
     text: str
-    meta: dict = field(default_factory=dict)
+    meta: dict = field(default_factory=dict)  # carried into the article's front matter
+    settings: dict = field(default_factory=dict)  # the prompt's [article] table: overrides config
 
     @property
     def sha256(self) -> str:
@@ -83,7 +84,28 @@ def load_prompt(prompts_dir: Path, slug: str) -> Prompt:
     text = body.strip()
     if not text:
         raise UsageProblem(f"{path}: the prompt is empty (write the request below the front matter)")
-    return Prompt(slug=slug, path=path, text=text, meta=meta)
+    settings = _article_settings(meta.pop("article", {}), path)
+    return Prompt(slug=slug, path=path, text=text, meta=meta, settings=settings)
+
+
+def _article_settings(table: object, where: Path) -> dict:
+    """The prompt's own `[article]` table, checked against the config schema's [article] keys."""
+    from .config import SCHEMA, ConfigError, check_value
+
+    if not isinstance(table, dict):
+        raise UsageProblem(f"{where}: `article` in the front matter must be a table [article]")
+    known = SCHEMA["article"]
+    settings = {}
+    for key, value in table.items():
+        if key not in known:
+            raise UsageProblem(
+                f"{where}: unknown key article.{key} in the front matter (known: {', '.join(known)})"
+            )
+        try:
+            settings[key] = check_value(f"article.{key}", known[key], value, where)
+        except ConfigError as err:
+            raise UsageProblem(str(err)) from None
+    return settings
 
 
 def list_slugs(prompts_dir: Path) -> list[str]:

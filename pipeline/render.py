@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import datetime
 
@@ -10,40 +11,125 @@ import tomli_w
 from .engines.base import Answer
 from .prompts import Prompt
 
-H1_RE = re.compile(r"^#\s+(.+?)\s*#*\s*$")
+HEADING_RE = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
+NOT_PROSE_RE = re.compile(r"(#|\||>|[-*+]\s|\d+[.)]\s|<)")  # headings, tables, quotes, lists, HTML
+WORDS_PER_MINUTE = 200
+DESCRIPTION_LENGTH = 160
 
 
 def first_heading(markdown: str) -> str | None:
+    """The first H1, else the first heading of any level."""
+    headings = [
+        (len(line) - len(line.lstrip("#")), m.group(1).strip())
+        for line in markdown.splitlines()
+        if (m := HEADING_RE.match(line.strip()))
+    ]
+    h1 = [text for level, text in headings if level == 1]
+    return h1[0] if h1 else (headings[0][1] if headings else None)
+
+
+def first_line(markdown: str) -> str | None:
     for line in markdown.splitlines():
-        match = H1_RE.match(line.strip())
-        if match:
-            return match.group(1).strip()
+        text = _plain(line).strip()
+        if text:
+            return text[:120]
     return None
 
 
 def article_title(prompt: Prompt, answer: Answer) -> str:
-    """The prompt's own title wins; then the answer's first heading; then the chat's title."""
+    """The prompt's own title wins; then the answer's first heading; then its first line."""
     title = prompt.meta.get("title")
     if isinstance(title, str) and title.strip():
         return title.strip()
-    return first_heading(answer.markdown) or answer.title or prompt.slug
+    return first_heading(answer.markdown) or first_line(answer.markdown) or answer.title or prompt.slug
 
 
-def render_article(prompt: Prompt, answer: Answer, *, chat_url: str | None, when: datetime) -> str:
+def strip_title_heading(markdown: str, title: str) -> str:
+    """The body without its first heading when that heading says the same as the title."""
+    lines = markdown.strip().splitlines()
+    for index, line in enumerate(lines):
+        if not line.strip():
+            continue
+        match = HEADING_RE.match(line.strip())
+        if match and _same(match.group(1), title):
+            return "\n".join(lines[index + 1 :]).strip()
+        break
+    return markdown.strip()
+
+
+def description(markdown: str) -> str:
+    """The first paragraph of prose (not a heading, list, table, quote or code), trimmed to 160."""
+    paragraph: list[str] = []
+    in_code = False
+    for line in markdown.splitlines() + [""]:
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            in_code = not in_code
+            continue
+        if in_code:
+            continue
+        if not stripped:
+            if paragraph:
+                break
+            continue
+        if NOT_PROSE_RE.match(stripped):
+            if paragraph:
+                break
+            continue
+        paragraph.append(stripped)
+    text = _plain(" ".join(paragraph))
+    if len(text) <= DESCRIPTION_LENGTH:
+        return text
+    cut = text[: DESCRIPTION_LENGTH - 1].rsplit(" ", 1)[0].rstrip(",;:. ")
+    return cut + "…"
+
+
+def render_article(
+    prompt: Prompt,
+    answer: Answer,
+    *,
+    chat_url: str | None,
+    when: datetime,
+    strip_title: bool = False,
+    turns: int = 1,
+) -> str:
     """The whole SLUG.md document. Our keys override the prompt's, except that its title wins."""
+    title = article_title(prompt, answer)
+    body = strip_title_heading(answer.markdown, title) if strip_title else answer.markdown.strip()
+    words = len(_plain(body).split())
     ours: dict[str, object] = {
-        "title": article_title(prompt, answer),
+        "title": title,
         "slug": prompt.slug,
         "date": when.astimezone().replace(microsecond=0),
+        "description": description(body),
         "engine": answer.engine,
     }
     if answer.model:
         ours["model"] = answer.model
     if chat_url:
         ours["chat_url"] = chat_url
-    ours["prompt_sha256"] = prompt.sha256
-    meta = {**{k: v for k, v in prompt.meta.items() if k not in ours}, **ours}
-    # Keep ours first for people reading the file; tomli_w puts tables after plain keys itself.
-    ordered = {**ours, **{k: v for k, v in meta.items() if k not in ours}}
-    body = answer.markdown.strip() + "\n"
-    return f"+++\n{tomli_w.dumps(ordered)}+++\n\n{body}"
+    ours.update(
+        {
+            "word_count": words,
+            "reading_time": max(1, math.ceil(words / WORDS_PER_MINUTE)),
+            "turns": turns,
+            "prompt_sha256": prompt.sha256,
+        }
+    )
+    extra = {k: v for k, v in prompt.meta.items() if k not in ours}
+    # Ours first for people reading the file; tomli_w puts tables after plain keys itself.
+    return f"+++\n{tomli_w.dumps({**ours, **extra})}+++\n\n{body}\n"
+
+
+def _plain(text: str) -> str:
+    """Markdown emphasis, links and code marks removed: for counting and for descriptions."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    text = re.sub(r"[*_`~]+", "", text)
+    return text.lstrip("# ").strip() if text.lstrip().startswith("#") else text
+
+
+def _same(a: str, b: str) -> bool:
+    def norm(s: str) -> str:
+        return re.sub(r"\W+", " ", _plain(s)).strip().casefold()
+
+    return norm(a) == norm(b)

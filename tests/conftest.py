@@ -27,7 +27,7 @@ def write_config(folder: Path, text: str = "") -> Path:
 @pytest.fixture
 def project(tmp_path) -> Path:
     """A project folder: config.toml (no poll spacing), prompts/, articles/."""
-    write_config(tmp_path, "[qwen]\npoll_interval = 0\nmax_attempts = 3\n")
+    write_config(tmp_path, "[qwen]\npoll_interval = 0\nmax_attempts = 3\n[article]\nmin_words = 0\n")
     (tmp_path / "prompts").mkdir()
     (tmp_path / "articles").mkdir()
     return tmp_path

@@ -73,11 +73,7 @@ class FakeRouter:
 
     def generate(self, text: str) -> Answer:
         self.history.append(text)
-        result = (
-            self.results.popleft()
-            if self.results
-            else Answer("# Routed\n\nFrom the router.", "router", model="test/model")
-        )
+        result = self.results.popleft() if self.results else Answer(ROUTED, "router", model="test/model")
         if isinstance(result, BaseException):
             raise result
         return result
@@ -86,5 +82,10 @@ class FakeRouter:
         pass
 
 
-def answer(markdown: str = "# A Title\n\nBody text here.\n\n- one\n- two\n") -> Answer:
+FILLER = " ".join(["This sentence is here so that the article passes the default minimum length."] * 6)
+ARTICLE = f"# A Title\n\nBody text here. {FILLER}\n\n- one\n- two\n"
+ROUTED = f"# Routed\n\nFrom the router. {FILLER}\n"
+
+
+def answer(markdown: str = ARTICLE) -> Answer:
     return Answer(markdown=markdown, engine="qwen", title="Generated Title")

@@ -239,3 +239,8 @@ def split_words(text: str) -> list[str]:
     if tail:
         chunks.append(tail)
     return chunks
+
+
+def answer_for(prompt: str, turn: int = 1) -> str:
+    """The router's article for `prompt`: the chat's normal answer (router scenarios are separate)."""
+    return _article(prompt, turn, _EN)

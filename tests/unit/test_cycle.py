@@ -17,7 +17,9 @@ from pipeline.workspace import Engines, Workspace
 
 
 def setup(project, chat, router, extra=""):
-    (project / "config.toml").write_text(f"[qwen]\npoll_interval = 0\nmax_attempts = 3\n{extra}\n")
+    (project / "config.toml").write_text(
+        f"[article]\nmin_words = 0\n[qwen]\npoll_interval = 0\nmax_attempts = 3\n{extra}\n"
+    )
     ws = Workspace(load(project / "config.toml"))
     created = []
 

@@ -1,0 +1,136 @@
+"""Is a complete answer an article? Tidy it (chatter, a wrapping fence), then check it.
+
+Checks: minimum words, refusal phrases (several languages, extendable), expected language
+(a stop-word heuristic: no model, no download). Settings come from `[article]` in config.toml,
+overridden by an `[article]` table in the prompt's front matter.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+REFUSALS = (
+    # English
+    "i can't help with that",
+    "i cannot help with that",
+    "i can't assist with",
+    "i cannot assist with",
+    "i'm sorry, but i can't",
+    "i am sorry, but i cannot",
+    "i'm unable to help",
+    "i am unable to help",
+    "i won't be able to help",
+    "as an ai language model, i cannot",
+    "i must decline",
+    # Spanish, French, German, Italian, Portuguese
+    "no puedo ayudar con",
+    "lo siento, pero no puedo",
+    "je ne peux pas vous aider",
+    "désolé, mais je ne peux pas",
+    "ich kann dabei nicht helfen",
+    "es tut mir leid, aber ich kann",
+    "non posso aiutarti",
+    "mi dispiace, ma non posso",
+    "não posso ajudar com",
+    "desculpe, mas não posso",
+    # Chinese, Japanese, Russian
+    "我无法帮助",
+    "我不能帮助",
+    "抱歉，我无法",
+    "抱歉，我不能",
+    "申し訳ありませんが",
+    "お手伝いできません",
+    "я не могу помочь",
+    "извините, но я не могу",
+)
+
+LEADING_CHATTER = re.compile(
+    r"^\s*(sure|certainly|of course|absolutely|okay|ok|great|here is|here's|below is|alright)\b[^\n]{0,160}"
+    r"(:|!|\.)\s*\n",
+    re.IGNORECASE,
+)
+TRAILING_CHATTER = re.compile(
+    r"\n\s*(let me know|i hope (this|that) helps|feel free to|if you('d| would) like|would you like|"
+    r"hope you enjoy|happy to help)[^\n]*\s*$",
+    re.IGNORECASE,
+)
+FENCE = re.compile(r"^\s*```(?:markdown|md|text)?\s*\n(.*)\n```\s*$", re.DOTALL | re.IGNORECASE)
+
+STOPWORDS = {
+    "en": frozenset("the and of to in is that for it with as on are this be by you your can or from".split()),
+    "es": frozenset("el la de que y en los las del se por un una para con es su al lo como más".split()),
+    "fr": frozenset("le la les de des et en un une est que pour dans du pas qui sur au avec".split()),
+    "de": frozenset("der die das und ist nicht ein eine zu den mit von sich auf für im dem des".split()),
+    "it": frozenset("il la di che e un una per non sono con del della gli le si più come".split()),
+    "pt": frozenset("o a de que e do da em um uma para com não os as dos das se por".split()),
+}
+SCRIPTS = {"zh": "CJK", "ja": "HIRAGANA", "ko": "HANGUL", "ru": "CYRILLIC", "ar": "ARABIC"}
+LANGUAGES = tuple(STOPWORDS) + tuple(SCRIPTS)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    markdown: str  # the tidied answer
+    problem: str | None  # None when it is an article
+    code: str = ""  # short reason: refusal, too_short, wrong_language
+
+
+def tidy(markdown: str, *, strip_chatter: bool = True) -> str:
+    """Remove a wrapping code fence and the chat's greeting / sign-off around the article."""
+    text = markdown.strip()
+    if not strip_chatter:
+        return text
+    fenced = FENCE.match(text)
+    if fenced:
+        text = fenced.group(1).strip()
+    for _ in range(2):  # "Sure!\nHere is your article:\n" is two lines of chatter
+        text = LEADING_CHATTER.sub("", text, count=1).lstrip()
+    text = TRAILING_CHATTER.sub("", text).rstrip()
+    fenced = FENCE.match(text)
+    return fenced.group(1).strip() if fenced else text
+
+
+def detect_language(text: str) -> str | None:
+    """A best guess among LANGUAGES, or None when the text is too short to tell."""
+    letters = [c for c in text if c.isalpha()]
+    if len(letters) < 40:
+        return None
+    for code, script in SCRIPTS.items():
+        share = sum(1 for c in letters if script in unicodedata.name(c, "")) / len(letters)
+        if share > 0.3:
+            if code == "zh" and any(
+                "HIRAGANA" in unicodedata.name(c, "") or "KATAKANA" in unicodedata.name(c, "")
+                for c in letters[:400]
+            ):
+                return "ja"
+            return code
+    words = re.findall(r"[^\W\d_]+", text.lower())
+    scores = {code: sum(1 for w in words if w in stops) for code, stops in STOPWORDS.items()}
+    best = max(scores, key=scores.get)
+    return best if scores[best] >= 3 else None
+
+
+def check_answer(markdown: str, settings: dict) -> Verdict:
+    """Tidy `markdown` and judge it against `settings` (the merged [article] table)."""
+    text = tidy(markdown, strip_chatter=settings.get("strip_chatter", True))
+    lowered = " ".join(text.lower().split()).replace("’", "'")
+    head = lowered[:400]
+    for phrase in (*REFUSALS, *settings.get("refusal_phrases", [])):
+        if phrase.lower() in head:
+            return Verdict(text, f'the answer is a refusal ("{phrase}")', "refusal")
+    words = len(text.split())
+    minimum = settings.get("min_words", 0)
+    if minimum and words < minimum:
+        return Verdict(
+            text, f"the answer has {words} words, fewer than article.min_words = {minimum}", "too_short"
+        )
+    wanted = settings.get("language", "")
+    if wanted:
+        found = detect_language(text)
+        if found and found != wanted:
+            return Verdict(
+                text, f"the answer looks like {found!r}, not article.language = {wanted!r}", "wrong_language"
+            )
+    return Verdict(text, None)

@@ -1,0 +1,71 @@
+"""Answers that are not articles, end to end: rejected with the reason, the router takes over."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from sim_project import journal, make_project, prompt, read_article
+from tests_cli_helpers import qwenpipe
+
+from pipeline.simulator import Simulator
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def sim():
+    with Simulator(port=0, answer_seconds=1.0, thinking_seconds=0.2, url_delay=0.1).start() as server:
+        yield server
+
+
+def run_until_settled(project, slug):
+    for _ in range(30):
+        result = qwenpipe("generate", slug, cwd=project)
+        if result.returncode not in (3, 42):
+            return result
+        time.sleep(0.5)
+    raise AssertionError("never settled")
+
+
+@pytest.mark.parametrize(
+    ("scenario", "code", "reason"),
+    [
+        ("refusal", "refusal", "is a refusal"),
+        ("short", "too_short", "fewer than article.min_words"),
+        ("wrong_language", "wrong_language", "not article.language = 'en'"),
+    ],
+)
+def test_rejected_answer_falls_back_to_the_router(sim, tmp_path, scenario, code, reason):
+    project = make_project(tmp_path, sim, extra='[article]\nlanguage = "en"')
+    prompt(project, "bad", f"Write an article about checks [sim:{scenario}].")
+    result = run_until_settled(project, "bad")
+    assert result.returncode == 0, result.stderr
+    assert reason in result.stderr
+    meta, body = read_article(project / "articles" / "bad.md")
+    assert meta["engine"] == "router" and body
+    rejected = (project / "articles" / "bad.md.rejected").read_text()
+    assert f'code = "{code}"' in rejected and 'engine = "qwen"' in rejected
+    assert f"rejected_{code}" in [e.get("code") for e in journal(project)]
+    assert not list((project / "articles").glob(".tmp-*"))
+
+
+def test_chatter_is_stripped_and_the_article_kept(sim, tmp_path):
+    project = make_project(tmp_path, sim)
+    text = prompt(project, "chat", "Write an article about politeness [sim:chatter].")
+    result = run_until_settled(project, "chat")
+    assert result.returncode == 0, result.stderr
+    meta, body = read_article(project / "articles" / "chat.md")
+    assert meta["engine"] == "qwen"
+    assert not body.startswith("Sure") and "Let me know" not in body
+    assert body.startswith("# ")
+    assert [e["prompt"] for e in sim.sends()].count(text) == 1
+
+
+def test_rejected_without_a_router_is_exit_1_and_no_article(sim, tmp_path):
+    project = make_project(tmp_path, sim, router=False)
+    prompt(project, "nope", "Write an article about refusing [sim:refusal].")
+    result = run_until_settled(project, "nope")
+    assert result.returncode == 1 and "refusal" in result.stderr
+    assert not (project / "articles" / "nope.md").exists()
+    assert (project / "articles" / "nope.md.rejected").exists()
