@@ -74,6 +74,8 @@ class ArticleState:
     last_error: str = ""
     last_error_code: str = ""
     progress: str = ""
+    turn: int = 0  # multi-turn prompts: the turn the chat is at
+    turns: int = 1
     errors: list[dict] = field(default_factory=list)
 
     @classmethod

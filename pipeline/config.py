@@ -129,6 +129,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "refusal_phrases": Key(list, [], _string_list, "more phrases that mark a refusal"),
         "strip_chatter": Key(bool, True, None, 'drop "Sure! Here is..." and a wrapping code fence'),
         "strip_title": Key(bool, False, None, "drop the first heading from the body when it is the title"),
+        "answer_turn": Key(
+            int, 0, _non_negative, "multi-turn prompts: the turn whose answer is the article (0 = last)"
+        ),
     },
     "notify": {
         "ping_url": Key(str, "", _http_url_or_empty, "healthchecks.io-style URL pinged by `cycle`"),

@@ -165,7 +165,7 @@ class Step:
         self.say(f"{self.slug}: sending the prompt to the chat")
         started = time.monotonic()
         crashpoint("before_send")
-        url = self.engines.chat().send(self.prompt.text)
+        url = self.engines.chat().send(self.prompt.turns[0])
         crashpoint("after_send")
         # The URL is the proof of the send: it goes to disk before anything else happens.
         files.atomic_write(self.article.url, url + "\n")
@@ -183,7 +183,7 @@ class Step:
         """A marker without a URL: the last send may have reached the site. Look before sending."""
         self.say(f"{self.slug}: an earlier send was interrupted; looking for its chat in the chat list")
         self.log("recovering", engine="qwen")
-        url = self.engines.chat().find_chat(self.prompt.text)
+        url = self.engines.chat().find_chat(self.prompt.turns[0])
         if url is None:
             self.log("recovery_not_found", engine="qwen")
             self.say(f"{self.slug}: no chat holds this prompt, so it never reached the site: sending it")
@@ -198,20 +198,11 @@ class Step:
         return url
 
     def poll(self) -> Outcome:
-        now = self.clock()
-        if not self.wait:
-            if self.state.next_try > now:
-                return self.outcome(
-                    Status.WORKING,
-                    f"{self.slug}: retrying after {_clock(self.state.next_try)} "
-                    f"(last error: {self.state.last_error})",
-                    reason="backoff",
-                )
-            spacing = self.qwen["poll_interval"] - (now - self.state.last_poll)
-            if spacing > 0:
-                return self.outcome(
-                    Status.WORKING, f"{self.slug}: generating; next look in {spacing:.0f} s", reason="spacing"
-                )
+        waiting = None if self.wait else self.too_soon(self.clock())
+        if waiting:
+            return waiting
+        if len(self.prompt.turns) > 1:
+            return self.poll_turns()
         started = time.monotonic()
         chat = self.engines.chat()
         if self.wait:
@@ -233,6 +224,115 @@ class Step:
             Status.WORKING, f"{self.slug}: {result.progress} ({self.chat_url})", reason="generating"
         )
 
+    def too_soon(self, now: float) -> Outcome | None:
+        """WORKING when the article is backing off or its chat was looked at less than
+        poll_interval ago (cron runs must not hammer the site), else None."""
+        if self.state.next_try > now:
+            return self.outcome(
+                Status.WORKING,
+                f"{self.slug}: retrying after {_clock(self.state.next_try)} "
+                f"(last error: {self.state.last_error})",
+                reason="backoff",
+            )
+        spacing = self.qwen["poll_interval"] - (now - self.state.last_poll)
+        if spacing > 0:
+            return self.outcome(
+                Status.WORKING, f"{self.slug}: generating; next look in {spacing:.0f} s", reason="spacing"
+            )
+        return None
+
+    def poll_turns(self) -> Outcome:
+        """A multi-turn prompt: the chat itself says how far it got; send the next turn only when
+        the previous answer is complete and the next turn is not in the chat yet."""
+        chat = self.engines.chat()
+        total = len(self.prompt.turns)
+        deadline = time.monotonic() + self.qwen["answer_timeout"]
+        while True:
+            started = time.monotonic()
+            view = chat.read_turns(self.chat_url)
+            self.state.last_poll = self.clock()
+            present = self.our_turns(view.turns)
+            last = view.turns[present - 1]
+            self.state.turn, self.state.turns = present, total
+            if last.error:
+                raise TransientError(f"turn {present} of {total}: {last.error}", code="answer_error")
+            if not last.complete:
+                progress = f"turn {present} of {total}: {view.progress}"
+                if not self.wait:
+                    self.state.attempts, self.state.progress = 0, progress
+                    self.save()
+                    self.log("poll", engine="qwen", progress=progress, turn=present, duration=_since(started))
+                    return self.outcome(
+                        Status.WORKING, f"{self.slug}: {progress} ({self.chat_url})", reason="generating"
+                    )
+                self.say(f"{self.slug}: {progress}")
+            elif present < total:
+                blocked = self.send_next_turn(present + 1)
+                if blocked or not self.wait:
+                    return blocked or self.outcome(
+                        Status.QUEUED, f"{self.slug}: sent turn {present + 1} of {total}", sent=True
+                    )
+            else:
+                wanted = view.turns[self.prompt.article_turn - 1]
+                return self.finish(Answer(wanted.answer, "qwen", title=view.title, model=view.model))
+            if time.monotonic() > deadline:
+                raise TransientError(
+                    f"no complete answer after qwen.answer_timeout = {self.qwen['answer_timeout']} s",
+                    code="timeout",
+                )
+            time.sleep(1.0)
+
+    def our_turns(self, turns: list) -> int:
+        """How many of the prompt's turns the chat holds, checking they are ours and in order."""
+
+        def same(a: str, b: str) -> bool:
+            return " ".join(a.split()) == " ".join(b.split())
+
+        if not turns:
+            raise TransientError("the chat shows no messages yet", code="empty_chat")
+        ours = self.prompt.turns
+        if len(turns) > len(ours) or not all(same(t.user, p) for t, p in zip(turns, ours, strict=False)):
+            raise HardError(
+                f"the chat {self.chat_url} holds messages that are not this prompt's turns "
+                f"(was {self.prompt.path} edited after sending?)",
+                code="prompt_mismatch",
+            )
+        return len(turns)
+
+    def send_next_turn(self, number: int) -> Outcome | None:
+        """Send turn `number` in the existing chat; an Outcome when a quota stops it."""
+        now = self.clock()
+        blocked = self.ws.chat_quota.blocked_until(now)
+        if blocked:
+            if self.choice == "auto" and self.ws.config.router["enabled"]:
+                return self.fallback(
+                    f"the chat's daily quota is spent until {_clock(blocked[0])}", chat_error=None
+                )
+            return self.outcome(
+                Status.WORKING, f"{self.slug}: turn {number} waits for the chat's quota", reason="quota"
+            )
+        limit = self.qwen["max_sends_per_day"]
+        if limit and sends_today(self.ws.journal, now) >= limit:
+            return self.outcome(
+                Status.WORKING,
+                f"{self.slug}: turn {number} waits: daily send limit ({limit})",
+                reason="limit",
+            )
+        total = len(self.prompt.turns)
+        self.log("sending", engine="qwen", turn=number, chat_url=self.chat_url)
+        self.say(f"{self.slug}: sending turn {number} of {total}")
+        started = time.monotonic()
+        self.engines.chat().send_turn(self.chat_url, self.prompt.turns[number - 1])
+        crashpoint("after_send")
+        self.state.turn, self.state.progress, self.state.last_poll = (
+            number,
+            f"turn {number} of {total}: sent",
+            0.0,
+        )
+        self.save()
+        self.log("sent", engine="qwen", turn=number, chat_url=self.chat_url, duration=_since(started))
+        return None
+
     def finish(self, answer: Answer) -> Outcome:
         settings = {**self.ws.config.values["article"], **self.prompt.settings}
         verdict = check_answer(answer.markdown, settings)
@@ -245,6 +345,7 @@ class Step:
             chat_url=self.chat_url,
             when=datetime.fromtimestamp(self.clock()),
             strip_title=settings["strip_title"],
+            turns=len(self.prompt.turns),
         )
         files.atomic_write(self.article.md, document, crash_at="mid_article")
         files.remove(self.article.sending)
@@ -331,7 +432,7 @@ class Step:
         self.say(f"{self.slug}: writing it through the router ({reason})")
         started = time.monotonic()
         try:
-            answer = self.engines.router().generate(self.prompt.text)
+            answer = self.route()
             crashpoint("after_router")
         except EngineError as err:
             self.state.record_error(self.clock(), "router", err.code, str(err))
@@ -341,6 +442,19 @@ class Step:
             first = f"chat: {chat_error}; " if chat_error else ""
             return self.give_up(err, f"{first}router: {err}")
         return self.finish(answer)
+
+    def route(self) -> Answer:
+        """The article through the router; a multi-turn prompt is replayed as one conversation."""
+        router = self.engines.router()
+        if len(self.prompt.turns) == 1:
+            return router.generate(self.prompt.text)
+        history: list[tuple[str, str]] = []
+        answers = []
+        for turn in self.prompt.turns:
+            answer = router.generate(turn, history=tuple(history))
+            history.append((turn, answer.markdown))
+            answers.append(answer)
+        return answers[self.prompt.article_turn - 1]
 
     def give_up(self, err: EngineError, message: str) -> Outcome:
         self.state.hard_failures += 1

@@ -12,6 +12,7 @@ from .errors import UsageProblem
 
 SLUG_RE = re.compile(r"[a-z0-9][a-z0-9._-]*")
 FENCE = "+++"
+TURN_SEPARATOR = "=== next turn ==="  # a line of its own between the turns of a multi-turn prompt
 MAX_PROMPT_BYTES = 1_000_000
 
 
@@ -36,6 +37,17 @@ class Prompt:
     text: str
     meta: dict = field(default_factory=dict)  # carried into the article's front matter
     settings: dict = field(default_factory=dict)  # the prompt's [article] table: overrides config
+    turns: tuple[str, ...] = ()  # the messages to send, in order (one for most prompts)
+
+    def __post_init__(self) -> None:
+        if not self.turns:
+            object.__setattr__(self, "turns", (self.text,))
+
+    @property
+    def article_turn(self) -> int:
+        """1-based turn whose answer is the article (article.answer_turn; 0 = the last)."""
+        wanted = self.settings.get("answer_turn", 0)
+        return wanted or len(self.turns)
 
     @property
     def sha256(self) -> str:
@@ -85,7 +97,31 @@ def load_prompt(prompts_dir: Path, slug: str) -> Prompt:
     if not text:
         raise UsageProblem(f"{path}: the prompt is empty (write the request below the front matter)")
     settings = _article_settings(meta.pop("article", {}), path)
-    return Prompt(slug=slug, path=path, text=text, meta=meta, settings=settings)
+    turns = split_turns(text, path)
+    if settings.get("answer_turn", 0) > len(turns):
+        raise UsageProblem(
+            f"{path}: article.answer_turn = {settings['answer_turn']} but the prompt has {len(turns)} turn(s)"
+        )
+    return Prompt(slug=slug, path=path, text=text, meta=meta, settings=settings, turns=turns)
+
+
+def split_turns(text: str, where: Path) -> tuple[str, ...]:
+    """The turns of a prompt body, split on lines that are exactly TURN_SEPARATOR."""
+    turns, current = [], []
+    for line in text.splitlines():
+        if line.strip() == TURN_SEPARATOR:
+            turns.append("\n".join(current).strip())
+            current = []
+        else:
+            current.append(line)
+    turns.append("\n".join(current).strip())
+    for number, turn in enumerate(turns, 1):
+        if not turn:
+            raise UsageProblem(
+                f"{where}: turn {number} of {len(turns)} is empty (nothing between two "
+                f"'{TURN_SEPARATOR}' lines, or one at the start or end)"
+            )
+    return tuple(turns)
 
 
 def _article_settings(table: object, where: Path) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from pipeline.engines.base import Answer, Generating
+from pipeline.engines.base import Answer, ChatTurns, Generating, TurnState
 
 
 @dataclass
@@ -21,6 +21,32 @@ class FakeChat:
     crash_after_send: BaseException | None = None
     closed: bool = False
     sends: int = 0
+    messages: dict[str, list[str]] = field(default_factory=dict)  # chat url -> user messages received
+    last_turn_complete: deque = field(default_factory=deque)  # scripted; empty = complete
+    crash_after_send_turn: BaseException | None = None
+
+    def turn_answer(self, number: int) -> str:
+        return f"# Answer {number}\n\nThe answer to turn {number}. {FILLER}"
+
+    def read_turns(self, chat_url: str) -> ChatTurns:
+        self.history.append(("read_turns", chat_url))
+        users = self.messages.get(chat_url, [])
+        complete = self.last_turn_complete.popleft() if self.last_turn_complete else True
+        turns = [
+            TurnState(
+                text,
+                self.turn_answer(i) if (i < len(users) or complete) else "# Answer",
+                complete=i < len(users) or complete,
+            )
+            for i, text in enumerate(users, 1)
+        ]
+        return ChatTurns(turns, title="Chat", progress="writing")
+
+    def send_turn(self, chat_url: str, text: str) -> None:
+        self.history.append(("send_turn", text))
+        self.messages.setdefault(chat_url, []).append(text)
+        if self.crash_after_send_turn:
+            raise self.crash_after_send_turn
 
     def enqueue_check(self, *results) -> FakeChat:
         self.checks.extend(results)
@@ -33,6 +59,7 @@ class FakeChat:
         self.sends += 1
         url = f"{self.base_url}/c/{self.sends:08d}-0000-4000-8000-000000000000"
         self.known_chats[text] = url
+        self.messages[url] = [text]
         if self.crash_after_send:
             raise self.crash_after_send
         return url
@@ -66,13 +93,15 @@ class FakeRouter:
     name: str = "router"
     results: deque = field(default_factory=deque)
     history: list[str] = field(default_factory=list)
+    conversations: list[list] = field(default_factory=list)  # the history passed with each call
 
     def enqueue(self, *results) -> FakeRouter:
         self.results.extend(results)
         return self
 
-    def generate(self, text: str) -> Answer:
+    def generate(self, text: str, history=()) -> Answer:
         self.history.append(text)
+        self.conversations.append(list(history))
         result = self.results.popleft() if self.results else Answer(ROUTED, "router", model="test/model")
         if isinstance(result, BaseException):
             raise result

@@ -8,8 +8,9 @@ expected failures.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
 
 class EngineError(Exception):
@@ -63,6 +64,26 @@ class Generating:
     progress: str = "generating"
 
 
+@dataclass(frozen=True)
+class TurnState:
+    """One user message of a chat and the assistant's answer to it (raw markdown so far)."""
+
+    user: str
+    answer: str
+    complete: bool  # the page and the API agree the answer is finished (and it stayed unchanged)
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ChatTurns:
+    """A whole chat, turns in conversation order (multi-turn prompts read this)."""
+
+    turns: list[TurnState]
+    title: str | None = None
+    model: str | None = None
+    progress: str = "generating"  # a short phrase about the last turn while it is not complete
+
+
 ProgressCallback = Callable[[str], None]
 
 
@@ -86,6 +107,12 @@ class ChatEngine(Protocol):
     def wait(self, chat_url: str, *, timeout: float, on_progress: ProgressCallback | None = None) -> Answer:
         """Stay on the chat until the answer is complete (by hand: `generate --wait`)."""
 
+    def read_turns(self, chat_url: str) -> ChatTurns:
+        """Open `chat_url` and report every turn; the last one's `complete` uses the page's signals."""
+
+    def send_turn(self, chat_url: str, text: str) -> None:
+        """Send `text` as the next message of an existing chat whose last answer is complete."""
+
     def close(self) -> None:
         """Release the browser if this engine started it."""
 
@@ -95,7 +122,8 @@ class DirectEngine(Protocol):
 
     name: str
 
-    def generate(self, text: str) -> Answer:
-        """Return a complete Answer for `text` or raise TransientError / HardError."""
+    def generate(self, text: str, history: Sequence[tuple[str, str]] = ()) -> Answer:
+        """Return a complete Answer for `text` (after the (user, assistant) `history`) or raise
+        TransientError / HardError."""
 
     def close(self) -> None: ...

@@ -14,7 +14,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -108,8 +108,9 @@ class RouterEngine:
 
     # -- generate ------------------------------------------------------------------------------
 
-    def generate(self, text: str) -> Answer:
-        """Return the router's complete answer to `text` as one user message.
+    def generate(self, text: str, history: Sequence[tuple[str, str]] = ()) -> Answer:
+        """Return the router's complete answer to `text` as one user message, after `history`
+        (earlier (user, assistant) turns of the same conversation, for multi-turn prompts).
 
         Retries 408/409/429/5xx, errors inside an HTTP 200 and connection failures at most
         `max_retries` times, waiting what the router announced (capped by `max_retry_wait`) or
@@ -118,7 +119,13 @@ class RouterEngine:
         filtered answer; with code "router_failed" and the router's last message when the
         retries are spent.
         """
-        body = {"model": self.model, "messages": [{"role": "user", "content": text}], "stream": False}
+        messages = [
+            {"role": role, "content": content}
+            for user, assistant in history
+            for role, content in (("user", user), ("assistant", assistant))
+        ]
+        messages.append({"role": "user", "content": text})
+        body = {"model": self.model, "messages": messages, "stream": False}
         retries = 0
         while True:
             outcome = self._attempt(body)
