@@ -46,7 +46,7 @@ def plain_wanted(stream=None) -> bool:
 def cells(row: Row, now: float) -> tuple[str, ...]:
     return (
         row.slug,
-        row.state,
+        f"{row.state} (turn {row.turn} of {row.turns})" if row.turns else row.state,
         row.engine or "-",
         ago(row.age_seconds) if row.age_seconds is not None else "-",
         str(row.attempts),

@@ -51,5 +51,6 @@ def local_day_start(now: float) -> float:
 
 def sends_today(journal: Journal, now: float) -> int:
     """Prompts sent to the chat since local midnight (each `sending` step may have reached it)."""
-    start = local_day_start(now)
-    return sum(1 for e in journal.read() if e.get("event") == "sending" and e.get("ts", 0) >= start)
+    from .journal_index import sends_since  # an incremental index: O(new lines), not O(history)
+
+    return sends_since(journal, local_day_start(now))

@@ -55,7 +55,8 @@ class Row:
     next_try: float | None = None
     last_error: str | None = None
     chat_url: str | None = None
-    turn: int | None = None  # reserved for multi-turn articles
+    turn: int | None = None  # multi-turn prompts: the turn the chat is at
+    turns: int | None = None  # multi-turn prompts: how many turns the prompt has
     path: str = ""
 
     def to_json(self) -> dict:
@@ -70,6 +71,7 @@ class Row:
             "last_error": self.last_error,
             "chat_url": self.chat_url,
             "turn": self.turn,
+            "turns": self.turns,
             "path": self.path,
         }
 
@@ -234,6 +236,8 @@ def build_row(
         row.last_error = first_line(state.last_error) or None
         row.next_try = state.next_try if state.next_try > now else None
         sent_at = state.sent_at or sent_at
+        if int(getattr(state, "turns", 1) or 1) > 1:
+            row.turn, row.turns = int(state.turn or 1), int(state.turns)
         if phase == batch.SENT:
             row.chat_url = places.chat_url(view.slug) or row.chat_url
         row.state = state_of(phase, state.hard_failures, journal.last_event, row.next_try, sends_stopped)

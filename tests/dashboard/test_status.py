@@ -33,6 +33,7 @@ ROW_FIELDS = [
     "last_error",
     "chat_url",
     "turn",
+    "turns",
     "path",
 ]
 TOP_FIELDS = [
@@ -161,7 +162,7 @@ def test_json_rows_field_by_field(batch, project):
     assert isinstance(gen["age_seconds"], int) and 0 <= gen["age_seconds"] < 60
     assert (gen["attempts"], gen["hard_failures"], gen["next_try"], gen["last_error"]) == (0, 0, None, None)
     assert gen["chat_url"] == (articles / "generating.md.url").read_text().strip()
-    assert gen["turn"] is None and gen["path"] == str(articles / "generating.md")
+    assert gen["turn"] is None and gen["turns"] is None and gen["path"] == str(articles / "generating.md")
 
     done = rows["done"]
     assert done["state"] == "done" and done["engine"] == "qwen" and done["chat_url"].startswith("https://")

@@ -102,3 +102,17 @@ def test_answer_turn_beyond_the_prompt_is_refused(project, workspace, engines):
     add_prompt(project, "tea", "One.\n=== next turn ===\nTwo.", meta="[article]\nanswer_turn = 3")
     with pytest.raises(UsageProblem, match="answer_turn = 3 but the prompt has 2"):
         generate(workspace, "tea", engines)
+
+
+def test_status_shows_turn_2_of_3(project, workspace, engines, chat):
+    from pipeline.dashboard import cells
+    from pipeline.status import collect
+
+    add_prompt(project, "tea", THREE)
+    generate(workspace, "tea", engines)
+    generate(workspace, "tea", engines)
+    chat.last_turn_complete.append(False)
+    generate(workspace, "tea", engines)
+    row = next(r for r in collect(workspace).rows if r.slug == "tea")
+    assert (row.turn, row.turns) == (2, 3) and row.to_json()["turns"] == 3
+    assert "turn 2 of 3" in cells(row, 0)[1]
