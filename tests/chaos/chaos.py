@@ -1,0 +1,527 @@
+"""Crash injection: SIGKILL `generate` and `cycle` at every step boundary and at random moments.
+
+    .venv/bin/python tests/chaos/chaos.py --trials 500 [--seed 7] [--jobs 1]
+
+Each trial makes a fresh project against ONE long-lived simulator (real subprocesses, real
+Chromium), kills one or more commands, either at a named crash point (QWENPIPE_CRASH_AT) or
+after a random delay, then re-runs `cycle` / `generate` without crashes until every prompt is
+done, and checks what the contract promises:
+
+- the simulator accepted each prompt at most once (its ledger), and a prompt the chat took is
+  never also paid for through the router;
+- each article is complete: the chat's exact answer (sim.expected_answer), or a router article
+  (engine = "router") for the prompts whose send the chat refused (`[sim:bot_check]`,
+  `[sim:quota]`);
+- no article is missing and none is dead-lettered;
+- no `.tmp-*` file is left: a killed writer's leftover may stay until a cycle cleans files
+  older than 300 s, so the check ages the leftovers (os.utime, as if 400 s had passed), runs
+  one more cycle and requires them gone; before that it checks a leftover is never read as an
+  article by the batch scan;
+- every complete journal line parses, except torn lines from mid_journal kills (at most one
+  per such kill), and `status --json` still reads it all.
+
+The quick CI version is tests/chaos/test_chaos_quick.py; docs/reliability.md quotes long runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+TESTS = HERE.parent
+if str(TESTS) not in sys.path:  # run as a script: make tests/ importable (sim_project)
+    sys.path.insert(0, str(TESTS))
+
+from sim_project import make_project  # noqa: E402
+
+NAMED = ("before_send", "after_send", "mid_article", "mid_journal", "after_router")
+KINDS = (*NAMED, "random")
+ROUTER_TOKENS = ("[sim:bot_check]", "[sim:quota]")  # the chat refuses the send: the router writes it
+TOPICS = ("green tea", "sourdough", "tide pools", "bicycle gears", "paper maps", "night trains")
+COMMAND_TIMEOUT = 120
+CLEAN_DEADLINE = 150  # seconds of crash-free re-runs before an article counts as lost
+TEMP_PREFIX = ".tmp-"
+STALE_AGE = 400  # older than files.clean_stale_temporaries' 300 s
+# The router simulator's answers are short; the word minimum is not what these trials test.
+ARTICLE_SECTION = "\n[article]\nmin_words = 0\n"
+
+
+@dataclass
+class Trial:
+    """One trial's plan and findings. `problems` lists every broken promise in words."""
+
+    index: int
+    kind: str
+    slugs: dict[str, str] = field(default_factory=dict)  # slug -> prompt text
+    router_slugs: set[str] = field(default_factory=set)
+    quota: bool = False  # a `[sim:quota]` prompt: the chat's quota is spent, the router writes all
+    kills: Counter = field(default_factory=Counter)  # crash point (or "random") -> SIGKILLs
+    runs: int = 0
+    duplicates: list[str] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)
+    wrong: list[str] = field(default_factory=list)
+    temp_left: list[str] = field(default_factory=list)  # leftovers after the final runs
+    temp_from_kills: int = 0  # leftovers seen before ageing (allowed, cleaned by the cycle)
+    torn_lines: int = 0
+    unreadable_lines: int = 0  # complete lines that do not parse beyond the torn allowance
+    recovered: int = 0
+    router_articles: int = 0
+    orphans: int = 0  # processes of a killed command still alive after it died
+    seconds: float = 0.0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def qwenpipe_env(crash_at: str = "") -> dict[str, str]:
+    env = {**os.environ, "NO_COLOR": "1"}
+    env.pop("QWENPIPE_CONFIG", None)
+    env.pop("QWENPIPE_CRASH_AT", None)
+    if crash_at:
+        env["QWENPIPE_CRASH_AT"] = crash_at
+    return env
+
+
+def start(args: list[str], project: Path, crash_at: str = "") -> subprocess.Popen:
+    # Own session: what a killed command leaves behind (its browser) can be found by group id.
+    return subprocess.Popen(
+        [sys.executable, "-m", "pipeline", *args],
+        cwd=project,
+        env=qwenpipe_env(crash_at),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def finish(process: subprocess.Popen, *, kill_after: float | None = None) -> tuple[int, str, bool]:
+    """(exit code, stderr, killed by us). Kills the process after `kill_after` s if still running."""
+    killed = False
+    if kill_after is not None:
+        try:
+            process.wait(timeout=kill_after)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGKILL)
+            killed = True
+    try:
+        _out, err = process.communicate(timeout=COMMAND_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        _out, err = process.communicate()
+        err = (err or "") + "\n(chaos: killed after the command timeout)"
+    return process.returncode, err or "", killed
+
+
+def reap_group(process: subprocess.Popen) -> int:
+    """SIGKILL whatever is left of a killed command's process group (its browser, its driver):
+    only processes this runner started. Returns how many were still there."""
+    pgid = process.pid
+    alive = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                alive += 1
+        except (OSError, ValueError, IndexError):
+            continue
+    if alive:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return alive
+
+
+def qwenpipe(args: list[str], project: Path, *, crash_at: str = "", kill_after: float | None = None):
+    process = start(args, project, crash_at)
+    code, err, killed = finish(process, kill_after=kill_after)
+    orphans = reap_group(process) if code == -signal.SIGKILL else 0
+    return code, err, killed, orphans
+
+
+def articles_dir(project: Path) -> Path:
+    return project / "articles"
+
+
+def done(project: Path, slugs) -> bool:
+    return all((articles_dir(project) / f"{slug}.md").exists() for slug in slugs)
+
+
+def pick_command(rng: random.Random, trial: Trial, project: Path) -> list[str]:
+    pending = [s for s in sorted(trial.slugs) if not (articles_dir(project) / f"{s}.md").exists()]
+    if trial.kind == "after_router" and trial.router_slugs and rng.random() < 0.5:
+        pending = sorted(trial.router_slugs) or pending
+    roll = rng.random()
+    if roll < 0.45 or not pending:
+        return ["cycle"]
+    slug = rng.choice(pending)
+    return ["generate", slug, "--wait"] if roll < 0.65 else ["generate", slug]
+
+
+def plan_trial(index: int, rng: random.Random, kind: str | None = None, max_prompts: int = 3) -> Trial:
+    kind = kind or rng.choice(KINDS)
+    trial = Trial(index=index, kind=kind)
+    nonce = f"{index}-{rng.getrandbits(32):08x}"  # the chat list must never match an older trial
+    count = rng.randint(1, max_prompts)
+    with_router = kind == "after_router" or rng.random() < 0.15
+    for number in range(count):
+        topic = rng.choice(TOPICS)
+        text = f"Write a short piece on {topic} (chaos trial {nonce}, prompt {number})."
+        slug = f"t{index}-p{number}"
+        if with_router and number == 0:
+            token = rng.choice(ROUTER_TOKENS)
+            text = f"{text} {token}"
+            trial.router_slugs.add(slug)
+            trial.quota = token == "[sim:quota]"
+        trial.slugs[slug] = text
+    return trial
+
+
+def run_trial(
+    sim, root: Path, index: int, rng: random.Random, kind: str | None = None, max_prompts: int = 3
+) -> Trial:
+    """Plan, break, heal and check one trial in `root/tNNNN`."""
+    started = time.monotonic()
+    trial = plan_trial(index, rng, kind, max_prompts)
+    project = make_project(root / f"t{index:04d}", sim)
+    with open(project / "config.toml", "a", encoding="utf-8") as config:
+        config.write(ARTICLE_SECTION)
+    for slug, text in trial.slugs.items():
+        (project / "prompts" / f"{slug}.md").write_text(text, encoding="utf-8")
+    sim.set(url_delay=round(rng.uniform(0.05, 1.5), 2))
+    try:
+        break_it(trial, project, rng)
+        heal(trial, project, rng)
+        check(trial, project, sim)
+    except Exception as error:  # a broken runner must show up as a problem, not a silent pass
+        trial.problems.append(f"runner error: {type(error).__name__}: {error}")
+    trial.seconds = time.monotonic() - started
+    return trial
+
+
+def break_it(trial: Trial, project: Path, rng: random.Random) -> None:
+    """Run commands with the crash armed until one was killed (sometimes two), at most 5 runs."""
+    wanted_kills = 2 if rng.random() < 0.25 else 1
+    kills = 0
+    for _ in range(5):
+        if done(project, trial.slugs):
+            break
+        command = pick_command(rng, trial, project)
+        if trial.kind == "random":
+            code, err, killed, orphans = qwenpipe(command, project, kill_after=rng.uniform(0.2, 4.5))
+        else:
+            code, err, killed, orphans = qwenpipe(command, project, crash_at=trial.kind)
+            killed = code == -signal.SIGKILL
+        trial.runs += 1
+        trial.orphans += orphans
+        if killed:
+            trial.kills[trial.kind] += 1
+            kills += 1
+            if kills >= wanted_kills:
+                break
+        elif code not in (0, 3, 42):
+            trial.problems.append(f"{' '.join(command)} (crash armed) exit {code}: {last_line(err)}")
+        if "Traceback" in err:
+            trial.problems.append(f"{' '.join(command)}: traceback: {last_line(err)}")
+        time.sleep(rng.uniform(0, 0.8))  # let answers grow, so mid_article has a finished one
+
+
+def heal(trial: Trial, project: Path, rng: random.Random) -> None:
+    """Crash-free `cycle` (and now and then `generate`) until every prompt is done."""
+    deadline = time.monotonic() + CLEAN_DEADLINE
+    while time.monotonic() < deadline:
+        command = ["cycle"] if rng.random() < 0.7 else pick_command(rng, trial, project)
+        code, err, _killed, _orphans = qwenpipe(command, project)
+        trial.runs += 1
+        if code not in (0, 3, 42) or "Traceback" in err:
+            trial.problems.append(f"{' '.join(command)} exit {code}: {last_line(err)}")
+            if code in (1, 2) or "Traceback" in err:
+                return
+        if "not sending again" in err:
+            trial.recovered += 1
+        if done(project, trial.slugs) and command == ["cycle"] and code == 0:
+            return
+        time.sleep(0.2)
+
+
+def check(trial: Trial, project: Path, sim) -> None:
+    out = articles_dir(project)
+    ledger = [entry["prompt"] for entry in sim.sends()]
+    for slug, text in sorted(trial.slugs.items()):
+        accepted = ledger.count(text)
+        if accepted > 1:
+            trial.duplicates.append(slug)
+            trial.problems.append(f"{slug}: the chat took the prompt {accepted} times")
+        article = out / f"{slug}.md"
+        if (out / f"{slug}.md.failed").exists():
+            trial.problems.append(f"{slug}: dead-lettered: {(out / f'{slug}.md.failed').read_text()!r}")
+        if not article.exists():
+            trial.lost.append(slug)
+            trial.problems.append(f"{slug}: no article after the crash-free runs")
+            continue
+        for leftover in (f"{slug}.md.sending",):
+            if (out / leftover).exists():
+                trial.problems.append(f"{slug}: {leftover} left beside the finished article")
+        router_ok = slug in trial.router_slugs or trial.quota  # a spent quota stops every chat send
+        problem = article_problem(article, slug, text, sim, accepted, router_ok)
+        if problem:
+            trial.wrong.append(slug)
+            trial.problems.append(f"{slug}: {problem}")
+        elif slug in trial.router_slugs:
+            trial.router_articles += 1
+    check_journal(trial, project)
+    check_temporaries(trial, project)
+
+
+def article_problem(article: Path, slug: str, text: str, sim, accepted: int, router_ok: bool) -> str:
+    raw = article.read_text(encoding="utf-8")
+    if not raw.startswith("+++\n") or "\n+++\n" not in raw[4:]:
+        return "the article has no front matter"
+    head, body = raw[4:].split("\n+++\n", 1)
+    try:
+        meta = tomllib.loads(head)
+    except tomllib.TOMLDecodeError as err:
+        return f"the front matter is not TOML: {err}"
+    if meta.get("slug") != slug:
+        return f"front matter slug {meta.get('slug')!r}"
+    if meta.get("engine") == "qwen":
+        if body.strip() != sim.expected_answer(text).strip():
+            return "the body is not the chat's answer (incomplete or swapped)"
+        if accepted != 1:
+            return f"a chat article, but the chat took the prompt {accepted} times"
+        return ""
+    if meta.get("engine") == "router":
+        if not router_ok:
+            return "written by the router although the chat could serve it"
+        if accepted:
+            return "paid twice: the chat took the prompt and the router wrote it"
+        if not body.strip():
+            return "the router article is empty"
+        return ""
+    return f"unknown engine {meta.get('engine')!r}"
+
+
+def check_journal(trial: Trial, project: Path) -> None:
+    path = articles_dir(project) / ".qwenpipe" / "journal.jsonl"
+    bad = 0
+    for raw in path.read_bytes().split(b"\n")[:-1]:  # complete lines only
+        try:
+            entry = json.loads(raw)
+            if not isinstance(entry, dict) or "event" not in entry:
+                bad += 1
+        except ValueError:
+            bad += 1
+    allowed = trial.kills["mid_journal"]
+    trial.torn_lines = min(bad, allowed)
+    trial.unreadable_lines = max(0, bad - allowed)
+    if trial.unreadable_lines:
+        trial.problems.append(f"journal: {bad} unreadable lines, {allowed} mid_journal kills")
+    from pipeline.journal import Journal
+
+    events = [e["event"] for e in Journal(path).read()]
+    if "cycle_end" not in events:
+        trial.problems.append("journal: no cycle_end from the final cycle")
+    status = subprocess.run(
+        [sys.executable, "-m", "pipeline", "status", "--json"],
+        cwd=project,
+        env=qwenpipe_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if status.returncode != 0:
+        trial.problems.append(f"status --json exit {status.returncode}: {last_line(status.stderr)}")
+    else:
+        totals = json.loads(status.stdout).get("totals", {})
+        if totals.get("total") != len(trial.slugs):
+            trial.problems.append(f"status --json counts {totals.get('total')} articles: {totals}")
+
+
+def temporaries(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob(f"{TEMP_PREFIX}*") if p.is_file())
+
+
+def check_temporaries(trial: Trial, project: Path) -> None:
+    out = articles_dir(project)
+    leftovers = temporaries(out)
+    trial.temp_from_kills = len(leftovers)
+    if leftovers and not sum(trial.kills.values()):
+        trial.problems.append(f"temporary files without any kill: {[p.name for p in leftovers]}")
+    from pipeline.batch import scan
+
+    known = {view.slug for view in scan(project / "prompts", out)}
+    if known != set(trial.slugs):
+        trial.problems.append(f"the batch scan sees {sorted(known)}: a leftover read as an article?")
+    # As if 400 s had passed: the next cycle must remove what the killed writers left.
+    aged = time.time() - STALE_AGE
+    for path in leftovers:
+        os.utime(path, (aged, aged))
+    code, err, _killed, _orphans = qwenpipe(["cycle"], project)
+    if code != 0:
+        trial.problems.append(f"final cycle exit {code}: {last_line(err)}")
+    trial.temp_left = [str(p.relative_to(out)) for p in temporaries(out)]
+    if trial.temp_left:
+        trial.problems.append(f"temporary files left after a cycle: {trial.temp_left}")
+
+
+def last_line(text: str) -> str:
+    lines = [line for line in (text or "").splitlines() if line.strip()]
+    return lines[-1] if lines else "(no output)"
+
+
+@dataclass
+class Summary:
+    trials: list[Trial] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def add(self, trial: Trial) -> None:
+        self.trials.append(trial)
+
+    @property
+    def kills(self) -> Counter:
+        total = Counter()
+        for trial in self.trials:
+            total.update(trial.kills)
+        return total
+
+    def total(self, name: str) -> int:
+        return sum(len(v) if isinstance(v := getattr(t, name), list) else v for t in self.trials)
+
+    @property
+    def failed(self) -> list[Trial]:
+        return [t for t in self.trials if not t.ok]
+
+    def table(self) -> str:
+        kills = self.kills
+        rows = [
+            ("trials", len(self.trials)),
+            ("prompts", sum(len(t.slugs) for t in self.trials)),
+            *((f"kills at {name}", kills[name]) for name in NAMED),
+            ("kills at a random moment", kills["random"]),
+            ("kills in all", sum(kills.values())),
+            ("commands run", self.total("runs")),
+            ("recoveries from the chat list", self.total("recovered")),
+            ("router articles", self.total("router_articles")),
+            ("duplicate sends found", self.total("duplicates")),
+            ("articles lost", self.total("lost")),
+            ("articles wrong or incomplete", self.total("wrong")),
+            ("temp files left by kills (aged, then cleaned)", self.total("temp_from_kills")),
+            ("temp files left after the final cycle", self.total("temp_left")),
+            ("torn journal lines (mid_journal kills)", self.total("torn_lines")),
+            ("journal lines unreadable otherwise", self.total("unreadable_lines")),
+            ("browser processes outliving a killed command", self.total("orphans")),
+            ("trials with a broken promise", len(self.failed)),
+            ("wall time (s)", round(self.seconds, 1)),
+            ("seconds per trial", round(self.seconds / max(1, len(self.trials)), 2)),
+        ]
+        width = max(len(name) for name, _ in rows)
+        return "\n".join(f"{name:<{width}}  {value:>8}" for name, value in rows)
+
+    def problems(self) -> str:
+        return "\n".join(f"trial {t.index} ({t.kind}): {p}" for t in self.failed for p in t.problems)
+
+
+def run(
+    trials: int,
+    *,
+    seed: int = 0,
+    root: Path,
+    jobs: int = 1,
+    answer_seconds: float = 0.8,
+    max_prompts: int = 3,
+    progress=None,
+) -> Summary:
+    """Run `trials` trials against one simulator; kinds cycle through every crash point first."""
+    from pipeline.simulator import Simulator
+
+    summary = Summary()
+    lock = threading.Lock()
+    started = time.monotonic()
+    sim = Simulator(port=0, answer_seconds=answer_seconds, thinking_seconds=0.2, url_delay=0.3).start()
+    try:
+        sim.set(router_scenario="slow", router_delay=0.5)  # a router call lasts long enough to be hit
+
+        def one(index: int) -> None:
+            rng = random.Random(f"{seed}-{index}")
+            kind = KINDS[index % len(KINDS)] if index < 2 * len(KINDS) else None
+            trial = run_trial(sim, root, index, rng, kind, max_prompts)
+            with lock:
+                summary.add(trial)
+                if progress:
+                    progress(trial, summary)
+
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            list(pool.map(one, range(trials)))
+    finally:
+        sim.stop()
+    summary.trials.sort(key=lambda t: t.index)
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    import tempfile
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=1, help="trials at once (one simulator for all)")
+    parser.add_argument("--answer-seconds", type=float, default=0.8)
+    parser.add_argument("--max-prompts", type=int, default=3, help="prompts per trial: 1 to this")
+    parser.add_argument("--keep", type=Path, help="keep the trial folders here instead of a temp folder")
+    args = parser.parse_args(argv)
+
+    def progress(trial: Trial, summary: Summary) -> None:
+        verdict = "ok" if trial.ok else "PROBLEM: " + "; ".join(trial.problems)
+        kills = ",".join(f"{k}x{v}" for k, v in trial.kills.items()) or "no kill"
+        print(
+            f"[{len(summary.trials):>4}/{args.trials}] trial {trial.index:>4} {trial.kind:<12} "
+            f"{len(trial.slugs)} prompts, {kills}, {trial.seconds:5.1f} s: {verdict}",
+            flush=True,
+        )
+
+    def go(root: Path) -> Summary:
+        return run(
+            args.trials,
+            seed=args.seed,
+            root=root,
+            jobs=args.jobs,
+            answer_seconds=args.answer_seconds,
+            max_prompts=args.max_prompts,
+            progress=progress,
+        )
+
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        summary = go(args.keep)
+    else:
+        with tempfile.TemporaryDirectory(prefix="qwenpipe-chaos-") as folder:
+            summary = go(Path(folder))
+    print(f"\nchaos run: {args.trials} trials, seed {args.seed}, {args.jobs} at once")
+    print(summary.table())
+    if summary.failed:
+        print("\nproblems:\n" + summary.problems())
+    return 1 if summary.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""The quick chaos run for CI: every crash point and random kills, a few trials each.
+
+Long runs: `.venv/bin/python tests/chaos/chaos.py --trials 500` (docs/reliability.md).
+"""
+
+from __future__ import annotations
+
+import os
+
+import chaos
+import pytest
+
+pytestmark = [pytest.mark.chaos, pytest.mark.browser]
+
+TRIALS = int(os.environ.get("QWENPIPE_CHAOS_TRIALS", "18"))
+
+
+@pytest.mark.timeout(420)
+def test_killed_commands_never_send_twice_nor_lose_an_article(tmp_path):
+    summary = chaos.run(
+        TRIALS,
+        seed=int(os.environ.get("QWENPIPE_CHAOS_SEED", "0")),
+        root=tmp_path,
+        jobs=2,
+        answer_seconds=0.6,
+        max_prompts=2,
+    )
+    print("\n" + summary.table())
+    assert not summary.failed, summary.problems()
+    kills = summary.kills
+    if len(chaos.KINDS) * 2 <= TRIALS:
+        missing = [name for name in chaos.KINDS if not kills[name]]
+        assert not missing, f"no kill happened at {missing}: the trials did not reach those points"
+    assert summary.total("duplicates") == 0 and summary.total("lost") == 0
