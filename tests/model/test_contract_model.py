@@ -1,0 +1,363 @@
+"""A model of the generate contract: hypothesis interleaves runs, engine results, crashes, lock
+contention, router failures and replays, and checks the promises after every step.
+
+In-process and fast: the chat is a fake site with its own ledger of received prompts, crashes
+are a BaseException raised from inside the engines or at the named crash points (the contract
+must leave its files as a SIGKILL would: the lock dies with the "process", nothing else helps).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import tomllib
+from collections import Counter
+from contextlib import contextmanager
+from pathlib import Path
+from unittest import mock
+
+import hypothesis.strategies as st
+import pytest
+from hypothesis import HealthCheck, event, settings
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+import pipeline.contract
+import pipeline.files
+import pipeline.journal
+from pipeline.config import load
+from pipeline.contract import Status, generate, replay
+from pipeline.engines.base import Answer, Generating, HardError, QuotaSpent, TransientError
+from pipeline.errors import UsageProblem
+from pipeline.files import FileLock
+from pipeline.journal import Journal
+from pipeline.workspace import Engines, Workspace
+
+SLUGS = ("alpha", "beta")
+MAX_ATTEMPTS = 3
+CRASH_POINTS = (
+    None,
+    None,
+    None,
+    None,
+    "before_send",
+    "after_send",
+    "mid_article",
+    "mid_journal",
+    "after_router",
+)
+
+
+class Crash(BaseException):
+    """The process dies here (a BaseException: no `except Exception` in the contract catches it)."""
+
+
+class FakeSite:
+    """The chat site: what it received (the ledger), which chats the chat list shows."""
+
+    def __init__(self) -> None:
+        self.chats: dict[str, str] = {}  # url -> first prompt
+        self.hidden: set[str] = set()  # chats the chat list does not show (list lag)
+        self.received: Counter = Counter()  # prompt -> times received
+
+    def receive(self, text: str, *, hidden: bool = False) -> str:
+        url = f"https://chat.qwen.ai/c/{len(self.chats) + 1:08d}-0000-4000-8000-000000000000"
+        self.chats[url] = text
+        self.received[text] += 1
+        if hidden:
+            self.hidden.add(url)
+        return url
+
+
+def answer_for(tag: str) -> str:
+    return f"# Answer {tag}\n\nBEGIN-{tag} The body of the article, several words long. END-{tag}\n"
+
+
+class ModelChat:
+    """ChatEngine over FakeSite; each call takes the next scripted behaviour (default: ok)."""
+
+    name = "qwen"
+
+    def __init__(self, site: FakeSite) -> None:
+        self.site = site
+        self.send_mode = "ok"
+        self.check_mode = "answer"
+        self.find_mode = "ok"
+
+    def send(self, text: str) -> str:
+        mode, self.send_mode = self.send_mode, "ok"
+        if mode == "crash_before_site":
+            raise Crash("killed while typing")
+        if mode == "transient":
+            raise TransientError("network down", code="network")
+        if mode == "hard":
+            raise HardError("bot check", code="bot_check")
+        if mode == "quota":
+            raise QuotaSpent("daily quota spent", retry_after=100)
+        url = self.site.receive(text, hidden=mode == "crash_after_site_hidden")
+        if mode.startswith("crash_after_site"):
+            raise Crash("killed after the click, before the URL was known")
+        return url
+
+    def _look(self, chat_url: str):
+        mode, self.check_mode = self.check_mode, "answer"
+        assert chat_url in self.site.chats, f"looked at a chat the site never made: {chat_url}"
+        if mode == "generating":
+            return Generating("writing")
+        if mode == "transient":
+            raise TransientError("WAF page", code="waf")
+        if mode == "hard":
+            raise HardError("chat not found", code="chat_not_found")
+        if mode == "quota":
+            raise QuotaSpent("daily quota spent", retry_after=100)
+        if mode == "crash":
+            raise Crash("killed while reading the chat")
+        return Answer(answer_for(chat_url.rsplit("/", 1)[1]), "qwen", model="qwen-max")
+
+    def check(self, chat_url: str):
+        return self._look(chat_url)
+
+    def wait(self, chat_url: str, *, timeout: float, on_progress=None) -> Answer:
+        for _ in range(5):
+            result = self._look(chat_url)
+            if isinstance(result, Answer):
+                return result
+        raise TransientError("timed out", code="timeout")
+
+    def find_chat(self, text: str) -> str | None:
+        mode, self.find_mode = self.find_mode, "ok"
+        if mode == "transient":
+            raise TransientError("the chat list did not load", code="network")
+        found = [u for u, t in self.site.chats.items() if t == text and u not in self.site.hidden]
+        return found[-1] if found else None
+
+    def close(self) -> None:
+        pass
+
+
+class ModelRouter:
+    name = "router"
+
+    def __init__(self) -> None:
+        self.mode = "answer"
+        self.calls = 0
+
+    def generate(self, text: str, history=()) -> Answer:
+        mode, self.mode = self.mode, "answer"
+        self.calls += 1
+        if mode == "hard":
+            raise HardError("router: 401", code="auth")
+        if mode == "transient":
+            raise TransientError("router: 503 after retries", code="upstream")
+        if mode == "crash":
+            raise Crash("killed during the router call")
+        return Answer(answer_for(f"router-{self.calls}"), "router", model="test/model")
+
+    def close(self) -> None:
+        pass
+
+
+@contextmanager
+def armed(point: str | None):
+    """Make the named crash point raise Crash (as QWENPIPE_CRASH_AT makes it SIGKILL)."""
+    if point is None:
+        yield
+        return
+
+    def crashpoint(name: str) -> None:
+        if name == point:
+            raise Crash(f"crash point {name}")
+
+    env = {"QWENPIPE_CRASH_AT": point} if point == "mid_journal" else {}
+    with (
+        mock.patch.object(pipeline.contract, "crashpoint", crashpoint),
+        mock.patch.object(pipeline.files, "crashpoint", crashpoint),
+        mock.patch.object(pipeline.journal, "crashpoint", crashpoint),
+        mock.patch.dict(os.environ, env),
+    ):
+        yield
+
+
+class ContractModel(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.root = Path(tempfile.mkdtemp(prefix="qwenpipe-model-"))
+        (self.root / "prompts").mkdir()
+        (self.root / "articles").mkdir()
+        (self.root / "config.toml").write_text(
+            f"[qwen]\npoll_interval = 0\nmax_attempts = {MAX_ATTEMPTS}\n[article]\nmin_words = 0\n"
+        )
+        self.texts = {}
+        for slug in SLUGS:
+            self.texts[slug] = f"Write about {slug} for the model test."
+            (self.root / "prompts" / f"{slug}.md").write_text(self.texts[slug])
+        self.ws = Workspace(load(self.root / "config.toml"))
+        self.site = FakeSite()
+        self.chat = ModelChat(self.site)
+        self.router = ModelRouter()
+        self.now = 1_800_000_000.0
+        self.torn_allowed = 0
+        self.failures: Counter = Counter()  # FAILED outcomes (hard failure, no fallback) since reset
+        self.router_answers: dict[str, int] = {}
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    @property
+    def out(self) -> Path:
+        return self.root / "articles"
+
+    def engines(self) -> Engines:
+        return Engines(
+            self.ws.config, chat_factory=lambda _c: self.chat, router_factory=lambda _c: self.router
+        )
+
+    # -- rules -------------------------------------------------------------------------------
+
+    @rule(
+        slug=st.sampled_from(SLUGS),
+        send_mode=st.sampled_from(
+            ["ok", "ok", "crash_before_site", "crash_after_site", "crash_after_site_hidden"]
+            + ["transient", "hard", "quota"]
+        ),
+        check_mode=st.sampled_from(["answer", "generating", "transient", "hard", "quota", "crash"]),
+        find_mode=st.sampled_from(["ok", "ok", "transient"]),
+        router_mode=st.sampled_from(["answer", "answer", "hard", "transient", "crash"]),
+        crash_at=st.sampled_from(CRASH_POINTS),
+        wait=st.booleans(),
+        engine=st.sampled_from(["auto", "auto", "auto", "qwen", "router"]),
+    )
+    def run_generate(self, slug, send_mode, check_mode, find_mode, router_mode, crash_at, wait, engine):
+        self.chat.send_mode, self.chat.check_mode, self.chat.find_mode = send_mode, check_mode, find_mode
+        self.router.mode = router_mode
+        dead_before = (self.out / f"{slug}.md.failed").exists()
+        done_before = (self.out / f"{slug}.md").exists()
+        if crash_at == "mid_journal":
+            self.torn_allowed += 1
+        try:
+            with armed(crash_at), self.engines() as engines:
+                outcome = generate(self.ws, slug, engines, wait=wait, engine=engine, clock=lambda: self.now)
+        except Crash:
+            event("crashed")
+            return
+        event(f"outcome {outcome.status.value} {outcome.reason}".strip())
+        if (self.out / f"{slug}.md.failed").exists() and not dead_before:
+            event("dead-lettered")
+        if done_before:
+            assert outcome.status is Status.DONE
+        if outcome.status is Status.FAILED and not dead_before:
+            self.failures[slug] += 1
+        if outcome.status is Status.DONE:
+            self.failures[slug] = 0
+
+    @rule(slug=st.sampled_from(SLUGS))
+    def contended_lock_changes_nothing(self, slug):
+        with FileLock(self.ws.article(slug).lock, purpose="the test holds it"), self.engines() as engines:
+            before = snapshot(self.out)
+            outcome = generate(self.ws, slug, engines, clock=lambda: self.now)
+            after = snapshot(self.out)
+        if (self.out / f"{slug}.md").exists():
+            assert outcome.status is Status.DONE
+        else:
+            assert outcome.status is Status.WORKING and outcome.reason == "locked", outcome
+        assert after == before, "a run that did not hold the lock changed files"
+
+    @rule(slug=st.sampled_from(SLUGS))
+    def replay_it(self, slug):
+        dead = (self.out / f"{slug}.md.failed").exists()
+        try:
+            replay(self.ws, slug)
+        except UsageProblem:
+            assert not dead
+            return
+        assert dead and not (self.out / f"{slug}.md.failed").exists()
+        self.failures[slug] = 0
+
+    @rule(seconds=st.sampled_from([1, 60, 200]))
+    def time_passes(self, seconds):
+        self.now += seconds
+
+    @precondition(lambda self: any((self.root / "articles" / f"{s}.md").exists() for s in SLUGS))
+    @rule()
+    def finished_articles_are_never_touched_again(self):
+        before = {s: (self.out / f"{s}.md").read_bytes() for s in SLUGS if (self.out / f"{s}.md").exists()}
+        with self.engines() as engines:
+            for slug in before:
+                assert generate(self.ws, slug, engines, clock=lambda: self.now).status is Status.DONE
+        assert {s: (self.out / f"{s}.md").read_bytes() for s in before} == before
+
+    # -- invariants --------------------------------------------------------------------------
+
+    @invariant()
+    def each_prompt_reaches_the_site_at_most_once_unless_the_list_hid_it(self):
+        for slug, text in self.texts.items():
+            hidden = sum(1 for u in self.site.hidden if self.site.chats[u] == text)
+            assert self.site.received[text] <= 1 + hidden, (slug, self.site.received[text], hidden)
+
+    @invariant()
+    def articles_are_absent_or_complete(self):
+        for slug in SLUGS:
+            path = self.out / f"{slug}.md"
+            if not path.exists():
+                continue
+            raw = path.read_text(encoding="utf-8")
+            assert raw.startswith("+++\n")
+            head, body = raw[4:].split("\n+++\n", 1)
+            meta = tomllib.loads(head)
+            assert meta["slug"] == slug
+            if meta["engine"] == "qwen":
+                url = meta["chat_url"]
+                assert self.site.chats[url] == self.texts[slug], "an article from another prompt's chat"
+                tag = url.rsplit("/", 1)[1]
+            else:
+                assert meta["engine"] == "router"
+                tag = body.split("BEGIN-", 1)[1].split(" ", 1)[0]
+            assert f"BEGIN-{tag}" in body and body.rstrip().endswith(f"END-{tag}"), body
+
+    @invariant()
+    def no_temporary_files(self):
+        left = [p for p in self.out.rglob(".tmp-*")]
+        assert not left, left
+
+    @invariant()
+    def state_and_journal_stay_readable(self):
+        for path in (self.out / ".qwenpipe" / "state").glob("*.json"):
+            assert isinstance(json.loads(path.read_text()), dict)
+        journal = self.out / ".qwenpipe" / "journal.jsonl"
+        if journal.exists():
+            bad = 0
+            for raw in journal.read_bytes().split(b"\n")[:-1]:
+                try:
+                    json.loads(raw)
+                except ValueError:
+                    bad += 1
+            assert bad <= self.torn_allowed, f"{bad} unreadable journal lines"
+            list(Journal(journal).read())
+
+    @invariant()
+    def dead_letter_only_after_max_attempts_hard_failures(self):
+        for slug in SLUGS:
+            if (self.out / f"{slug}.md.failed").exists():
+                assert self.failures[slug] >= MAX_ATTEMPTS, (slug, self.failures[slug])
+
+    @invariant()
+    def a_url_sidecar_names_a_chat_of_this_prompt(self):
+        for slug in SLUGS:
+            url_file = self.out / f"{slug}.md.url"
+            if url_file.exists():
+                url = url_file.read_text().strip()
+                assert self.site.chats.get(url) == self.texts[slug]
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+ContractModel.TestCase.settings = settings(
+    max_examples=int(os.environ.get("QWENPIPE_MODEL_EXAMPLES", "60")),
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+test_contract_model = pytest.mark.timeout(120)(ContractModel.TestCase)
