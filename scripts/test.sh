@@ -5,4 +5,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-.venv/bin/python -m pytest -q "$@"
+# Three workers on two cores: most of the time is spent waiting on Chromium and the simulator.
+.venv/bin/python -m pytest -q -n 3 "$@"
