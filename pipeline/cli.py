@@ -52,6 +52,23 @@ def _workspace(ctx: typer.Context, config: str | None = None):
     return Workspace(load(config or ctx.obj.get("config")))
 
 
+@contextlib.contextmanager
+def _progress(first: str, *, enabled: bool = True):
+    """On a terminal: a spinner showing the latest step, with each step also kept as a line above
+    it. Under cron: plain lines on stderr."""
+    if not (enabled and stderr_is_terminal()):
+        yield say
+        return
+    console = err()
+    with console.status(first) as spinner:
+
+        def report(message: str) -> None:
+            console.print(message, markup=False, highlight=False)
+            spinner.update(message)
+
+        yield report
+
+
 STATUS_EXIT = {
     "done": ExitCode.DONE,
     "queued": ExitCode.QUEUED,
@@ -73,11 +90,7 @@ def generate(
     from .workspace import Engines
 
     workspace = _workspace(ctx, config)
-    progress = (
-        err().status(f"{slug}: starting") if wait and stderr_is_terminal() else contextlib.nullcontext()
-    )
-    with Engines(workspace.config) as engines, progress as spinner:
-        report = (lambda m: spinner.update(m)) if spinner is not None else say
+    with Engines(workspace.config) as engines, _progress(f"{slug}: starting", enabled=wait) as report:
         outcome = run_contract(workspace, slug, engines, wait=wait, engine=engine, say=report)
     if outcome.status.value == "done":
         out().print(str(workspace.article(slug).md), markup=False)
@@ -95,8 +108,8 @@ def cycle(ctx: typer.Context, config: ConfigOption = None) -> None:
     workspace = _workspace(ctx, config)
     ping_url = workspace.config.values["notify"]["ping_url"]
     ping(ping_url, "start", say=say)
-    with Engines(workspace.config) as engines:
-        report = run_cycle(workspace, engines, say=say)
+    with Engines(workspace.config) as engines, _progress("cycle: planning") as report_line:
+        report = run_cycle(workspace, engines, say=report_line)
     say(report.summary())
     ping(ping_url, str(report.exit_code), say=say)
     raise typer.Exit(report.exit_code)
