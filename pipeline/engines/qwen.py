@@ -32,6 +32,7 @@ from pipeline.engines.qwen_page import (
     detect_ui,
     fetch_api,
     fetch_json,
+    present,
     read_dom_state,
     screen_failure,
 )
@@ -220,7 +221,7 @@ class QwenEngine:
     def _ready_to_type(self, page: Any) -> Selectors:
         """The selectors to type with, once the page is known to be a logged-in, usable app."""
         selectors = self._wait_for_app(page)
-        if not page.locator(selectors.composer).count():
+        if not present(page, [selectors.composer])[0]:
             raise TransientError("the page shows a chat but no composer to type in", code="page_changed")
         self._check_login_api(page)
         failure = screen_failure(page, self.selector_sets)  # the app may have drawn a banner since
@@ -230,7 +231,7 @@ class QwenEngine:
 
     def _check_login_api(self, page: Any) -> None:
         try:
-            (body,) = fetch_json(page, ["/api/v2/users/status"])
+            (body,) = fetch_json(page, ["/api/v2/users/status"], timeout=self.page_timeout)
         except ApiUnusable:
             return  # the page's own signals (checked already) have to do
         if is_logged_in_status(body) is False:
@@ -257,12 +258,12 @@ class QwenEngine:
 
     def _api(self, page: Any, path: str) -> dict:
         try:
-            return fetch_api(page, path)
+            return fetch_api(page, path, timeout=self.page_timeout)
         except ApiUnusable as err:
             raise TransientError(f"cannot read the chat site's API: {err}", code="api_error") from None
 
     def _chats_starting_with(self, page: Any, ids: list[str], wanted: str) -> Iterator[str]:
-        bodies = fetch_json(page, [f"/api/v2/chats/{chat_id}" for chat_id in ids])
+        bodies = fetch_json(page, [f"/api/v2/chats/{chat_id}" for chat_id in ids], timeout=self.page_timeout)
         for chat_id, body in zip(ids, bodies, strict=True):
             error = classify_api_error(body)
             if error is not None and error.code == "chat_not_found":
@@ -341,7 +342,7 @@ class QwenEngine:
         if busy is not None and patient:
             return Observation(busy)  # the API read waits until the page says it is done
         try:
-            view = parse_chat(fetch_api(page, f"/api/v2/chats/{chat_id}"))
+            view = parse_chat(fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=self.page_timeout))
         except (ApiUnusable, ChatShapeError) as err:
             return self._observe_dom_only(dom, selectors, busy, str(err))
         turn = view.turns[turns_before] if len(view.turns) > turns_before else None

@@ -72,15 +72,45 @@ _DOM_STATE_JS = """
 """
 
 _FETCH_JS = """
-async (paths) => Promise.all(paths.map(async (path) => {
+async ({paths, ms}) => Promise.all(paths.map(async (path) => {
   try {
-    const r = await fetch(path, {credentials: 'include', headers: {source: 'web'}});
+    const init = {credentials: 'include', headers: {source: 'web'}, signal: AbortSignal.timeout(ms)};
+    const r = await fetch(path, init);
     const body = await r.text();
     try { return {json: JSON.parse(body)}; }
     catch (e) { return {text: body.slice(0, 4000), status: r.status}; }
   } catch (e) { return {error: String(e)}; }
 }))
 """
+
+
+_PRESENT_JS = "(selectors) => selectors.map((s) => !!s && !!document.querySelector(s))"
+
+# What Playwright says when the page navigated while we were reading it (the app redirecting
+# to /auth or /punish is exactly such a moment): read the new page instead of failing.
+_NAVIGATED = ("Execution context was destroyed", "Cannot find context", "navigating", "frame was detached")
+NAVIGATION_RETRIES = 5
+
+
+def evaluate(page: Any, script: str, arg: Any = None) -> Any:
+    """page.evaluate that reads the new page when the old one navigates away under it."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    for attempt in range(NAVIGATION_RETRIES):
+        try:
+            return page.evaluate(script, arg)
+        except PlaywrightError as err:
+            if attempt == NAVIGATION_RETRIES - 1 or not any(m in str(err) for m in _NAVIGATED):
+                raise
+            try:
+                page.wait_for_load_state("domcontentloaded", timeout=5000)
+            except PlaywrightError:
+                pass  # still navigating: the next attempt tells
+
+
+def present(page: Any, selectors: list[str]) -> list[bool]:
+    """For each CSS selector, whether the page has a matching element ("" never matches)."""
+    return evaluate(page, _PRESENT_JS, selectors)
 
 
 @dataclass(frozen=True)
@@ -124,18 +154,18 @@ class DomState:
 
 
 def read_dom_state(page: Any, selectors: Selectors) -> DomState:
-    data = page.evaluate(_DOM_STATE_JS, {**selectors.named(), "answer_text": selectors.answer_text()})
+    data = evaluate(page, _DOM_STATE_JS, {**selectors.named(), "answer_text": selectors.answer_text()})
     return DomState(ui=selectors.name, **data)
 
 
 def detect_ui(page: Any, selector_sets: tuple[Selectors, ...]) -> Selectors | None:
     """The first selector set whose composer (or, on a chat page, assistant turn) is on the page."""
-    for selectors in selector_sets:
-        if selectors.composer and page.locator(selectors.composer).count():
-            return selectors
-    for selectors in selector_sets:
-        if selectors.assistant_turn and page.locator(selectors.assistant_turn).count():
-            return selectors
+    composers = present(page, [s.composer for s in selector_sets])
+    turns = present(page, [s.assistant_turn for s in selector_sets])
+    for found in (composers, turns):
+        for selectors, here in zip(selector_sets, found, strict=True):
+            if here:
+                return selectors
     return None
 
 
@@ -144,7 +174,9 @@ def screen_failure(
 ) -> EngineError | None:
     """The failure screen the page shows (login, bot check, WAF, quota, banners), or None."""
     skip = [s for sel in selector_sets for s in (sel.user_turn, sel.answer, sel.thinking) if s]
-    seen = page.evaluate(_SCREEN_JS, {"skip": skip, "waf": texts.waf_marker, "login": selector_sets[0].login})
+    seen = evaluate(
+        page, _SCREEN_JS, {"skip": skip, "waf": texts.waf_marker, "login": selector_sets[0].login}
+    )
     return failure_in(seen, texts)
 
 
@@ -183,12 +215,13 @@ class ApiUnusable(Exception):
     """The in-page API did not give JSON we understand (fall back to the page)."""
 
 
-def fetch_json(page: Any, paths: list[str]) -> list[Any]:
+def fetch_json(page: Any, paths: list[str], *, timeout: float = 30) -> list[Any]:
     """GET each path from inside the page (its cookies, its origin); JSON bodies, in order.
 
     A body that is not JSON raises the failure it shows (WAF, bot check) or ApiUnusable.
     """
-    results = page.evaluate(_FETCH_JS, paths)
+    # A server that never answers must not hang a cron job: every fetch is aborted in time.
+    results = evaluate(page, _FETCH_JS, {"paths": paths, "ms": int(timeout * 1000)})
     bodies = []
     for path, result in zip(paths, results, strict=True):
         if "json" in result:
@@ -204,9 +237,9 @@ def fetch_json(page: Any, paths: list[str]) -> list[Any]:
     return bodies
 
 
-def fetch_api(page: Any, path: str) -> dict:
+def fetch_api(page: Any, path: str, *, timeout: float = 30) -> dict:
     """One API body that must be a success; failures raised as the engine errors they mean."""
-    (body,) = fetch_json(page, [path])
+    (body,) = fetch_json(page, [path], timeout=timeout)
     if not isinstance(body, dict):
         raise ApiUnusable(f"{path}: {json.dumps(body)[:80]}")
     error = classify_api_error(body)

@@ -158,6 +158,27 @@ def test_unusable_session_is_hard_and_sends_nothing(sim, engine, scenario):
     assert engine.session_ok() is False
 
 
+def test_bot_check_after_the_send_is_hard(sim, engine):
+    # The app follows the refusal to /punish while the engine is reading the page.
+    text = prompt("verify me", "[sim:bot_check]")
+    with pytest.raises(HardError) as caught:
+        engine.send(text)
+    assert caught.value.code == "bot_check"
+    assert sends_of(sim, text) == []
+
+
+def test_a_site_that_never_answers_is_a_short_transient_error(session):
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        base_url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        qwen = {**defaults()["qwen"], "base_url": base_url, "page_timeout": 1}
+        with pytest.raises(TransientError) as caught:
+            QwenEngine(qwen, session).send(prompt("silence"))
+    assert caught.value.code == "timeout"
+    assert "Traceback" not in str(caught.value) and len(str(caught.value)) < 300
+
+
 def test_quota_is_quota_spent(sim, engine):
     sim.set(scenario="quota")
     text = prompt("quota")
