@@ -73,5 +73,19 @@ class Journal:
                     entry = json.loads(raw)
                 except ValueError:
                     continue
-                if isinstance(entry, dict) and isinstance(entry.get("slug"), str):
+                if is_entry(entry):
                     yield position, entry
+
+
+MAX_TS = 1e11  # the year 5138: anything later is a corrupt line, not a time
+
+
+def is_entry(entry: object) -> bool:
+    """A journal entry every reader can trust: a dict with a string slug and a real epoch `ts`.
+
+    One corrupt line (ts = 1e20, NaN, "x") must not stop status, show or a cycle.
+    """
+    if not isinstance(entry, dict) or not isinstance(entry.get("slug"), str):
+        return False
+    ts = entry.get("ts")
+    return isinstance(ts, (int, float)) and not isinstance(ts, bool) and 0 <= ts < MAX_TS

@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 
 from . import files
-from .journal import Journal
+from .journal import Journal, is_entry
 
 INDEX_NAME = "journal.index.json"
 INDEX_VERSION = 1
@@ -179,7 +179,7 @@ class JournalIndex:
                         entry = _decode(line)
                     except ValueError:
                         continue
-                    if isinstance(entry, dict) and isinstance(entry.get("slug"), str):
+                    if is_entry(entry):
                         yield entry
                 self.offset += whole
 
@@ -278,7 +278,7 @@ def read_slug_entries(journal: Journal, slug: str) -> Iterator[dict]:
                 entry = json.loads(raw)
             except ValueError:
                 continue
-            if isinstance(entry, dict) and entry.get("slug") == slug:
+            if is_entry(entry) and entry.get("slug") == slug:
                 yield entry
 
 
