@@ -11,10 +11,12 @@ import base64
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
-from pipeline.engines.base import HardError
+from pipeline.engines.base import EngineBusy, HardError
+from pipeline.files import FileLock, LockBusy
 
 PATH_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 INSTALL_HINT = (
@@ -183,6 +185,10 @@ def state_token_expiry(state_path: Path) -> float | None:
     return max(expiries) if expiries else None
 
 
+# What Chromium says when another browser runs on the same user data dir.
+PROFILE_IN_USE = ("ProcessSingleton", "profile appears to be in use", "SingletonLock")
+
+
 class BrowserSession:
     """One browser for as long as the session lives, started on first use of `.context`.
 
@@ -258,12 +264,21 @@ class BrowserSession:
         is_new_profile = not (profile / "Default").exists()
         profile.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(profile, 0o700)  # mkdir's mode is masked by umask; the profile holds the login
-        self._context = chromium.launch_persistent_context(
-            str(profile),
-            executable_path=executable,
-            headless=bool(self.config.get("headless", True)),
-            args=launch_args(self.config.get("args") or []),
-        )
+        self._lock_profile(profile)
+        try:
+            self._context = chromium.launch_persistent_context(
+                str(profile),
+                executable_path=executable,
+                headless=bool(self.config.get("headless", True)),
+                args=launch_args(self.config.get("args") or []),
+            )
+        except Exception as err:
+            self._unlock_profile()
+            if any(sign in str(err) for sign in PROFILE_IN_USE):
+                raise EngineBusy(
+                    f"the browser profile {profile} is in use by another Chrome; this run steps aside"
+                ) from None
+            raise
         self._owns_context = True
         BrowserSession.launches += 1
         state = self._path("storage_state")
@@ -286,6 +301,24 @@ class BrowserSession:
             self._pages.clear()
             self._context = None
             self._stop_playwright()
+            self._unlock_profile()
+
+    def _lock_profile(self, profile: Path) -> None:
+        """One qwenpipe process per profile: Chromium refuses a second browser on it anyway, and
+        that refusal must read as "busy, try later", never as a hard failure of the article."""
+        lock = FileLock(profile / "qwenpipe.lock", purpose=" ".join(sys.argv[1:3]) or "qwenpipe")
+        try:
+            self._profile_lock = lock.acquire()
+        except LockBusy as busy:
+            raise EngineBusy(
+                f"the browser profile {profile} is in use by {busy.owner}; "
+                "this run steps aside and tries again later"
+            ) from None
+
+    def _unlock_profile(self) -> None:
+        lock, self._profile_lock = getattr(self, "_profile_lock", None), None
+        if lock is not None:
+            lock.release()
 
     def _stop_playwright(self) -> None:
         if self._playwright is not None:

@@ -26,7 +26,15 @@ from . import files
 from .article import ArticleFiles, ArticleState, read_chat_url
 from .checks import Verdict, check_answer
 from .crashpoints import crashpoint
-from .engines.base import Answer, EngineError, Generating, HardError, QuotaSpent, TransientError
+from .engines.base import (
+    Answer,
+    EngineBusy,
+    EngineError,
+    Generating,
+    HardError,
+    QuotaSpent,
+    TransientError,
+)
 from .errors import UsageProblem
 from .files import FileLock, LockBusy
 from .prompts import Prompt, check_slug, load_prompt
@@ -133,6 +141,10 @@ class Step:
             if self.chat_url:
                 return self.poll()
             return self.send()
+        except EngineBusy as busy:
+            # Raised by prepare() before any marker or keystroke: nothing to undo.
+            self.log("busy", engine="qwen", error=str(busy))
+            return self.outcome(Status.WORKING, f"{self.slug}: {busy}", reason="locked")
         except TransientError as err:
             return self.transient(err)
         except HardError as err:
@@ -159,6 +171,7 @@ class Step:
                 f"{self.slug}: daily send limit reached ({limit}, qwen.max_sends_per_day): waits a day",
                 reason="limit",
             )
+        self.engines.chat().prepare()  # a busy or missing browser stops us before the marker
         marker = {"time": now, "pid": os.getpid(), "prompt_sha256": self.prompt.sha256}
         files.atomic_write(self.article.sending, json.dumps(marker) + "\n")
         self.log("sending", engine="qwen", attempt=self.state.attempts + 1)

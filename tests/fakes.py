@@ -52,6 +52,12 @@ class FakeChat:
         self.checks.extend(results)
         return self
 
+    prepare_error: Exception | None = None
+
+    def prepare(self) -> None:
+        if self.prepare_error:
+            raise self.prepare_error
+
     def send(self, text: str) -> str:
         self.history.append(("send", text))
         if self.send_error:

@@ -36,6 +36,13 @@ class HardError(EngineError):
     code = "hard"
 
 
+class EngineBusy(EngineError):
+    """Another process holds what the engine needs (the browser profile): nothing was done, nothing
+    was typed. Not a failure of the article: try again later, without counting an attempt."""
+
+    code = "busy"
+
+
 class QuotaSpent(HardError):
     """The chat's daily quota is spent; `retry_after` seconds until it resets, when known."""
 
@@ -91,6 +98,10 @@ class ChatEngine(Protocol):
     """An asynchronous chat: send once, look many times."""
 
     name: str
+
+    def prepare(self) -> None:
+        """Start what sending needs (the browser) so that EngineBusy / HardError come before any
+        intent marker is written or anything typed."""
 
     def send(self, text: str) -> str:
         """Open a new chat, send `text`, return the chat URL once the site shows it.

@@ -84,6 +84,11 @@ class QwenEngine:
 
     # -- the ChatEngine protocol -------------------------------------------------------------
 
+    def prepare(self) -> None:
+        """Start the browser now: a busy profile (EngineBusy) or a missing browser (HardError)
+        is reported before the contract writes its intent marker."""
+        _ = self.session.context
+
     def send(self, text: str) -> str:
         """Open a new chat, send `text`, return `{base_url}/c/<id>` once the address shows it."""
         with self._page() as page:

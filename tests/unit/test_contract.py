@@ -331,3 +331,23 @@ def test_journal_lines_have_the_documented_fields(project, workspace, engines, c
     lines = (project / "articles" / ".qwenpipe" / "journal.jsonl").read_text().splitlines()
     sent = json.loads(lines[-1])
     assert {"time", "ts", "slug", "event", "pid", "engine", "chat_url", "duration"} <= set(sent)
+
+
+def test_a_busy_browser_is_in_progress_elsewhere_and_costs_nothing(project, workspace, engines, chat):
+    from pipeline.engines.base import EngineBusy
+
+    add_prompt(project, "tea")
+    chat.prepare_error = EngineBusy("the browser profile is in use by pid 123 (cycle)")
+    outcome = generate(workspace, "tea", engines)
+    assert outcome.status is Status.WORKING and outcome.reason == "locked" and "pid 123" in outcome.message
+    assert chat.sends == 0 and not (project / "articles" / "tea.md.sending").exists()
+    assert "sending" not in events(workspace)
+    from pipeline.article import ArticleState
+
+    assert ArticleState.load(workspace.article("tea").state).attempts == 0
+    chat.prepare_error = None
+    generate(workspace, "tea", engines)
+    url = (project / "articles" / "tea.md.url").read_text().strip()
+    chat.enqueue_check(EngineBusy("busy again"))
+    assert generate(workspace, "tea", engines).reason == "locked"
+    assert (project / "articles" / "tea.md.url").read_text().strip() == url
