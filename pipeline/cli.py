@@ -41,15 +41,25 @@ def _version(value: bool) -> None:
 def main_options(
     ctx: typer.Context,
     config: ConfigOption = None,
+    cdp: Annotated[
+        str | None,
+        typer.Option(
+            "--cdp", help="attach to a running, logged-in Chrome at this URL (overrides browser.cdp_url)"
+        ),
+    ] = None,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True)] = False,
 ) -> None:
-    ctx.obj = {"config": config}
+    ctx.obj = {"config": config, "cdp": cdp}
 
 
 def _workspace(ctx: typer.Context, config: str | None = None):
     from .workspace import Workspace
 
-    return Workspace(load(config or ctx.obj.get("config")))
+    loaded = load(config or ctx.obj.get("config"))
+    cdp = ctx.obj.get("cdp")
+    if cdp is not None:
+        loaded = loaded.with_override("browser", "cdp_url", cdp, "--cdp")
+    return Workspace(loaded)
 
 
 @contextlib.contextmanager
@@ -236,7 +246,7 @@ def _register_more_commands() -> None:
     # Commands that live in their own modules (kept out of this file to keep it thin).
     import importlib
 
-    for module in ("pipeline.cli_status",):
+    for module in ("pipeline.cli_status", "pipeline.cli_setup"):
         try:
             importlib.import_module(module).register(app)
         except ModuleNotFoundError as missing:

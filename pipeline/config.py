@@ -183,6 +183,18 @@ class Config:
     def router(self) -> dict[str, Any]:
         return self.values["router"]
 
+    def with_override(self, section: str, key: str, value: Any, where: str) -> Config:
+        """A copy with one key set from the command line, checked like the file's keys."""
+        checked = check_value(f"{section}.{key}", SCHEMA[section][key], value, where)
+        values = {s: dict(keys) for s, keys in self.values.items()}
+        values[section][key] = checked
+        return Config(
+            values=values,
+            root=self.root,
+            source=self.source,
+            overrides={**self.overrides, f"{section}.{key}": where},
+        )
+
     def describe(self) -> str:
         return str(self.source) if self.source else "built-in defaults (no config.toml)"
 
