@@ -15,7 +15,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from .status import STATES, ArticleStory, BatchStatus, LastCycle, Row, ago, clock
+from .status import STATES, ArticleStory, BatchStatus, LastCycle, Row, ago, clock, login_warning
 
 STATE_STYLES = {
     "failed": "bold red",
@@ -87,6 +87,17 @@ def cycle_line(cycle: LastCycle | None, now: float) -> str:
     )
 
 
+def login_line(status: BatchStatus) -> str | None:
+    """When the saved chat login runs out; nothing when there is no saved login to read."""
+    login = status.login
+    if login is None or login.expires_at is None:
+        return None
+    left = login.expires_at - status.now
+    if left <= 0:
+        return f"chat login: expired {clock(login.expires_at)} ({ago(-left)} ago)"
+    return f"chat login: expires {clock(login.expires_at)} (in {ago(left)})"
+
+
 def plain_status(status: BatchStatus, *, warnings: bool = False, max_rows: int | None = None) -> str:
     rows, hidden = _limit(status.rows, max_rows)
     lines = _aligned([COLUMNS, *(cells(r, status.now) for r in rows)])
@@ -95,6 +106,7 @@ def plain_status(status: BatchStatus, *, warnings: bool = False, max_rows: int |
     if not status.rows:
         lines = ["no articles match" if sum(status.totals.values()) else "no articles (prompts/ is empty)"]
     lines += ["", totals_line(status), sends_line(status), cycle_line(status.last_cycle, status.now)]
+    lines += [line for line in [login_line(status)] if line]
     if warnings:
         lines += [f"warning: {w}" for w in status.warnings]
     return "\n".join(lines) + "\n"
@@ -130,6 +142,9 @@ def rich_status(
         Text(sends_line(status), style="red" if status.sends_stopped else ""),
         Text(cycle_line(status.last_cycle, status.now), style=_cycle_style(status.last_cycle)),
     ]
+    login = login_line(status)
+    if login:
+        parts.append(Text(login, style="yellow" if login_warning(status.login, status.now) else ""))
     if warnings:
         parts += [Text(f"warning: {w}", style="yellow") for w in status.warnings]
     return Group(*parts)

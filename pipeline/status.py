@@ -120,6 +120,23 @@ class LastCycle:
 
 
 @dataclass
+class LoginInfo:
+    """The saved chat login (browser.storage_state): read from the file, never from a browser."""
+
+    state_file: Path
+    expires_at: float | None  # the token's JWT `exp`; None when no file or no readable token
+
+    @classmethod
+    def read(cls, state_file: Path) -> LoginInfo:
+        from .browser import state_token_expiry
+
+        return cls(state_file, state_token_expiry(state_file))
+
+    def to_json(self) -> dict:
+        return {"state_file": str(self.state_file), "expires_at": iso(self.expires_at)}
+
+
+@dataclass
 class BatchStatus:
     now: float
     prompts_dir: Path
@@ -131,6 +148,7 @@ class BatchStatus:
     quota_blocked_until: float | None = None
     quota_reason: str | None = None
     last_cycle: LastCycle | None = None
+    login: LoginInfo | None = None
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -159,6 +177,7 @@ class BatchStatus:
                 "reason": self.quota_reason,
             },
             "last_cycle": self.last_cycle.to_json(self.now) if self.last_cycle else None,
+            "login": self.login.to_json() if self.login else None,
             "warnings": list(self.warnings),
             "articles": [row.to_json() for row in self.rows],
         }
@@ -199,6 +218,7 @@ def collect(
         quota_blocked_until=blocked[0] if blocked else None,
         quota_reason=blocked[1] if blocked else None,
         last_cycle=LastCycle.read(workspace.state_dir / CYCLE_RECORD),
+        login=LoginInfo.read(workspace.config.path("browser", "storage_state")),
     )
     places = Places(str(workspace.articles_dir))
     rows = [
@@ -326,7 +346,27 @@ def warnings(status: BatchStatus, poll_interval: float) -> list[str]:
         )
     if status.totals[ORPHAN]:
         found.append(f"{status.totals[ORPHAN]} orphan(s): files in articles/ without a prompt in prompts/")
+    login = login_warning(status.login, status.now)
+    if login:
+        found.append(login)
     return found
+
+
+LOGIN_WARN_SECONDS = 2 * 86400  # a person has two days to run `qwenpipe login`
+
+
+def login_warning(login: LoginInfo | None, now: float) -> str | None:
+    """The saved token expires within two days, or has expired: the chat will stop working."""
+    if login is None or login.expires_at is None:
+        return None
+    from .login import duration
+
+    left = login.expires_at - now
+    if left <= 0:
+        return f"the chat login expired {duration(-left)} ago: run `qwenpipe login`"
+    if left < LOGIN_WARN_SECONDS:
+        return f"the chat login expires in {duration(left)}: run `qwenpipe login`"
+    return None
 
 
 def stale_cycle_warning(cycle: LastCycle | None, now: float, poll_interval: float) -> str | None:

@@ -46,6 +46,7 @@ TOP_FIELDS = [
     "sends",
     "chat_quota",
     "last_cycle",
+    "login",
     "warnings",
     "articles",
 ]

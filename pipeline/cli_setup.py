@@ -1,0 +1,82 @@
+"""`qwenpipe login` and `qwenpipe doctor`: setting a machine up once, and checking it.
+
+Exit codes as everywhere: 0 fine; 1 failed (not signed in, a doctor check failed); 2 cannot run
+as asked (bad config, bad import file, a window needed and no screen); 3 the browser profile is
+in use by a run (try again later).
+"""
+
+# No `from __future__ import annotations`: Typer reads these annotations at runtime.
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .exitcodes import ExitCode
+
+
+def register(app: typer.Typer) -> None:
+    # Imported here: pipeline.cli imports this module while it is itself being imported.
+    from .cli import ConfigOption, _workspace
+
+    @app.command("login")
+    def login_command(
+        ctx: typer.Context,
+        import_file: Annotated[
+            Path | None,
+            typer.Option(
+                "--import",
+                help="take this storage state or cookie export (JSON list) instead of signing in",
+                dir_okay=False,
+            ),
+        ] = None,
+        timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait for the sign-in")] = 600,
+        config: ConfigOption = None,
+    ) -> None:
+        """Sign in to the chat once (a browser window opens) and keep the login (mode 0600)."""
+        from .console import say
+        from .engines.base import EngineBusy, EngineError
+        from .errors import UsageProblem
+        from .login import LoginFailed, describe_expiry, import_state, run_login
+
+        if timeout <= 0:
+            raise UsageProblem(f"--timeout {timeout}: must be more than 0 seconds")
+        workspace = _workspace(ctx, config)
+        try:
+            if import_file is not None:
+                result = import_state(workspace.config, import_file)
+            else:
+                result = run_login(workspace.config, timeout=timeout, say=say)
+        except LoginFailed as failed:
+            say(f"qwenpipe: login: {failed}")
+            raise typer.Exit(ExitCode.FAILED) from None
+        except EngineBusy as busy:
+            say(f"qwenpipe: login: {busy}")
+            raise typer.Exit(ExitCode.WORKING) from None
+        except EngineError as error:
+            say(f"qwenpipe: login: {error}")
+            raise typer.Exit(ExitCode.FAILED) from None
+        say(f"{result.how}: the login is saved in {result.state_path} (mode 0600, browser.storage_state)")
+        say(f"the chat login {describe_expiry(result.expires_at)}")
+        for note in result.notes:
+            say(f"note: {note}")
+
+    @app.command("doctor")
+    def doctor_command(
+        ctx: typer.Context,
+        as_json: Annotated[bool, typer.Option("--json", help="one JSON document")] = False,
+        config: ConfigOption = None,
+    ) -> None:
+        """Check the setup: config, browser, login, the page's selectors, router, articles. 0 = all pass."""
+        from .console import say
+        from .doctor import run_doctor
+
+        workspace = _workspace(ctx, config)  # a bad config is exit 2 before anything is checked
+        progress = None if as_json or not sys.stderr.isatty() else (lambda step: say(f"checking {step}..."))
+        report = run_doctor(workspace.config, progress=progress)
+        if as_json:
+            sys.stdout.write(json.dumps(report.to_json(), ensure_ascii=False, indent=1) + "\n")
+        else:
+            sys.stdout.write(report.text())
+        raise typer.Exit(report.exit_code)

@@ -1,0 +1,483 @@
+"""`qwenpipe doctor`: is this machine ready to run unattended? One line per check, with the fix.
+
+Checks, in order: the config; the browser (which, which version); the profile folder and the
+saved login (present, private); logged in to qwen.base_url (through a real page and the site's
+`/api/v2/users/status`); every selector of the chat page, by name (how a user learns the site
+changed); the router (`/api/health`, `/v1/models`, router.model listed); the articles folder
+writable. At most one browser is started, and it is closed before returning.
+
+Statuses: ok, warn (works, but look), fail (will not work), skip (not applicable or not
+checkable here). The exit code is 0 unless something failed.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .browser import INSTALL_HINT, BrowserSession, find_executable, state_token_expiry
+from .config import Config
+from .login import describe_expiry, read_login_state
+
+OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
+EXPIRY_WARN_SECONDS = 2 * 86400
+SCHEMA_VERSION = 1
+# Selectors a new-chat page must show; the others exist only while or after an answer runs.
+ON_NEW_CHAT = ("composer", "send_button")
+WHEN_ANSWERING = "checked when an answer runs"
+
+
+@dataclass
+class Check:
+    name: str
+    status: str
+    detail: str
+    fix: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "status": self.status,
+            "detail": self.detail,
+            "fix": self.fix or None,
+            **self.extra,
+        }
+
+
+@dataclass
+class Report:
+    config: str
+    checks: list[Check] = field(default_factory=list)
+
+    def add(self, name: str, status: str, detail: str, fix: str = "", **extra: Any) -> Check:
+        check = Check(name, status, detail, fix, extra)
+        self.checks.append(check)
+        return check
+
+    @property
+    def ok(self) -> bool:
+        return not any(c.status == FAIL for c in self.checks)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def counts(self) -> dict[str, int]:
+        return {s: sum(c.status == s for c in self.checks) for s in (OK, WARN, FAIL, SKIP)}
+
+    def to_json(self) -> dict:
+        return {
+            "schema": SCHEMA_VERSION,
+            "ok": self.ok,
+            "exit_code": self.exit_code,
+            "config": self.config,
+            "counts": self.counts(),
+            "checks": [c.to_json() for c in self.checks],
+        }
+
+    def text(self) -> str:
+        width = max((len(c.name) for c in self.checks), default=0)
+        lines = []
+        for check in self.checks:
+            mark = {OK: "OK", WARN: "WARN", FAIL: "FAIL", SKIP: "-"}[check.status]
+            lines.append(f"{mark:<4}  {check.name:<{width}}  {check.detail}")
+            if check.fix and check.status in (WARN, FAIL):
+                lines.append(f"{'':<4}  {'':<{width}}  fix: {check.fix}")
+        counts = self.counts()
+        verdict = "all checks passed" if self.ok else f"{counts[FAIL]} check(s) failed"
+        lines.append(
+            f"\n{verdict} ({counts[OK]} ok, {counts[WARN]} warn, {counts[FAIL]} fail, {counts[SKIP]} skipped)"
+        )
+        return "\n".join(lines) + "\n"
+
+
+def run_doctor(
+    config: Config, *, now: float | None = None, progress: Callable[[str], None] | None = None
+) -> Report:
+    """Every check against this config; never raises for what it finds (that is the report)."""
+    now = time.time() if now is None else now
+    report = Report(config.describe())
+    step = progress or (lambda _message: None)
+    check_config(report, config)
+    attached = bool(config.browser.get("cdp_url"))
+    step("browser")
+    # One Playwright driver for the whole run: asking where its Chromium lives and starting the
+    # browser then cost one driver start, not two.
+    from .browser import _PLAYWRIGHT
+
+    try:
+        chromium = _PLAYWRIGHT.acquire().chromium
+    except Exception:
+        chromium = None
+    try:
+        executable = check_browser_found(report, config, chromium)
+        check_profile(report, config, now)
+        step("chat page")
+        check_chat(report, config, executable, attached, now)
+    finally:
+        if chromium is not None:
+            _PLAYWRIGHT.release()
+    step("router")
+    check_router(report, config)
+    check_articles(report, config)
+    return report
+
+
+# -- config, browser, files ----------------------------------------------------------------------
+
+
+def check_config(report: Report, config: Config) -> None:
+    from .engines.qwen_selectors import SelectorError, merge_overrides
+
+    if config.source is None:
+        report.add("config", WARN, "no config.toml: built-in defaults", "write one with `qwenpipe init`")
+    else:
+        report.add("config", OK, f"{config.source} is valid")
+    try:
+        sets = merge_overrides(config.qwen.get("selectors"))
+    except SelectorError as err:
+        report.add("config selectors", FAIL, str(err), "fix or remove that key in [qwen.selectors]")
+        return
+    if sets[0].name == "config":
+        names = ", ".join(config.qwen["selectors"])
+        report.add(
+            "config selectors",
+            WARN,
+            f"[qwen.selectors] replaces the built-in selectors ({names})",
+            "remove [qwen.selectors] to go back to the built-in sets if the page checks below fail",
+        )
+
+
+def check_browser_found(
+    report: Report, config: Config, chromium: Any = None
+) -> tuple[str | None, str] | None:
+    """Which browser would start (no start yet); its version from `--version` when it is a file."""
+    from .engines.base import EngineError
+
+    cdp = config.browser.get("cdp_url")
+    if cdp:
+        report.add("browser", OK, f"attached over CDP ({cdp}); version read from the page below")
+        return None
+    try:
+        path, description = find_executable(config.browser.get("executable", ""), chromium=chromium)
+    except EngineError as err:
+        report.add("browser", FAIL, str(err), INSTALL_HINT)
+        return None
+    version = browser_version(path) if path else None
+    detail = f"{description}: {version}" if version else description
+    report.add("browser", OK, detail, path=path, version=version)
+    return path, description
+
+
+def browser_version(path: str) -> str | None:
+    try:
+        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    line = (done.stdout or "").strip().splitlines()
+    return line[0].strip() if done.returncode == 0 and line else None
+
+
+def check_profile(report: Report, config: Config, now: float) -> None:
+    if config.browser.get("cdp_url"):
+        report.add("profile", SKIP, "attached over CDP: the browser keeps its own profile and login")
+        return
+    profile = config.path("browser", "profile_dir")
+    if not profile.exists():
+        report.add("profile", WARN, f"{profile} does not exist yet (no login kept)", "run `qwenpipe login`")
+    else:
+        mode = _mode(profile)
+        if mode & 0o077:
+            report.add(
+                "profile",
+                FAIL,
+                f"{profile} is mode {mode:04o}: others can read the login",
+                f"chmod 700 {profile}",
+            )
+        else:
+            report.add("profile", OK, f"{profile} (mode {mode:04o})")
+    state = config.path("browser", "storage_state")
+    if not state.is_file():
+        report.add(
+            "saved login",
+            WARN,
+            f"{state} does not exist (browser.storage_state)",
+            "run `qwenpipe login` (or `qwenpipe login --import FILE`)",
+        )
+        return
+    mode = _mode(state)
+    expires = state_token_expiry(state)
+    when = describe_expiry(expires, now)
+    if mode & 0o077:
+        report.add(
+            "saved login",
+            FAIL,
+            f"{state} is mode {mode:04o}: others can read the login",
+            f"chmod 600 {state}",
+            expires_at=expires,
+        )
+    elif expires is not None and expires - now < EXPIRY_WARN_SECONDS:
+        report.add(
+            "saved login", WARN, f"{state}: the token {when}", "run `qwenpipe login`", expires_at=expires
+        )
+    else:
+        report.add("saved login", OK, f"{state} (mode {mode:04o}), token {when}", expires_at=expires)
+
+
+def check_articles(report: Report, config: Config) -> None:
+    folder = config.articles_dir
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    try:
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".qwenpipe-doctor-"):
+            pass
+    except OSError as err:
+        report.add(
+            "articles",
+            FAIL,
+            f"{folder}: cannot write in {existing} ({err.strerror})",
+            f"make {existing} writable for this user, or change paths.articles",
+        )
+        return
+    if existing != folder:
+        report.add("articles", OK, f"{folder} will be created on the first run ({existing} is writable)")
+    else:
+        report.add("articles", OK, f"{folder} is writable")
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+# -- the chat page -------------------------------------------------------------------------------
+
+
+def check_chat(report: Report, config: Config, executable: Any, attached: bool, now: float) -> None:
+    """One browser, one new-chat page: the version (when not known), the login, each selector."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    from .engines.base import EngineError
+    from .engines.qwen_selectors import SelectorError, merge_overrides
+
+    base_url = str(config.qwen["base_url"]).rstrip("/")
+    timeout = float(config.qwen["page_timeout"])
+    try:
+        selector_sets = merge_overrides(config.qwen.get("selectors"))
+    except SelectorError:
+        selector_sets = ()
+    if executable is None and not attached:  # no browser found: nothing to open
+        report.add("login", SKIP, "no browser to open the chat page with")
+        _skip_selectors(report, "no browser")
+        return
+    session = BrowserSession(config.browser, root=config.root)
+    try:
+        page = session.new_page()
+        page.set_default_timeout(timeout * 1000)
+        if attached or executable[0] is None:
+            agent = page.evaluate("navigator.userAgent")
+            version = next((p for p in agent.split() if "Chrome/" in p), agent)
+            _add_version(report, version)
+        page.goto(base_url + "/", wait_until="domcontentloaded")
+        logged_in = check_login(report, page, base_url, timeout, now)
+        if logged_in and selector_sets:
+            check_selectors(report, page, selector_sets, timeout)
+        else:
+            _skip_selectors(report, "needs a logged-in chat page")
+    except (EngineError, PlaywrightError) as err:
+        what = str(getattr(err, "message", "") or err).strip().splitlines()[0][:200]
+        report.add("login", FAIL, f"could not open {base_url}: {what}", _open_fix(err, attached))
+        _skip_selectors(report, "the page did not open")
+    finally:
+        session.close()
+
+
+def _add_version(report: Report, version: str) -> None:
+    for check in report.checks:
+        if check.name == "browser":
+            check.detail = (
+                f"{check.detail}: {version}"
+                if "version read" not in check.detail
+                else (check.detail.replace("version read from the page below", version))
+            )
+            check.extra["version"] = version
+
+
+def _open_fix(err: BaseException, attached: bool) -> str:
+    from .engines.base import EngineBusy
+
+    if isinstance(err, EngineBusy):
+        return "a run is using the profile: run doctor again when it has finished"
+    if attached:
+        return "is the browser at browser.cdp_url running with --remote-debugging-port?"
+    return "check qwen.base_url and the network; browser.args for proxies"
+
+
+def check_login(report: Report, page: Any, base_url: str, timeout: float, now: float) -> bool:
+    """Logged in through the page: the site's status API, else the page itself (not /auth)."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    deadline = time.monotonic() + timeout
+    seen: dict = {}
+    while time.monotonic() < deadline:
+        try:
+            seen = read_login_state(page, timeout=min(timeout, 10))
+        except PlaywrightError:
+            page.wait_for_timeout(250)  # navigating (a redirect to /auth): read the new page
+            continue
+        if seen.get("status") is not None or "/auth" in seen.get("url", "") or seen.get("login_form"):
+            break
+        page.wait_for_timeout(250)
+    failure = _screen_problem(page)
+    if failure:
+        report.add(
+            "login",
+            FAIL,
+            f"{base_url}: {failure}",
+            "try later, headed (browser.headless = false) "
+            "or attached to your own Chrome (--cdp / browser.cdp_url)",
+        )
+        return False
+    status, url = seen.get("status"), seen.get("url", "")
+    if status is True or (status is None and seen and "/auth" not in url and not seen.get("login_form")):
+        how = (
+            "/api/v2/users/status says so"
+            if status
+            else "the page is the app (the status API did not answer)"
+        )
+        report.add("login", OK, f"logged in to {base_url} ({how})")
+        return True
+    why = "the site says logged out" if status is False else f"the page shows the sign-in form ({url})"
+    if not seen:
+        why = f"the page did not answer within {timeout:g} s"
+    report.add("login", FAIL, f"not logged in to {base_url}: {why}", "run `qwenpipe login`")
+    return False
+
+
+def _screen_problem(page: Any) -> str | None:
+    """A bot check or firewall page instead of the app (logged-out screens are the login check's)."""
+    from .engines.qwen_page import screen_failure
+    from .engines.qwen_selectors import BUILT_IN
+
+    try:
+        failure = screen_failure(page, BUILT_IN)
+    except Exception:
+        return None
+    if failure is None or getattr(failure, "code", "") == "logged_out":
+        return None
+    return str(failure)
+
+
+def check_selectors(report: Report, page: Any, selector_sets: tuple, timeout: float) -> None:
+    """Which UI generation the page is, then every selector of it by name."""
+    from .engines.qwen_page import detect_ui, present
+
+    deadline = time.monotonic() + timeout
+    matched = detect_ui(page, selector_sets)
+    while matched is None and time.monotonic() < deadline:  # the app draws itself after load
+        page.wait_for_timeout(250)
+        matched = detect_ui(page, selector_sets)
+    tried = ", ".join(f"{s.name} ({s.composer})" for s in selector_sets)
+    if matched is None:
+        report.add(
+            "page",
+            FAIL,
+            f"no known UI on the new-chat page: no composer of {tried}",
+            "the site changed: find the elements in the browser's inspector and set them in "
+            "[qwen.selectors] (then run doctor again)",
+        )
+        selectors = selector_sets[0]
+    else:
+        report.add("page", OK, f"UI generation {matched.name!r} matched (tried: {tried})", ui=matched.name)
+        selectors = matched
+    named = selectors.named()
+    found = dict(zip(named, present(page, list(named.values())), strict=True))
+    for name, css in named.items():
+        label = f"selector {name}"
+        if name == "login":
+            status = FAIL if found[name] else OK
+            detail = f"{css}: {'shown' if found[name] else 'absent'} (it marks a logged-out page)"
+            report.add(label, status, detail, "run `qwenpipe login`" if found[name] else "", selector=css)
+        elif not css:
+            report.add(label, SKIP, f"none in the {selectors.name!r} UI", selector=css)
+        elif name in ON_NEW_CHAT:
+            fix = f"the site changed: set qwen.selectors.{name} in config.toml to the element's CSS selector"
+            report.add(
+                label,
+                OK if found[name] else FAIL,
+                f"{css}: {'found' if found[name] else 'MISSING'}",
+                "" if found[name] else fix,
+                selector=css,
+            )
+        else:
+            detail = f"{css}: found" if found[name] else f"{css}: {WHEN_ANSWERING}"
+            report.add(label, OK if found[name] else SKIP, detail, selector=css)
+
+
+def _skip_selectors(report: Report, why: str) -> None:
+    report.add("page", SKIP, f"selectors not checked: {why}")
+
+
+# -- router --------------------------------------------------------------------------------------
+
+
+def check_router(report: Report, config: Config) -> None:
+    from .engines.router import RouterEngine
+
+    settings = config.router
+    if not settings["enabled"]:
+        report.add("router", SKIP, "router.enabled = false: no fallback when the chat fails hard")
+        return
+    with RouterEngine(settings) as router:
+        health = router.health()
+    base = health["base_url"]
+    if not health["reachable"]:
+        report.add(
+            "router",
+            FAIL,
+            health["error"] or f"cannot reach {base}",
+            f"start the router, or fix router.base_url (now {base})",
+            **_router_extra(health),
+        )
+        report.add("router model", SKIP, f"{settings['model']}: the router is not reachable")
+        return
+    if health["health_ok"] is False:
+        report.add(
+            "router",
+            WARN,
+            f"{base} answers, but /api/health is not ok",
+            "check the router's own logs (some routers have no /api/health: then ignore this)",
+            **_router_extra(health),
+        )
+    else:
+        report.add("router", OK, f"{base} reachable (/api/health ok)", **_router_extra(health))
+    model = health["model"]
+    if health["model_listed"] is None:
+        report.add(
+            "router model",
+            FAIL,
+            f"cannot list the models: {health['error']}",
+            f"check router.base_url and the key in {health['key_env']} (router.api_key_env)",
+        )
+    elif not health["model_listed"]:
+        some = ", ".join(health["models"][:8]) or "none"
+        report.add(
+            "router model",
+            FAIL,
+            f"{model} is not listed by {base}/models (it lists: {some})",
+            "set router.model to one of the listed ids",
+        )
+    else:
+        report.add("router model", OK, f"{model} is listed")
+
+
+def _router_extra(health: dict) -> dict:
+    return {"key_set": health["key_set"], "models_status": health["models_status"]}

@@ -1,0 +1,399 @@
+"""`qwenpipe login`: get a logged-in chat session once, keep it as a private storage state.
+
+Three ways in, all ending in the same file (`browser.storage_state`, mode 0600):
+- a visible browser on the site's sign-in page, with the persistent profile (mode 0700): the
+  user signs in by hand, we notice through `/api/v2/users/status` or the page, and save;
+- `--cdp` / `browser.cdp_url`: a Chrome the user runs and is signed in to; we only check and save;
+- `--import FILE`: a storage state or a browser extension's cookie export made elsewhere.
+
+Plain functions, so tests drive the real flow with a hook that fills the sign-in form.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from .browser import BrowserSession, jwt_expiry, load_storage_state, state_token_expiry
+from .config import Config
+from .errors import UsageProblem
+from .files import atomic_write
+
+HEADLESS_ENV = "QWENPIPE_LOGIN_HEADLESS"  # "1": sign in without a window (tests, scripted setups)
+SIGNIN_PATH = "/auth?action=signin"
+STATUS_PATH = "/api/v2/users/status"
+POLL_SECONDS = 0.5
+
+# One in-page read: where the page is, whether it shows the sign-in form, what the site says.
+_LOGIN_STATE_JS = """
+async ({statusPath, loginSelector, ms}) => {
+  const login = document.querySelector(loginSelector);
+  const seen = {
+    url: location.href,
+    login_form: !!(login && (!login.checkVisibility || login.checkVisibility())),
+    status: null,
+  };
+  try {
+    const r = await fetch(statusPath, {credentials: 'include', headers: {source: 'web'},
+                                       signal: AbortSignal.timeout(ms)});
+    const body = JSON.parse(await r.text());
+    if (body && typeof body === 'object' && 'data' in body) seen.status = body.data === true;
+  } catch (e) { /* not JSON (firewall, bot check) or no network: the page has to tell */ }
+  return seen;
+}
+"""
+
+
+class LoginFailed(Exception):
+    """The login could not be completed or checked (exit 1); the message says what to do."""
+
+
+class NoDisplay(UsageProblem):
+    """A visible browser was needed and there is no screen (exit 2): the message says the ways."""
+
+
+@dataclass
+class LoginResult:
+    state_path: Path
+    expires_at: float | None
+    how: str  # "signed in", "attached", "imported"
+    notes: list[str] = field(default_factory=list)
+
+
+# -- where and whether ---------------------------------------------------------------------------
+
+
+def state_path(config: Config) -> Path:
+    return config.path("browser", "storage_state")
+
+
+def profile_path(config: Config) -> Path:
+    return config.path("browser", "profile_dir")
+
+
+def headless_requested(env: Mapping[str, str] | None = None) -> bool:
+    return (os.environ if env is None else env).get(HEADLESS_ENV, "") not in ("", "0")
+
+
+def has_display(env: Mapping[str, str] | None = None, platform: str | None = None) -> bool:
+    """Whether a visible browser can open: always on macOS and Windows, on Linux with X or Wayland."""
+    env = os.environ if env is None else env
+    platform = sys.platform if platform is None else platform
+    if not platform.startswith("linux") and "bsd" not in platform:
+        return True
+    return bool(env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"))
+
+
+def no_display_help(config: Config) -> str:
+    """The three ways to log in on a machine without a screen, with this config's exact names."""
+    where = config.describe()
+    return (
+        "no display here (neither DISPLAY nor WAYLAND_DISPLAY is set), so no browser window can open. "
+        "Three ways:\n"
+        f"  1. on a machine with a screen run `qwenpipe login`, copy the file it writes to this machine "
+        f"and run `qwenpipe login --import FILE` (it becomes {state_path(config)}, "
+        f"browser.storage_state in {where});\n"
+        "  2. attach to a Chrome you run and are signed in to: start it with "
+        "--remote-debugging-port=9222, then `qwenpipe --cdp http://127.0.0.1:9222 login` "
+        "(or set browser.cdp_url);\n"
+        "  3. run under a virtual screen with browser.headless = false: "
+        "`xvfb-run -a qwenpipe login` (apt-get install xvfb), signing in through a VNC view of it."
+    )
+
+
+# -- the pieces ----------------------------------------------------------------------------------
+
+
+def read_login_state(page: Any, timeout: float = 10) -> dict:
+    """{url, login_form, status}: status True/False from the site, None when it did not say."""
+    from .engines.qwen_selectors import CURRENT
+
+    return page.evaluate(
+        _LOGIN_STATE_JS,
+        {"statusPath": STATUS_PATH, "loginSelector": CURRENT.login, "ms": int(timeout * 1000)},
+    )
+
+
+def looks_logged_in(seen: dict, base_url: str) -> bool:
+    """The site says so; or, when its API does not answer JSON, the page is the app, not /auth."""
+    if seen.get("status") is not None:
+        return bool(seen["status"])
+    parts = urlsplit(seen.get("url", ""))
+    same_site = f"{parts.scheme}://{parts.netloc}" == _origin(base_url)
+    return same_site and not parts.path.startswith("/auth") and not seen.get("login_form")
+
+
+def wait_for_login(page: Any, base_url: str, timeout: float, *, poll: float = POLL_SECONDS) -> None:
+    """Return once the page's session is logged in to `base_url`; LoginFailed after `timeout` s.
+
+    Reads survive the page navigating under them (the sign-in form redirects when it succeeds).
+    """
+    from playwright.sync_api import Error as PlaywrightError
+
+    deadline = time.monotonic() + timeout
+    while True:
+        if page.is_closed():
+            raise LoginFailed("the browser window was closed before the sign-in finished")
+        try:
+            if _origin(page.url) == _origin(base_url) and looks_logged_in(read_login_state(page), base_url):
+                return
+        except PlaywrightError as err:
+            if page.is_closed() or "closed" in str(err).lower():
+                raise LoginFailed("the browser window was closed before the sign-in finished") from None
+            # navigating: the next read sees the new page
+        if time.monotonic() >= deadline:
+            raise LoginFailed(
+                f"not signed in after {timeout:g} s; run `qwenpipe login` again (--timeout S for more time)"
+            )
+        time.sleep(poll)
+
+
+def save_state(context: Any, path: Path) -> float | None:
+    """Write the context's storage state to `path` (mode 0600; a new folder 0700); its token's expiry."""
+    path = Path(path)
+    if not path.parent.exists():
+        path.parent.mkdir(mode=0o700, parents=True)
+    state = context.storage_state()
+    atomic_write(path, json.dumps(state, indent=1), mode=0o600)
+    return state_token_expiry(path)
+
+
+# -- the flows -----------------------------------------------------------------------------------
+
+
+def run_login(
+    config: Config,
+    *,
+    timeout: float = 600,
+    on_page: Callable[[Any], None] | None = None,
+    say: Callable[[str], None] = print,
+) -> LoginResult:
+    """Sign in (or check an attached browser), then save the storage state.
+
+    Raises NoDisplay (a window is needed and there is no screen), LoginFailed, and the
+    browser's errors (BrowserNotFound, EngineBusy when a run is using the profile).
+    """
+    base_url = str(config.qwen["base_url"]).rstrip("/")
+    browser = dict(config.browser)
+    attached = bool(browser.get("cdp_url"))
+    if not attached:
+        headless = headless_requested()
+        if not headless and not has_display():
+            raise NoDisplay(no_display_help(config))
+        browser["headless"] = headless
+    path = state_path(config)
+    with BrowserSession(browser, root=config.root) as session:
+        page = session.new_page()
+        page.set_default_timeout(float(config.qwen["page_timeout"]) * 1000)
+        if attached:
+            page.goto(base_url + "/", wait_until="domcontentloaded")
+            if on_page:
+                on_page(page)
+            try:
+                wait_for_login(page, base_url, min(timeout, float(config.qwen["page_timeout"])))
+            except LoginFailed:
+                raise LoginFailed(
+                    f"the browser at {browser['cdp_url']} is not signed in to {base_url}: "
+                    "sign in there (in that browser's window), then run this again"
+                ) from None
+        else:
+            page.goto(base_url + SIGNIN_PATH, wait_until="domcontentloaded")
+            say(f"sign in to {base_url} in the browser window (waiting up to {timeout:g} s)")
+            if on_page:
+                on_page(page)
+            wait_for_login(page, base_url, timeout)
+        expires = save_state(session.context, path)
+    return LoginResult(path, expires, "attached" if attached else "signed in")
+
+
+def import_state(config: Config, source: Path, *, now: float | None = None) -> LoginResult:
+    """Take a storage state or a cookie export made elsewhere as this machine's login.
+
+    UsageProblem (exit 2, nothing written) names the file and what is wrong with it. An existing
+    profile keeps its own cookies and ignores the state file, so the cookies are also put into
+    the profile (a short headless start; skipped with a note when a run is using it).
+    """
+    now = time.time() if now is None else now
+    state = parse_login_file(source)
+    expires = _token_expiry(state)
+    if expires is not None and expires <= now:
+        raise UsageProblem(
+            f"{source}: its login token expired on {_when(expires)}; sign in again and export anew"
+        )
+    notes = []
+    host = urlsplit(str(config.qwen["base_url"])).hostname or ""
+    if not any(_domain_matches(c.get("domain", ""), host) for c in state["cookies"]):
+        notes.append(f"none of its cookies is for {host} (qwen.base_url): is it the right export?")
+    path = state_path(config)
+    if not path.parent.exists():
+        path.parent.mkdir(mode=0o700, parents=True)
+    atomic_write(path, json.dumps(state, indent=1), mode=0o600)
+    note = apply_to_profile(config, path)
+    if note:
+        notes.append(note)
+    return LoginResult(path, expires, "imported", notes)
+
+
+def apply_to_profile(config: Config, path: Path) -> str | None:
+    """Put the state's cookies into an existing profile; a note for the user, or None."""
+    from .engines.base import EngineBusy, EngineError
+
+    profile = profile_path(config)
+    if config.browser.get("cdp_url") or not (profile / "Default").exists():
+        return None  # a new profile takes the state file on its first start
+    session = BrowserSession({**config.browser, "headless": True}, root=config.root)
+    try:
+        load_storage_state(session.context, path)
+    except EngineBusy:
+        return (
+            f"the profile {profile} is in use, so it still holds its old login: "
+            "run `qwenpipe login --import` again when no run is using it"
+        )
+    except EngineError as err:
+        return f"could not put the cookies into the profile {profile}: {err}"
+    finally:
+        session.close()
+    return f"its cookies are now also in the browser profile {profile}"
+
+
+# -- reading login files -------------------------------------------------------------------------
+
+SAME_SITE = {"no_restriction": "None", "none": "None", "lax": "Lax", "strict": "Strict"}
+COOKIE_EXPORT_HINT = (
+    'expected a Playwright storage state (an object with "cookies" and "origins", '
+    "as `qwenpipe login` writes) or a cookie export (a JSON list of cookies with name, value "
+    'and domain, as "Cookie-Editor" or "EditThisCookie" export them)'
+)
+
+
+def parse_login_file(source: Path) -> dict:
+    """A validated storage state from either file shape; UsageProblem names the file and the fault."""
+    source = Path(source)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageProblem(f"{source}: no such file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageProblem(f"{source}: cannot read it ({err})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as err:
+        raise UsageProblem(f"{source}: not JSON ({err}); {COOKIE_EXPORT_HINT}") from None
+    if isinstance(data, dict) and isinstance(data.get("cookies"), list):
+        state = _storage_state(source, data)
+    elif isinstance(data, list):
+        state = {"cookies": [_exported_cookie(source, i, c) for i, c in enumerate(data, 1)], "origins": []}
+    else:
+        raise UsageProblem(f"{source}: {COOKIE_EXPORT_HINT}")
+    if not state["cookies"]:
+        raise UsageProblem(f"{source}: holds no cookies; export them while signed in to the chat site")
+    if not _tokens(state):
+        raise UsageProblem(
+            f"{source}: holds no `token` cookie or localStorage entry, so no chat login; "
+            "export the cookies of chat.qwen.ai while signed in"
+        )
+    return state
+
+
+def _storage_state(source: Path, data: dict) -> dict:
+    cookies = []
+    for number, cookie in enumerate(data["cookies"], 1):
+        _require_cookie_fields(source, number, cookie)
+        cookies.append(cookie)
+    origins = data.get("origins", [])
+    if not isinstance(origins, list) or not all(
+        isinstance(o, dict) and isinstance(o.get("localStorage", []), list) for o in origins
+    ):
+        raise UsageProblem(f'{source}: "origins" must be a list of {{"origin", "localStorage": [...]}}')
+    return {"cookies": cookies, "origins": origins}
+
+
+def _exported_cookie(source: Path, number: int, cookie: Any) -> dict:
+    """An extension's cookie (expirationDate, sameSite "no_restriction", hostOnly) as Playwright's."""
+    _require_cookie_fields(source, number, cookie)
+    expires = cookie.get("expirationDate")
+    if cookie.get("session") or not isinstance(expires, (int, float)) or isinstance(expires, bool):
+        expires = -1
+    same_site = SAME_SITE.get(str(cookie.get("sameSite") or "").lower(), "Lax")
+    secure = bool(cookie.get("secure"))
+    if same_site == "None" and not secure:
+        same_site = "Lax"  # Chromium drops SameSite=None cookies that are not Secure
+    return {
+        "name": str(cookie["name"]),
+        "value": str(cookie["value"]),
+        "domain": str(cookie["domain"]),
+        "path": str(cookie.get("path") or "/"),
+        "expires": float(expires),
+        "httpOnly": bool(cookie.get("httpOnly")),
+        "secure": secure,
+        "sameSite": same_site,
+    }
+
+
+def _require_cookie_fields(source: Path, number: int, cookie: Any) -> None:
+    if not isinstance(cookie, dict):
+        raise UsageProblem(f"{source}: cookie #{number} is not an object; {COOKIE_EXPORT_HINT}")
+    for key in ("name", "value", "domain"):
+        if not isinstance(cookie.get(key), str) or (key != "value" and not cookie[key]):
+            raise UsageProblem(f"{source}: cookie #{number} has no {key!r} (a string); {COOKIE_EXPORT_HINT}")
+
+
+def _tokens(state: dict) -> list[str]:
+    found = [c["value"] for c in state["cookies"] if c.get("name") == "token" and c.get("value")]
+    for origin in state.get("origins", []):
+        found += [
+            str(i.get("value"))
+            for i in origin.get("localStorage", [])
+            if isinstance(i, dict) and i.get("name") == "token"
+        ]
+    return found
+
+
+def _token_expiry(state: dict) -> float | None:
+    expiries = [e for e in (jwt_expiry(t) for t in _tokens(state)) if e is not None]
+    return max(expiries) if expiries else None
+
+
+def _domain_matches(domain: str, host: str) -> bool:
+    domain = domain.lstrip(".").lower()
+    return bool(domain) and (host == domain or host.endswith("." + domain))
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _when(ts: float) -> str:
+    from datetime import datetime
+
+    return datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def describe_expiry(expires: float | None, now: float | None = None) -> str:
+    """ "expires 2026-11-02 14:00 (in 6 days 23 h)", or why it is not known."""
+    if expires is None:
+        return "token expiry not readable"
+    now = time.time() if now is None else now
+    left = expires - now
+    if left <= 0:
+        return f"expired {_when(expires)} ({duration(-left)} ago)"
+    return f"expires {_when(expires)} (in {duration(left)})"
+
+
+def duration(seconds: float) -> str:
+    """A person's duration: "6 days 23 h", "1 day 4 h", "5 h 12 min", "12 min"."""
+    seconds = max(int(seconds), 0)
+    days, hours, minutes = seconds // 86400, seconds % 86400 // 3600, seconds % 3600 // 60
+    if days:
+        return f"{days} day{'s' if days != 1 else ''} {hours} h"
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min"
