@@ -1,0 +1,117 @@
+"""How long a cycle takes when there is nothing to do: 10,000 finished articles, and 10,000
+pending ones held back by qwen.max_sends_per_day (the journal says today's sends are used up).
+
+    .venv/bin/python bench/bench_cycle.py [--articles 10000] [--repeat 3]
+
+Each figure is the wall time of a real `qwenpipe cycle` process (start-up included) and must be
+well under a second, with no browser started. Not run by the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+TARGET = 1.0  # seconds, each
+# Loopback addresses that nothing listens on: a bug that starts a browser or a router call
+# fails fast instead of reaching the internet.
+CONFIG = """[qwen]
+base_url = "http://127.0.0.1:9"
+poll_interval = 60
+{extra}
+[router]
+base_url = "http://127.0.0.1:9/v1"
+"""
+
+
+def build_finished(root: Path, articles: int) -> Path:
+    prompts, out = root / "prompts", root / "articles"
+    prompts.mkdir(parents=True)
+    out.mkdir()
+    (root / "config.toml").write_text(CONFIG.format(extra=""))
+    for n in range(articles):
+        slug = f"article-{n:05d}"
+        (prompts / f"{slug}.md").write_text(f"Write article {n}.")
+        (out / f"{slug}.md").write_text(f"+++\ntitle = 'Article {n}'\nslug = '{slug}'\n+++\nBody {n}.\n")
+    return root
+
+
+def build_throttled(root: Path, articles: int, limit: int = 50) -> Path:
+    """Pending prompts, and a journal whose `sending` lines use up today's max_sends_per_day."""
+    prompts, out = root / "prompts", root / "articles"
+    (out / ".qwenpipe").mkdir(parents=True)
+    prompts.mkdir()
+    (root / "config.toml").write_text(CONFIG.format(extra=f"max_sends_per_day = {limit}"))
+    for n in range(articles):
+        (prompts / f"article-{n:05d}.md").write_text(f"Write article {n}.")
+    now = time.time()
+    with open(out / ".qwenpipe" / "journal.jsonl", "w", encoding="utf-8") as journal:
+        for n in range(limit):
+            ts = now - 60 + n * 0.5
+            entry = {
+                "time": datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds"),
+                "ts": round(ts, 3),
+                "slug": f"earlier-{n}",
+                "event": "sending",
+                "pid": 4242,
+                "engine": "qwen",
+            }
+            journal.write(json.dumps(entry) + "\n")
+    return root
+
+
+def time_cycle(root: Path) -> tuple[float, str]:
+    started = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline", "cycle"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+        timeout=300,
+    )
+    elapsed = time.perf_counter() - started
+    summary = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
+    if "no browser" not in summary:
+        raise SystemExit(f"the no-op cycle used a browser or failed: exit {result.returncode}: {summary}")
+    return elapsed, summary
+
+
+def measure(articles: int = 10_000, repeat: int = 3) -> list[tuple[str, float, str]]:
+    """[(what, median seconds, the cycle's own summary)] for the two no-op cycles."""
+    rows = []
+    for label, build in (
+        (f"no-op cycle, {articles:,} finished", build_finished),
+        (f"no-op cycle, {articles:,} throttled", build_throttled),
+    ):
+        with tempfile.TemporaryDirectory(prefix="qwenpipe-bench-cycle-") as folder:
+            root = build(Path(folder), articles)
+            time_cycle(root)  # warm the page cache, as cron's every-5-minutes runs are
+            figures = [time_cycle(root) for _ in range(repeat)]
+            rows.append((label, statistics.median(f[0] for f in figures), figures[-1][1]))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--articles", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    rows = measure(args.articles, args.repeat)
+    print(f"median of {args.repeat} `qwenpipe cycle` processes; {os.cpu_count()} CPUs")
+    print(f"{'what':<36}{'seconds':>9}  {'target':>8}  ok  cycle says")
+    for label, seconds, summary in rows:
+        verdict = "yes" if seconds < TARGET else "NO"
+        print(f"{label:<36}{seconds:>9.3f}  {'< ' + str(TARGET):>8}  {verdict:<3} {summary}")
+
+
+if __name__ == "__main__":
+    main()

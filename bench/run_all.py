@@ -1,0 +1,195 @@
+"""Every qwenpipe benchmark, one table, each figure beside its target.
+
+    .venv/bin/python bench/run_all.py [--quick]
+
+- CLI start-up: a no-op `generate` on a finished article vs `python -c "import typer"`;
+- no-op cycles over 10,000 finished and 10,000 throttled articles (bench_cycle.py);
+- `status --json` over 10,000 articles and a 100,000-line journal (bench_status.py);
+- one cycle polling 20 in-flight chats vs 20 separate `generate` calls (real Chromium against
+  the simulator), and the peak memory of that cycle (ru_maxrss, the Python process and its
+  largest child);
+- the time from the answer completing to SLUG.md on disk with `generate --wait`.
+
+Loopback only. Not run by the tests. `--quick` uses 1,000 articles and 5 chats (a smoke run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(HERE), str(ROOT / "tests")]
+
+import bench_cycle  # noqa: E402
+import bench_status  # noqa: E402
+from sim_project import make_project  # noqa: E402
+
+ENV = {**os.environ, "NO_COLOR": "1"}
+sim_answer_seconds = 1.0  # the simulator's answer time in the polling benchmark
+# The Python process of a cycle, its peak memory printed for us (and its largest child's).
+MEMORY_PROBE = (
+    "import resource, sys\n"
+    "from pipeline.cli import run\n"
+    "code = run(['cycle'])\n"
+    "mine = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+    "kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+    "print(f'MAXRSS {mine} {kids}', file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
+
+
+def median_run(args: list[str], cwd: Path, repeat: int) -> float:
+    figures = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        subprocess.run(args, cwd=cwd, env=ENV, capture_output=True, check=False)
+        figures.append(time.perf_counter() - started)
+    return statistics.median(figures)
+
+
+def startup(repeat: int) -> tuple[float, float]:
+    with tempfile.TemporaryDirectory(prefix="qwenpipe-bench-start-") as folder:
+        root = Path(folder)
+        (root / "prompts").mkdir()
+        (root / "articles").mkdir()
+        (root / "config.toml").write_text('[qwen]\nbase_url = "http://127.0.0.1:9"\n')
+        (root / "prompts" / "done.md").write_text("Write about being done.")
+        (root / "articles" / "done.md").write_text("+++\ntitle = 'Done'\n+++\nDone.\n")
+        python = [sys.executable]
+        median_run([*python, "-c", "import typer"], root, 2)  # warm the caches
+        typer = median_run([*python, "-c", "import typer"], root, repeat)
+        noop = median_run([*python, "-m", "pipeline", "generate", "done"], root, repeat)
+    return noop, typer
+
+
+def status_figures(articles: int, lines: int) -> tuple[float, float]:
+    with tempfile.TemporaryDirectory(prefix="qwenpipe-bench-status-") as folder:
+        root = bench_status.build(Path(folder), articles, lines)
+        cold = bench_status.timed(bench_status.as_subprocess, root, cold=True, repeat=3)
+        warm = bench_status.timed(bench_status.as_subprocess, root, cold=False, repeat=3)
+    return cold, warm
+
+
+def qwenpipe(project: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline", *args], cwd=project, env=ENV, capture_output=True, text=True
+    )
+
+
+def sent_project(folder: Path, sim, chats: int) -> Path:
+    """A project whose `chats` prompts were all sent (one cycle) and whose answers are complete."""
+    project = make_project(folder, sim)
+    with open(project / "config.toml", "a", encoding="utf-8") as config:
+        config.write("\n[article]\nmin_words = 0\n")
+    for n in range(chats):
+        (project / "prompts" / f"p{n:02d}.md").write_text(f"Write benchmark article {n} ({folder.name}).")
+    result = qwenpipe(project, "cycle")
+    assert result.returncode == 42, result.stderr
+    time.sleep(sim_answer_seconds + 2)  # every answer complete: only the collecting is timed
+    return project
+
+
+def polling(chats: int) -> dict[str, float]:
+    from pipeline.simulator import Simulator
+
+    figures: dict[str, float] = {}
+    with (
+        Simulator(
+            port=0, answer_seconds=sim_answer_seconds, thinking_seconds=0.2, url_delay=0.2
+        ).start() as sim,
+        tempfile.TemporaryDirectory(prefix="qwenpipe-bench-poll-") as folder,
+    ):
+        one = sent_project(Path(folder) / "cycle", sim, chats)
+        started = time.perf_counter()
+        result = subprocess.run(
+            [sys.executable, "-c", MEMORY_PROBE], cwd=one, env=ENV, capture_output=True, text=True
+        )
+        figures["cycle"] = time.perf_counter() - started
+        assert result.returncode == 0, result.stderr
+        mine, kids = result.stderr.split("MAXRSS ")[1].split()[:2]
+        figures["rss_python"], figures["rss_child"] = int(mine) / 1024, int(kids) / 1024
+
+        many = sent_project(Path(folder) / "generates", sim, chats)
+        started = time.perf_counter()
+        for n in range(chats):
+            assert qwenpipe(many, "generate", f"p{n:02d}").returncode == 0
+        figures["generates"] = time.perf_counter() - started
+
+        # generate --wait: the answer's completion time is known from the simulator's ledger.
+        sim.set(answer_seconds=4.0, thinking_seconds=0.5)
+        wait = Path(folder) / "wait"
+        make_project(wait, sim)
+        with open(wait / "config.toml", "a", encoding="utf-8") as config:
+            config.write("\n[article]\nmin_words = 0\n")
+        lags = []
+        for n in range(3):
+            text = f"Write a waited-for benchmark article, take {n}."
+            (wait / "prompts" / f"w{n}.md").write_text(text)
+            assert qwenpipe(wait, "generate", f"w{n}", "--wait").returncode == 0
+            received = next(e["time"] for e in sim.sends() if e["prompt"] == text)
+            complete = received + 0.5 + 4.0 + 0.3  # thinking + answer + the "finished" lag
+            lags.append((wait / "articles" / f"w{n}.md").stat().st_mtime - complete)
+        figures["wait_lag"] = statistics.median(lags)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1,000 articles, 5 chats: a smoke run")
+    args = parser.parse_args()
+    articles, lines, chats = (1_000, 10_000, 5) if args.quick else (10_000, 100_000, 20)
+    rows: list[tuple[str, str, str, bool | None]] = []
+
+    noop, typer = startup(repeat=7)
+    rows.append(("start-up: no-op `generate` (done article)", f"{noop:.3f} s", "", None))
+    rows.append(('start-up: python -c "import typer"', f"{typer:.3f} s", "", None))
+    rows.append(("start-up ratio", f"{noop / typer:.2f}x", "<= 2.5x", noop / typer <= 2.5))
+
+    for label, seconds, _summary in bench_cycle.measure(articles, repeat=3):
+        rows.append((label, f"{seconds:.3f} s", "< 1 s, no browser", seconds < 1.0))
+
+    cold, warm = status_figures(articles, lines)
+    what = f"{articles:,} articles, {lines:,} journal lines"
+    rows.append((f"status --json, {what}, cold", f"{cold:.3f} s", "< 1 s", cold < 1.0))
+    rows.append((f"status --json, {what}, warm", f"{warm:.3f} s", "< 1 s", warm < 1.0))
+
+    poll = polling(chats)
+    ratio = poll["generates"] / poll["cycle"]
+    rows.append((f"one cycle collecting {chats} finished chats", f"{poll['cycle']:.1f} s", "", None))
+    rows.append((f"{chats} separate `generate` calls", f"{poll['generates']:.1f} s", "", None))
+    rows.append(("one browser vs one per call", f"{ratio:.2f}x faster", "> 1x", ratio > 1))
+    rows.append(
+        ("answer complete -> SLUG.md (--wait)", f"{poll['wait_lag']:.2f} s", "< 5 s", poll["wait_lag"] < 5)
+    )
+    rows.append(
+        (
+            "peak RSS, the cycle's Python process",
+            f"{poll['rss_python']:.0f} MB",
+            "< 200 MB",
+            poll["rss_python"] < 200,
+        )
+    )
+    rows.append(
+        ("peak RSS, its largest child (driver/browser)", f"{poll['rss_child']:.0f} MB", "(reported)", None)
+    )
+
+    print(f"\nqwenpipe benchmarks ({os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f})")
+    width = max(len(r[0]) for r in rows)
+    print(f"{'figure':<{width}}  {'measured':>14}  {'target':<18} ok")
+    for name, value, target, ok in rows:
+        mark = "" if ok is None else ("yes" if ok else "NO")
+        print(f"{name:<{width}}  {value:>14}  {target:<18} {mark}")
+    print(json.dumps({"rows": [list(r) for r in rows]}), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
