@@ -191,7 +191,10 @@ def check_profile(report: Report, config: Config, now: float) -> None:
         report.add("profile", SKIP, "attached over CDP: the browser keeps its own profile and login")
         return
     profile = config.path("browser", "profile_dir")
-    if not profile.exists():
+    state = config.path("browser", "storage_state")
+    if not profile.exists() and state.is_file():
+        report.add("profile", OK, f"{profile} will be made from the saved login on the first start")
+    elif not profile.exists():
         report.add("profile", WARN, f"{profile} does not exist yet (no login kept)", "run `qwenpipe login`")
     else:
         mode = _mode(profile)
@@ -204,7 +207,6 @@ def check_profile(report: Report, config: Config, now: float) -> None:
             )
         else:
             report.add("profile", OK, f"{profile} (mode {mode:04o})")
-    state = config.path("browser", "storage_state")
     if not state.is_file():
         report.add(
             "saved login",
@@ -379,21 +381,25 @@ def _screen_problem(page: Any) -> str | None:
 def check_selectors(report: Report, page: Any, selector_sets: tuple, timeout: float) -> None:
     """Which UI generation the page is, then every selector of it by name."""
     from .engines.qwen_page import detect_ui, present
+    from .engines.qwen_selectors import BUILT_IN
 
     deadline = time.monotonic() + timeout
-    matched = detect_ui(page, selector_sets)
-    while matched is None and time.monotonic() < deadline:  # the app draws itself after load
+    # The app draws itself after load. A built-in UI drawn while [qwen.selectors] does not match
+    # it is a mistake in config.toml: reported at once, not after the whole timeout.
+    matched, built_in = detect_ui(page, selector_sets), detect_ui(page, BUILT_IN)
+    while matched is None and built_in is None and time.monotonic() < deadline:
         page.wait_for_timeout(250)
-        matched = detect_ui(page, selector_sets)
+        matched, built_in = detect_ui(page, selector_sets), detect_ui(page, BUILT_IN)
     tried = ", ".join(f"{s.name} ({s.composer})" for s in selector_sets)
     if matched is None:
-        report.add(
-            "page",
-            FAIL,
-            f"no known UI on the new-chat page: no composer of {tried}",
-            "the site changed: find the elements in the browser's inspector and set them in "
-            "[qwen.selectors] (then run doctor again)",
-        )
+        if built_in is not None:
+            fix = f"the page is the built-in {built_in.name!r} UI: fix or remove [qwen.selectors]"
+        else:
+            fix = (
+                "the site changed: find the elements in the browser's inspector and set them in "
+                "[qwen.selectors] (then run doctor again)"
+            )
+        report.add("page", FAIL, f"no known UI on the new-chat page: no composer of {tried}", fix)
         selectors = selector_sets[0]
     else:
         report.add("page", OK, f"UI generation {matched.name!r} matched (tried: {tried})", ui=matched.name)

@@ -1,0 +1,247 @@
+"""`qwenpipe login`: signing in on the simulator's page, importing a login, the expiry warning,
+and what a logged-out session does (nothing typed, nothing sent)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+
+import pytest
+from sim_project import make_project, prompt, read_article
+from tests_cli_helpers import qwenpipe
+
+from pipeline.cli import run
+from pipeline.config import load
+from pipeline.login import run_login
+from pipeline.simulator import Simulator
+from pipeline.simulator.api import make_token
+from pipeline.status import collect
+from pipeline.workspace import Workspace
+
+DAY = 86400
+
+
+@pytest.fixture(scope="module")
+def sim():
+    with Simulator(port=0, require_login=True, answer_seconds=1.0, thinking_seconds=0.2).start() as server:
+        yield server
+
+
+def mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def sign_in(page) -> None:
+    """What a person does on the sign-in page the login command opened."""
+    page.fill("input[type=email]", "writer@example.com")
+    page.fill("input[type=password]", "secret")
+    page.click("button.login-button")
+
+
+@pytest.mark.browser
+def test_login_saves_a_private_state_and_generate_then_sends(sim, tmp_path, monkeypatch):
+    project = make_project(tmp_path, sim)
+    monkeypatch.setenv("QWENPIPE_LOGIN_HEADLESS", "1")
+    said = []
+    result = run_login(load(project / "config.toml"), timeout=30, on_page=sign_in, say=said.append)
+    state = project / "state.json"
+    assert result.state_path == state and result.how == "signed in"
+    assert "sign in to" in said[0]
+    assert mode(state) == 0o600 and mode(project / "profile") == 0o700
+    saved = json.loads(state.read_text())
+    assert any(c["name"] == "token" for c in saved["cookies"])
+    assert result.expires_at and 6.9 * DAY < result.expires_at - time.time() <= 7 * DAY
+
+    text = prompt(project, "signed-in", "Write about signing in once.")
+    sent = qwenpipe("generate", "signed-in", cwd=project)
+    assert sent.returncode == 42, sent.stderr
+    assert [e["prompt"] for e in sim.sends()].count(text) == 1
+
+    status = json.loads(qwenpipe("status", "--json", cwd=project).stdout)
+    assert status["login"]["state_file"] == str(state) and status["login"]["expires_at"]
+    assert not [w for w in status["warnings"] if "login" in w]
+
+
+@pytest.mark.browser
+def test_logged_out_session_types_nothing_and_the_router_writes_it(sim, tmp_path):
+    project = make_project(tmp_path, sim)
+    text = prompt(project, "nologin", "Write about forgetting to log in.")
+    before = len(sim.ledger())
+    result = qwenpipe("generate", "nologin", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert "qwenpipe login" in result.stderr
+    meta, _ = read_article(project / "articles" / "nologin.md")
+    assert meta["engine"] == "router"
+    assert [e for e in sim.ledger()[before:] if e["prompt"] == text] == [], "the prompt reached the chat"
+
+
+@pytest.mark.browser
+def test_logged_out_session_without_router_is_exit_1(sim, tmp_path):
+    project = make_project(tmp_path, sim, router=False)
+    text = prompt(project, "nologin", "Write about having no login and no router.")
+    result = qwenpipe("generate", "nologin", cwd=project)
+    assert result.returncode == 1, result.stderr
+    assert "qwenpipe login" in result.stderr and "Traceback" not in result.stderr
+    assert not (project / "articles" / "nologin.md").exists()
+    assert [e for e in sim.ledger() if e["prompt"] == text] == []
+
+
+def test_login_without_a_display_says_the_three_ways(tmp_path):
+    (tmp_path / "config.toml").write_text('[browser]\nstorage_state = "keep/state.json"\n')
+    env = {"DISPLAY": "", "WAYLAND_DISPLAY": "", "QWENPIPE_LOGIN_HEADLESS": ""}
+    result = qwenpipe("login", cwd=tmp_path, env=env)
+    assert result.returncode == 2
+    message = result.stderr
+    assert str(tmp_path / "keep" / "state.json") in message and "browser.storage_state" in message
+    assert "qwenpipe login --import" in message
+    assert "--cdp" in message and "browser.cdp_url" in message
+    assert "xvfb" in message.lower() and "browser.headless = false" in message
+    assert not (tmp_path / "keep").exists()
+
+
+# -- login --import --------------------------------------------------------------------------------
+
+
+def storage_state(token: str) -> dict:
+    return {
+        "cookies": [
+            {
+                "name": "token",
+                "value": token,
+                "domain": "chat.qwen.ai",
+                "path": "/",
+                "expires": time.time() + 7 * DAY,
+                "httpOnly": False,
+                "secure": True,
+                "sameSite": "Lax",
+            }
+        ],
+        "origins": [{"origin": "https://chat.qwen.ai", "localStorage": [{"name": "token", "value": token}]}],
+    }
+
+
+def cookie_export(token: str) -> list:
+    """What Cookie-Editor / EditThisCookie export for chat.qwen.ai."""
+    return [
+        {
+            "domain": ".qwen.ai",
+            "expirationDate": time.time() + 7 * DAY,
+            "hostOnly": False,
+            "httpOnly": False,
+            "name": "token",
+            "path": "/",
+            "sameSite": "no_restriction",
+            "secure": True,
+            "session": False,
+            "storeId": "0",
+            "value": token,
+        },
+        {"domain": "chat.qwen.ai", "name": "ssxmod_itna", "value": "abc", "path": "/", "session": True},
+    ]
+
+
+def login_in_process(capfd, *args) -> tuple[int, str]:
+    """`qwenpipe login ...` in this process (no interpreter start): exit code and stderr."""
+    code = run(["login", *args])
+    return code, capfd.readouterr().err
+
+
+def import_file(tmp_path, data, name="login.json"):
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize("shape", ["storage_state", "cookie_export"])
+def test_import_writes_a_private_state_and_reports_the_expiry(tmp_path, capfd, shape):
+    token = make_token()
+    data = storage_state(token) if shape == "storage_state" else cookie_export(token)
+    source = import_file(tmp_path, data)
+    code, said = login_in_process(capfd, "--import", str(source))
+    assert code == 0, said
+    state = tmp_path / ".qwenpipe" / "state.json"
+    assert f"saved in {state}" in " ".join(said.split())
+    assert "expires" in said and "(in 6 days 23 h)" in said
+    assert mode(state) == 0o600 and mode(state.parent) == 0o700
+    saved = json.loads(state.read_text())
+    token_cookie = next(c for c in saved["cookies"] if c["name"] == "token")
+    assert token_cookie["value"] == token
+    if shape == "cookie_export":
+        assert token_cookie["sameSite"] == "None" and token_cookie["secure"] is True
+        assert token_cookie["expires"] > time.time()
+        session = next(c for c in saved["cookies"] if c["name"] == "ssxmod_itna")
+        assert session["expires"] == -1 and session["sameSite"] == "Lax"
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("{not json", "not JSON"),
+        ({"hello": "world"}, "expected a Playwright storage state"),
+        ([{"name": "token", "value": "x"}], "cookie #1 has no 'domain'"),
+        (["token=abc"], "cookie #1 is not an object"),
+        ([{"name": "sid", "value": "1", "domain": ".qwen.ai"}], "no `token` cookie"),
+        ([], "holds no cookies"),
+        (storage_state(make_token(time.time() - 8 * DAY)), "expired"),
+    ],
+)
+def test_import_refuses_a_bad_file_naming_it(tmp_path, capfd, content, expected):
+    source = import_file(tmp_path, content, "export.json")
+    code, said = login_in_process(capfd, "--import", str(source))
+    said = " ".join(said.split())  # the console wraps long lines
+    assert code == 2
+    assert str(source) in said and expected in said, said
+    assert not (tmp_path / ".qwenpipe").exists(), "nothing may be written"
+
+
+def test_import_of_a_missing_file_is_exit_2(tmp_path, capfd):
+    code, said = login_in_process(capfd, "--import", str(tmp_path / "nope.json"))
+    assert code == 2 and "nope.json" in said
+
+
+# -- the expiry warning in status ------------------------------------------------------------------
+
+
+def status_with_token(project, expires_in: float):
+    state = project / ".qwenpipe" / "state.json"
+    state.parent.mkdir(parents=True, exist_ok=True)
+    now = time.time()
+    state.write_text(json.dumps(storage_state(make_token(now + expires_in - 7 * DAY))))
+    return collect(Workspace(load(project / "config.toml")), now=now)
+
+
+def test_status_warns_when_the_login_expires_within_two_days(project):
+    status = status_with_token(project, 1 * DAY + 4 * 3600 + 30)
+    assert "the chat login expires in 1 day 4 h: run `qwenpipe login`" in status.warnings
+    doc = status.to_json()
+    assert doc["login"]["state_file"] == str(project / ".qwenpipe" / "state.json")
+    assert doc["login"]["expires_at"] is not None
+    assert "the chat login expires in 1 day 4 h: run `qwenpipe login`" in doc["warnings"]
+
+
+def test_status_warns_when_the_login_has_expired(project):
+    status = status_with_token(project, -3 * 3600 - 30)
+    assert "the chat login expired 3 h 0 min ago: run `qwenpipe login`" in status.warnings
+
+
+def test_status_is_quiet_about_a_login_with_days_left(project):
+    status = status_with_token(project, 5 * DAY)
+    assert not [w for w in status.warnings if "login" in w]
+
+
+def test_status_without_a_saved_login_has_a_null_expiry(project):
+    doc = collect(Workspace(load(project / "config.toml"))).to_json()
+    assert doc["login"] == {"state_file": str(project / ".qwenpipe" / "state.json"), "expires_at": None}
+    assert not [w for w in doc["warnings"] if "login" in w]
+
+
+def test_status_text_shows_the_login_line_and_the_warning(project):
+    state = project / ".qwenpipe" / "state.json"
+    state.parent.mkdir(parents=True)
+    state.write_text(json.dumps(storage_state(make_token(time.time() - 6 * DAY))))  # 1 day left
+    result = qwenpipe("status", cwd=project)
+    assert result.returncode == 0
+    assert "chat login: expires" in result.stdout
+    assert "warning: the chat login expires in 23 h" in result.stderr
