@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 from fakes import FakeChat, FakeRouter
+from project_files import add_prompt, snapshot, write_config  # noqa: F401 - re-exported for fixtures
 
 from pipeline.config import load
 from pipeline.workspace import Engines, Workspace
@@ -18,12 +19,6 @@ def _isolated_env(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
 
 
-def write_config(folder: Path, text: str = "") -> Path:
-    path = folder / "config.toml"
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
 @pytest.fixture
 def project(tmp_path) -> Path:
     """A project folder: config.toml (no poll spacing), prompts/, articles/."""
@@ -31,12 +26,6 @@ def project(tmp_path) -> Path:
     (tmp_path / "prompts").mkdir()
     (tmp_path / "articles").mkdir()
     return tmp_path
-
-
-def add_prompt(project: Path, slug: str, text: str = "Write about tea.", meta: str = "") -> Path:
-    path = project / "prompts" / f"{slug}.md"
-    path.write_text((f"+++\n{meta}\n+++\n" if meta else "") + text, encoding="utf-8")
-    return path
 
 
 @pytest.fixture
@@ -57,11 +46,6 @@ def router() -> FakeRouter:
 @pytest.fixture
 def engines(workspace, chat, router) -> Engines:
     return Engines(workspace.config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)
-
-
-def snapshot(folder: Path) -> dict[str, bytes]:
-    """Every file below `folder` with its bytes: to assert that nothing changed."""
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 os.environ.setdefault("NO_COLOR", "1")

@@ -11,8 +11,8 @@ import time
 from datetime import datetime
 
 import pytest
-from conftest import add_prompt
 from fakes import FakeChat, FakeRouter
+from project_files import add_prompt
 
 from pipeline.cli import run
 from pipeline.config import load

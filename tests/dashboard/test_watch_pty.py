@@ -13,7 +13,7 @@ import sys
 import termios
 import time
 
-from conftest import add_prompt
+from project_files import add_prompt
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r")
 

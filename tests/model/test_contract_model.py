@@ -85,6 +85,9 @@ class ModelChat:
         self.check_mode = "answer"
         self.find_mode = "ok"
 
+    def prepare(self) -> None:
+        pass
+
     def send(self, text: str) -> str:
         mode, self.send_mode = self.send_mode, "ok"
         if mode == "crash_before_site":

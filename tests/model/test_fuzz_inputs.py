@@ -48,6 +48,9 @@ class FuzzChat:
     def __init__(self) -> None:
         self.messages: dict[str, list[str]] = {}
 
+    def prepare(self) -> None:
+        pass
+
     def send(self, text: str) -> str:
         url = f"{self.base_url}/c/{len(self.messages) + 1:08d}-0000-4000-8000-000000000000"
         self.messages[url] = [text]

@@ -93,6 +93,15 @@ def finished(sim, chat_id: str) -> dict:
 
 # -- API shapes and the timeline -------------------------------------------------------------------
 def test_2026_08_shape_and_timeline(sim):
+    # Slow enough that a loaded machine still sees the thinking phase and a partial answer.
+    sim.set(thinking_seconds=1.5, answer_seconds=2.0)
+    try:
+        _timeline(sim)
+    finally:
+        sim.set(**FAST)
+
+
+def _timeline(sim):
     chat_id, reply = send(sim, PROMPT)
     assert reply["success"] and reply["data"]["chat_id"] == chat_id
     expected = sim.expected_answer(PROMPT)

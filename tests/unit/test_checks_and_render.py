@@ -6,8 +6,8 @@ import tomllib
 from datetime import datetime
 
 import pytest
-from conftest import add_prompt
 from fakes import answer
+from project_files import add_prompt
 
 from pipeline.checks import check_answer, detect_language, tidy
 from pipeline.contract import Status, generate

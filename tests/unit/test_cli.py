@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import add_prompt, snapshot
+from project_files import add_prompt, snapshot
 from tests_cli_helpers import qwenpipe
 
 

@@ -6,8 +6,8 @@ import json
 import tomllib
 
 import pytest
-from conftest import add_prompt, snapshot
 from fakes import answer
+from project_files import add_prompt, snapshot
 
 from pipeline.contract import Status, generate, replay
 from pipeline.engines.base import Generating, HardError, QuotaSpent, TransientError

@@ -6,8 +6,8 @@ import http.server
 import threading
 
 import pytest
-from conftest import add_prompt, snapshot
 from fakes import answer
+from project_files import add_prompt, snapshot
 
 from pipeline.config import load
 from pipeline.cycle import run_cycle

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import add_prompt
+from project_files import add_prompt
 
 from pipeline.contract import Status, generate
 from pipeline.errors import UsageProblem
