@@ -24,7 +24,7 @@ from typing import Any
 
 from .browser import INSTALL_HINT, BrowserSession, find_executable, state_token_expiry
 from .config import Config
-from .login import describe_expiry, read_login_state
+from .login import describe_expiry, looks_logged_in, read_settled_login_state
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 EXPIRY_WARN_SECONDS = 2 * 86400
@@ -121,7 +121,7 @@ def run_doctor(
         executable = check_browser_found(report, config, chromium)
         check_profile(report, config, now)
         step("chat page")
-        check_chat(report, config, executable, attached, now)
+        check_chat(report, config, executable, attached)
     finally:
         if chromium is not None:
             _PLAYWRIGHT.release()
@@ -263,7 +263,7 @@ def _mode(path: Path) -> int:
 # -- the chat page -------------------------------------------------------------------------------
 
 
-def check_chat(report: Report, config: Config, executable: Any, attached: bool, now: float) -> None:
+def check_chat(report: Report, config: Config, executable: Any, attached: bool) -> None:
     """One browser, one new-chat page: the version (when not known), the login, each selector."""
     from playwright.sync_api import Error as PlaywrightError
 
@@ -289,7 +289,7 @@ def check_chat(report: Report, config: Config, executable: Any, attached: bool, 
             version = next((p for p in agent.split() if "Chrome/" in p), agent)
             _add_version(report, version)
         page.goto(base_url + "/", wait_until="domcontentloaded")
-        logged_in = check_login(report, page, base_url, timeout, now)
+        logged_in = check_login(report, page, base_url, timeout)
         if logged_in and selector_sets:
             check_selectors(report, page, selector_sets, timeout)
         else:
@@ -323,21 +323,9 @@ def _open_fix(err: BaseException, attached: bool) -> str:
     return "check qwen.base_url and the network; browser.args for proxies"
 
 
-def check_login(report: Report, page: Any, base_url: str, timeout: float, now: float) -> bool:
+def check_login(report: Report, page: Any, base_url: str, timeout: float) -> bool:
     """Logged in through the page: the site's status API, else the page itself (not /auth)."""
-    from playwright.sync_api import Error as PlaywrightError
-
-    deadline = time.monotonic() + timeout
-    seen: dict = {}
-    while time.monotonic() < deadline:
-        try:
-            seen = read_login_state(page, timeout=min(timeout, 10))
-        except PlaywrightError:
-            page.wait_for_timeout(250)  # navigating (a redirect to /auth): read the new page
-            continue
-        if seen.get("status") is not None or "/auth" in seen.get("url", "") or seen.get("login_form"):
-            break
-        page.wait_for_timeout(250)
+    seen = read_settled_login_state(page, timeout)
     failure = _screen_problem(page)
     if failure:
         report.add(
@@ -349,7 +337,7 @@ def check_login(report: Report, page: Any, base_url: str, timeout: float, now: f
         )
         return False
     status, url = seen.get("status"), seen.get("url", "")
-    if status is True or (status is None and seen and "/auth" not in url and not seen.get("login_form")):
+    if seen and looks_logged_in(seen, base_url):
         how = (
             "/api/v2/users/status says so"
             if status

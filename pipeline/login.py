@@ -130,6 +130,24 @@ def looks_logged_in(seen: dict, base_url: str) -> bool:
     return same_site and not parts.path.startswith("/auth") and not seen.get("login_form")
 
 
+def read_settled_login_state(page: Any, timeout: float) -> dict:
+    """The first read that says something definite (the site's answer, or the sign-in form), or
+    the last read when `timeout` runs out; {} when the page never answered."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    deadline = time.monotonic() + timeout
+    seen: dict = {}
+    while time.monotonic() < deadline:
+        try:
+            seen = read_login_state(page, timeout=min(timeout, 10))
+        except PlaywrightError:
+            seen = {}  # navigating (a redirect to /auth): read the new page
+        if seen.get("status") is not None or "/auth" in seen.get("url", "") or seen.get("login_form"):
+            break
+        time.sleep(0.25)
+    return seen
+
+
 def wait_for_login(page: Any, base_url: str, timeout: float, *, poll: float = POLL_SECONDS) -> None:
     """Return once the page's session is logged in to `base_url`; LoginFailed after `timeout` s.
 
@@ -196,13 +214,12 @@ def run_login(
             page.goto(base_url + "/", wait_until="domcontentloaded")
             if on_page:
                 on_page(page)
-            try:
-                wait_for_login(page, base_url, min(timeout, float(config.qwen["page_timeout"])))
-            except LoginFailed:
+            seen = read_settled_login_state(page, min(timeout, float(config.qwen["page_timeout"])))
+            if not looks_logged_in(seen, base_url):
                 raise LoginFailed(
                     f"the browser at {browser['cdp_url']} is not signed in to {base_url}: "
                     "sign in there (in that browser's window), then run this again"
-                ) from None
+                )
         else:
             page.goto(base_url + SIGNIN_PATH, wait_until="domcontentloaded")
             say(f"sign in to {base_url} in the browser window (waiting up to {timeout:g} s)")
