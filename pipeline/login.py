@@ -337,7 +337,8 @@ def _exported_cookie(source: Path, number: int, cookie: Any) -> dict:
     _require_cookie_fields(source, number, cookie)
     expires = cookie.get("expirationDate")
     if cookie.get("session") or not isinstance(expires, (int, float)) or isinstance(expires, bool):
-        expires = -1
+        # A session cookie would not outlive the browser; the login token carries its own end.
+        expires = (jwt_expiry(str(cookie["value"])) if cookie["name"] == "token" else None) or -1
     same_site = SAME_SITE.get(str(cookie.get("sameSite") or "").lower(), "Lax")
     secure = bool(cookie.get("secure"))
     if same_site == "None" and not secure:

@@ -88,6 +88,28 @@ def test_logged_out_session_without_router_is_exit_1(sim, tmp_path):
     assert [e for e in sim.ledger() if e["prompt"] == text] == []
 
 
+@pytest.mark.browser
+def test_import_into_an_existing_profile_replaces_its_login(sim, tmp_path, capfd):
+    from pipeline.browser import BrowserSession
+
+    project = make_project(tmp_path, sim)
+    config = load(project / "config.toml")
+    with BrowserSession(config.browser, root=config.root) as session:
+        session.new_page()  # a profile that exists and is logged out: it ignores state files
+    assert (project / "profile" / "Default").exists()
+    export = [{"name": "token", "value": make_token(), "domain": "127.0.0.1", "path": "/", "session": True}]
+    source = import_file(project, export)
+    os.chdir(project)
+    code, said = login_in_process(capfd, "--import", str(source))
+    assert code == 0, said
+    assert "now also in the browser profile" in " ".join(said.split())
+    (project / "state.json").unlink()  # the profile alone must now hold the login
+    text = prompt(project, "imported", "Write about importing a login.")
+    sent = qwenpipe("generate", "imported", cwd=project)
+    assert sent.returncode == 42, sent.stderr
+    assert [e["prompt"] for e in sim.sends()].count(text) == 1
+
+
 def test_login_without_a_display_says_the_three_ways(tmp_path):
     (tmp_path / "config.toml").write_text('[browser]\nstorage_state = "keep/state.json"\n')
     env = {"DISPLAY": "", "WAYLAND_DISPLAY": "", "QWENPIPE_LOGIN_HEADLESS": ""}
