@@ -173,12 +173,22 @@ def wait_for_login(page: Any, base_url: str, timeout: float, *, poll: float = PO
         time.sleep(poll)
 
 
-def save_state(context: Any, path: Path) -> float | None:
-    """Write the context's storage state to `path` (mode 0600; a new folder 0700); its token's expiry."""
+def save_state(context: Any, path: Path, *, only_for: str | None = None) -> float | None:
+    """Write the context's storage state to `path` (mode 0600; a new folder 0700); its token's expiry.
+
+    `only_for` (a base URL) keeps just that site's cookies and storage: a user's own browser
+    holds the logins of every site they use, and those have no business in our file.
+    """
     path = Path(path)
     if not path.parent.exists():
         path.parent.mkdir(mode=0o700, parents=True)
     state = context.storage_state()
+    if only_for:
+        host = urlsplit(only_for).hostname or ""
+        state = {
+            "cookies": [c for c in state.get("cookies", []) if _domain_matches(c.get("domain", ""), host)],
+            "origins": [o for o in state.get("origins", []) if o.get("origin") == _origin(only_for)],
+        }
     atomic_write(path, json.dumps(state, indent=1), mode=0o600)
     return state_token_expiry(path)
 
@@ -198,6 +208,8 @@ def run_login(
     Raises NoDisplay (a window is needed and there is no screen), LoginFailed, and the
     browser's errors (BrowserNotFound, EngineBusy when a run is using the profile).
     """
+    from playwright.sync_api import Error as PlaywrightError
+
     base_url = str(config.qwen["base_url"]).rstrip("/")
     browser = dict(config.browser)
     attached = bool(browser.get("cdp_url"))
@@ -207,6 +219,23 @@ def run_login(
             raise NoDisplay(no_display_help(config))
         browser["headless"] = headless
     path = state_path(config)
+    try:
+        expires = _login_in_browser(browser, config, base_url, timeout, on_page, say)
+    except PlaywrightError as err:
+        first = str(getattr(err, "message", "") or err).strip().splitlines()
+        raise LoginFailed(f"the browser could not open {base_url}: {first[0] if first else err}") from None
+    return LoginResult(path, expires, "attached" if attached else "signed in")
+
+
+def _login_in_browser(
+    browser: dict,
+    config: Config,
+    base_url: str,
+    timeout: float,
+    on_page: Callable[[Any], None] | None,
+    say: Callable[[str], None],
+) -> float | None:
+    attached = bool(browser.get("cdp_url"))
     with BrowserSession(browser, root=config.root) as session:
         page = session.new_page()
         page.set_default_timeout(float(config.qwen["page_timeout"]) * 1000)
@@ -226,8 +255,7 @@ def run_login(
             if on_page:
                 on_page(page)
             wait_for_login(page, base_url, timeout)
-        expires = save_state(session.context, path)
-    return LoginResult(path, expires, "attached" if attached else "signed in")
+        return save_state(session.context, state_path(config), only_for=base_url if attached else None)
 
 
 def import_state(config: Config, source: Path, *, now: float | None = None) -> LoginResult:

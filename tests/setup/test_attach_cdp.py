@@ -70,6 +70,10 @@ def sign_in_in_the_users_browser(cdp_url: str, base_url: str) -> None:
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.connect_over_cdp(cdp_url)
+        # The user's browser holds other sites' logins too: none of them may end up in our file.
+        browser.contexts[0].add_cookies(
+            [{"name": "SID", "value": "another-site-secret", "domain": ".example.com", "path": "/"}]
+        )
         page = browser.contexts[0].new_page()
         page.goto(f"{base_url}/auth?action=signin")
         page.fill("input[type=email]", "writer@example.com")
@@ -94,9 +98,9 @@ def test_login_and_generate_through_the_users_browser(users_chromium, tmp_path):
         assert saved.returncode == 0, saved.stderr
         state = project / "state.json"
         assert stat.S_IMODE(state.stat().st_mode) == 0o600
-        assert "expires" in saved.stderr and any(
-            c["name"] == "token" for c in json.loads(state.read_text())["cookies"]
-        )
+        cookies = json.loads(state.read_text())["cookies"]
+        assert "expires" in saved.stderr and any(c["name"] == "token" for c in cookies)
+        assert {c["domain"] for c in cookies} == {"127.0.0.1"}, "another site's cookies were saved"
         assert not (project / "profile").exists(), "attached: no profile of ours is made"
 
         text = prompt(project, "attached", "Write an article about attaching to a browser.")
