@@ -5,6 +5,12 @@ the app, logged in, and shows no bot check, firewall or quota screen. Looking at
 (`check`, `wait`) never types. An answer is complete only when the page says so (no stop
 button, the copy button on the turn, no thinking) AND the site's JSON says the turn finished
 AND the answer's markdown stays unchanged over `stable_reads` reads a second apart.
+
+Multi-turn prompts use `read_turns` (every turn of a chat, the last one judged by that same
+rule) and `send_turn` (the next message of a chat whose last answer is complete). Answers are
+paired with their own user message through the JSON's parent links, and the page's signals
+count only when they belong to the assistant turn after the last user message, so the answer
+to turn N is never taken from turn N-1.
 """
 
 from __future__ import annotations
@@ -17,9 +23,19 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.browser import BrowserSession
-from pipeline.engines.base import Answer, EngineError, Generating, HardError, ProgressCallback, TransientError
+from pipeline.engines.base import (
+    Answer,
+    ChatTurns,
+    EngineError,
+    Generating,
+    HardError,
+    ProgressCallback,
+    TransientError,
+    TurnState,
+)
 from pipeline.engines.qwen_api import (
     ChatShapeError,
+    ChatView,
     chat_id_from_url,
     chat_list_ids,
     classify_api_error,
@@ -42,6 +58,7 @@ CHAT_LIST_PAGES = 3
 STALL_READS = 3  # reads of "page idle, API unfinished" before the answer counts as cut short
 POLL_SECONDS = 0.25  # while waiting for the app or the chat address
 PAGE_SETTLE_SECONDS = 3  # a fresh page may show "busy" this long before drawing a done answer
+CONFIRMED_SECONDS = 60  # how long an answer seen complete and stable counts as such
 
 
 @dataclass
@@ -56,6 +73,26 @@ class Observation:
     catching_up: bool = False  # the site has (more of) the answer than the page shows yet
     unsure: bool = False  # no API to ask: the page may still be drawing a finished answer
     stalled: bool = False  # the page looks done but the API says the turn did not finish
+
+
+@dataclass
+class TurnsSeen:
+    """One look at a whole chat (multi-turn): its turns, and whether the last may be complete."""
+
+    turns: list[TurnState]  # the last one with complete=False: the caller decides that
+    progress: str
+    title: str | None = None
+    model: str | None = None
+    candidate: str | None = None  # the last answer, when every signal says it is complete
+    catching_up: bool = False  # the site finished the last answer; the page has not drawn it yet
+    stalled: bool = False  # the page looks done but the API says the last turn did not finish
+
+    def result(self, *, complete: bool) -> ChatTurns:
+        turns = list(self.turns)
+        if complete and turns:
+            turns[-1] = TurnState(turns[-1].user, self.candidate or turns[-1].answer, complete=True)
+        progress = "complete" if complete else self.progress
+        return ChatTurns(turns, title=self.title, model=self.model, progress=progress)
 
 
 class QwenEngine:
@@ -81,6 +118,8 @@ class QwenEngine:
             self.session, self._owns_session = BrowserSession(browser, root=root), True
         # chat id -> assistant turns on the page before we sent: our answer is the next one.
         self._turns_before: dict[str, int] = {}
+        # chat id -> (turns, last answer, when): the last answer was seen complete and stable.
+        self._confirmed: dict[str, tuple[int, str, float]] = {}
 
     # -- the ChatEngine protocol -------------------------------------------------------------
 
@@ -126,6 +165,42 @@ class QwenEngine:
             if isinstance(result, Answer):
                 return result
         raise TransientError(f"timed out after {timeout:g} s waiting for the answer", code="timeout")
+
+    def read_turns(self, chat_url: str) -> ChatTurns:
+        """Every turn of the chat in order; the last is complete only when the page and the API
+        agree and its answer stayed unchanged over `stable_reads` reads. Never sends anything."""
+        chat_id = self._chat_id(chat_url)
+        with self._page() as page:
+            self._open(page, self.chat_url(chat_id))
+            selectors = self._wait_for_app(page)
+            return self._read_turns(page, selectors, chat_id)
+
+    def send_turn(self, chat_url: str, text: str) -> None:
+        """Send `text` as the next message of the chat, once its last answer is complete.
+
+        Returns when the site's JSON shows `text` as the chat's last user message (the proof it
+        arrived). Refuses (TransientError "busy_chat") while the last answer is not complete;
+        nothing is typed unless the page is a logged-in, usable app.
+        """
+        chat_id = self._chat_id(chat_url)
+        with self._page() as page:
+            self._open(page, self.chat_url(chat_id))
+            selectors = self._wait_for_app(page)
+            chat = self._read_turns(page, selectors, chat_id)
+            if not chat.turns:
+                raise TransientError(
+                    f"the chat {chat_url} shows no messages yet: not sending", code="empty_chat"
+                )
+            if not chat.turns[-1].complete:
+                raise TransientError(
+                    f"the chat's last answer (turn {len(chat.turns)}) is not complete "
+                    f"({chat.progress}): not sending the next turn",
+                    code="busy_chat",
+                )
+            selectors = self._ready_to_type(page)
+            page.locator(selectors.composer).first.fill(text)
+            page.locator(selectors.send_button).first.click()
+            self._wait_for_user_turn(page, chat_id, len(chat.turns) + 1, text)
 
     def find_chat(self, text: str) -> str | None:
         """The newest recent chat whose first user message is `text`, else None.
@@ -282,6 +357,27 @@ class QwenEngine:
             if first is not None and _comparable(first) == wanted:
                 yield chat_id
 
+    def _wait_for_user_turn(self, page: Any, chat_id: str, number: int, text: str) -> None:
+        """Wait until the site's JSON shows `text` as user turn `number`, the chat's last."""
+        deadline = self._deadline(self.page_timeout)
+        while True:
+            failure = screen_failure(page, self.selector_sets)
+            if failure is not None:
+                raise failure
+            try:
+                view = parse_chat(fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=self.page_timeout))
+            except (ApiUnusable, ChatShapeError):
+                view = None  # look again: the page or the API may be between two states
+            if view is not None and len(view.turns) == number and _same_text(view.turns[-1].user_text, text):
+                return
+            if time.monotonic() >= deadline:
+                raise TransientError(
+                    f"turn {number} was sent but the chat did not show it within {self.page_timeout:g} s "
+                    "(the next run reads the chat before sending anything)",
+                    code="no_turn",
+                )
+            page.wait_for_timeout(POLL_SECONDS * 1000)
+
     @staticmethod
     def _chat_id(chat_url: str) -> str:
         chat_id = chat_id_from_url(chat_url)
@@ -368,6 +464,57 @@ class QwenEngine:
         extra = {"source": "api", "chat_id": chat_id, "ui": selectors.name}
         return Observation("finishing", turn.answer, title=view.real_title, model=view.model, extra=extra)
 
+    def _read_turns(self, page: Any, selectors: Selectors, chat_id: str) -> ChatTurns:
+        """Look at the whole chat like `_watch` looks at one answer (impatient): a last turn that
+        is plainly still generating is reported at once; one that looks complete is re-read until
+        it stayed unchanged `stable_reads` times (bounded by page_timeout)."""
+        deadline = self._deadline(self.page_timeout)
+        previous, same, stalled = None, 0, 0
+        while True:
+            seen = self._observe_turns(page, selectors, chat_id)
+            if seen.candidate is not None:
+                same = same + 1 if seen.candidate == previous else 1
+                previous = seen.candidate
+                if same >= self.stable_reads or self._seen_stable(chat_id, seen):
+                    self._confirmed[chat_id] = (len(seen.turns), seen.candidate, time.monotonic())
+                    return seen.result(complete=True)
+            else:
+                previous, same = None, 0
+                stalled = stalled + 1 if seen.stalled else 0
+                if stalled >= STALL_READS:
+                    raise TransientError(
+                        "the answer stopped before the site marked it finished (cut short)", code="cut_short"
+                    )
+                if not (seen.catching_up or seen.stalled):
+                    return seen.result(complete=False)
+            if time.monotonic() >= deadline:
+                return seen.result(complete=False)
+            # A page catching up with a finished answer is looked at often; the stability and
+            # stall reads keep their second apart.
+            pause = POLL_SECONDS if seen.catching_up else self.read_interval
+            page.wait_for_timeout(pause * 1000)
+
+    def _seen_stable(self, chat_id: str, seen: TurnsSeen) -> bool:
+        """This very answer already passed the stability reads a moment ago (read_turns, then
+        send_turn in the same run): one more complete read is enough."""
+        count, answer, when = self._confirmed.get(chat_id, (0, "", 0.0))
+        fresh = time.monotonic() - when < CONFIRMED_SECONDS
+        return fresh and count == len(seen.turns) and answer == seen.candidate
+
+    def _observe_turns(self, page: Any, selectors: Selectors, chat_id: str) -> TurnsSeen:
+        failure = screen_failure(page, self.selector_sets)
+        if failure is not None:
+            raise failure
+        dom = read_dom_state(page, selectors)
+        try:
+            view = parse_chat(fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=self.page_timeout))
+        except (ApiUnusable, ChatShapeError) as err:
+            # The page alone cannot pair answers with their messages safely: no guessing.
+            raise TransientError(
+                f"cannot read the chat's turns from the site's API: {err}", code="api_error"
+            ) from None
+        return judge_turns(dom, view, selectors)
+
     def _observe_dom_only(
         self, dom: DomState, selectors: Selectors, busy: str | None, why: str
     ) -> Observation:
@@ -377,6 +524,61 @@ class QwenEngine:
         if not dom.answer_text.strip():
             return Observation(dom.progress(), stalled=bool(selectors.copy_button))
         return Observation("finishing", dom.answer_text, extra={"source": "dom", "api_problem": why})
+
+
+def judge_turns(dom: DomState, view: ChatView, selectors: Selectors) -> TurnsSeen:
+    """One read of a chat (the page's signals and the site's JSON) as turns.
+
+    Earlier turns are complete when the JSON says they finished. The last one is a candidate
+    only when the JSON says it finished without error AND the page shows exactly that many
+    turns AND the page's last assistant turn (the one after the last user message) is idle:
+    a copy button or an idle composer left over from the turn before never counts.
+    """
+    turns = [
+        TurnState(
+            t.user_text,
+            t.answer,
+            complete=t.finished and not t.error and bool(t.answer.strip()),
+            error=t.error,
+        )
+        for t in view.turns
+    ]
+    common = {"title": view.real_title, "model": view.model}
+    if not turns:
+        return TurnsSeen([], "waiting for the chat to show the message", **common)
+    last = view.turns[-1]
+    if last.error:
+        raise TransientError(f"the site reports an error in the answer: {last.error}", code="answer_error")
+    turns[-1] = TurnState(last.user_text, last.answer, complete=False)
+    busy = _last_turn_busy(dom, selectors, len(turns))
+    site_done = last.finished and bool(last.answer.strip())
+    if busy is None and site_done:
+        return TurnsSeen(turns, "finishing", candidate=last.answer, **common)
+    if site_done:
+        return TurnsSeen(turns, "finishing", catching_up=True, **common)
+    if last.answer:
+        progress = f"writing: {len(last.answer):,} chars"
+    elif busy == "thinking" or (
+        busy is not None and dom.assistant_turns == len(turns) and dom.thinking_visible
+    ):
+        progress = "thinking"
+    else:
+        progress = busy if busy is not None else "waiting for the answer to start"
+    # Only a UI that positively shows completion (a copy button) can contradict the API.
+    return TurnsSeen(turns, progress, stalled=busy is None and bool(selectors.copy_button), **common)
+
+
+def _last_turn_busy(dom: DomState, selectors: Selectors, count: int) -> str | None:
+    """Why the page does not (yet) show turn `count`'s answer as complete, or None."""
+    if dom.assistant_turns < count:
+        return "waiting for the answer to start"  # what the page shows is an earlier turn's
+    if dom.assistant_turns > count or (selectors.user_turn and dom.user_turns != count):
+        return "the page and the site disagree on the turns"
+    return dom.busy_reason(selectors, count - 1)
+
+
+def _same_text(a: str, b: str) -> bool:
+    return " ".join(a.split()) == " ".join(b.split())
 
 
 def _comparable(text: str) -> str:
