@@ -12,6 +12,8 @@ import json
 import os
 import shutil
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -85,11 +87,13 @@ def _bundled_chromium_path(chromium: Any) -> str | None:
         return None
 
 
-class _SharedPlaywright:
-    """One Playwright driver per process, shared by every BrowserSession.
+class _SharedPlaywright(threading.local):
+    """One Playwright driver per thread, shared by every BrowserSession of that thread.
 
     The sync API refuses to start a second driver in a thread that runs one already, so two
-    sessions (a cycle's browser and an attached one, `doctor` and an engine) must share it.
+    sessions (a cycle's browser and an attached one, `doctor` and an engine) must share it. It
+    is not thread-safe either, but one driver per thread is supported: a cycle's poll workers
+    each get their own (each attribute below is per thread).
     """
 
     def __init__(self) -> None:
@@ -198,10 +202,24 @@ class BrowserSession:
 
     launches = 0  # browsers launched by this process (tests assert one per cycle)
 
-    def __init__(self, browser: dict, *, root: Path | None = None):
+    def __init__(
+        self,
+        browser: dict,
+        *,
+        root: Path | None = None,
+        expose_cdp: bool = False,
+        borrowed: bool = False,
+    ):
         self.config = browser
         self.root = Path(root) if root else Path.cwd()
         self.description = ""
+        # expose_cdp: a launched browser also listens on a loopback DevTools port (chosen by
+        # Chromium) so that other threads can attach to it: see `cdp_endpoint`.
+        self.expose_cdp = expose_cdp
+        # borrowed: attached to the browser of this same process's cycle; when that browser is
+        # gone the article waits for the next cycle (EngineBusy), never a hard failure.
+        self.borrowed = borrowed
+        self._cdp_endpoint: str | None = None
         self._playwright = None
         self._context = None
         self._owns_context = False
@@ -244,6 +262,10 @@ class BrowserSession:
                 self._launch()
         except PlaywrightError as err:
             self._stop_playwright()
+            if self.borrowed:
+                raise EngineBusy(
+                    f"the cycle's browser is gone ({_first_line(err)}); this article waits for the next cycle"
+                ) from None
             raise HardError(f"the browser did not start: {_first_line(err)}", code="browser_launch") from None
         except BaseException:
             self._stop_playwright()
@@ -265,12 +287,16 @@ class BrowserSession:
         profile.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(profile, 0o700)  # mkdir's mode is masked by umask; the profile holds the login
         self._lock_profile(profile)
+        args = launch_args(self.config.get("args") or [])
+        if self.expose_cdp:
+            args.append("--remote-debugging-port=0")  # loopback only; Chromium picks the port
+            (profile / DEVTOOLS_PORT_FILE).unlink(missing_ok=True)  # an earlier browser's port
         try:
             self._context = chromium.launch_persistent_context(
                 str(profile),
                 executable_path=executable,
                 headless=bool(self.config.get("headless", True)),
-                args=launch_args(self.config.get("args") or []),
+                args=args,
             )
         except Exception as err:
             self._unlock_profile()
@@ -284,6 +310,23 @@ class BrowserSession:
         state = self._path("storage_state")
         if is_new_profile and state.is_file():
             load_storage_state(self._context, state)
+
+    def cdp_endpoint(self, timeout: float = 5.0) -> str | None:
+        """Where other threads (their own Playwright each) attach to this session's browser.
+
+        Attached over CDP: the configured `cdp_url`. Launched with `expose_cdp`: the DevTools
+        WebSocket Chromium announces in `<profile>/DevToolsActivePort` (waited for up to
+        `timeout` seconds). None when not started, or launched without `expose_cdp`.
+        """
+        if self._context is None:
+            return None
+        if self.config.get("cdp_url"):
+            return self.config["cdp_url"]
+        if not self.expose_cdp:
+            return None
+        if self._cdp_endpoint is None:
+            self._cdp_endpoint = read_devtools_endpoint(self._path("profile_dir"), timeout=timeout)
+        return self._cdp_endpoint
 
     def close(self) -> None:
         """Close what we opened: the whole browser if we launched it, else only our pages."""
@@ -300,6 +343,7 @@ class BrowserSession:
         finally:
             self._pages.clear()
             self._context = None
+            self._cdp_endpoint = None
             self._stop_playwright()
             self._unlock_profile()
 
@@ -330,6 +374,26 @@ class BrowserSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+DEVTOOLS_PORT_FILE = "DevToolsActivePort"
+
+
+def read_devtools_endpoint(profile: Path, *, timeout: float = 5.0) -> str | None:
+    """The DevTools WebSocket of the browser running on `profile` (launched with
+    --remote-debugging-port), from the file Chromium writes there: port, then browser path."""
+    deadline = time.monotonic() + timeout
+    path = Path(profile) / DEVTOOLS_PORT_FILE
+    while True:
+        try:
+            lines = path.read_text(encoding="ascii").split()
+        except (OSError, UnicodeDecodeError):
+            lines = []
+        if len(lines) >= 2 and lines[0].isdigit() and lines[1].startswith("/devtools/browser/"):
+            return f"ws://127.0.0.1:{lines[0]}{lines[1]}"
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.05)
 
 
 def _first_line(err: BaseException) -> str:

@@ -4,6 +4,11 @@ Decides from one scan of the folders (no browser, no lock per article) who needs
 first (to collect finished answers), then sends, oldest prompt first, within the send limits.
 Only then, and only if some article needs the chat, does the browser start, once for the
 whole cycle. A second cycle while one runs exits at once; the flock dies with a killed cycle.
+
+Polls of sent chats run up to `qwen.concurrency` at once: worker threads, each with its own
+Playwright driver and engines, attach over CDP to the one browser this cycle launched and open
+their own pages in its context. Sends stay in the main thread, one after the other, after the
+polls. Two threads never act on one article (its flock is per open file).
 """
 
 from __future__ import annotations
@@ -11,18 +16,23 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
+from queue import Empty, SimpleQueue
 
 from . import files
 from .batch import DEAD, DONE, ORPHAN, PENDING, SENDING, SENT, ArticleView, scan
 from .contract import Status, generate
 from .errors import UsageProblem
 from .files import FileLock, LockBusy
+from .prompts import load_prompt
 from .quota import sends_today
-from .workspace import Engines, Workspace
+from .workspace import Engines, Workspace, default_chat_factory
 
 
 @dataclass
@@ -98,6 +108,7 @@ def run_cycle(
         _record_cycle(workspace, {"started": clock(), "pid": os.getpid()})
         workspace.journal.append("*", "cycle_start")
         polls, sends = plan(workspace, scan(workspace.prompts_dir, workspace.articles_dir), report, clock())
+        polls = _poll_concurrently(workspace, engines, polls, report, say, clock)
         for view in polls + sends:
             _step(workspace, engines, view, report, say, clock)
         report.browser_used = engines.chat_started
@@ -165,6 +176,132 @@ def plan(
     return polls, pending[:allowed]
 
 
+def _poll_concurrently(
+    workspace: Workspace,
+    engines: Engines,
+    polls: list[ArticleView],
+    report: CycleReport,
+    say: Callable[[str], None],
+    clock: Callable[[], float],
+) -> list[ArticleView]:
+    """Poll what can be polled side by side; return the polls left for the sequential loop.
+
+    Side by side: sent chats (a URL exists), up to `qwen.concurrency` at once, in pages of the
+    cycle's one browser. Left sequential: interrupted sends (their recovery may send) and, under
+    a daily send limit, multi-turn prompts (a poll may send their next turn, and the limit is
+    checked before sending: two threads could both pass it). Anything that keeps the concurrent
+    path from starting leaves every poll to the sequential loop, with one line saying why.
+    """
+    concurrency = int(workspace.config.qwen["concurrency"])
+    if concurrency < 2 or len(polls) < 2 or engines.chat_factory is not default_chat_factory:
+        return polls  # nothing to gain, or a chat engine (a test's fake) we cannot replicate
+    side_by_side = [view for view in polls if _may_poll_side_by_side(workspace, view)]
+    if len(side_by_side) < 2:
+        return polls
+    try:
+        endpoint = _cycle_browser_endpoint(engines)
+    except Exception as err:  # a busy profile, no browser...: the sequential loop reports it per article
+        say(f"cycle: polling one chat at a time ({_first_line(err)})")
+        return polls
+    config = workspace.config.with_override("browser", "cdp_url", endpoint, "the cycle's own browser")
+    todo: SimpleQueue[ArticleView] = SimpleQueue()
+    for view in side_by_side:
+        todo.put(view)
+    guard = threading.Lock()
+    failures: list[str] = []
+
+    def locked_say(message: str) -> None:
+        with guard:
+            say(message)
+
+    def worker() -> None:
+        # Engines (and so a Playwright driver) of this thread, closed in this thread: Playwright
+        # objects belong to the thread that made them.
+        mine, sessions = _worker_engines(config, engines)
+        try:
+            try:
+                mine.chat().prepare()  # attach before taking any article
+            except Exception as err:
+                with guard:
+                    failures.append(_first_line(err))
+                return  # its articles stay queued: another worker, or the sequential loop, takes them
+            while True:
+                try:
+                    view = todo.get_nowait()
+                except Empty:
+                    return
+                _step(workspace, mine, view, report, locked_say, clock, guard)
+        finally:
+            mine.close()
+            for session in sessions:
+                session.close()
+
+    workers = min(concurrency, len(side_by_side))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="qwenpipe-poll") as pool:
+        futures = [pool.submit(worker) for _ in range(workers)]
+    for future in futures:
+        future.result()  # an unexpected error fails the cycle as it would have sequentially
+    left = set()
+    while True:
+        try:
+            left.add(todo.get_nowait().slug)
+        except Empty:
+            break
+    if failures:
+        say(f"cycle: {len(failures)} of {workers} poll threads could not attach ({failures[0]})")
+    chosen = {view.slug for view in side_by_side} - left
+    return [view for view in polls if view.slug not in chosen]
+
+
+def _may_poll_side_by_side(workspace: Workspace, view: ArticleView) -> bool:
+    if view.phase != SENT:
+        return False
+    if not workspace.config.qwen["max_sends_per_day"]:
+        return True
+    try:
+        return len(load_prompt(workspace.prompts_dir, view.slug).turns) == 1
+    except Exception:
+        return False  # the sequential loop reports a bad prompt
+
+
+def _cycle_browser_endpoint(engines: Engines) -> str:
+    """Start the cycle's one browser (main thread) and return where other threads attach to it."""
+    from .browser import BrowserSession
+
+    chat = engines.chat()
+    session = getattr(chat, "session", None)
+    if not isinstance(session, BrowserSession):
+        raise RuntimeError("the chat engine has no browser session to share")
+    if not session.started:
+        session.expose_cdp = True
+    chat.prepare()
+    endpoint = session.cdp_endpoint()
+    if not endpoint:
+        raise RuntimeError("the browser announced no DevTools port (DevToolsActivePort) in 5 s")
+    return endpoint
+
+
+def _worker_engines(config, engines: Engines) -> tuple[Engines, list]:
+    """Engines for one poll thread: a chat engine attached to the cycle's browser (closing only
+    its own pages, never the browser) and a router of its own."""
+    sessions: list = []
+
+    def chat_factory(worker_config):
+        from .browser import BrowserSession
+        from .engines.qwen import QwenEngine
+
+        session = BrowserSession(worker_config.browser, root=worker_config.root, borrowed=True)
+        sessions.append(session)
+        return QwenEngine(worker_config.qwen, session, root=worker_config.root)
+
+    return Engines(config, chat_factory=chat_factory, router_factory=engines.router_factory), sessions
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
 def _step(
     workspace: Workspace,
     engines: Engines,
@@ -172,16 +309,23 @@ def _step(
     report: CycleReport,
     say: Callable[[str], None],
     clock: Callable[[], float],
+    guard: threading.Lock | None = None,
 ) -> None:
     slug = view.slug
     try:
         outcome = generate(workspace, slug, engines, say=say, clock=clock)
     except UsageProblem as problem:
-        report.invalid.append(slug)
-        report.counts["invalid"] += 1
+        with guard or nullcontext():
+            report.invalid.append(slug)
+            report.counts["invalid"] += 1
         say(f"{slug}: skipped: {problem}")
         return
     say(outcome.message)
+    with guard or nullcontext():
+        _count(report, slug, outcome)
+
+
+def _count(report: CycleReport, slug: str, outcome) -> None:
     if outcome.status is Status.DONE:
         report.counts["finished"] += 1
         report.counts["done"] += 1
