@@ -79,6 +79,31 @@ def _progress(first: str, *, enabled: bool = True):
         yield report
 
 
+def _disarm_watchdog() -> None:
+    import signal
+
+    if hasattr(signal, "SIGALRM"):
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _watchdog(seconds: float, what: str) -> None:
+    """Stop a run that hangs (a frozen browser, a silent server) so cron never piles up behind a
+    held lock. Exiting at any instant is as safe as a SIGKILL: every file is written atomically
+    and the intent marker makes the next run look before it sends."""
+    import signal
+
+    def expire(_signum, _frame) -> None:
+        say(
+            f"qwenpipe: {what} ran longer than {seconds:.0f} s (qwen.run_timeout); stopping. "
+            "Nothing is lost: the next run resumes where this one stopped."
+        )
+        os._exit(ExitCode.WORKING)
+
+    if hasattr(signal, "SIGALRM"):
+        signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+
+
 STATUS_EXIT = {
     "done": ExitCode.DONE,
     "queued": ExitCode.QUEUED,
@@ -100,6 +125,9 @@ def generate(
     from .workspace import Engines
 
     workspace = _workspace(ctx, config)
+    qwen = workspace.config.qwen
+    limit = max(qwen["run_timeout"], qwen["answer_timeout"] + 300) if wait else qwen["run_timeout"]
+    _watchdog(limit, f"generate {slug}")
     with Engines(workspace.config) as engines, _progress(f"{slug}: starting", enabled=wait) as report:
         outcome = run_contract(workspace, slug, engines, wait=wait, engine=engine, say=report)
     if outcome.status.value == "done":
@@ -118,6 +146,7 @@ def cycle(ctx: typer.Context, config: ConfigOption = None) -> None:
     workspace = _workspace(ctx, config)
     ping_url = workspace.config.values["notify"]["ping_url"]
     ping(ping_url, "start", say=say)
+    _watchdog(workspace.config.qwen["run_timeout"], "cycle")
     with Engines(workspace.config) as engines, _progress("cycle: planning") as report_line:
         report = run_cycle(workspace, engines, say=report_line)
     say(report.summary())
@@ -268,7 +297,9 @@ def run(argv: list[str] | None = None) -> int:
 
     try:
         result = app(args=argv, prog_name="qwenpipe", standalone_mode=False)
+        _disarm_watchdog()
     except typer.Exit as done:
+        _disarm_watchdog()
         return done.exit_code
     except typer.Abort:
         say("qwenpipe: interrupted")

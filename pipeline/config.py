@@ -103,6 +103,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
             (int, float), 1800, _positive, "generate --wait gives up after this many seconds"
         ),
         "stable_reads": Key(int, 3, _positive, "reads 1 s apart the answer must stay unchanged"),
+        "run_timeout": Key(
+            (int, float), 1800, _positive, "stop a cycle/generate running longer (safe: the next run resumes)"
+        ),
         "selectors": Key(dict, {}, _string_table, "CSS selectors that replace the built-in ones"),
     },
     "browser": {
