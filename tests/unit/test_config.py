@@ -73,3 +73,14 @@ def test_rendered_default_config_is_every_key_at_its_default():
         assert f"[{section}]" in text
         for key in keys:
             assert f"\n{key} = " in text
+
+
+def test_readme_lists_every_config_key():
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("qwenpipe init` writes this file", 1)[1].split("```", 2)[1]
+    for section, keys in config.SCHEMA.items():
+        assert f"[{section}]" in block, section
+        for key in keys:
+            assert f"\n{key} = " in block, f"{section}.{key} missing from the README"
