@@ -308,8 +308,13 @@ class BrowserSession:
         self._owns_context = True
         BrowserSession.launches += 1
         state = self._path("storage_state")
-        if is_new_profile and state.is_file():
+        loaded = profile / "qwenpipe-state-loaded"  # its mtime: when the state file was last loaded
+        if state.is_file() and (
+            is_new_profile or not loaded.exists() or state.stat().st_mtime > loaded.stat().st_mtime
+        ):
+            # A new profile, or a state file copied in since (a login done on another machine).
             load_storage_state(self._context, state)
+            loaded.touch()
 
     def cdp_endpoint(self, timeout: float = 5.0) -> str | None:
         """Where other threads (their own Playwright each) attach to this session's browser.
