@@ -267,3 +267,20 @@ def test_status_text_shows_the_login_line_and_the_warning(project):
     assert result.returncode == 0
     assert "chat login: expires" in result.stdout
     assert "warning: the chat login expires in 23 h" in result.stderr
+
+
+@pytest.mark.browser
+def test_a_state_file_copied_onto_an_existing_profile_is_used(sim, tmp_path, monkeypatch):
+    """The server case: log in on a desktop, copy the state file over; the profile already exists."""
+    desktop = make_project(tmp_path / "desktop", sim)
+    monkeypatch.setenv("QWENPIPE_LOGIN_HEADLESS", "1")
+    run_login(load(desktop / "config.toml"), timeout=30, on_page=sign_in, say=lambda _m: None)
+    server = make_project(tmp_path / "server", sim, router=False)
+    prompt(server, "before", "Write about a server before its login.")
+    assert qwenpipe("generate", "before", cwd=server).returncode == 1  # logged out: the profile is made
+    assert (server / "profile").is_dir()
+    (server / "state.json").write_bytes((desktop / "state.json").read_bytes())
+    text = prompt(server, "after", "Write about a server after its login.")
+    result = qwenpipe("generate", "after", cwd=server)
+    assert result.returncode == 42, result.stderr
+    assert [e["prompt"] for e in sim.sends()].count(text) == 1
