@@ -20,7 +20,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from queue import Empty, SimpleQueue
@@ -208,6 +208,7 @@ def _poll_concurrently(
     for view in side_by_side:
         todo.put(view)
     guard = threading.Lock()
+    stop = threading.Event()  # set when the main thread is interrupted: take no more articles
     failures: list[str] = []
 
     def locked_say(message: str) -> None:
@@ -225,7 +226,7 @@ def _poll_concurrently(
                 with guard:
                     failures.append(_first_line(err))
                 return  # its articles stay queued: another worker, or the sequential loop, takes them
-            while True:
+            while not stop.is_set():
                 try:
                     view = todo.get_nowait()
                 except Empty:
@@ -239,6 +240,11 @@ def _poll_concurrently(
     workers = min(concurrency, len(side_by_side))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="qwenpipe-poll") as pool:
         futures = [pool.submit(worker) for _ in range(workers)]
+        try:
+            wait(futures)
+        except BaseException:  # Ctrl-C: let the looks under way finish, start none
+            stop.set()
+            raise
     for future in futures:
         future.result()  # an unexpected error fails the cycle as it would have sequentially
     left = set()
