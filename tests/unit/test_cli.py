@@ -78,3 +78,29 @@ def test_dead_letter_is_exit_1_and_replay_clears_it(project):
     replayed = qwenpipe("replay", "tea", cwd=project)
     assert replayed.returncode == 0 and not (project / "articles" / "tea.md.failed").exists()
     assert qwenpipe("replay", "tea", cwd=project).returncode == 2
+
+
+def test_fast_path_for_a_done_article_matches_the_full_cli(project, capfd):
+    from pipeline.cli import run
+    from pipeline.entry import already_done
+
+    add_prompt(project, "tea")
+    done = project / "articles" / "tea.md"
+    done.write_text("done")
+    fast = qwenpipe("generate", "tea", cwd=project)
+    assert run(["generate", "tea"]) == 0
+    full = capfd.readouterr()
+    assert fast.returncode == 0 and fast.stdout == full.out and fast.stdout.strip() == str(done)
+    assert "already done" in fast.stderr and "already done" in full.err
+    config = str(project / "config.toml")
+    assert already_done(["--config", config, "generate", "tea"]) == str(done)
+    assert already_done(["generate", "tea", "--config", config]) == str(done)
+    for other in (
+        ["generate", "tea", "--wait"],
+        ["generate", "other"],
+        ["cycle"],
+        ["generate", "../x"],
+        ["generate", "tea", "extra"],
+        ["--config", str(project / "nope.toml"), "generate", "tea"],
+    ):
+        assert already_done(other) is None, other
