@@ -29,6 +29,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(HERE), str(ROOT / "tests")]
 
+import bench_concurrent_polls  # noqa: E402
 import bench_cycle  # noqa: E402
 import bench_status  # noqa: E402
 from sim_project import make_project  # noqa: E402
@@ -118,6 +119,9 @@ def polling(chats: int) -> dict[str, float]:
         mine, kids = result.stderr.split("MAXRSS ")[1].split()[:2]
         figures["rss_python"], figures["rss_child"] = int(mine) / 1024, int(kids) / 1024
 
+        four = bench_concurrent_polls.sent_project(Path(folder) / "cycle-4", sim, chats, concurrency=4)
+        figures["cycle_4"] = bench_concurrent_polls.timed_cycle(four, chats)
+
         many = sent_project(Path(folder) / "generates", sim, chats)
         started = time.perf_counter()
         for n in range(chats):
@@ -164,7 +168,15 @@ def main() -> None:
 
     poll = polling(chats)
     ratio = poll["generates"] / poll["cycle"]
-    rows.append((f"one cycle collecting {chats} finished chats", f"{poll['cycle']:.1f} s", "", None))
+    rows.append(
+        (
+            f"one cycle collecting {chats} finished chats (qwen.concurrency = 2)",
+            f"{poll['cycle']:.1f} s",
+            "",
+            None,
+        )
+    )
+    rows.append(("the same, qwen.concurrency = 4", f"{poll['cycle_4']:.1f} s", "", None))
     rows.append((f"{chats} separate `generate` calls", f"{poll['generates']:.1f} s", "", None))
     rows.append(("one browser vs one per call", f"{ratio:.2f}x faster", "> 1x", ratio > 1))
     rows.append(
