@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.chaos, pytest.mark.browser]
 PROMPTS = 50
 CYCLE_WORKERS = 3
 GENERATE_WORKERS = 5  # two of them by hand with --wait
-CONCURRENT_SECONDS = 90  # eight processes at once, then cycles alone finish what is left
+CONCURRENT_SECONDS = 60  # eight processes at once, then cycles alone finish what is left
 DEADLINE = 240
 
 
