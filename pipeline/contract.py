@@ -150,7 +150,12 @@ class Step:
         except HardError as err:
             return self.hard(err)
 
-    def send(self) -> Outcome:
+    def sends_stopped(self, what: str) -> Outcome | None:
+        """An Outcome when nothing may be sent to the chat now, else None.
+
+        The chat's own quota is spent: the router takes over (auto), or the article waits. Our
+        daily limit (qwen.max_sends_per_day) is reached: it waits for tomorrow.
+        """
         now = self.clock()
         blocked = self.ws.chat_quota.blocked_until(now)
         if blocked:
@@ -161,16 +166,23 @@ class Step:
                 )
             return self.outcome(
                 Status.WORKING,
-                f"{self.slug}: waits for the chat's quota (spent until {_clock(until)}; no fallback)",
+                f"{self.slug}: {what} waits for the chat's quota (spent until {_clock(until)}; no fallback)",
                 reason="quota",
             )
         limit = self.qwen["max_sends_per_day"]
         if limit and sends_today(self.ws.journal, now) >= limit:
             return self.outcome(
                 Status.WORKING,
-                f"{self.slug}: daily send limit reached ({limit}, qwen.max_sends_per_day): waits a day",
+                f"{self.slug}: {what} waits: daily send limit reached ({limit}, qwen.max_sends_per_day)",
                 reason="limit",
             )
+        return None
+
+    def send(self) -> Outcome:
+        stopped = self.sends_stopped("the prompt")
+        if stopped:
+            return stopped
+        now = self.clock()
         self.engines.chat().prepare()  # a busy or missing browser stops us before the marker
         marker = {"time": now, "pid": os.getpid(), "prompt_sha256": self.prompt.sha256}
         files.atomic_write(self.article.sending, json.dumps(marker) + "\n")
@@ -314,23 +326,9 @@ class Step:
 
     def send_next_turn(self, number: int) -> Outcome | None:
         """Send turn `number` in the existing chat; an Outcome when a quota stops it."""
-        now = self.clock()
-        blocked = self.ws.chat_quota.blocked_until(now)
-        if blocked:
-            if self.choice == "auto" and self.ws.config.router["enabled"]:
-                return self.fallback(
-                    f"the chat's daily quota is spent until {_clock(blocked[0])}", chat_error=None
-                )
-            return self.outcome(
-                Status.WORKING, f"{self.slug}: turn {number} waits for the chat's quota", reason="quota"
-            )
-        limit = self.qwen["max_sends_per_day"]
-        if limit and sends_today(self.ws.journal, now) >= limit:
-            return self.outcome(
-                Status.WORKING,
-                f"{self.slug}: turn {number} waits: daily send limit ({limit})",
-                reason="limit",
-            )
+        stopped = self.sends_stopped(f"turn {number}")
+        if stopped:
+            return stopped
         total = len(self.prompt.turns)
         self.log("sending", engine="qwen", turn=number, chat_url=self.chat_url)
         self.say(f"{self.slug}: sending turn {number} of {total}")
