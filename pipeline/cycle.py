@@ -104,7 +104,8 @@ def run_cycle(
     started = time.monotonic()
     try:
         workspace.articles_dir.mkdir(parents=True, exist_ok=True)
-        files.clean_stale_temporaries(workspace.articles_dir)
+        for folder in (workspace.articles_dir, workspace.state_dir, workspace.state_dir / "state"):
+            files.clean_stale_temporaries(folder)  # what killed writers left (never a finished file)
         _record_cycle(workspace, {"started": clock(), "pid": os.getpid()})
         workspace.journal.append("*", "cycle_start")
         polls, sends = plan(workspace, scan(workspace.prompts_dir, workspace.articles_dir), report, clock())

@@ -165,3 +165,19 @@ def test_cron_prints_a_working_crontab_line_and_systemd_units(project):
     executable = line.split(" && ")[1].split(" --config")[0]
     assert executable.startswith("/")
     assert "SuccessExitStatus=3 42" in result.stdout and "OnUnitActiveSec=5min" in result.stdout
+
+
+def test_a_cycle_removes_old_temporary_files_a_killed_writer_left(project, chat, router):
+    import os
+
+    ws, engines, _ = setup(project, chat, router)
+    state = project / "articles" / ".qwenpipe" / "state"
+    state.mkdir(parents=True)
+    old = [project / "articles" / ".tmp-tea.md.x1", state / ".tmp-tea.json.x2"]
+    fresh = state / ".tmp-coffee.json.x3"  # a writer may still be busy with this one
+    for path in (*old, fresh):
+        path.write_text("half")
+    for path in old:
+        os.utime(path, (1_000_000, 1_000_000))
+    run_cycle(ws, engines())
+    assert not any(p.exists() for p in old) and fresh.exists()
