@@ -61,6 +61,31 @@ PAGE_SETTLE_SECONDS = 3  # a fresh page may show "busy" this long before drawing
 CONFIRMED_SECONDS = 60  # how long an answer seen complete and stable counts as such
 
 
+class Steadiness:
+    """The counting both watch loops share. A candidate answer is complete once it was read the
+    same `needed` times in a row; "page idle, API unfinished" read STALL_READS times means the
+    site stopped the answer without finishing it."""
+
+    def __init__(self, needed: int):
+        self.needed = needed
+        self.previous: str | None = None
+        self.same = 0
+        self.stalled = 0
+
+    def steady(self, candidate: str) -> bool:
+        self.same = self.same + 1 if candidate == self.previous else 1
+        self.previous = candidate
+        return self.same >= self.needed
+
+    def unfinished(self, *, stalled: bool) -> None:
+        self.previous, self.same = None, 0
+        self.stalled = self.stalled + 1 if stalled else 0
+        if self.stalled >= STALL_READS:
+            raise TransientError(
+                "the answer stopped before the site marked it finished (cut short)", code="cut_short"
+            )
+
+
 @dataclass
 class Observation:
     """One look at the chat: a candidate answer, or why there is none yet."""
@@ -405,23 +430,16 @@ class QwenEngine:
         """
         turns_before = self._turns_before.get(chat_id, 0)
         settle_until = time.monotonic() + PAGE_SETTLE_SECONDS
-        previous, same, stalled, said = None, 0, 0, None
+        reads, said = Steadiness(self.stable_reads), None
         while True:
             seen = self._observe(page, selectors, chat_id, turns_before, patient=patient)
             if seen.markdown is not None:
-                same = same + 1 if seen.markdown == previous else 1
-                previous = seen.markdown
-                if same >= self.stable_reads:
+                if reads.steady(seen.markdown):
                     return Answer(
                         seen.markdown, self.name, title=seen.title, model=seen.model, extra=seen.extra
                     )
             else:
-                previous, same = None, 0
-                stalled = stalled + 1 if seen.stalled else 0
-                if stalled >= STALL_READS:
-                    raise TransientError(
-                        "the answer stopped before the site marked it finished (cut short)", code="cut_short"
-                    )
+                reads.unfinished(stalled=seen.stalled)
                 settling = seen.unsure and time.monotonic() < settle_until
                 if not (patient or seen.catching_up or seen.stalled or settling):
                     return Generating(seen.progress)
@@ -469,22 +487,15 @@ class QwenEngine:
         is plainly still generating is reported at once; one that looks complete is re-read until
         it stayed unchanged `stable_reads` times (bounded by page_timeout)."""
         deadline = self._deadline(self.page_timeout)
-        previous, same, stalled = None, 0, 0
+        reads = Steadiness(self.stable_reads)
         while True:
             seen = self._observe_turns(page, selectors, chat_id)
             if seen.candidate is not None:
-                same = same + 1 if seen.candidate == previous else 1
-                previous = seen.candidate
-                if same >= self.stable_reads or self._seen_stable(chat_id, seen):
+                if reads.steady(seen.candidate) or self._seen_stable(chat_id, seen):
                     self._confirmed[chat_id] = (len(seen.turns), seen.candidate, time.monotonic())
                     return seen.result(complete=True)
             else:
-                previous, same = None, 0
-                stalled = stalled + 1 if seen.stalled else 0
-                if stalled >= STALL_READS:
-                    raise TransientError(
-                        "the answer stopped before the site marked it finished (cut short)", code="cut_short"
-                    )
+                reads.unfinished(stalled=seen.stalled)
                 if not (seen.catching_up or seen.stalled):
                     return seen.result(complete=False)
             if time.monotonic() >= deadline:
