@@ -1,7 +1,7 @@
 """The chat's quotas: the site's own daily limit (learned when it says so) and ours (config).
 
 When the site says the daily quota is spent, nothing is sent to the chat by any process until
-the time it names (or the next local midnight): `.qwenpipe/quota.json` records that.
+the time it names (or the next local midnight): `articles/.qwenpipe/quota.json` records that.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from pipeline.engines.base import (
     Generating,
     HardError,
     ProgressCallback,
+    QuotaSpent,
     TransientError,
     TurnState,
 )
@@ -45,6 +46,7 @@ from pipeline.engines.qwen_api import (
 from pipeline.engines.qwen_page import (
     ApiUnusable,
     DomState,
+    SendReplies,
     detect_ui,
     fetch_api,
     fetch_json,
@@ -59,6 +61,7 @@ STALL_READS = 3  # reads of "page idle, API unfinished" before the answer counts
 POLL_SECONDS = 0.25  # while waiting for the app or the chat address
 PAGE_SETTLE_SECONDS = 3  # a fresh page may show "busy" this long before drawing a done answer
 CONFIRMED_SECONDS = 60  # how long an answer seen complete and stable counts as such
+REPLY_GRACE_SECONDS = 2  # a quota toast seen: how long its API reply (with the hours) may lag
 
 
 class Steadiness:
@@ -160,8 +163,9 @@ class QwenEngine:
             selectors = self._ready_to_type(page)
             turns_before = read_dom_state(page, selectors).assistant_turns
             page.locator(selectors.composer).first.fill(text)
-            page.locator(selectors.send_button).first.click()
-            chat_id = self._wait_for_chat_id(page)
+            with self._replies(page) as replies:
+                page.locator(selectors.send_button).first.click()
+                chat_id = self._wait_for_chat_id(page, replies)
             self._turns_before[chat_id] = turns_before
             return self.chat_url(chat_id)
 
@@ -224,8 +228,9 @@ class QwenEngine:
                 )
             selectors = self._ready_to_type(page)
             page.locator(selectors.composer).first.fill(text)
-            page.locator(selectors.send_button).first.click()
-            self._wait_for_user_turn(page, chat_id, len(chat.turns) + 1, text)
+            with self._replies(page) as replies:
+                page.locator(selectors.send_button).first.click()
+                self._wait_for_user_turn(page, chat_id, len(chat.turns) + 1, text, replies)
 
     def find_chat(self, text: str) -> str | None:
         """The newest recent chat whose first user message is `text`, else None.
@@ -345,13 +350,35 @@ class QwenEngine:
         if error is not None and error.code == "bot_check":
             raise error
 
-    def _wait_for_chat_id(self, page: Any) -> str:
+    @staticmethod
+    @contextmanager
+    def _replies(page: Any) -> Iterator[SendReplies]:
+        replies = SendReplies(page)
+        try:
+            yield replies
+        finally:
+            replies.close()
+
+    def _sent_failure(self, page: Any, replies: SendReplies) -> EngineError | None:
+        """Why the site refused what was just sent: its API reply first (it carries the quota's
+        hours and outlives the toast), else the page's failure screen."""
+        failure = replies.failure() or screen_failure(page, self.selector_sets)
+        if isinstance(failure, QuotaSpent) and failure.retry_after is None:
+            # The page can draw the toast before Playwright reports the reply: give it a moment.
+            until = self._deadline(REPLY_GRACE_SECONDS)
+            while time.monotonic() < until:
+                page.wait_for_timeout(POLL_SECONDS * 1000)
+                if isinstance(replies.failure(), QuotaSpent):
+                    return replies.failure()
+        return failure
+
+    def _wait_for_chat_id(self, page: Any, replies: SendReplies) -> str:
         deadline = self._deadline(self.page_timeout)
         while time.monotonic() < deadline:
             chat_id = chat_id_from_url(page.url)
             if chat_id:
                 return chat_id
-            failure = screen_failure(page, self.selector_sets)
+            failure = self._sent_failure(page, replies)
             if failure is not None:
                 raise failure
             page.wait_for_timeout(POLL_SECONDS * 1000)
@@ -382,11 +409,13 @@ class QwenEngine:
             if first is not None and _comparable(first) == wanted:
                 yield chat_id
 
-    def _wait_for_user_turn(self, page: Any, chat_id: str, number: int, text: str) -> None:
+    def _wait_for_user_turn(
+        self, page: Any, chat_id: str, number: int, text: str, replies: SendReplies
+    ) -> None:
         """Wait until the site's JSON shows `text` as user turn `number`, the chat's last."""
         deadline = self._deadline(self.page_timeout)
         while True:
-            failure = screen_failure(page, self.selector_sets)
+            failure = self._sent_failure(page, replies)
             if failure is not None:
                 raise failure
             try:

@@ -246,3 +246,49 @@ def fetch_api(page: Any, path: str, *, timeout: float = 30) -> dict:
     if error is not None:
         raise error
     return body
+
+
+class SendReplies:
+    """The site's answers to the page's own API calls while a message is being sent.
+
+    A refused send shows on the page as a toast that goes away by itself, and only the API's
+    body carries the quota's hours to wait (`data.num`). Reading the replies catches the refusal
+    even when the toast is already gone, with those hours. Only requests whose body has fully
+    arrived ("requestfinished") are read, and only JSON ones: reading never waits on a stream.
+    """
+
+    def __init__(self, page: Any):
+        self._page = page
+        self._unread: list[Any] = []
+        self._failure: EngineError | None = None
+        page.on("requestfinished", self._keep)
+
+    def _keep(self, request: Any) -> None:
+        # Runs inside Playwright's event dispatch: only note the request, read it later.
+        try:
+            if request.method == "POST" and "/api/" in request.url:
+                self._unread.append(request)
+        except Exception:
+            pass  # a request of a page being closed: nothing to learn from it
+
+    def failure(self) -> EngineError | None:
+        """The hard failure (quota, bot check, logged out) a reply reported so far, or None."""
+        while self._unread and self._failure is None:
+            request = self._unread.pop(0)
+            try:
+                response = request.response()
+                if response is None or "json" not in (response.headers.get("content-type") or ""):
+                    continue
+                body = response.json()
+            except Exception:
+                continue  # no body (redirect, page gone) or not JSON: the page's signals decide
+            error = classify_api_error(body)
+            if isinstance(error, HardError):
+                self._failure = error
+        return self._failure
+
+    def close(self) -> None:
+        try:
+            self._page.remove_listener("requestfinished", self._keep)
+        except Exception:
+            pass  # the page is already closed

@@ -80,6 +80,7 @@ class Settings:
     answer_seconds: float = 2.0
     thinking_seconds: float = 0.5
     url_delay: float = 0.3
+    toast_seconds: float = 10.0  # how long an error toast stays on the page
     ui: str = "current"
     require_login: bool = False
 
@@ -88,7 +89,10 @@ class Settings:
             (self.scenario in SCENARIOS, f"scenario must be one of {', '.join(SCENARIOS)}"),
             (self.api_shape in API_SHAPES, f"api_shape must be one of {', '.join(API_SHAPES)}"),
             (self.ui in UIS, f"ui must be one of {', '.join(UIS)}"),
-            (min(self.answer_seconds, self.thinking_seconds, self.url_delay) >= 0, "times must be >= 0"),
+            (
+                min(self.answer_seconds, self.thinking_seconds, self.url_delay, self.toast_seconds) >= 0,
+                "times must be >= 0",
+            ),
         ]
         for ok, message in checks:
             if not ok:

@@ -33,8 +33,8 @@ BOT_PAGE = """<!DOCTYPE html>
 
 
 def app_page(settings: Settings) -> str:
-    """The single-page app; the run's UI generation and URL delay are baked into the page."""
-    config = {"ui": settings.ui, "url_delay": settings.url_delay}
+    """The single-page app; the run's UI generation, URL delay and toast time are baked into the page."""
+    config = {"ui": settings.ui, "url_delay": settings.url_delay, "toast_seconds": settings.toast_seconds}
     html = (STATIC / "index.html").read_text(encoding="utf-8")
     return html.replace("__SIM_CONFIG__", json.dumps(config))
 

@@ -22,6 +22,7 @@ SETTING_KEYS = {
     "answer_seconds",
     "thinking_seconds",
     "url_delay",
+    "toast_seconds",
     "ui",
     "require_login",
 }

@@ -58,9 +58,9 @@ def session(tmp_path_factory, launches_at_start):
 @pytest.fixture
 def engine(sim, session):
     qwen = {**defaults()["qwen"], "base_url": sim.base_url, "stable_reads": 2, "page_timeout": 15}
-    sim.set(scenario="ok", api_shape="2026-08", ui="current")
+    sim.set(scenario="ok", api_shape="2026-08", ui="current", toast_seconds=10)
     yield QwenEngine(qwen, session)
-    sim.set(scenario="ok", api_shape="2026-08", ui="current")
+    sim.set(scenario="ok", api_shape="2026-08", ui="current", toast_seconds=10)
 
 
 def prompt(topic: str = "tea", token: str = "") -> str:
@@ -179,18 +179,31 @@ def test_a_site_that_never_answers_is_a_short_transient_error(session):
     assert "Traceback" not in str(caught.value) and len(str(caught.value)) < 300
 
 
-def test_quota_is_quota_spent(sim, engine):
+def test_quota_is_quota_spent_with_the_sites_hours_to_wait(sim, engine):
     sim.set(scenario="quota")
     text = prompt("quota")
-    with pytest.raises(QuotaSpent):
+    with pytest.raises(QuotaSpent) as spent:
         engine.send(text)
     assert sends_of(sim, text) == []
+    assert spent.value.retry_after == 5 * 3600  # the API body's data.num, in hours
 
 
 def test_quota_named_in_the_prompt(sim, engine):
     text = prompt("quota", "[sim:quota]")
-    with pytest.raises(QuotaSpent):
+    with pytest.raises(QuotaSpent) as spent:
         engine.send(text)
+    assert spent.value.retry_after == 5 * 3600
+
+
+def test_a_refused_send_is_read_from_the_api_when_the_toast_is_already_gone(sim, engine):
+    sim.set(toast_seconds=0)  # the toast disappears before any look at the page
+    text = prompt("quota", "[sim:quota]")
+    started = time.monotonic()
+    with pytest.raises(QuotaSpent) as spent:
+        engine.send(text)
+    assert spent.value.retry_after == 5 * 3600
+    # Not a timeout waiting for a chat address that will never come.
+    assert time.monotonic() - started < engine.page_timeout
 
 
 def test_waf_is_transient(sim, engine):

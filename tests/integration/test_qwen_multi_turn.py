@@ -186,8 +186,9 @@ def test_quota_on_a_follow_up_and_an_answer_cut_short(sim, engine):
     texts = turn_texts("limits")
     url = engine.send(texts[0])
     read_until_complete(sim, engine, url, texts[:1])
-    with pytest.raises(QuotaSpent):
+    with pytest.raises(QuotaSpent) as spent:
         engine.send_turn(url, texts[1] + " [sim:quota]")
+    assert spent.value.retry_after == 5 * 3600  # from the API's reply, not the toast
     assert [e["accepted"] for e in chat_ledger(sim, url)] == [True, False]
     assert len(engine.read_turns(url).turns) == 1  # the refused message is not a turn
 

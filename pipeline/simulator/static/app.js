@@ -42,7 +42,7 @@
     if (data.code === "Unauthorized") location.href = "/auth?action=signin";
     else if (data.code === "FAIL_SYS_USER_VALIDATE") location.href = data.url || "/punish?x5step=1";
     else if (data.code === "CHAT_NOT_FOUND") showBanner(data.details);
-    else V.toast(ui.toasts, data.details || GENERIC_ERROR);
+    else V.toast(ui.toasts, data.details || GENERIC_ERROR, CFG.toast_seconds);
   }
 
   function showBanner(text) {
@@ -161,7 +161,7 @@
     try {
       await sendText(text);
     } catch (err) {
-      if (!state.dead) V.toast(ui.toasts, GENERIC_ERROR);
+      if (!state.dead) V.toast(ui.toasts, GENERIC_ERROR, CFG.toast_seconds);
     } finally {
       state.sending = false;
       if (!state.dead) render();

@@ -133,11 +133,11 @@
     }, [h("span", {class: "chat-item-title", text: item.title})])));
   }
 
-  function toast(container, text) {
+  function toast(container, text, seconds) {
     const node = h("div", {class: "qwen-toast error-toast", role: "alert", text});
     container.appendChild(node);
     // Toasts go away by themselves, as on the real site: a slow reader can miss them.
-    setTimeout(() => node.remove(), 10000);
+    setTimeout(() => node.remove(), (seconds === undefined ? 10 : seconds) * 1000);
   }
 
   window.SimView = {shell, nodeId, userTurn, assistantTurn, updateAssistant, chatList, toast};
