@@ -97,7 +97,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "max_attempts": Key(int, 5, _positive, "transient failures in a row before it counts as hard"),
         "concurrency": Key(int, 2, _positive, "chats open at once in one cycle"),
         "max_sends_per_day": Key(int, 0, _non_negative, "0 = no limit; counted from the journal, local day"),
-        "max_sends_per_cycle": Key(int, 0, _non_negative, "0 = no limit"),
+        "max_sends_per_cycle": Key(int, 0, _non_negative, "0 = no limit; a later turn counts too"),
         "page_timeout": Key((int, float), 30, _positive, "seconds to wait for the chat page to load"),
         "answer_timeout": Key(
             (int, float), 1800, _positive, "generate --wait gives up after this many seconds"

@@ -38,7 +38,7 @@ from .engines.base import (
 from .errors import UsageProblem
 from .files import FileLock, LockBusy
 from .prompts import Prompt, check_slug, load_prompt
-from .quota import sends_today
+from .quota import SendBudget, sends_today
 from .render import render_article
 from .workspace import Engines, Workspace
 
@@ -77,8 +77,11 @@ def generate(
     engine: str = "auto",
     say: Callable[[str], None] = _quiet,
     clock: Callable[[], float] = time.time,
+    budget: SendBudget | None = None,
 ) -> Outcome:
-    """Run the contract once for `slug`. Raises UsageProblem (exit 2) before writing anything."""
+    """Run the contract once for `slug`. Raises UsageProblem (exit 2) before writing anything.
+
+    `budget`: the cycle's sends to the chat (every turn counts); None by hand."""
     check_slug(slug)
     if engine not in ENGINE_CHOICES:
         raise UsageProblem(f"--engine {engine!r}: choose one of {', '.join(ENGINE_CHOICES)}")
@@ -94,7 +97,9 @@ def generate(
             Status.WORKING, slug, f"{slug} is in progress elsewhere ({busy.owner})", reason="locked"
         )
     try:
-        step = Step(workspace, article, prompt, engines, wait=wait, choice=engine, say=say, clock=clock)
+        step = Step(
+            workspace, article, prompt, engines, wait=wait, choice=engine, say=say, clock=clock, budget=budget
+        )
         return step.run()
     finally:
         lock.release()
@@ -114,9 +119,11 @@ class Step:
         choice: str,
         say: Callable[[str], None],
         clock: Callable[[], float],
+        budget: SendBudget | None = None,
     ):
         self.ws, self.article, self.prompt, self.engines = workspace, article, prompt, engines
         self.wait, self.choice, self.say, self.clock = wait, choice, say, clock
+        self.budget = budget
         self.qwen = workspace.config.qwen
         self.state = ArticleState.load(article.state)
         self.chat_url: str | None = None
@@ -154,7 +161,9 @@ class Step:
         """An Outcome when nothing may be sent to the chat now, else None.
 
         The chat's own quota is spent: the router takes over (auto), or the article waits. Our
-        daily limit (qwen.max_sends_per_day) is reached: it waits for tomorrow.
+        daily limit (qwen.max_sends_per_day) is reached: it waits for tomorrow. The cycle's
+        limit (qwen.max_sends_per_cycle) is reached: it waits for the next cycle. Passing the
+        last check reserves this send in the cycle's budget.
         """
         now = self.clock()
         blocked = self.ws.chat_quota.blocked_until(now)
@@ -174,6 +183,13 @@ class Step:
             return self.outcome(
                 Status.WORKING,
                 f"{self.slug}: {what} waits: daily send limit reached ({limit}, qwen.max_sends_per_day)",
+                reason="limit",
+            )
+        if self.budget is not None and not self.budget.take():
+            return self.outcome(
+                Status.WORKING,
+                f"{self.slug}: {what} waits for the next cycle: this cycle's send limit is reached "
+                f"({self.budget.limit}, qwen.max_sends_per_cycle)",
                 reason="limit",
             )
         return None

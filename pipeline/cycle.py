@@ -31,7 +31,7 @@ from .contract import Status, generate
 from .errors import UsageProblem
 from .files import FileLock, LockBusy
 from .prompts import load_prompt
-from .quota import sends_today
+from .quota import SendBudget, sends_today
 from .workspace import Engines, Workspace, default_chat_factory
 
 
@@ -109,9 +109,11 @@ def run_cycle(
         _record_cycle(workspace, {"started": clock(), "pid": os.getpid()})
         workspace.journal.append("*", "cycle_start")
         polls, sends = plan(workspace, scan(workspace.prompts_dir, workspace.articles_dir), report, clock())
-        polls = _poll_concurrently(workspace, engines, polls, report, say, clock)
+        # Every send of this cycle counts, a multi-turn prompt's later turns (sent by polls) too.
+        budget = SendBudget(int(workspace.config.qwen["max_sends_per_cycle"]))
+        polls = _poll_concurrently(workspace, engines, polls, report, say, clock, budget)
         for view in polls + sends:
-            _step(workspace, engines, view, report, say, clock)
+            _step(workspace, engines, view, report, say, clock, budget)
         report.browser_used = engines.chat_started
         report.browser_launches = _browser_launches()
     finally:
@@ -184,6 +186,7 @@ def _poll_concurrently(
     report: CycleReport,
     say: Callable[[str], None],
     clock: Callable[[], float],
+    budget: SendBudget,
 ) -> list[ArticleView]:
     """Poll what can be polled side by side; return the polls left for the sequential loop.
 
@@ -232,7 +235,7 @@ def _poll_concurrently(
                     view = todo.get_nowait()
                 except Empty:
                     return
-                _step(workspace, mine, view, report, locked_say, clock, guard)
+                _step(workspace, mine, view, report, locked_say, clock, budget, guard)
         finally:
             mine.close()
             for session in sessions:
@@ -316,11 +319,12 @@ def _step(
     report: CycleReport,
     say: Callable[[str], None],
     clock: Callable[[], float],
+    budget: SendBudget | None = None,
     guard: threading.Lock | None = None,
 ) -> None:
     slug = view.slug
     try:
-        outcome = generate(workspace, slug, engines, say=say, clock=clock)
+        outcome = generate(workspace, slug, engines, say=say, clock=clock, budget=budget)
     except UsageProblem as problem:
         with guard or nullcontext():
             report.invalid.append(slug)

@@ -7,6 +7,7 @@ the time it names (or the next local midnight): `articles/.qwenpipe/quota.json` 
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -32,6 +33,25 @@ class ChatQuota:
         until = now + retry_after if retry_after else next_local_midnight(now)
         files.atomic_write(self.path, json.dumps({"blocked_until": until, "since": now, "reason": reason}))
         return until
+
+
+class SendBudget:
+    """One cycle's sends to the chat (`qwen.max_sends_per_cycle`, 0 = no limit): a first send
+    and a multi-turn prompt's later turn count alike. Poll threads may send later turns side by
+    side, so a send is reserved atomically before it happens; a reservation whose send then
+    does not happen (the browser was busy) stays spent, which errs on the side of fewer sends."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.used = 0
+        self._lock = threading.Lock()
+
+    def take(self) -> bool:
+        with self._lock:
+            if self.limit and self.used >= self.limit:
+                return False
+            self.used += 1
+            return True
 
 
 def next_local_midnight(now: float) -> float:

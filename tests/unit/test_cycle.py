@@ -181,3 +181,30 @@ def test_a_cycle_removes_old_temporary_files_a_killed_writer_left(project, chat,
         os.utime(path, (1_000_000, 1_000_000))
     run_cycle(ws, engines())
     assert not any(p.exists() for p in old) and fresh.exists()
+
+
+def test_a_later_turn_sent_by_a_poll_counts_against_the_cycle_send_limit(project, chat, router):
+    import os
+
+    ws, engines, _ = setup(project, chat, router, "max_sends_per_cycle = 1")
+    talk = add_prompt(project, "talk", "Outline it.\n=== next turn ===\nWrite it.")
+    os.utime(talk, (1_000_000, 1_000_000))
+    assert run_cycle(ws, engines()).sent == ["talk"]  # turn 1
+    add_prompt(project, "fresh", "Write about something new.")
+    second = run_cycle(ws, engines())
+    assert second.sent == ["talk"] and second.counts["throttled"] == 1, second.summary()
+    sent_texts = [text for kind, text in chat.history if kind in ("send", "send_turn")]
+    assert "Write about something new." not in sent_texts, "two sends in a cycle limited to one"
+    assert sent_texts[-1] == "Write it."
+
+
+def test_the_send_budget_never_gives_more_than_its_limit_across_threads():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pipeline.quota import SendBudget
+
+    budget = SendBudget(3)
+    with ThreadPoolExecutor(8) as pool:
+        granted = sum(pool.map(lambda _: budget.take(), range(200)))
+    assert granted == 3
+    assert all(SendBudget(0).take() for _ in range(50))  # 0 = no limit
