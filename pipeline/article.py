@@ -76,6 +76,7 @@ class ArticleState:
     progress: str = ""
     turn: int = 0  # multi-turn prompts: the turn the chat is at
     turns: int = 1
+    sent_sha256: str = ""  # the prompt's hash when it went to the chat (an edit since is noticed)
     errors: list[dict] = field(default_factory=list)
 
     @classmethod
@@ -95,6 +96,8 @@ class ArticleState:
             state.last_poll, state.next_try = float(state.last_poll), float(state.next_try)
             state.sent_at = float(state.sent_at)
             state.errors = list(state.errors) if isinstance(state.errors, list) else []
+            if not isinstance(state.sent_sha256, str):
+                state.sent_sha256 = ""
         except (TypeError, ValueError):
             return cls()
         return state

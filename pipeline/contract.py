@@ -214,6 +214,7 @@ class Step:
         self.chat_url = url
         self.state.sent_at = self.state.last_poll = self.clock()
         self.state.attempts, self.state.engine, self.state.progress = 0, "qwen", "sent"
+        self.state.sent_sha256 = self.prompt.sha256
         self.save()
         self.log("sent", engine="qwen", chat_url=url, duration=_since(started))
         if self.wait:
@@ -233,6 +234,7 @@ class Step:
         files.remove(self.article.sending)
         self.state.sent_at = self.state.sent_at or self.clock()
         self.state.engine = "qwen"
+        self.state.sent_sha256 = self.prompt.sha256  # found by this very text
         self.save()
         self.log("recovered", engine="qwen", chat_url=url)
         self.say(f"{self.slug}: found the chat the interrupted send made: {url}; not sending again")
@@ -366,6 +368,7 @@ class Step:
         if verdict.problem:
             return self.reject(answer, verdict)
         answer = replace(answer, markdown=verdict.markdown)
+        edited = self.edited_since_sent(answer)
         document = render_article(
             self.prompt,
             answer,
@@ -373,6 +376,7 @@ class Step:
             when=datetime.fromtimestamp(self.clock()),
             strip_title=settings["strip_title"],
             turns=len(self.prompt.turns),
+            sent_sha256=self.state.sent_sha256 if edited else None,
         )
         files.atomic_write(self.article.md, document, crash_at="mid_article")
         files.remove(self.article.sending)
@@ -386,11 +390,28 @@ class Step:
             model=answer.model,
             words=words,
             duration=round(self.clock() - self.state.sent_at, 3) if self.state.sent_at else None,
+            **({"prompt_edited_after_send": True} if edited else {}),
         )
+        if edited:
+            self.say(
+                f"{self.slug}: {self.prompt.path} was edited after it was sent; the article answers "
+                f"the version sent (marked prompt_edited_after_send). For the new text: delete "
+                f"{self.article.md} and {self.article.url}, then run again (a new send)"
+            )
         return self.outcome(
             Status.DONE,
             f"{self.slug}: wrote {self.article.md} ({words} words, {answer.engine})",
             engine=answer.engine,
+        )
+
+    def edited_since_sent(self, answer: Answer) -> bool:
+        """A one-turn prompt changed since the chat got it: the chat's answer is to the old text.
+        (A multi-turn chat is compared message by message instead: see our_turns.)"""
+        return (
+            answer.engine == "qwen"
+            and len(self.prompt.turns) == 1
+            and bool(self.state.sent_sha256)
+            and self.state.sent_sha256 != self.prompt.sha256
         )
 
     def reject(self, answer: Answer, verdict: Verdict) -> Outcome:

@@ -92,8 +92,12 @@ def render_article(
     when: datetime,
     strip_title: bool = False,
     turns: int = 1,
+    sent_sha256: str | None = None,
 ) -> str:
-    """The whole SLUG.md document. Our keys override the prompt's, except that its title wins."""
+    """The whole SLUG.md document. Our keys override the prompt's, except that its title wins.
+
+    `sent_sha256`: the hash of the prompt as it was sent, when it was edited since: the article
+    answers that version, so that is the hash it carries, with `prompt_edited_after_send`."""
     title = article_title(prompt, answer)
     body = strip_title_heading(answer.markdown, title) if strip_title else answer.markdown.strip()
     words = len(_plain(body).split())
@@ -113,9 +117,11 @@ def render_article(
             "word_count": words,
             "reading_time": max(1, math.ceil(words / WORDS_PER_MINUTE)),
             "turns": turns,
-            "prompt_sha256": prompt.sha256,
+            "prompt_sha256": sent_sha256 or prompt.sha256,
         }
     )
+    if sent_sha256 and sent_sha256 != prompt.sha256:
+        ours["prompt_edited_after_send"] = True
     extra = {k: v for k, v in prompt.meta.items() if k not in ours}
     # Ours first for people reading the file; tomli_w puts tables after plain keys itself.
     return f"+++\n{tomli_w.dumps({**ours, **extra})}+++\n\n{body}\n"

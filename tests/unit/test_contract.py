@@ -61,6 +61,36 @@ def test_complete_answer_writes_the_article_with_front_matter(project, workspace
     assert events(workspace)[-1] == "done"
 
 
+def test_a_prompt_edited_after_the_send_is_noticed_and_the_article_says_which_it_answers(
+    project, workspace, engines, chat
+):
+    import hashlib
+
+    add_prompt(project, "tea", "Write about green tea.")
+    generate(workspace, "tea", engines)
+    sent_hash = hashlib.sha256(b"Write about green tea.").hexdigest()
+    add_prompt(project, "tea", "Write about black tea.", meta='title = "Tea, edited"')
+    chat.enqueue_check(answer("# Green tea\n\nAbout green tea.\n"))
+    said = []
+    outcome = generate(workspace, "tea", engines, say=said.append)
+    assert outcome.status is Status.DONE and chat.sends == 1  # what was paid for is kept
+    meta, _ = front_matter(project / "articles" / "tea.md")
+    assert meta["prompt_sha256"] == sent_hash and meta["prompt_edited_after_send"] is True
+    assert meta["title"] == "Tea, edited"  # the front matter is the current one
+    assert any("edited after it was sent" in line and "tea.md.url" in line for line in said), said
+    assert list(workspace.journal.read(slug="tea"))[-1].get("prompt_edited_after_send") is True
+
+
+def test_a_front_matter_edit_alone_is_not_a_prompt_edit(project, workspace, engines, chat):
+    add_prompt(project, "tea", "Write about green tea.")
+    generate(workspace, "tea", engines)
+    add_prompt(project, "tea", "Write about green tea.", meta='title = "Green tea"')
+    chat.enqueue_check(answer())
+    generate(workspace, "tea", engines)
+    meta, _ = front_matter(project / "articles" / "tea.md")
+    assert "prompt_edited_after_send" not in meta and meta["title"] == "Green tea"
+
+
 def test_title_falls_back_to_the_first_heading(project, workspace, engines, chat):
     add_prompt(project, "tea")
     generate(workspace, "tea", engines)
