@@ -392,6 +392,7 @@ def last_line(text: str) -> str:
 class Summary:
     trials: list[Trial] = field(default_factory=list)
     seconds: float = 0.0
+    interrupted: bool = False  # Ctrl-C: the table covers the trials that completed
 
     def add(self, trial: Trial) -> None:
         self.trials.append(trial)
@@ -460,7 +461,11 @@ def run(
     try:
         sim.set(router_scenario="slow", router_delay=0.5)  # a router call lasts long enough to be hit
 
+        stop = threading.Event()
+
         def one(index: int) -> None:
+            if stop.is_set():
+                return  # interrupted: start no more trials
             rng = random.Random(f"{seed}-{index}")
             kind = KINDS[index % len(KINDS)] if index < 2 * len(KINDS) else None
             trial = run_trial(sim, root, index, rng, kind, max_prompts)
@@ -470,12 +475,23 @@ def run(
                     progress(trial, summary)
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            list(pool.map(one, range(trials)))
+            try:
+                list(pool.map(one, range(trials)))
+            except KeyboardInterrupt:
+                # A long run stopped by hand still reports every trial it completed; the
+                # trials under way finish (their commands are reaped) before the table.
+                stop.set()
+                summary.interrupted = True
+                pool.shutdown(wait=True, cancel_futures=True)
     finally:
         sim.stop()
     summary.trials.sort(key=lambda t: t.index)
     summary.seconds = time.monotonic() - started
     return summary
+
+
+def _interrupt(_signum, _frame) -> None:
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -489,6 +505,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-prompts", type=int, default=3, help="prompts per trial: 1 to this")
     parser.add_argument("--keep", type=Path, help="keep the trial folders here instead of a temp folder")
     args = parser.parse_args(argv)
+    # Ctrl-C, or SIGTERM from `timeout` or a scheduler, ends a long run with its table; SIGINT
+    # is set explicitly because a shell starts background jobs with it ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
 
     def progress(trial: Trial, summary: Summary) -> None:
         verdict = "ok" if trial.ok else "PROBLEM: " + "; ".join(trial.problems)
@@ -516,7 +536,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         with tempfile.TemporaryDirectory(prefix="qwenpipe-chaos-") as folder:
             summary = go(Path(folder))
-    print(f"\nchaos run: {args.trials} trials, seed {args.seed}, {args.jobs} at once")
+    stopped = f" (interrupted: {len(summary.trials)} completed)" if summary.interrupted else ""
+    print(f"\nchaos run: {args.trials} trials{stopped}, seed {args.seed}, {args.jobs} at once")
     print(summary.table())
     if summary.failed:
         print("\nproblems:\n" + summary.problems())
