@@ -6,14 +6,14 @@ import json
 import os
 import socket
 import stat
-import subprocess
 import time
 import urllib.request
 import uuid
 
 import pytest
+from browser_helpers import browser_config, users_chromium
 
-from pipeline.browser import BrowserSession, find_executable, launch_args
+from pipeline.browser import BrowserSession
 from pipeline.config import defaults
 from pipeline.engines.base import Answer, Generating, HardError, QuotaSpent, TransientError
 from pipeline.engines.qwen import QwenEngine
@@ -42,16 +42,7 @@ def launches_at_start():
 
 @pytest.fixture(scope="module")
 def session(tmp_path_factory, launches_at_start):
-    folder = tmp_path_factory.mktemp("browser")
-    config = {
-        "executable": "",
-        "headless": True,
-        "profile_dir": str(folder / "profile"),
-        "storage_state": str(folder / "state.json"),
-        "cdp_url": "",
-        "args": [],
-    }
-    with BrowserSession(config) as shared:
+    with BrowserSession(browser_config(tmp_path_factory.mktemp("browser"))) as shared:
         yield shared
 
 
@@ -285,18 +276,6 @@ def test_unusable_api_falls_back_to_the_page_text(sim, engine, session):
 # -- other browsers: a saved login in a new profile, and attaching to the user's own Chrome -----
 
 
-def browser_config(folder, **changes) -> dict:
-    config = {
-        "executable": "",
-        "headless": True,
-        "profile_dir": str(folder / "profile"),
-        "storage_state": str(folder / "state.json"),
-        "cdp_url": "",
-        "args": [],
-    }
-    return {**config, **changes}
-
-
 def test_storage_state_logs_a_new_profile_in(sim, tmp_path):
     from pipeline.simulator.api import make_token
 
@@ -325,45 +304,11 @@ def test_storage_state_logs_a_new_profile_in(sim, tmp_path):
     assert stat.S_IMODE(os.stat(tmp_path / "profile").st_mode) == 0o700
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def users_chrome(tmp_path):
     """A Chromium the 'user' started with a debugging port, as `browser.cdp_url` expects."""
-    executable, _ = find_executable("")
-    if executable is None:
-        from playwright.sync_api import sync_playwright
-
-        with sync_playwright() as p:
-            executable = p.chromium.executable_path
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            executable,
-            "--headless=new",
-            f"--remote-debugging-port={port}",
-            f"--user-data-dir={tmp_path / 'u'}",
-            *launch_args([]),
-            "about:blank",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(endpoint + "/json/version", timeout=1).read()
-            break
-        except OSError:
-            time.sleep(0.2)
-    yield proc, endpoint
-    proc.terminate()
-    proc.wait(timeout=10)
+    with users_chromium(tmp_path / "u") as started:
+        yield started
 
 
 def test_attached_chrome_is_used_and_left_running(sim, tmp_path, users_chrome):

@@ -12,6 +12,7 @@ import time
 import uuid
 
 import pytest
+from browser_helpers import browser_config
 
 from pipeline.browser import BrowserSession
 from pipeline.config import defaults
@@ -40,16 +41,7 @@ def sim():
 
 @pytest.fixture(scope="module")
 def session(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("browser")
-    config = {
-        "executable": "",
-        "headless": True,
-        "profile_dir": str(folder / "profile"),
-        "storage_state": str(folder / "state.json"),
-        "cdp_url": "",
-        "args": [],
-    }
-    with BrowserSession(config) as shared:
+    with BrowserSession(browser_config(tmp_path_factory.mktemp("browser"))) as shared:
         yield shared
 
 

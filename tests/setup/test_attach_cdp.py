@@ -4,64 +4,24 @@ and leave it running."""
 from __future__ import annotations
 
 import json
-import os
-import socket
 import stat
-import subprocess
 import time
-import urllib.request
 
+import browser_helpers
 import pytest
 from sim_project import make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe
 
-from pipeline.browser import launch_args
 from pipeline.simulator import Simulator
 
 pytestmark = pytest.mark.browser
-CHROMIUM = "/usr/bin/chromium"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
 def users_chromium(tmp_path):
     """A Chromium the way a user starts it for attaching; killed at the end, whatever happened."""
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is not installed")
-    port = free_port()
-    args = [
-        CHROMIUM,
-        f"--remote-debugging-port={port}",
-        "--headless",
-        "--no-sandbox",
-        f"--user-data-dir={tmp_path / 'users-profile'}",
-        *launch_args(),
-        "about:blank",
-    ]
-    proc = subprocess.Popen(
-        dict.fromkeys(args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/json/version", timeout=2) as answer:
-                json.loads(answer.read())
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"Chromium did not open its debugging port {port}")
-            time.sleep(0.2)
-    yield proc, url
-    if proc.poll() is None:
-        os.killpg(proc.pid, 9)
-        proc.wait(timeout=10)
+    with browser_helpers.users_chromium(tmp_path / "users-profile") as started:
+        yield started
 
 
 def sign_in_in_the_users_browser(cdp_url: str, base_url: str) -> None:
