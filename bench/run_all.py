@@ -29,13 +29,12 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(HERE), str(ROOT / "tests")]
 
-import bench_concurrent_polls  # noqa: E402
+import bench_concurrent_polls as polls  # noqa: E402
 import bench_cycle  # noqa: E402
 import bench_status  # noqa: E402
 from sim_project import make_project  # noqa: E402
 
 ENV = {**os.environ, "NO_COLOR": "1"}
-sim_answer_seconds = 1.0  # the simulator's answer time in the polling benchmark
 # The Python process of a cycle, its peak memory printed for us (and its largest child's).
 MEMORY_PROBE = (
     "import resource, sys\n"
@@ -80,36 +79,17 @@ def status_figures(articles: int, lines: int) -> tuple[float, float]:
     return cold, warm
 
 
-def qwenpipe(project: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "pipeline", *args], cwd=project, env=ENV, capture_output=True, text=True
-    )
-
-
-def sent_project(folder: Path, sim, chats: int) -> Path:
-    """A project whose `chats` prompts were all sent (one cycle) and whose answers are complete."""
-    project = make_project(folder, sim)
-    with open(project / "config.toml", "a", encoding="utf-8") as config:
-        config.write("\n[article]\nmin_words = 0\n")
-    for n in range(chats):
-        (project / "prompts" / f"p{n:02d}.md").write_text(f"Write benchmark article {n} ({folder.name}).")
-    result = qwenpipe(project, "cycle")
-    assert result.returncode == 42, result.stderr
-    time.sleep(sim_answer_seconds + 2)  # every answer complete: only the collecting is timed
-    return project
-
-
 def polling(chats: int) -> dict[str, float]:
     from pipeline.simulator import Simulator
 
     figures: dict[str, float] = {}
     with (
         Simulator(
-            port=0, answer_seconds=sim_answer_seconds, thinking_seconds=0.2, url_delay=0.2
+            port=0, answer_seconds=polls.ANSWER_SECONDS, thinking_seconds=0.2, url_delay=0.2
         ).start() as sim,
         tempfile.TemporaryDirectory(prefix="qwenpipe-bench-poll-") as folder,
     ):
-        one = sent_project(Path(folder) / "cycle", sim, chats)
+        one = polls.sent_project(Path(folder) / "cycle", sim, chats, concurrency=2)
         started = time.perf_counter()
         result = subprocess.run(
             [sys.executable, "-c", MEMORY_PROBE], cwd=one, env=ENV, capture_output=True, text=True
@@ -119,14 +99,11 @@ def polling(chats: int) -> dict[str, float]:
         mine, kids = result.stderr.split("MAXRSS ")[1].split()[:2]
         figures["rss_python"], figures["rss_child"] = int(mine) / 1024, int(kids) / 1024
 
-        four = bench_concurrent_polls.sent_project(Path(folder) / "cycle-4", sim, chats, concurrency=4)
-        figures["cycle_4"] = bench_concurrent_polls.timed_cycle(four, chats)
+        four = polls.sent_project(Path(folder) / "cycle-4", sim, chats, concurrency=4)
+        figures["cycle_4"] = polls.timed_cycle(four, chats)
 
-        many = sent_project(Path(folder) / "generates", sim, chats)
-        started = time.perf_counter()
-        for n in range(chats):
-            assert qwenpipe(many, "generate", f"p{n:02d}").returncode == 0
-        figures["generates"] = time.perf_counter() - started
+        many = polls.sent_project(Path(folder) / "generates", sim, chats)
+        figures["generates"] = polls.timed_generates(many, chats)
 
         # generate --wait: the answer's completion time is known from the simulator's ledger.
         sim.set(answer_seconds=4.0, thinking_seconds=0.5)
@@ -138,7 +115,7 @@ def polling(chats: int) -> dict[str, float]:
         for n in range(3):
             text = f"Write a waited-for benchmark article, take {n}."
             (wait / "prompts" / f"w{n}.md").write_text(text)
-            assert qwenpipe(wait, "generate", f"w{n}", "--wait").returncode == 0
+            assert polls.qwenpipe(wait, "generate", f"w{n}", "--wait").returncode == 0
             received = next(e["time"] for e in sim.sends() if e["prompt"] == text)
             complete = received + 0.5 + 4.0 + 0.3  # thinking + answer + the "finished" lag
             lags.append((wait / "articles" / f"w{n}.md").stat().st_mtime - complete)
