@@ -368,8 +368,9 @@ class QwenEngine:
             until = self._deadline(REPLY_GRACE_SECONDS)
             while time.monotonic() < until:
                 page.wait_for_timeout(POLL_SECONDS * 1000)
-                if isinstance(replies.failure(), QuotaSpent):
-                    return replies.failure()
+                late = replies.failure()
+                if isinstance(late, QuotaSpent):
+                    return late
         return failure
 
     def _wait_for_chat_id(self, page: Any, replies: SendReplies) -> str:
