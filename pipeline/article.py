@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from dataclasses import asdict, dataclass, field
@@ -23,7 +24,10 @@ from . import files
 from .errors import UsageProblem
 
 CHAT_PATH_RE = re.compile(r"^/c/([a-f0-9-]{20,})$")
-STATE_DIR = ".qwenpipe"
+STATE_DIR = files.STATE_DIR
+# Sidecars are private (0600) like the journal: they hold chat URLs and error text, and they are
+# not articles (only SLUG.md follows the umask, for whoever publishes articles/).
+SIDECAR_SUFFIXES = (".md.url", ".md.sending", ".md.failed", ".md.rejected")
 MAX_ERRORS_KEPT = 20
 
 
@@ -60,6 +64,13 @@ class ArticleFiles:
     def state(self) -> Path:
         return self.folder / STATE_DIR / "state" / f"{self.slug}.json"
 
+    def check(self) -> None:
+        """UnsafeFile (a SetupProblem) when one of the article's files is not a regular file: a
+        symlink (even to a good file), a FIFO, a folder. Nothing of the article is read or
+        written through it; the other articles are not concerned."""
+        for path in (self.md, self.url, self.sending, self.failed, self.rejected, self.state, self.lock):
+            files.is_regular(path)
+
 
 @dataclass
 class ArticleState:
@@ -84,7 +95,7 @@ class ArticleState:
         """The saved state, or a fresh one when it is missing or unreadable (it is only a cache
         of what the journal says; losing it costs an early poll, never a second send)."""
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(files.read_bytes(path))  # UnsafeFile for a symlink or a FIFO
         except (OSError, ValueError):
             return cls()
         if not isinstance(data, dict):
@@ -103,7 +114,7 @@ class ArticleState:
         return state
 
     def save(self, path: Path) -> None:
-        files.atomic_write(path, json.dumps(asdict(self), ensure_ascii=False, indent=1))
+        files.atomic_write(path, json.dumps(asdict(self), ensure_ascii=False, indent=1), mode=files.PRIVATE)
 
     def record_error(self, when: float, engine: str, code: str, message: str) -> None:
         self.last_error, self.last_error_code = message, code
@@ -135,7 +146,7 @@ def parse_chat_url(text: str, base_url: str, where: Path) -> str:
 def read_chat_url(article: ArticleFiles, base_url: str) -> str | None:
     """The validated chat URL of an article, or None when it was never sent."""
     try:
-        raw = article.url.read_bytes()
+        raw = files.read_bytes(article.url)  # UnsafeFile for a symlink or a FIFO: never opened
     except FileNotFoundError:
         return None
     try:
@@ -143,3 +154,16 @@ def read_chat_url(article: ArticleFiles, base_url: str) -> str | None:
     except UnicodeDecodeError:
         raise UsageProblem(f"{article.url}: not UTF-8 text; it should hold one chat URL") from None
     return parse_chat_url(text, base_url, article.url)
+
+
+def make_private(articles_dir: Path) -> None:
+    """Tighten what an older version wrote with the umask (0644): the sidecars in articles/ and
+    every file under .qwenpipe/ become 0600, its folders 0700. Only this user's regular files
+    and real folders; nothing is followed, and nothing here stops the caller."""
+    files.make_private(articles_dir, lambda name: name.endswith(SIDECAR_SUFFIXES))
+    state = articles_dir / STATE_DIR
+    for folder in (state, state / "state", state / "locks"):
+        with contextlib.suppress(files.SetupProblem):
+            if folder.is_dir() and not folder.is_symlink():
+                files.ensure_folder(folder)
+                files.make_private(folder, lambda _name: True)

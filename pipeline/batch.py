@@ -11,7 +11,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import files
 from .article import ArticleFiles, ArticleState
+from .errors import SetupProblem
 from .prompts import SLUG_RE
 
 # Phases, in the order an article moves through them.
@@ -21,6 +23,7 @@ SENT = "sent"  # URL on disk: the chat is generating (or done and not yet collec
 DONE = "done"
 DEAD = "dead"  # SLUG.md.failed: skipped until `qwenpipe replay`
 ORPHAN = "orphan"  # files in articles/ without a prompt (prompt deleted or renamed)
+INVALID = "invalid"  # one of its files is a symlink, a FIFO or a folder: `problem` says which
 
 
 @dataclass
@@ -33,10 +36,13 @@ class ArticleView:
     sending: bool = False
     dead: bool = False
     done_mtime: float | None = None
+    problem: str = ""  # why the article is INVALID (what is wrong and the fix)
     _state: ArticleState | None = field(default=None, repr=False)
 
     @property
     def phase(self) -> str:
+        if self.problem:
+            return INVALID
         if self.done:
             return DONE
         if self.dead:
@@ -52,11 +58,15 @@ class ArticleView:
     @property
     def state(self) -> ArticleState:
         if self._state is None:
-            self._state = ArticleState.load(self.files.state)
+            try:
+                self._state = ArticleState.load(self.files.state)
+            except SetupProblem as problem:  # a FIFO or a link in its place: this article only
+                self.problem = self.problem or str(problem)
+                self._state = ArticleState()
         return self._state
 
 
-SUFFIXES = (".md.url", ".md.sending", ".md.failed", ".md")
+SUFFIXES = (".md.url", ".md.sending", ".md.failed", ".md.rejected", ".md")
 
 
 def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
@@ -78,10 +88,16 @@ def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
                 slug = name[: -len(suffix)]
                 if not SLUG_RE.fullmatch(slug):
                     break
+                if not entry.is_file(follow_symlinks=False):  # a dangling link must not stop the batch
+                    item = view(slug)
+                    item.problem = item.problem or _problem(entry)
+                    break
+                if suffix == ".md.rejected":
+                    break
                 item = view(slug)
                 if suffix == ".md":
                     item.done = True
-                    item.done_mtime = entry.stat().st_mtime
+                    item.done_mtime = entry.stat(follow_symlinks=False).st_mtime
                 elif suffix == ".md.url":
                     item.sent = True
                 elif suffix == ".md.sending":
@@ -90,6 +106,14 @@ def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
                     item.dead = True
                 break
     return sorted(views.values(), key=lambda v: (v.prompt_mtime or 0.0, v.slug))
+
+
+def _problem(entry: os.DirEntry) -> str:
+    try:
+        kind = files.kind_of(entry.stat(follow_symlinks=False).st_mode)
+    except OSError:
+        kind = "not a regular file"
+    return str(files.UnsafeFile(entry.path, kind))
 
 
 def _entries(folder: Path) -> list[os.DirEntry]:

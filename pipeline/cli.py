@@ -13,7 +13,7 @@ import typer
 from . import __version__
 from .config import ConfigError, load
 from .console import err, out, say, stderr_is_terminal
-from .errors import UsageProblem
+from .errors import SetupProblem, UsageProblem
 from .exitcodes import ExitCode
 from .files import LockBusy
 
@@ -218,12 +218,12 @@ def init(
 ) -> None:
     """Write a commented config.toml with every key at its default."""
     from .config import config_path, render_default_config
-    from .files import atomic_write
+    from .files import SHARED, atomic_write
 
     path, _named = config_path(config or ctx.obj.get("config"))
     if path.exists() and not force:
         raise UsageProblem(f"{path} already exists; use --force to overwrite it")
-    atomic_write(path, render_default_config())
+    atomic_write(path, render_default_config(), mode=SHARED)
     say(f"wrote {path}")
 
 
@@ -314,6 +314,9 @@ def run(argv: list[str] | None = None) -> int:
     except LockBusy as busy:
         say(f"qwenpipe: busy: {busy.owner} holds {busy.path}")
         return ExitCode.WORKING
+    except SetupProblem as problem:  # our files or folders need a person: what and the fix
+        say(f"qwenpipe: {problem}")
+        return ExitCode.FAILED
     except KeyboardInterrupt:
         say("qwenpipe: interrupted")
         return 130

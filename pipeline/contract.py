@@ -86,6 +86,7 @@ def generate(
     if engine not in ENGINE_CHOICES:
         raise UsageProblem(f"--engine {engine!r}: choose one of {', '.join(ENGINE_CHOICES)}")
     article = workspace.article(slug)
+    article.check()  # a symlink, FIFO or folder among its files: refused before anything is read
     if article.md.exists():
         return Outcome(Status.DONE, slug, f"{article.md} is already done")
     prompt = load_prompt(workspace.prompts_dir, slug)
@@ -378,7 +379,7 @@ class Step:
             turns=len(self.prompt.turns),
             sent_sha256=self.state.sent_sha256 if edited else None,
         )
-        files.atomic_write(self.article.md, document, crash_at="mid_article")
+        files.atomic_write(self.article.md, document, mode=files.SHARED, crash_at="mid_article")
         files.remove(self.article.sending)
         self.state.engine, self.state.progress, self.state.attempts = answer.engine, "done", 0
         self.state.next_try = 0.0
@@ -579,6 +580,7 @@ def replay(workspace: Workspace, slug: str) -> str:
     """
     check_slug(slug)
     article = workspace.article(slug)
+    article.check()
     if not article.failed.exists():
         raise UsageProblem(f"{slug} is not dead-lettered ({article.failed} does not exist)")
     with FileLock(article.lock, purpose=f"replay {slug}"):

@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from queue import Empty, SimpleQueue
 
 from . import files
-from .batch import DEAD, DONE, ORPHAN, PENDING, SENDING, SENT, ArticleView, scan
+from .article import make_private
+from .batch import DEAD, DONE, INVALID, ORPHAN, PENDING, SENDING, SENT, ArticleView, scan
 from .contract import Status, generate
-from .errors import UsageProblem
+from .errors import SetupProblem, UsageProblem
 from .files import FileLock, LockBusy
 from .prompts import load_prompt
 from .quota import SendBudget, sends_today
@@ -106,6 +107,7 @@ def run_cycle(
         workspace.articles_dir.mkdir(parents=True, exist_ok=True)
         for folder in (workspace.articles_dir, workspace.state_dir, workspace.state_dir / "state"):
             files.clean_stale_temporaries(folder)  # what killed writers left (never a finished file)
+        make_private(workspace.articles_dir)  # what an older version wrote 0644
         _record_cycle(workspace, {"started": clock(), "pid": os.getpid()})
         workspace.journal.append("*", "cycle_start")
         polls, sends = plan(workspace, scan(workspace.prompts_dir, workspace.articles_dir), report, clock())
@@ -155,6 +157,8 @@ def plan(
             report.counts["dead"] += 1
         elif phase == ORPHAN:
             continue
+        elif phase == INVALID:
+            polls.append(view)  # its step names the bad file, once; the others go on
         elif phase in (SENT, SENDING):
             state = view.state
             if state.next_try > now:
@@ -325,7 +329,7 @@ def _step(
     slug = view.slug
     try:
         outcome = generate(workspace, slug, engines, say=say, clock=clock, budget=budget)
-    except UsageProblem as problem:
+    except (UsageProblem, SetupProblem) as problem:  # this article's own problem: the rest go on
         with guard or nullcontext():
             report.invalid.append(slug)
             report.counts["invalid"] += 1

@@ -18,6 +18,7 @@ from rich.text import Text
 from .status import STATES, ArticleStory, BatchStatus, LastCycle, Row, ago, clock, login_warning
 
 STATE_STYLES = {
+    "invalid": "bold red",
     "failed": "bold red",
     "dead": "red",
     "backoff": "yellow",

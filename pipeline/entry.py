@@ -36,8 +36,13 @@ def already_done(argv: list[str]) -> str | None:
         articles = load(config).articles_dir
     except (ConfigError, OSError):
         return None
+    from .files import SetupProblem, is_regular
+
     article = articles / f"{slug}.md"
-    return str(article) if article.is_file() else None
+    try:
+        return str(article) if is_regular(article) else None
+    except SetupProblem:  # a symlink or a FIFO there: the full command line says what is wrong
+        return None
 
 
 def main() -> None:

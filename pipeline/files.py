@@ -1,8 +1,13 @@
-"""Durable file primitives: atomic writes, kernel-released locks.
+"""Durable, careful file primitives: atomic writes, kernel-released locks, safe reads.
 
 Everything the contract promises rests on two facts: a reader sees either the old file or the
 whole new one (write to a temporary file, fsync, rename, fsync the folder), and a lock held by
 a process dies with it (flock), so a SIGKILL never leaves a stale lock behind.
+
+And on a third: the files are ours. Nothing here follows a symlink it did not make (a link at a
+lock or the journal would truncate or append to whatever it points to), nothing blocks on a FIFO
+(open with O_NONBLOCK, then insist on a regular file), and what holds chat URLs and errors is
+private: 0600 files in 0700 folders. A file of the wrong kind is a SetupProblem naming it.
 """
 
 from __future__ import annotations
@@ -12,14 +17,176 @@ import errno
 import fcntl
 import json
 import os
+import re
+import stat
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from .crashpoints import crashpoint
+from .errors import SetupProblem
 
-TMP_PREFIX = ".tmp-"
+STATE_DIR = ".qwenpipe"  # articles/.qwenpipe: the project's own folder (journal, state, locks)
+PRIVATE = 0o600  # files that hold chat URLs and errors: the journal, state, locks, markers
+PRIVATE_DIR = 0o700
+SHARED = None  # atomic_write's mode for what the user reads (articles, the config): the umask's
+# Temporaries: a prefix no user file carries, and the exact shape mkstemp gives it, so that a
+# sweep removes only what a killed writer of ours left (never `.tmp-my-notes.txt`).
+TMP_PREFIX = ".qwenpipe-tmp-"
+TMP_RE = re.compile(re.escape(TMP_PREFIX) + r".+\.[a-z0-9_]{8}")
+
+
+def _read_umask() -> int:
+    # Read once, at import (one thread): setting the umask to read it is racy under threads.
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/status", encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+UMASK = _read_umask()
+
+
+class UnsafeFile(SetupProblem):
+    """`path` is a symlink, FIFO, folder or device where qwenpipe keeps a regular file (or a
+    file where it keeps a folder): refused, and left untouched."""
+
+    def __init__(self, path: Path | str, kind: str, wanted: str = "a regular file", fix: str = ""):
+        self.path, self.kind = Path(path), kind
+        fix = fix or f"move it away or delete it (qwenpipe makes its own {wanted} there)"
+        super().__init__(f"{path} is {kind}, not {wanted}; qwenpipe will not use it: {fix}")
+
+
+def kind_of(mode: int) -> str:
+    """What a file of `st_mode` is, in words."""
+    for test, words in (
+        (stat.S_ISLNK, "a symlink"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+    ):
+        if test(mode):
+            return words
+    return "not a regular file" if not stat.S_ISREG(mode) else "a regular file"
+
+
+def _lstat_kind(path: Path | str) -> str:
+    try:
+        return kind_of(os.lstat(path).st_mode)
+    except OSError:
+        return "not a regular file"
+
+
+def cannot(doing: str, path: Path | str, err: OSError) -> SetupProblem:
+    """A SetupProblem for an OSError on one of our own files: what, where, and the fix."""
+    code = err.errno
+    if code in (errno.EACCES, errno.EPERM):
+        fix = f"give this user write access to {Path(path).parent} (e.g. chmod u+w), or set paths.articles"
+    elif code == errno.EROFS:
+        fix = "the file system is read-only: point paths.articles at a writable folder"
+    elif code in (errno.ENOSPC, errno.EDQUOT):
+        fix = "free some disk space (nothing was half-written)"
+    elif code == errno.ENOTDIR:
+        fix = "a part of that path is a file where a folder belongs: move the file away"
+    else:
+        fix = "check the folder and run again"
+    return SetupProblem(f"cannot {doing} {path}: {err.strerror or err}; {fix}")
+
+
+def is_regular(path: Path | str) -> bool:
+    """True for a regular file, False when nothing is there, UnsafeFile for anything else (a
+    symlink, even to a regular file, a FIFO, a folder). Never follows a symlink."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    if stat.S_ISREG(mode):
+        return True
+    raise UnsafeFile(path, kind_of(mode))
+
+
+def open_regular(
+    path: Path | str, flags: int = os.O_RDONLY, *, private: bool = False, follow: bool = False
+) -> int:
+    """os.open for a regular file only: never through a symlink at `path` (unless `follow`, for
+    the user's own inputs), never blocking on a FIFO. With `private`, a file of ours: created
+    0600, and an older version's 0644 tightened. FileNotFoundError when it is not there."""
+    flags |= os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags, PRIVATE if private else 0o666)
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.EMLINK):
+            raise UnsafeFile(path, _lstat_kind(path)) from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnsafeFile(path, kind_of(info.st_mode))
+        if private and stat.S_IMODE(info.st_mode) != PRIVATE and info.st_uid == os.geteuid():
+            os.fchmod(fd, PRIVATE)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_read(path: Path | str, *, follow: bool = False) -> BinaryIO:
+    """A binary reader of a regular file (see open_regular)."""
+    return os.fdopen(open_regular(path, follow=follow), "rb")
+
+
+def read_bytes(path: Path | str, *, follow: bool = False) -> bytes:
+    with open_read(path, follow=follow) as handle:
+        return handle.read()
+
+
+def read_text(path: Path | str, *, follow: bool = False) -> str:
+    return read_bytes(path, follow=follow).decode("utf-8")
+
+
+def ensure_folder(folder: Path) -> Path:
+    """Create `folder` and its parents if needed. From the project's own `.qwenpipe` folder down,
+    each level must be a real folder (a symlink would send our files elsewhere) and is made
+    private (0700, also an older version's 0755)."""
+    folder = Path(folder)
+    parts = folder.parts
+    if STATE_DIR not in parts:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise UnsafeFile(folder, _lstat_kind(folder), "a folder") from None
+        except OSError as err:
+            raise cannot("create the folder", folder, err) from None
+        return folder
+    top = len(parts) - 1 - parts[::-1].index(STATE_DIR)
+    current = ensure_folder(Path(*parts[:top]))
+    for name in parts[top:]:
+        current = current / name
+        _private_folder(current)
+    return folder
+
+
+def _private_folder(folder: Path) -> None:
+    try:
+        try:
+            info = os.lstat(folder)
+        except FileNotFoundError:
+            with contextlib.suppress(FileExistsError):  # another process made it just now
+                os.mkdir(folder, PRIVATE_DIR)
+            info = os.lstat(folder)
+        if not stat.S_ISDIR(info.st_mode):  # a symlink, even to a folder, is refused
+            raise UnsafeFile(folder, kind_of(info.st_mode), "a folder")
+        if stat.S_IMODE(info.st_mode) != PRIVATE_DIR and info.st_uid == os.geteuid():
+            os.chmod(folder, PRIVATE_DIR)
+    except OSError as err:
+        raise cannot("create the folder", folder, err) from None
 
 
 def fsync_dir(folder: Path) -> None:
@@ -30,49 +197,95 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: str | bytes, *, mode: int = 0o644, crash_at: str = "") -> None:
-    """Replace `path` with `data` so that no reader, and no crash, ever sees half of it."""
+def atomic_write(path: Path, data: str | bytes, *, mode: int | None = PRIVATE, crash_at: str = "") -> None:
+    """Replace `path` with `data` so that no reader, and no crash, ever sees half of it.
+
+    `mode`: PRIVATE (0600) unless asked, so that a forgotten mode leaks nothing; SHARED follows
+    the umask (articles, the config). What is
+    at `path` must be a regular file or nothing: a symlink, FIFO or folder there is refused
+    (UnsafeFile) and left as it was. An OSError (read-only folder, full disk) is a SetupProblem.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    ensure_folder(path.parent)
+    is_regular(path)
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{path.name}.", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{path.name}.", dir=path.parent)
+    except OSError as err:
+        raise cannot("write", path, err) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(raw)
             handle.flush()
+            os.fchmod(handle.fileno(), (0o666 & ~UMASK) if mode is None else mode)
             os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
         if crash_at:
             crashpoint(crash_at)
+        is_regular(path)  # checked again just before the rename: the window stays small
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(err, OSError):
+            raise cannot("write", path, err) from None
         raise
     fsync_dir(path.parent)
 
 
 def remove(path: Path) -> bool:
-    """Delete `path` durably; False when it was not there."""
+    """Delete `path` durably; False when it was not there. A symlink or a folder at `path` is
+    not ours to delete: UnsafeFile."""
     try:
+        if not is_regular(path):
+            return False
         os.unlink(path)
     except FileNotFoundError:
         return False
+    except OSError as err:
+        raise cannot("delete", path, err) from None
     fsync_dir(Path(path).parent)
     return True
 
 
 def clean_stale_temporaries(folder: Path, older_than: float = 300) -> list[Path]:
-    """Remove temporary files a killed writer left behind (never a finished file)."""
+    """Remove temporary files a killed writer of ours left behind (never a finished file).
+
+    Only regular files of exactly our temporaries' shape, owned by this user; anything else is
+    not ours and stays. A leftover that cannot be removed never stops the caller.
+    """
     removed = []
     now = time.time()
-    with contextlib.suppress(FileNotFoundError):
-        for entry in os.scandir(folder):
-            if entry.name.startswith(TMP_PREFIX) and now - entry.stat().st_mtime > older_than:
-                with contextlib.suppress(FileNotFoundError):
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            if not TMP_RE.fullmatch(entry.name):
+                continue
+            with contextlib.suppress(OSError):
+                info = entry.stat(follow_symlinks=False)
+                if (
+                    stat.S_ISREG(info.st_mode)
+                    and info.st_uid == os.geteuid()
+                    and now - info.st_mtime > older_than
+                ):
                     os.unlink(entry.path)
                     removed.append(Path(entry.path))
     return removed
+
+
+def make_private(folder: Path, wanted) -> None:
+    """chmod 0600 the regular files of this user in `folder` whose name `wanted(name)` accepts
+    (what an older version left 0644). Symlinks and other users' files are left alone."""
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            if not wanted(entry.name) or TMP_RE.fullmatch(entry.name):
+                continue
+            with contextlib.suppress(OSError, SetupProblem):
+                info = entry.stat(follow_symlinks=False)
+                if (
+                    stat.S_ISREG(info.st_mode)
+                    and stat.S_IMODE(info.st_mode) != PRIVATE
+                    and info.st_uid == os.geteuid()
+                ):
+                    os.close(open_regular(entry.path, private=True))  # fchmod, never via a link
 
 
 class LockBusy(Exception):
@@ -96,8 +309,11 @@ class FileLock:
     _fd: int | None = None
 
     def acquire(self) -> FileLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        ensure_folder(self.path.parent)
+        try:
+            fd = open_regular(self.path, os.O_RDWR | os.O_CREAT, private=True)
+        except OSError as err:
+            raise cannot("open the lock", self.path, err) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as err:
@@ -130,8 +346,10 @@ class FileLock:
 def read_lock_owner(path: Path) -> str:
     """A short description of who holds the lock at `path`, for messages."""
     try:
-        info = json.loads(Path(path).read_text() or "{}")
-    except (OSError, ValueError):
+        info = json.loads(read_bytes(path) or b"{}")
+    except (OSError, ValueError, SetupProblem):
+        return "another process"
+    if not isinstance(info, dict):
         return "another process"
     pid = info.get("pid")
     purpose = info.get("purpose")
@@ -148,8 +366,8 @@ def lock_holder_alive(path: Path) -> bool:
     display, never for deciding who may act.
     """
     try:
-        pid = int(json.loads(Path(path).read_text() or "{}").get("pid", 0))
-    except (OSError, ValueError, TypeError, AttributeError):
+        pid = int(json.loads(read_bytes(path) or b"{}").get("pid", 0))
+    except (OSError, ValueError, TypeError, AttributeError, SetupProblem):
         return False
     if pid <= 0:
         return False

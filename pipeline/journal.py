@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from . import files
 from .crashpoints import crashpoint
 
 
@@ -34,8 +35,13 @@ class Journal:
         }
         entry.update({k: v for k, v in fields.items() if v is not None})
         line = json.dumps(entry, ensure_ascii=False, default=str) + "\n"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        files.ensure_folder(self.path.parent)
+        try:
+            # Never through a symlink (the lines would land in whatever it points to), never
+            # blocking on a FIFO; private, as the journal holds chat URLs and errors.
+            fd = files.open_regular(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, private=True)
+        except OSError as err:
+            raise files.cannot("append to the journal", self.path, err) from None
         try:
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
@@ -46,6 +52,8 @@ class Journal:
                 crashpoint("mid_journal")
                 data = data[len(data) // 2 :]
             os.write(fd, data)
+        except OSError as err:
+            raise files.cannot("append to the journal", self.path, err) from None
         finally:
             os.close(fd)
         return entry
@@ -59,7 +67,7 @@ class Journal:
     def read_with_offsets(self, *, offset: int = 0) -> Iterator[tuple[int, dict]]:
         """(offset after the line, entry) pairs: lets a reader resume where it stopped."""
         try:
-            handle = open(self.path, "rb")  # noqa: SIM115 - closed by the with below
+            handle = files.open_read(self.path)
         except FileNotFoundError:
             return
         with handle:

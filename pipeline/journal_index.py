@@ -132,7 +132,8 @@ class JournalIndex:
     def refresh(self) -> JournalIndex:
         """Load the saved index, fold in the journal's new lines, save it when anything changed."""
         try:
-            stat = os.stat(self.journal.path)
+            with files.open_read(self.journal.path) as handle:  # a regular file, never a link
+                stat = os.fstat(handle.fileno())
         except FileNotFoundError:
             self._reset()
             return self
@@ -161,7 +162,7 @@ class JournalIndex:
         newline left for later), but decoded a chunk at a time: a cold build of a
         100,000-line journal is most of what `status` costs, so the per-line overhead matters.
         """
-        with open(self.journal.path, "rb") as handle:
+        with files.open_read(self.journal.path) as handle:
             handle.seek(self.offset)
             while self.offset < size:
                 chunk = handle.read(min(CHUNK_BYTES, size - self.offset))
@@ -192,7 +193,7 @@ class JournalIndex:
         if self.offset == 0:
             return True
         # The index must end on a line boundary of *this* journal.
-        with open(self.journal.path, "rb") as handle:
+        with files.open_read(self.journal.path) as handle:
             handle.seek(self.offset - 1)
             return handle.read(1) == b"\n"
 
@@ -222,7 +223,7 @@ class JournalIndex:
 
     def _load(self) -> None:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = json.loads(files.read_bytes(self.path))
             if data.get("version") != INDEX_VERSION:
                 raise ValueError("another index version")
             source = data["journal"]
@@ -236,8 +237,8 @@ class JournalIndex:
             self.slugs = {s: SlugSummary.from_json(v) for s, v in data["slugs"].items()}
             self.send_days = {str(k): int(v) for k, v in data["send_days"].items()}
             self.send_times = [float(t) for t in data["send_times"]]
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            self._reset()  # missing or corrupt: rebuilt from the journal
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, files.SetupProblem):
+            self._reset()  # missing, corrupt or not a regular file: rebuilt from the journal
 
     def _save(self) -> None:
         self._prune_send_times()
@@ -248,9 +249,10 @@ class JournalIndex:
             "send_days": self.send_days,
             "send_times": self.send_times,
         }
-        # A read-only folder or a full disk costs a slower next refresh, never the status itself.
-        with contextlib.suppress(OSError):
-            files.atomic_write(self.path, json.dumps(data, separators=(",", ":")))
+        # A read-only folder, a full disk or a symlink in its place costs a slower next refresh,
+        # never the status itself.
+        with contextlib.suppress(OSError, files.SetupProblem):
+            files.atomic_write(self.path, json.dumps(data, separators=(",", ":")), mode=files.PRIVATE)
 
 
 def sends_since(journal: Journal, ts: float) -> int:
@@ -267,7 +269,7 @@ def read_slug_entries(journal: Journal, slug: str) -> Iterator[dict]:
     """
     needle = json.dumps(slug).encode("utf-8")
     try:
-        handle = open(journal.path, "rb")  # noqa: SIM115 - closed by the with below
+        handle = files.open_read(journal.path)
     except FileNotFoundError:
         return
     with handle:
@@ -284,9 +286,9 @@ def read_slug_entries(journal: Journal, slug: str) -> Iterator[dict]:
 
 def _read_head(path: Path, size: int = HEAD_BYTES) -> bytes:
     try:
-        with open(path, "rb") as handle:
+        with files.open_read(path) as handle:
             return handle.read(size)
-    except OSError:
+    except (OSError, files.SetupProblem):
         return b""
 
 

@@ -8,6 +8,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import files
 from .errors import UsageProblem
 
 SLUG_RE = re.compile(r"[a-z0-9][a-z0-9._-]*")
@@ -75,13 +76,14 @@ def load_prompt(prompts_dir: Path, slug: str) -> Prompt:
     check_slug(slug)
     path = prompts_dir / f"{slug}.md"
     try:
-        raw_bytes = path.read_bytes()
+        # The user's own file: a symlink to it is followed, but a FIFO never hangs the run.
+        raw_bytes = files.read_bytes(path, follow=True)
     except FileNotFoundError:
         raise UsageProblem(
             f"no prompt for {slug!r}: {path} does not exist (write the prompt there)"
         ) from None
-    except IsADirectoryError:
-        raise UsageProblem(f"{path} is a folder, not a prompt file") from None
+    except files.UnsafeFile as bad:
+        raise UsageProblem(f"{path} is {bad.kind}, not a prompt file: make it a text file") from None
     except OSError as err:
         raise UsageProblem(f"{path}: cannot read: {err.strerror}") from None
     if len(raw_bytes) > MAX_PROMPT_BYTES:

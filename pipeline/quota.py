@@ -23,7 +23,7 @@ class ChatQuota:
     def blocked_until(self, now: float) -> tuple[float, str] | None:
         """(until, reason) while sends to the chat are stopped, else None."""
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = json.loads(files.read_bytes(self.path))  # UnsafeFile for a symlink or a FIFO
             until, reason = float(data["blocked_until"]), str(data.get("reason", ""))
         except (OSError, ValueError, KeyError, TypeError):
             return None

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from . import batch
+from . import batch, files
 from .article import STATE_DIR, ArticleState
-from .errors import UsageProblem
+from .errors import SetupProblem, UsageProblem
 from .journal_index import FAILURE_EVENTS, JournalIndex, SlugSummary
 from .quota import local_day_start
 from .workspace import Workspace
@@ -26,6 +26,7 @@ from .workspace import Workspace
 SCHEMA_VERSION = 1
 
 # States, in the order the dashboard lists them: what needs a person first.
+INVALID = "invalid"  # a file of the article is a symlink, a FIFO or a folder: last_error says which
 FAILED = "failed"  # hard failure on every engine, not yet dead-lettered
 DEAD = "dead"  # SLUG.md.failed: skipped until `qwenpipe replay`
 BACKOFF = "backoff"  # a transient failure: next try in the future
@@ -35,7 +36,7 @@ GENERATING = "generating"  # sent: the chat is writing (or done and not yet coll
 PENDING = "pending"  # nothing sent yet
 DONE = "done"
 ORPHAN = "orphan"  # files in articles/ without a prompt
-STATES = (FAILED, DEAD, BACKOFF, QUOTA, SENDING, GENERATING, PENDING, DONE, ORPHAN)
+STATES = (INVALID, FAILED, DEAD, BACKOFF, QUOTA, SENDING, GENERATING, PENDING, DONE, ORPHAN)
 UNFINISHED = frozenset({FAILED, BACKOFF, QUOTA, SENDING, GENERATING, PENDING})
 SORTS = ("state", "age", "slug")
 
@@ -89,7 +90,7 @@ class LastCycle:
     @classmethod
     def read(cls, path: Path) -> LastCycle | None:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(files.read_bytes(path))  # UnsafeFile for a symlink or a FIFO
         except (OSError, ValueError):
             return None
         if not isinstance(data, dict):
@@ -249,8 +250,16 @@ def build_row(
     row.engine = journal.engine or None
     row.chat_url = journal.chat_url or None
     sent_at = journal.sent_ts
+    if phase == batch.INVALID:
+        row.state, row.last_error = INVALID, view.problem
+        return row
     if phase != batch.DONE:
-        state = places.state(view.slug)
+        try:
+            state = places.state(view.slug)
+            chat_url = places.chat_url(view.slug) if phase == batch.SENT else None
+        except SetupProblem as problem:  # this article's problem alone: the rest are listed
+            row.state, row.last_error = INVALID, str(problem)
+            return row
         row.engine = state.engine or row.engine
         row.attempts, row.hard_failures = state.attempts, state.hard_failures
         row.last_error = first_line(state.last_error) or None
@@ -259,7 +268,7 @@ def build_row(
         if int(getattr(state, "turns", 1) or 1) > 1:
             row.turn, row.turns = int(state.turn or 1), int(state.turns)
         if phase == batch.SENT:
-            row.chat_url = places.chat_url(view.slug) or row.chat_url
+            row.chat_url = chat_url or row.chat_url
         row.state = state_of(phase, state.hard_failures, journal.last_event, row.next_try, sends_stopped)
     row.age_seconds = int(now - sent_at) if sent_at and phase != batch.PENDING else None
     return row
@@ -278,15 +287,16 @@ class Places:
     def chat_url(self, slug: str) -> str | None:
         """The chat URL as written (for display only: never opened, so not validated here)."""
         try:
-            with open(f"{self.articles}/{slug}.md.url", encoding="utf-8", errors="replace") as handle:
-                return first_line(handle.read(4096)) or None
+            with files.open_read(f"{self.articles}/{slug}.md.url") as handle:  # UnsafeFile: a FIFO...
+                return first_line(handle.read(4096).decode("utf-8", errors="replace")) or None
         except OSError:
             return None
 
     def state(self, slug: str) -> ArticleState:
-        """Like ArticleState.load (a missing or bad file is a fresh state), from a string path."""
+        """Like ArticleState.load (a missing or bad file is a fresh state; a symlink or a FIFO is
+        UnsafeFile), from a string path."""
         try:
-            with open(f"{self.articles}/{STATE_DIR}/state/{slug}.json", "rb") as handle:
+            with files.open_read(f"{self.articles}/{STATE_DIR}/state/{slug}.json") as handle:
                 data = json.loads(handle.read())
             known = {k: v for k, v in data.items() if k in ArticleState.__dataclass_fields__}
             state = ArticleState(**known)

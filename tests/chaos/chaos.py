@@ -13,7 +13,7 @@ done, and checks what the contract promises:
   (engine = "router") for the prompts whose send the chat refused (`[sim:bot_check]`,
   `[sim:quota]`);
 - no article is missing and none is dead-lettered;
-- no `.tmp-*` file is left: a killed writer's leftover may stay until a cycle cleans files
+- no `.qwenpipe-tmp-*` file is left: a killed writer's leftover may stay until a cycle cleans files
   older than 300 s, so the check ages the leftovers (os.utime, as if 400 s had passed), runs
   one more cycle and requires them gone; before that it checks a leftover is never read as an
   article by the batch scan;
@@ -53,7 +53,7 @@ ROUTER_TOKENS = ("[sim:bot_check]", "[sim:quota]")  # the chat refuses the send:
 TOPICS = ("green tea", "sourdough", "tide pools", "bicycle gears", "paper maps", "night trains")
 COMMAND_TIMEOUT = 120
 CLEAN_DEADLINE = 150  # seconds of crash-free re-runs before an article counts as lost
-TEMP_PREFIX = ".tmp-"
+TEMP_PREFIX = ".qwenpipe-tmp-"  # files.TMP_PREFIX
 STALE_AGE = 400  # older than files.clean_stale_temporaries' 300 s
 # The router simulator's answers are short; the word minimum is not what these trials test.
 ARTICLE_SECTION = "\n[article]\nmin_words = 0\n"

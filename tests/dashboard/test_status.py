@@ -183,6 +183,7 @@ def test_json_rows_field_by_field(batch, project):
     assert rows["sending"]["chat_url"] is None and rows["orphan"]["state"] == "orphan"
 
     assert doc["totals"] == {
+        "invalid": 0,
         "failed": 1,
         "dead": 1,
         "backoff": 1,

@@ -47,7 +47,7 @@ def test_rejected_answer_falls_back_to_the_router(sim, tmp_path, scenario, code,
     rejected = (project / "articles" / "bad.md.rejected").read_text()
     assert f'code = "{code}"' in rejected and 'engine = "qwen"' in rejected
     assert f"rejected_{code}" in [e.get("code") for e in journal(project)]
-    assert not list((project / "articles").glob(".tmp-*"))
+    assert not list((project / "articles").glob(".qwenpipe-tmp-*"))
 
 
 def test_chatter_is_stripped_and_the_article_kept(sim, tmp_path):

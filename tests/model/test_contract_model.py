@@ -320,7 +320,7 @@ class ContractModel(RuleBasedStateMachine):
 
     @invariant()
     def no_temporary_files(self):
-        left = [p for p in self.out.rglob(".tmp-*")]
+        left = [p for p in self.out.rglob(".qwenpipe-tmp-*")]
         assert not left, left
 
     @invariant()

@@ -173,8 +173,8 @@ def test_a_cycle_removes_old_temporary_files_a_killed_writer_left(project, chat,
     ws, engines, _ = setup(project, chat, router)
     state = project / "articles" / ".qwenpipe" / "state"
     state.mkdir(parents=True)
-    old = [project / "articles" / ".tmp-tea.md.x1", state / ".tmp-tea.json.x2"]
-    fresh = state / ".tmp-coffee.json.x3"  # a writer may still be busy with this one
+    old = [project / "articles" / ".qwenpipe-tmp-tea.md.x1abcdef", state / ".qwenpipe-tmp-tea.json.x2abcdef"]
+    fresh = state / ".qwenpipe-tmp-coffee.json.x3abcdef"  # a writer may still be busy with this one
     for path in (*old, fresh):
         path.write_text("half")
     for path in old:
