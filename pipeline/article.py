@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 from dataclasses import asdict, dataclass, field
@@ -68,6 +67,8 @@ class ArticleFiles:
         """UnsafeFile (a SetupProblem) when one of the article's files is not a regular file: a
         symlink (even to a good file), a FIFO, a folder. Nothing of the article is read or
         written through it; the other articles are not concerned."""
+        files.check_folder(self.state.parent)
+        files.check_folder(self.lock.parent)
         for path in (self.md, self.url, self.sending, self.failed, self.rejected, self.state, self.lock):
             files.is_regular(path)
 
@@ -158,12 +159,9 @@ def read_chat_url(article: ArticleFiles, base_url: str) -> str | None:
 
 def make_private(articles_dir: Path) -> None:
     """Tighten what an older version wrote with the umask (0644): the sidecars in articles/ and
-    every file under .qwenpipe/ become 0600, its folders 0700. Only this user's regular files
-    and real folders; nothing is followed, and nothing here stops the caller."""
+    every file under .qwenpipe/ become 0600 (its folders are made 0700 by files.ensure_folder).
+    Only this user's regular files in real folders; nothing is followed or stops the caller."""
     files.make_private(articles_dir, lambda name: name.endswith(SIDECAR_SUFFIXES))
     state = articles_dir / STATE_DIR
     for folder in (state, state / "state", state / "locks"):
-        with contextlib.suppress(files.SetupProblem):
-            if folder.is_dir() and not folder.is_symlink():
-                files.ensure_folder(folder)
-                files.make_private(folder, lambda _name: True)
+        files.make_private(folder, lambda _name: True)

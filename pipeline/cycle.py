@@ -105,6 +105,8 @@ def run_cycle(
     started = time.monotonic()
     try:
         workspace.articles_dir.mkdir(parents=True, exist_ok=True)
+        for folder in (workspace.state_dir / "state", workspace.state_dir / "locks"):
+            files.ensure_folder(folder)  # real folders, not links: refused before anything is read
         for folder in (workspace.articles_dir, workspace.state_dir, workspace.state_dir / "state"):
             files.clean_stale_temporaries(folder)  # what killed writers left (never a finished file)
         make_private(workspace.articles_dir)  # what an older version wrote 0644

@@ -173,6 +173,26 @@ def ensure_folder(folder: Path) -> Path:
     return folder
 
 
+def check_folder(folder: Path) -> None:
+    """Read-only: UnsafeFile when a level of our own `.qwenpipe` folder in `folder` is a symlink
+    or a file (what ensure_folder would refuse); missing levels are fine (nothing written yet)."""
+    parts = Path(folder).parts
+    if STATE_DIR not in parts:
+        return
+    top = len(parts) - 1 - parts[::-1].index(STATE_DIR)
+    current = Path(*parts[:top])
+    for name in parts[top:]:
+        current = current / name
+        try:
+            info = os.lstat(current)
+        except FileNotFoundError:
+            return
+        except OSError as err:
+            raise cannot("read the folder", current, err) from None
+        if not stat.S_ISDIR(info.st_mode):
+            raise UnsafeFile(current, kind_of(info.st_mode), "a folder")
+
+
 def _private_folder(folder: Path) -> None:
     try:
         try:
@@ -255,6 +275,8 @@ def clean_stale_temporaries(folder: Path, older_than: float = 300) -> list[Path]
     """
     removed = []
     now = time.time()
+    if not _real_folder(folder):
+        return removed
     with contextlib.suppress(OSError), os.scandir(folder) as entries:
         for entry in entries:
             if not TMP_RE.fullmatch(entry.name):
@@ -271,9 +293,18 @@ def clean_stale_temporaries(folder: Path, older_than: float = 300) -> list[Path]
     return removed
 
 
+def _real_folder(folder: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(folder).st_mode)
+    except OSError:
+        return False
+
+
 def make_private(folder: Path, wanted) -> None:
     """chmod 0600 the regular files of this user in `folder` whose name `wanted(name)` accepts
     (what an older version left 0644). Symlinks and other users' files are left alone."""
+    if not _real_folder(folder):
+        return
     with contextlib.suppress(OSError), os.scandir(folder) as entries:
         for entry in entries:
             if not wanted(entry.name) or TMP_RE.fullmatch(entry.name):

@@ -206,6 +206,7 @@ def collect(
     wanted = check_states(state_filter)
     if sort not in SORTS:
         raise UsageProblem(f"--sort {sort!r}: choose one of {', '.join(SORTS)}")
+    files.check_folder(workspace.state_dir / "state")  # read nothing through a link of .qwenpipe
     index = JournalIndex.beside(workspace.journal).refresh()
     blocked = workspace.chat_quota.blocked_until(now)
     status = BatchStatus(

@@ -108,9 +108,13 @@ def test_a_symlinked_state_folder_is_refused_and_nothing_lands_in_its_target(pro
     if folder == ".qwenpipe":
         link.rmdir()
     link.symlink_to(elsewhere, target_is_directory=True)
-    result = run("generate", "tea", "--engine", "router", project=project)
-    assert result.returncode == 1, result.stderr
-    assert f"{link} is a symlink, not a folder" in one_line(result)
+    commands = [("generate", "tea", "--engine", "router"), ("cycle",)]
+    if folder != ".qwenpipe/locks":  # status reads nothing from locks/
+        commands.append(("status",))
+    for args in commands:
+        result = run(*args, project=project)
+        assert result.returncode == 1, (args, result.stderr)
+        assert f"{link} is a symlink, not a folder" in one_line(result)
     assert list(elsewhere.iterdir()) == []
 
 

@@ -1,0 +1,177 @@
+"""files.py's care with what it finds on disk: no symlink followed, no FIFO blocked on, private
+modes, temporaries of our own shape only, and setup errors named with their fix."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import threading
+import time
+
+import pytest
+
+from pipeline import cli, files
+from pipeline.errors import SetupProblem
+from pipeline.files import FileLock, UnsafeFile
+from pipeline.journal import Journal
+
+
+def mode(path) -> int:
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def finishes_quickly(call, seconds: float = 10.0):
+    """Run `call` in a thread: a FIFO opened for reading blocks forever, and that must not happen."""
+    outcome: dict = {}
+
+    def target():
+        try:
+            outcome["value"] = call()
+        except BaseException as err:  # noqa: BLE001 - handed back to the test
+            outcome["error"] = err
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"{call} blocked"
+    return outcome
+
+
+@pytest.fixture
+def outside(tmp_path):
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me\n")
+    return target
+
+
+def test_reading_a_fifo_is_refused_at_once(tmp_path):
+    fifo = tmp_path / "journal.jsonl"
+    os.mkfifo(fifo)
+    outcome = finishes_quickly(lambda: files.read_bytes(fifo))
+    assert isinstance(outcome.get("error"), UnsafeFile)
+    assert str(outcome["error"]).startswith(f"{fifo} is a FIFO (named pipe), not a regular file")
+
+
+def test_reading_through_a_symlink_is_refused_unless_asked(tmp_path, outside):
+    link = tmp_path / "link"
+    link.symlink_to(outside)
+    with pytest.raises(UnsafeFile, match="is a symlink"):
+        files.read_bytes(link)
+    assert files.read_bytes(link, follow=True) == b"keep me\n"  # the user's own inputs (prompts)
+
+
+def test_atomic_write_replaces_no_symlink_and_leaves_no_temporary(tmp_path, outside):
+    link = tmp_path / "tea.md.url"
+    link.symlink_to(outside)
+    with pytest.raises(UnsafeFile, match="tea.md.url is a symlink"):
+        files.atomic_write(link, "https://chat.qwen.ai/c/x\n")
+    assert link.is_symlink() and outside.read_text() == "keep me\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["precious.txt", "tea.md.url"]
+
+
+def test_a_lock_through_a_symlink_is_refused_and_does_not_truncate_the_target(tmp_path, outside):
+    lock = tmp_path / "tea.lock"
+    lock.symlink_to(outside)
+    with pytest.raises(UnsafeFile, match="tea.lock is a symlink"):
+        FileLock(lock, purpose="test").acquire()
+    assert outside.read_text() == "keep me\n"
+
+
+def test_journal_lines_never_go_through_a_symlink(tmp_path, outside):
+    path = tmp_path / ".qwenpipe" / "journal.jsonl"
+    path.parent.mkdir()
+    path.symlink_to(outside)
+    with pytest.raises(UnsafeFile):
+        Journal(path).append("tea", "sending")
+    assert outside.read_text() == "keep me\n"
+
+
+def test_remove_deletes_no_symlink(tmp_path, outside):
+    link = tmp_path / "tea.md.sending"
+    link.symlink_to(outside)
+    with pytest.raises(UnsafeFile):
+        files.remove(link)
+    assert link.is_symlink()
+
+
+def test_private_folders_are_0700_and_an_older_0755_is_tightened(tmp_path):
+    old = tmp_path / "articles" / ".qwenpipe"
+    old.mkdir(parents=True)
+    old.chmod(0o755)
+    (tmp_path / "articles").chmod(0o755)
+    files.ensure_folder(old / "state")
+    assert mode(old) == 0o700 and mode(old / "state") == 0o700
+    assert mode(tmp_path / "articles") == 0o755, "the user's own folder is left as it is"
+
+
+def test_an_existing_0644_journal_becomes_0600_on_the_next_line(tmp_path):
+    path = tmp_path / ".qwenpipe" / "journal.jsonl"
+    path.parent.mkdir()
+    path.write_text("")
+    path.chmod(0o644)
+    Journal(path).append("tea", "sending")
+    assert mode(path) == 0o600
+
+
+def test_atomic_write_is_private_unless_shared(tmp_path):
+    files.atomic_write(tmp_path / "record.json", "{}")
+    files.atomic_write(tmp_path / "tea.md", "+++\n+++\n", mode=files.SHARED)
+    assert mode(tmp_path / "record.json") == 0o600
+    assert mode(tmp_path / "tea.md") == 0o666 & ~files.UMASK
+
+
+def test_stale_temporaries_of_our_shape_go_and_nothing_else(tmp_path):
+    ours = tmp_path / f"{files.TMP_PREFIX}tea.md.ab12cd34"
+    mine = [tmp_path / ".tmp-my-notes.txt", tmp_path / f"{files.TMP_PREFIX}notes"]  # not our shape
+    folder = tmp_path / f"{files.TMP_PREFIX}dir.ab12cd34"
+    link = tmp_path / f"{files.TMP_PREFIX}link.ab12cd34"
+    for path in (ours, *mine):
+        path.write_text("x")
+    folder.mkdir()
+    link.symlink_to(mine[0])
+    for path in (ours, *mine, folder):
+        os.utime(path, (1_000_000, 1_000_000))
+    assert files.clean_stale_temporaries(tmp_path) == [ours]
+    assert all(p.exists() for p in mine) and folder.is_dir() and link.is_symlink()
+
+
+def test_the_temporary_name_atomic_write_uses_is_the_shape_the_sweep_removes(tmp_path, monkeypatch):
+    seen = []
+    real = files.os.replace
+
+    def spy(source, target):
+        seen.append(os.path.basename(source))
+        real(source, target)
+
+    monkeypatch.setattr(files.os, "replace", spy)
+    files.atomic_write(tmp_path / "tea.md", "text")
+    assert len(seen) == 1 and files.TMP_RE.fullmatch(seen[0]), seen
+
+
+def test_a_folder_we_may_not_write_is_a_setup_problem_with_the_fix(project, monkeypatch, capsys):
+    def refuse(*_args, **_kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(files.tempfile, "mkstemp", refuse)  # root ignores chmod: refuse like EACCES
+    code = cli.run(["cycle"])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "cannot write" in err and "Permission denied" in err and "give this user write access" in err
+    assert "internal error" not in err
+
+
+def test_setup_problems_are_exit_1_not_internal_errors(project, capsys):
+    (project / "articles" / ".qwenpipe").write_text("a file where the state folder belongs")
+    code = cli.run(["status"])
+    err = capsys.readouterr().err
+    assert code == 1 and "is a regular file, not a folder" in err and "internal error" not in err
+    assert issubclass(UnsafeFile, SetupProblem)
+
+
+def test_lock_owner_of_a_fifo_is_read_without_blocking(tmp_path):
+    fifo = tmp_path / "tea.lock"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    outcome = finishes_quickly(lambda: (files.read_lock_owner(fifo), files.lock_holder_alive(fifo)))
+    assert outcome["value"] == ("another process", False) and time.monotonic() - started < 10
