@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .crashpoints import crashpoint
+from .redact import mask_data
 
 
 @dataclass
@@ -33,7 +34,7 @@ class Journal:
             "pid": os.getpid(),
         }
         entry.update({k: v for k, v in fields.items() if v is not None})
-        line = json.dumps(entry, ensure_ascii=False, default=str) + "\n"
+        line = json.dumps(mask_data(entry), ensure_ascii=False, default=str) + "\n"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
