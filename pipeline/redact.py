@@ -27,7 +27,7 @@ MIN_PREFIX = 8  # this many leading characters of a key are already the key
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~+/=")
 
 _lock = threading.Lock()
-_secrets: tuple[str, ...] = ()  # longest first, so a key's escaped form is masked whole
+_secrets: tuple[str, ...] = ()
 
 
 def register(secret: str | None) -> None:
@@ -37,7 +37,7 @@ def register(secret: str | None) -> None:
         return
     forms = {secret, json.dumps(secret, ensure_ascii=False)[1:-1], json.dumps(secret)[1:-1]}
     with _lock:
-        _secrets = tuple(sorted(set(_secrets) | forms, key=len, reverse=True))
+        _secrets = tuple(sorted(set(_secrets) | forms))
 
 
 def router_key(settings: Mapping[str, Any], env: Mapping[str, str] | None = None) -> str | None:
@@ -53,10 +53,11 @@ def mask(text: str, secrets: Iterable[str] | None = None) -> str:
 
     `secrets` defaults to the ones registered in this process.
     """
-    for secret in _secrets if secrets is None else sorted(secrets, key=len, reverse=True):
+    spans: list[tuple[int, int]] = []
+    for secret in _secrets if secrets is None else secrets:
         if secret:
-            text = _mask_prefixes(text, secret) if len(secret) >= MIN_PREFIX else _mask_token(text, secret)
-    return text
+            spans += _prefix_spans(text, secret) if len(secret) >= MIN_PREFIX else _token_spans(text, secret)
+    return _replace(text, spans)
 
 
 def mask_data(value: Any, secrets: Iterable[str] | None = None) -> Any:
@@ -78,42 +79,42 @@ def _mask_all(value: Any, secrets: tuple[str, ...]) -> Any:
     return value
 
 
-def _mask_prefixes(text: str, secret: str) -> str:
+def _prefix_spans(text: str, secret: str) -> list[tuple[int, int]]:
     # Every place a MIN_PREFIX head starts is a candidate (they may overlap, as in "aaaaaaaaa"
-    # before a key of a's): each masks as far as the text goes on agreeing with the key.
-    head = secret[:MIN_PREFIX]
-    spans: list[list[int]] = []
+    # before a key of a's): each reaches as far as the text goes on agreeing with the key.
+    head, spans = secret[:MIN_PREFIX], []
     found = text.find(head)
     while found != -1:
         end, limit = found + MIN_PREFIX, min(found + len(secret), len(text))
         while end < limit and text[end] == secret[end - found]:
             end += 1
-        if spans and found <= spans[-1][1]:
-            spans[-1][1] = max(spans[-1][1], end)
-        else:
-            spans.append([found, end])
+        spans.append((found, end))
         found = text.find(head, found + 1)
-    return _replace(text, spans)
+    return spans
 
 
-def _mask_token(text: str, secret: str) -> str:
-    spans: list[list[int]] = []
+def _token_spans(text: str, secret: str) -> list[tuple[int, int]]:
+    spans = []
     found = text.find(secret)
     while found != -1:
         end = found + len(secret)
         before = text[found - 1] if found else ""
         after = text[end] if end < len(text) else ""
         if before not in _KEY_CHARS and after not in _KEY_CHARS:
-            spans.append([found, end])
-        found = text.find(secret, end if spans and spans[-1][1] == end else found + 1)
-    return _replace(text, spans)
+            spans.append((found, end))
+        found = text.find(secret, found + 1)
+    return spans
 
 
-def _replace(text: str, spans: list[list[int]]) -> str:
+def _replace(text: str, spans: list[tuple[int, int]]) -> str:
+    """`text` with the union of `spans` (of every secret and form, found in the same text) masked."""
     if not spans:
         return text
     parts, start = [], 0
-    for begin, end in spans:
+    for begin, end in sorted(spans):
+        if begin <= start and parts:  # overlaps or touches the mask just written
+            start = max(start, end)
+            continue
         parts += [text[start:begin], MASK]
         start = end
     return "".join(parts) + text[start:]
