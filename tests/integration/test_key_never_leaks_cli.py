@@ -89,3 +89,5 @@ def test_a_key_pasted_into_api_key_env_is_exit_2_and_never_printed(sim, tmp_path
         assert "router.api_key_env" in run.stderr and "NAME of an environment variable" in run.stderr
         assert PASTED[:MIN_PREFIX] not in run.stdout + run.stderr, (command, run.stderr)
         assert "Traceback" not in run.stderr
+    init = qwenpipe("init", cwd=project)  # the config exists: refused, and the key is not quoted
+    assert init.returncode == 2 and PASTED[:MIN_PREFIX] not in init.stdout + init.stderr

@@ -132,6 +132,16 @@ def test_router_key_is_read_from_the_named_variable_and_registered():
     assert redact.router_key({"api_key_env": "UNSET_KEY"}, {}) is None
 
 
+def test_console_messages_and_results_are_masked(capsys):
+    from pipeline.console import out, say
+
+    redact.register(KEY)
+    say(f"router said {KEY[:40]}")
+    out().print(f"{KEY}", markup=False)
+    captured = capsys.readouterr()
+    assert captured.err == f"router said {MASK}\n" and captured.out == f"{MASK}\n"
+
+
 def test_masked_stream_masks_every_write():
     redact.register(KEY)
     sink = io.StringIO()
