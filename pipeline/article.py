@@ -21,6 +21,7 @@ from urllib.parse import urlparse
 
 from . import files
 from .errors import UsageProblem
+from .redact import mask_data
 
 CHAT_PATH_RE = re.compile(r"^/c/([a-f0-9-]{20,})$")
 STATE_DIR = files.STATE_DIR
@@ -115,7 +116,9 @@ class ArticleState:
         return state
 
     def save(self, path: Path) -> None:
-        files.atomic_write(path, json.dumps(asdict(self), ensure_ascii=False, indent=1), mode=files.PRIVATE)
+        files.atomic_write(
+            path, json.dumps(mask_data(asdict(self)), ensure_ascii=False, indent=1), mode=files.PRIVATE
+        )
 
     def record_error(self, when: float, engine: str, code: str, message: str) -> None:
         self.last_error, self.last_error_code = message, code

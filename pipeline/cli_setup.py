@@ -71,12 +71,13 @@ def register(app: typer.Typer) -> None:
         """Check the setup: config, browser, login, the page's selectors, router, articles. 0 = all pass."""
         from .console import say
         from .doctor import run_doctor
+        from .redact import mask, mask_data
 
         workspace = _workspace(ctx, config)  # a bad config is exit 2 before anything is checked
         progress = None if as_json or not sys.stderr.isatty() else (lambda step: say(f"checking {step}..."))
         report = run_doctor(workspace.config, progress=progress)
         if as_json:
-            sys.stdout.write(json.dumps(report.to_json(), ensure_ascii=False, indent=1) + "\n")
+            sys.stdout.write(json.dumps(mask_data(report.to_json()), ensure_ascii=False, indent=1) + "\n")
         else:
-            sys.stdout.write(report.text())
+            sys.stdout.write(mask(report.text()))
         raise typer.Exit(report.exit_code)

@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from .errors import UsageProblem
+from .redact import mask, mask_data
 
 
 def register(app: typer.Typer) -> None:
@@ -79,7 +80,7 @@ def register(app: typer.Typer) -> None:
                 f"no files in {workspace.articles_dir} and nothing in the journal"
             )
         if plain_wanted():
-            sys.stdout.write(plain_story(story, slug))
+            sys.stdout.write(mask(plain_story(story, slug)))
         else:
             _stdout().print(rich_story(story, slug))
 
@@ -93,9 +94,9 @@ def print_status(workspace, query: dict, as_json: bool) -> None:
     if as_json:
         # Indented for a person at a terminal; one compact line (C-speed encoder) for scripts.
         indent = 1 if sys.stdout.isatty() else None
-        sys.stdout.write(json.dumps(status.to_json(), ensure_ascii=False, indent=indent) + "\n")
+        sys.stdout.write(json.dumps(mask_data(status.to_json()), ensure_ascii=False, indent=indent) + "\n")
     elif plain_wanted():
-        sys.stdout.write(plain_status(status))
+        sys.stdout.write(mask(plain_status(status)))
     else:
         console = _stdout()
         console.print(rich_status(status, width=console.width))
@@ -118,7 +119,7 @@ def watch_status(workspace, query: dict, interval: float) -> None:
     try:
         if not console.is_terminal:  # a pipe: a fresh snapshot per tick, nothing to redraw
             while True:
-                sys.stdout.write(plain_status(collect(workspace, **query), warnings=True) + "\n")
+                sys.stdout.write(mask(plain_status(collect(workspace, **query), warnings=True)) + "\n")
                 sys.stdout.flush()
                 time.sleep(interval)
         with Live(console=console, screen=False, auto_refresh=False, transient=False) as live:

@@ -52,8 +52,14 @@ def _positive(value: float) -> str | None:
 
 
 def _env_name(value: str) -> str | None:
-    ok = value.replace("_", "a").isalnum() and not value[:1].isdigit()
-    return None if ok else "must be the NAME of an environment variable (letters, digits, _), not a key"
+    ok = value.isascii() and value.replace("_", "a").isalnum() and not value[:1].isdigit()
+    if ok:
+        return None
+    return (
+        "must be the NAME of an environment variable (letters, digits, _), not a key "
+        "(the value is not shown, in case it is one): put the key in the environment, "
+        'e.g. export ROUTER_API_KEY=..., and set api_key_env = "ROUTER_API_KEY"'
+    )
 
 
 def _not_empty(value: str) -> str | None:
@@ -83,6 +89,7 @@ class Key:
     default: Any
     check: Callable[[Any], str | None] | None = None
     comment: str = ""
+    may_be_secret: bool = False  # a key pasted in by mistake: messages never show the value
 
 
 # The one place the keys live: defaults, validation, `init` and the docs all read it.
@@ -120,7 +127,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "enabled": Key(bool, True, None, "fall back to the router on a hard chat failure"),
         "base_url": Key(str, "http://localhost:20128/v1", _http_url, "OpenAI-compatible endpoint"),
         "model": Key(str, "qwen/qwen3-max", _not_empty, "model id as the router lists it"),
-        "api_key_env": Key(str, "ROUTER_API_KEY", _env_name, "environment variable holding the key"),
+        "api_key_env": Key(
+            str, "ROUTER_API_KEY", _env_name, "environment variable holding the key", may_be_secret=True
+        ),
         "timeout": Key((int, float), 600, _positive, "seconds to wait for a whole answer"),
         "connect_timeout": Key((int, float), 10, _positive, "seconds to wait for a connection"),
         "max_retries": Key(int, 4, _non_negative, "retries of 408/409/429/5xx before giving up"),
@@ -254,14 +263,15 @@ def validate(data: dict[str, Any], where: Path | str = "config.toml") -> dict[st
 
 def check_value(name: str, spec: Key, value: Any, where: Path | str) -> Any:
     types = spec.type if isinstance(spec.type, tuple) else (spec.type,)
+    shown = name if spec.may_be_secret else f"{name} = {value!r}"
     # bool is an int in Python; `poll_interval = true` is still a mistake.
     if isinstance(value, bool) and bool not in types or not isinstance(value, types):
         wanted = " or ".join(_type_name(t) for t in types)
-        raise ConfigError(f"{where}: {name} = {value!r} must be {wanted}")
+        raise ConfigError(f"{where}: {shown} must be {wanted}")
     if spec.check:
         problem = spec.check(value)
         if problem:
-            raise ConfigError(f"{where}: {name} = {value!r} {problem}")
+            raise ConfigError(f"{where}: {shown} {problem}")
     return value
 
 

@@ -1,4 +1,7 @@
-"""Two consoles: results on stdout, messages and progress on stderr; plain text off a terminal."""
+"""Two consoles: results on stdout, messages and progress on stderr; plain text off a terminal.
+
+Both write through pipeline.redact.MaskedStream: nothing they print can show the router key.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,8 @@ import sys
 
 from rich.console import Console
 
+from .redact import MaskedStream
+
 
 def _console(stderr: bool) -> Console:
     # Made per call, never cached: the streams are looked up when used (tests swap them).
@@ -14,6 +19,7 @@ def _console(stderr: bool) -> Console:
     plain = bool(os.environ.get("NO_COLOR")) or not stream.isatty()
     return Console(
         stderr=stderr,
+        file=MaskedStream(stream),
         no_color=plain,
         highlight=False,
         soft_wrap=True,

@@ -39,6 +39,7 @@ from .errors import UsageProblem
 from .files import FileLock, LockBusy
 from .prompts import Prompt, check_slug, load_prompt
 from .quota import SendBudget, sends_today
+from .redact import mask, mask_data
 from .render import render_article
 from .workspace import Engines, Workspace
 
@@ -426,7 +427,8 @@ class Step:
         if self.chat_url:
             record["chat_url"] = self.chat_url
         files.atomic_write(
-            self.article.rejected, f"+++\n{tomli_w.dumps(record)}+++\n\n{answer.markdown.strip()}\n"
+            self.article.rejected,
+            f"+++\n{tomli_w.dumps(mask_data(record))}+++\n\n{mask(answer.markdown.strip())}\n",
         )
         self.log("rejected", engine=answer.engine, error=verdict.problem, code=f"rejected_{verdict.code}")
         err = HardError(
@@ -541,7 +543,7 @@ class Step:
         }
         if self.chat_url:
             record["chat_url"] = self.chat_url
-        files.atomic_write(self.article.failed, tomli_w.dumps(record))
+        files.atomic_write(self.article.failed, tomli_w.dumps(mask_data(record)))
         self.log("dead_letter", error=message, code=err.code)
 
     def dead_letter_reason(self) -> str:

@@ -25,6 +25,7 @@ from typing import Any
 from .browser import INSTALL_HINT, BrowserSession, find_executable, state_token_expiry
 from .config import Config
 from .login import describe_expiry, looks_logged_in, read_settled_login_state
+from .redact import mask
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 EXPIRY_WARN_SECONDS = 2 * 86400
@@ -295,7 +296,7 @@ def check_chat(report: Report, config: Config, executable: Any, attached: bool) 
         else:
             _skip_selectors(report, "needs a logged-in chat page")
     except (EngineError, PlaywrightError) as err:
-        what = str(getattr(err, "message", "") or err).strip().splitlines()[0][:200]
+        what = mask(str(getattr(err, "message", "") or err)).strip().splitlines()[0][:200]
         report.add("login", FAIL, f"could not open {base_url}: {what}", _open_fix(err, attached))
         _skip_selectors(report, "the page did not open")
     finally:

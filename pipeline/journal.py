@@ -17,6 +17,7 @@ from pathlib import Path
 
 from . import files
 from .crashpoints import crashpoint
+from .redact import mask_data
 
 
 @dataclass
@@ -34,7 +35,7 @@ class Journal:
             "pid": os.getpid(),
         }
         entry.update({k: v for k, v in fields.items() if v is not None})
-        line = json.dumps(entry, ensure_ascii=False, default=str) + "\n"
+        line = json.dumps(mask_data(entry), ensure_ascii=False, default=str) + "\n"
         files.ensure_folder(self.path.parent)
         try:
             # Never through a symlink (the lines would land in whatever it points to), never

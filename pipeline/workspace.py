@@ -11,11 +11,17 @@ from .config import Config
 from .engines.base import ChatEngine, DirectEngine
 from .journal import Journal
 from .quota import ChatQuota
+from .redact import router_key
 
 
 @dataclass
 class Workspace:
     config: Config
+
+    def __post_init__(self) -> None:
+        # Known before anything is read or written, so every sink masks the key, even in a
+        # command that never talks to the router (status, show).
+        router_key(self.config.router)
 
     @property
     def prompts_dir(self) -> Path:

@@ -55,6 +55,7 @@ from pipeline.engines.qwen_page import (
     screen_failure,
 )
 from pipeline.engines.qwen_selectors import SelectorError, Selectors, merge_overrides
+from pipeline.redact import mask
 
 CHAT_LIST_PAGES = 3
 STALL_READS = 3  # reads of "page idle, API unfinished" before the answer counts as cut short
@@ -627,5 +628,5 @@ def _comparable(text: str) -> str:
 
 
 def _first_line(err: BaseException) -> str:
-    text = str(getattr(err, "message", "") or err).strip()
+    text = mask(str(getattr(err, "message", "") or err)).strip()
     return text.splitlines()[0][:200] if text else type(err).__name__

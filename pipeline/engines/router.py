@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -29,8 +28,8 @@ from pipeline.engines.router_errors import (
     error_from_json,
     one_line,
     parse_error_body,
-    redact,
 )
+from pipeline.redact import mask, router_key
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +58,9 @@ class RouterEngine:
     """base.DirectEngine over `POST {base_url}/chat/completions`, with retries the SDK way.
 
     `settings` is Config.router (missing keys take their defaults). The key is read from the
-    environment variable named by `api_key_env` in `env` (default os.environ) and is never put
-    in a message, a log line or a repr. `sleep`, `transport` and `rng` exist so tests run
-    instantly; `on_retry(message)` is told before each wait.
+    environment variable named by `api_key_env` in `env` (default os.environ) and registered
+    with pipeline.redact, so that no message, log line, file or repr can show it. `sleep`,
+    `transport` and `rng` exist so tests run instantly; `on_retry(message)` is told before each wait.
     """
 
     name = "router"
@@ -82,7 +81,7 @@ class RouterEngine:
         self.api_key_env = str(merged["api_key_env"])
         self.max_retries = int(merged["max_retries"])
         self.max_retry_wait = float(merged["max_retry_wait"])
-        self._key = _Secret((os.environ if env is None else env).get(self.api_key_env))
+        self._key = _Secret(router_key(merged, env))  # registered: every sink masks it from now on
         self._sleep = sleep
         self._on_retry = on_retry
         self._random = rng or random.Random()
@@ -260,16 +259,15 @@ class RouterEngine:
         return self._random.uniform(0, ceiling)
 
     def _announce_retry(self, failure: RouterFailure, wait: float, retry: int) -> None:
-        message = redact(
-            f"{failure.message}; retrying in {_seconds(wait)} s (retry {retry} of {self.max_retries})",
-            self._key.reveal(),
+        message = mask(
+            f"{failure.message}; retrying in {_seconds(wait)} s (retry {retry} of {self.max_retries})"
         )
         log.warning("%s", message)
         if self._on_retry:
             self._on_retry(message)
 
     def _hard(self, message: str, code: str) -> HardError:
-        return HardError(redact(message, self._key.reveal()), code=code)
+        return HardError(mask(message), code=code)
 
     # -- doctor --------------------------------------------------------------------------------
 
@@ -299,15 +297,13 @@ class RouterEngine:
             report["health_ok"] = health.is_success and _json_or_none(health).get("ok", True) is not False
             listing = self._client.get(f"{self.base_url}/models", headers=self._headers())
         except httpx.RequestError as err:
-            report["error"] = redact(
-                f"router: cannot reach {self.base_url} ({type(err).__name__})", self._key.reveal()
-            )
+            report["error"] = mask(f"router: cannot reach {self.base_url} ({type(err).__name__})")
             return report
         report["models_status"] = listing.status_code
         if not listing.is_success:
             error = parse_error_body(listing.content, listing.headers.get("content-type", ""))
             failure = self._with_hint(classify_status(listing.status_code, error, listing.headers))
-            report["error"] = redact(failure.message, self._key.reveal())
+            report["error"] = mask(failure.message)
             return report
         entries = _json_or_none(listing).get("data") or []
         report["models"] = [str(m.get("id")) for m in entries if isinstance(m, dict) and m.get("id")]

@@ -3,6 +3,7 @@
 OpenAI-compatible routers (9router, LiteLLM, OpenRouter) do not agree on how an error looks,
 so everything here turns whatever arrived into one line that quotes the router, a stable
 code, and whether (and how long) to wait before trying again. Nothing here does I/O.
+Every quote goes through one_line, which masks the key (pipeline.redact) before it cuts.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from pipeline.redact import mask
 
 MAX_QUOTE = 200
 
@@ -52,8 +55,9 @@ class ErrorBody:
 
 
 def one_line(text: str, limit: int = MAX_QUOTE) -> str:
-    """Collapse whitespace and cut to about `limit` characters, so a quote fits a log line."""
-    text = " ".join(text.split())
+    """Mask the secrets, collapse whitespace and cut to about `limit` characters, so a quote
+    fits a log line. Masking comes first: a key cut short would no longer be recognised."""
+    text = " ".join(mask(text).split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
@@ -196,10 +200,3 @@ def _seconds_until_http_date(value: str, now: float | None) -> float | None:
     if when.tzinfo is None:  # "-0000" dates come back naive; HTTP dates are always UTC
         when = when.replace(tzinfo=datetime.UTC)
     return when.timestamp() - (time.time() if now is None else now)
-
-
-def redact(text: str, secret: str | None) -> str:
-    """`text` with every occurrence of `secret` masked (a router may echo the key back)."""
-    if not secret:
-        return text
-    return text.replace(secret, "[REDACTED]")

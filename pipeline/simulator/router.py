@@ -9,7 +9,8 @@ Scenarios (`set(scenario=NAME)`); the failing ones fail `fail_times` times, then
   ok, rate_limited (429 + Retry-After), upstream_503 (503, wait only in the message), quota
   (429 insufficient_quota), auth (401 object), auth_string (401 bare string), bad_request
   (400), html_error (502 HTML), empty_error (500, empty body), error_in_200, empty_answer,
-  length, stream_always (SSE even with "stream": false), slow (waits `delay` s, then answers).
+  length, stream_always (SSE even with "stream": false), slow (waits `delay` s, then answers),
+  echo_key (401 on /v1/models and chat, quoting the presented key back, as some routers do).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ SCENARIOS = {
     "length",
     "stream_always",
     "slow",
+    "echo_key",
 }
 # Scenarios that change the answer rather than replace it with an error.
 ANSWER_SHAPES = {"ok", "empty_answer", "length", "stream_always", "slow"}
@@ -171,7 +173,7 @@ class RouterSim:
         if route == "/api/health" and method == "GET":
             return _json(200, {"ok": True})
         if route in ("/v1/models", "/v1/chat/completions"):
-            refused = self._check_key(headers)
+            refused = self._check_key(headers) or self._echo_key(route, headers)
             if refused:
                 return refused
             if route == "/v1/models" and method == "GET":
@@ -192,6 +194,17 @@ class RouterSim:
         return _error(
             401, "Invalid API key" if given else "Missing API key", "authentication_error", "invalid_api_key"
         )
+
+    def _echo_key(self, route: str, headers: list[tuple[str, str]]) -> Response | None:
+        """echo_key: refuse whatever key came, and quote it in full (only chat requests count
+        as failures, so `fail_times` means the same as in the other scenarios)."""
+        with self._lock:
+            if self.scenario != "echo_key" or self._failures >= self.fail_times:
+                return None
+            if route == "/v1/chat/completions":
+                self._failures += 1
+        given = _presented_key(headers) or "(none)"
+        return _error(401, f"Invalid API key provided: {given}", "authentication_error", "invalid_api_key")
 
     def _model_list(self) -> dict:
         owner = {m: "combo" if m in COMBOS else m.split("/", 1)[0] for m in self.models}

@@ -1,0 +1,169 @@
+"""pipeline.redact: the router key, and every prefix of it of 8+ characters, never leaves the process."""
+
+from __future__ import annotations
+
+import io
+import json
+import string
+
+import httpx
+import pytest
+import tomli_w
+
+from pipeline import redact
+from pipeline.config import ConfigError, validate
+from pipeline.engines.base import HardError
+from pipeline.engines.router import RouterEngine
+from pipeline.engines.router_errors import MAX_QUOTE, one_line, parse_error_body
+from pipeline.redact import MASK, MIN_PREFIX, MaskedStream, mask, mask_data
+
+KEY = "Zq7-unit-redact-SECRET-0123456789abcdef"
+LONG_200 = ("Zq7L" + string.ascii_letters + string.digits) * 4  # 4 + 62, four times
+LONG_200 = LONG_200[:200]
+LONG_300 = ("Yx9M" + string.digits + string.ascii_letters) * 5
+LONG_300 = LONG_300[:300]
+REGEX_KEY = r"a.b*c+d?e^f$g[h]i(j)k{l}m|n\o/p"
+
+
+def leaks(text: str, key: str) -> bool:
+    """Any prefix of MIN_PREFIX or more characters contains the first MIN_PREFIX ones."""
+    return key[:MIN_PREFIX] in text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"{KEY} was refused", f"{MASK} was refused"),
+        (f"Invalid key {KEY}, try again", f"Invalid key {MASK}, try again"),
+        (f"Bearer {KEY}", f"Bearer {MASK}"),
+        (f"{KEY} and {KEY} and again {KEY}{KEY}", f"{MASK} and {MASK} and again {MASK}"),
+        (f"key {KEY[:MIN_PREFIX]}… was cut", f"key {MASK}… was cut"),
+        (f"key {KEY[:20]}", f"key {MASK}"),
+        (f"{KEY[:30]}XYZ", f"{MASK}XYZ"),
+        (f"seven {KEY[: MIN_PREFIX - 1]} is not a prefix worth masking", None),
+        ("nothing secret here", None),
+    ],
+)
+def test_mask_hides_the_key_and_its_prefixes_anywhere(text, expected):
+    assert mask(text, [KEY]) == (text if expected is None else expected)
+
+
+def test_mask_finds_a_prefix_that_starts_inside_another_candidate():
+    key = "aaaaaaaaXbbbbbbbb"
+    assert mask("aaaaaaaaaXbbbbbbbb", [key]) == MASK
+    assert mask("aaaaaaaaaXbbbbbbbb tail", [key]) == f"{MASK} tail"
+
+
+@pytest.mark.parametrize("key", [LONG_200, LONG_300], ids=["200 chars", "300 chars"])
+def test_mask_hides_a_long_key_whole_and_cut_anywhere(key):
+    assert len(key) in (200, 300)
+    assert mask(f"x{key}y", [key]) == f"x{MASK}y"
+    for cut in range(MIN_PREFIX, len(key), 37):
+        assert mask(f"echo: {key[:cut]}", [key]) == f"echo: {MASK}"
+
+
+def test_a_key_of_regex_metacharacters_is_masked_literally():
+    text = f"before {REGEX_KEY} middle {REGEX_KEY[:12]} after .*"
+    assert mask(text, [REGEX_KEY]) == f"before {MASK} middle {MASK} after .*"
+    # What the key would match as a pattern is not the key.
+    assert mask("aZbbbcccde fghijklmnop", [REGEX_KEY]) == "aZbbbcccde fghijklmnop"
+
+
+def test_mask_data_masks_before_serialising_so_json_and_toml_stay_valid():
+    redact.register(REGEX_KEY)
+    record = {"error": f"bad key {REGEX_KEY}", "nested": [{"k": REGEX_KEY}], "n": 3, REGEX_KEY: True}
+    line = json.dumps(mask_data(record), ensure_ascii=False)
+    assert json.loads(line) == {"error": f"bad key {MASK}", "nested": [{"k": MASK}], "n": 3, MASK: True}
+    assert not leaks(line, REGEX_KEY) and not leaks(line, json.dumps(REGEX_KEY)[1:-1])
+    toml = tomli_w.dumps(mask_data({"last_error": record["error"]}))
+    assert toml == f'last_error = "bad key {MASK}"\n'
+    # Text serialised elsewhere (a router's JSON error body) shows the key escaped: masked too.
+    assert not leaks(mask(json.dumps({"error": REGEX_KEY})), json.dumps(REGEX_KEY)[1:-1])
+
+
+def test_a_short_key_is_masked_only_where_it_stands_alone():
+    short = "abc12"
+    assert len(short) < MIN_PREFIX
+    assert mask(f"key {short} refused; 'abc12'", [short]) == f"key {MASK} refused; '{MASK}'"
+    assert mask("slug abc12-post and xabc12 stay", [short]) == "slug abc12-post and xabc12 stay"
+
+
+@pytest.mark.parametrize("key", [KEY, LONG_200, LONG_300, REGEX_KEY])
+@pytest.mark.parametrize("start", [0, 50, MAX_QUOTE - 40, MAX_QUOTE - 12, MAX_QUOTE - 8, MAX_QUOTE - 3])
+def test_one_line_masks_before_it_cuts_so_no_part_of_the_key_survives(key, start):
+    redact.register(key)
+    quoted = one_line(f"{'w' * start}{key} and the rest of the router's error message")
+    assert len(quoted) <= MAX_QUOTE
+    # Not even a few characters of the key survive the cut: it was masked whole first.
+    assert key[:3] not in quoted, quoted
+
+
+def test_parse_error_body_of_an_echoed_200_char_key_holds_none_of_it():
+    redact.register(LONG_200)
+    body = json.dumps({"error": {"message": f"Invalid API key provided: {LONG_200}"}})
+    message = parse_error_body(body, "application/json").message
+    assert message == f"Invalid API key provided: {MASK}"
+
+
+@pytest.mark.parametrize("key", [LONG_200, LONG_300], ids=["200 chars", "300 chars"])
+def test_router_engine_error_for_an_echoed_long_key_holds_none_of_it(key):
+    def echo(request: httpx.Request) -> httpx.Response:
+        given = request.headers["authorization"].removeprefix("Bearer ")
+        return httpx.Response(401, json={"error": {"message": f"Invalid API key provided: {given}"}})
+
+    settings = {"base_url": "http://router.test/v1", "api_key_env": "MY_KEY", "max_retries": 0}
+    told: list[str] = []
+    engine = RouterEngine(
+        settings, env={"MY_KEY": key}, transport=httpx.MockTransport(echo), on_retry=told.append
+    )
+    with engine, pytest.raises(HardError) as failed:
+        engine.generate("Write about tea.")
+    assert failed.value.code == "router_auth"
+    assert not leaks(str(failed.value), key) and key[:3] not in str(failed.value)
+    assert MASK in str(failed.value)
+    health = RouterEngine(settings, env={"MY_KEY": key}, transport=httpx.MockTransport(echo)).health()
+    assert not leaks(json.dumps(health), key) and MASK in health["error"]
+
+
+def test_router_key_is_read_from_the_named_variable_and_registered():
+    key = "Qw3-registered-by-router-key-0042"
+    assert redact.router_key({"api_key_env": "SOME_KEY"}, {"SOME_KEY": key}) == key
+    assert mask(f"echo {key}") == f"echo {MASK}"
+    assert redact.router_key({"api_key_env": "UNSET_KEY"}, {}) is None
+
+
+def test_console_messages_and_results_are_masked(capsys):
+    from pipeline.console import out, say
+
+    redact.register(KEY)
+    say(f"router said {KEY[:40]}")
+    out().print(f"{KEY}", markup=False)
+    captured = capsys.readouterr()
+    assert captured.err == f"router said {MASK}\n" and captured.out == f"{MASK}\n"
+
+
+def test_masked_stream_masks_every_write():
+    redact.register(KEY)
+    sink = io.StringIO()
+    stream = MaskedStream(sink)
+    stream.write(f"router said {KEY}\n")
+    stream.flush()
+    assert sink.getvalue() == f"router said {MASK}\n" and not stream.isatty()
+
+
+@pytest.mark.parametrize(
+    "pasted",
+    ["sk-or-v1-0a1b2c3d4e5f6a7b8c9d", "sk live 123", "Bearer abc.def", "12345678abcdefgh", "ключ_123"],
+)
+def test_a_key_pasted_into_api_key_env_is_refused_without_showing_it(pasted):
+    with pytest.raises(ConfigError) as refused:
+        validate({"router": {"api_key_env": pasted}}, "config.toml")
+    message = str(refused.value)
+    assert pasted not in message and pasted[:MIN_PREFIX] not in message
+    assert "router.api_key_env" in message and "NAME of an environment variable" in message
+
+
+def test_a_non_string_api_key_env_is_refused_without_showing_it():
+    with pytest.raises(ConfigError) as refused:
+        validate({"router": {"api_key_env": 1234567890123}}, "config.toml")
+    assert "1234567890123" not in str(refused.value) and "must be a string" in str(refused.value)
