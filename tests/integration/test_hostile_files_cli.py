@@ -163,6 +163,14 @@ def test_a_fifo_prompt_file_is_a_bad_prompt_exit_2_without_hanging(project):
     assert "tea.md is a FIFO (named pipe), not a prompt file" in one_line(result)
 
 
+def test_a_fifo_config_file_is_a_bad_config_exit_2_without_hanging(tmp_path):
+    os.mkfifo(tmp_path / "config.toml")
+    for args in (("status",), ("generate", "tea")):
+        result = qwenpipe(*args, cwd=tmp_path, timeout=QUICK)
+        assert result.returncode == 2, (args, result.stderr)
+        assert "config.toml is a FIFO (named pipe), not a config file" in one_line(result)
+
+
 def test_a_fifo_state_file_is_that_articles_problem_in_status_and_cycle(project):
     prompt(project, "tea", "Write about tea.")
     prompt(project, "coffee", "Write about coffee, the cycle goes on.")
