@@ -122,3 +122,5 @@ def _entries(folder: Path) -> list[os.DirEntry]:
             return list(it)
     except (FileNotFoundError, NotADirectoryError):
         return []
+    except OSError as err:  # a folder this user may not read: say so, not "internal error"
+        raise files.cannot("list", folder, err, folder) from None

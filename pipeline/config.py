@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from . import files
+
 DEFAULT_CONFIG_NAME = "config.toml"
 CONFIG_ENV = "QWENPIPE_CONFIG"
 
@@ -231,8 +233,10 @@ def load(explicit: str | os.PathLike | None = None) -> Config:
             )
         return Config(values=defaults(), root=Path.cwd().resolve())
     try:
-        raw = path.read_bytes().decode("utf-8")
+        raw = files.read_bytes(path, follow=True).decode("utf-8")  # a FIFO never hangs a cron run
         data = tomllib.loads(raw)
+    except files.UnsafeFile as bad:
+        raise ConfigError(f"{path} is {bad.kind}, not a config file: make it a text file") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not UTF-8 text; save it as UTF-8") from None
     except tomllib.TOMLDecodeError as err:

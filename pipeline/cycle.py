@@ -104,7 +104,7 @@ def run_cycle(
         return report
     started = time.monotonic()
     try:
-        workspace.articles_dir.mkdir(parents=True, exist_ok=True)
+        files.ensure_folder(workspace.articles_dir)
         for folder in (workspace.state_dir / "state", workspace.state_dir / "locks"):
             files.ensure_folder(folder)  # real folders, not links: refused before anything is read
         for folder in (workspace.articles_dir, workspace.state_dir, workspace.state_dir / "state"):

@@ -84,11 +84,12 @@ def _lstat_kind(path: Path | str) -> str:
         return "not a regular file"
 
 
-def cannot(doing: str, path: Path | str, err: OSError) -> SetupProblem:
+def cannot(doing: str, path: Path | str, err: OSError, folder: Path | str | None = None) -> SetupProblem:
     """A SetupProblem for an OSError on one of our own files: what, where, and the fix."""
     code = err.errno
     if code in (errno.EACCES, errno.EPERM):
-        fix = f"give this user write access to {Path(path).parent} (e.g. chmod u+w), or set paths.articles"
+        where = folder or Path(path).parent
+        fix = f"give this user read and write access to {where} (e.g. chmod u+rwx), or set paths.articles"
     elif code == errno.EROFS:
         fix = "the file system is read-only: point paths.articles at a writable folder"
     elif code in (errno.ENOSPC, errno.EDQUOT):
@@ -352,10 +353,13 @@ class FileLock:
             if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise LockBusy(self.path, read_lock_owner(self.path)) from None
             raise
-        os.ftruncate(fd, 0)
-        os.pwrite(
-            fd, json.dumps({"pid": os.getpid(), "purpose": self.purpose, "since": time.time()}).encode(), 0
-        )
+        try:
+            os.ftruncate(fd, 0)
+            owner = {"pid": os.getpid(), "purpose": self.purpose, "since": time.time()}
+            os.pwrite(fd, json.dumps(owner).encode(), 0)
+        except OSError as err:  # a full disk: the lock is released with the fd
+            os.close(fd)
+            raise cannot("write the lock", self.path, err) from None
         self._fd = fd
         return self
 

@@ -163,6 +163,14 @@ def test_a_fifo_prompt_file_is_a_bad_prompt_exit_2_without_hanging(project):
     assert "tea.md is a FIFO (named pipe), not a prompt file" in one_line(result)
 
 
+def test_a_fifo_config_file_is_a_bad_config_exit_2_without_hanging(tmp_path):
+    os.mkfifo(tmp_path / "config.toml")
+    for args in (("status",), ("generate", "tea")):
+        result = qwenpipe(*args, cwd=tmp_path, timeout=QUICK)
+        assert result.returncode == 2, (args, result.stderr)
+        assert "config.toml is a FIFO (named pipe), not a config file" in one_line(result)
+
+
 def test_a_fifo_state_file_is_that_articles_problem_in_status_and_cycle(project):
     prompt(project, "tea", "Write about tea.")
     prompt(project, "coffee", "Write about coffee, the cycle goes on.")
@@ -284,3 +292,26 @@ def test_a_cycle_tightens_what_an_older_version_left_readable(project):
     assert stat.S_IMODE(state.stat().st_mode) == 0o700
     assert stat.S_IMODE((state / "state").stat().st_mode) == 0o700
     assert {str(p): stat.S_IMODE(p.stat().st_mode) for p in made} == {str(p): 0o600 for p in made}
+
+
+@pytest.mark.browser
+def test_a_real_send_leaves_its_marker_and_chat_url_private(project, sim):
+    text = prompt(project, "tea", "Write about tea, sent by the browser, kept private.")
+    result = qwenpipe("generate", "tea", cwd=project, timeout=120)
+    assert result.returncode == 42, result.stderr
+    url = project / "articles" / "tea.md.url"
+    assert stat.S_IMODE(url.stat().st_mode) == 0o600, "the chat URL is not for everyone"
+    assert stat.S_IMODE(state_dir(project).stat().st_mode) == 0o700
+    assert stat.S_IMODE((state_dir(project) / "locks" / "tea.lock").stat().st_mode) == 0o600
+    assert [e["prompt"] for e in sim.sends()].count(text) == 1
+
+
+@pytest.mark.browser
+def test_a_symlinked_send_marker_stops_the_send_before_the_browser(project, sim, outside):
+    text = prompt(project, "tea", "Write about tea, never sent through a link.")
+    (project / "articles" / "tea.md.sending").symlink_to(outside)
+    result = qwenpipe("generate", "tea", cwd=project, timeout=120)
+    assert result.returncode == 1, result.stderr
+    assert "tea.md.sending is a symlink" in one_line(result)
+    assert outside.read_text() == "the user's own file\n"
+    assert text not in [e["prompt"] for e in sim.sends()]

@@ -157,7 +157,8 @@ def test_a_folder_we_may_not_write_is_a_setup_problem_with_the_fix(project, monk
     code = cli.run(["cycle"])
     err = capsys.readouterr().err
     assert code == 1, err
-    assert "cannot write" in err and "Permission denied" in err and "give this user write access" in err
+    assert "cannot write" in err and "Permission denied" in err
+    assert "give this user read and write access" in err
     assert "internal error" not in err
 
 
