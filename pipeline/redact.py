@@ -11,7 +11,8 @@ dead-letter files, the consoles, `doctor --json`, `status --json`, `show`) call 
 
 A key shorter than MIN_PREFIX is masked only where it stands alone (not inside a longer run of
 letters, digits or key punctuation): masking every "test" inside "latest" or a slug would
-mangle output and the journal's slugs, and a key that short protects nothing anyway.
+mangle output and the journal's slugs, and a key that short (a local router's placeholder)
+can be guessed anyway. Where it stands alone ("Invalid key: test") it is masked.
 """
 
 from __future__ import annotations
