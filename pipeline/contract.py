@@ -206,7 +206,13 @@ class Step:
         self.say(f"{self.slug}: sending the prompt to the chat")
         started = time.monotonic()
         crashpoint("before_send")
-        url = self.engines.chat().send(self.prompt.turns[0])
+        try:
+            url = self.engines.chat().send(self.prompt.turns[0])
+        except EngineError as err:
+            if err.nothing_sent:
+                files.remove(self.article.sending)  # nothing reached the site: nothing to look for
+                self.unsent(err)
+            raise
         crashpoint("after_send")
         # The URL is the proof of the send: it goes to disk before anything else happens.
         files.atomic_write(self.article.url, url + "\n")
@@ -220,6 +226,13 @@ class Step:
         if self.wait:
             return self.poll()
         return self.outcome(Status.QUEUED, f"{self.slug}: sent, the chat is {url}", sent=True)
+
+    def unsent(self, err: EngineError, **fields: object) -> None:
+        """The send just announced ("sending") failed before anything was submitted: it is no
+        send. The journal says so (the daily count drops it) and the cycle's budget gets it back."""
+        self.log("unsent", engine="qwen", code=err.code, **fields)
+        if self.budget is not None:
+            self.budget.give_back()
 
     def recover(self) -> str | None:
         """A marker without a URL: the last send may have reached the site. Look before sending."""
@@ -351,7 +364,12 @@ class Step:
         self.log("sending", engine="qwen", turn=number, chat_url=self.chat_url)
         self.say(f"{self.slug}: sending turn {number} of {total}")
         started = time.monotonic()
-        self.engines.chat().send_turn(self.chat_url, self.prompt.turns[number - 1])
+        try:
+            self.engines.chat().send_turn(self.chat_url, self.prompt.turns[number - 1])
+        except EngineError as err:
+            if err.nothing_sent:
+                self.unsent(err, turn=number)
+            raise
         crashpoint("after_send")
         self.state.turn, self.state.progress, self.state.last_poll = (
             number,

@@ -39,7 +39,8 @@ class SendBudget:
     """One cycle's sends to the chat (`qwen.max_sends_per_cycle`, 0 = no limit): a first send
     and a multi-turn prompt's later turn count alike. Poll threads may send later turns side by
     side, so a send is reserved atomically before it happens; a reservation whose send then
-    does not happen (the browser was busy) stays spent, which errs on the side of fewer sends."""
+    does not happen (the browser was busy) stays spent, which errs on the side of fewer sends,
+    unless the engine proves nothing was submitted (`give_back`)."""
 
     def __init__(self, limit: int):
         self.limit = limit
@@ -52,6 +53,11 @@ class SendBudget:
                 return False
             self.used += 1
             return True
+
+    def give_back(self) -> None:
+        """Return a reservation whose send provably never reached the chat."""
+        with self._lock:
+            self.used = max(0, self.used - 1)
 
 
 def next_local_midnight(now: float) -> float:
@@ -70,7 +76,8 @@ def local_day_start(now: float) -> float:
 
 
 def sends_today(journal: Journal, now: float) -> int:
-    """Prompts sent to the chat since local midnight (each `sending` step may have reached it)."""
+    """Prompts sent to the chat since local midnight: each `sending` step that may have reached
+    it (one the engine proved unsent, an `unsent` step, does not count)."""
     from .journal_index import sends_since  # an incremental index: O(new lines), not O(history)
 
     return sends_since(journal, local_day_start(now))

@@ -17,6 +17,9 @@ class EngineError(Exception):
     """An expected engine failure. `code` is short and stable (journal, status); str() is for people."""
 
     code: str = "error"
+    # Set by the engine when it failed before anything was submitted (nothing typed, send never
+    # clicked): provably no send, so it costs no quota and leaves no intent marker behind.
+    nothing_sent: bool = False
 
     def __init__(self, message: str, *, code: str | None = None):
         super().__init__(message)
@@ -106,7 +109,8 @@ class ChatEngine(Protocol):
     def send(self, text: str) -> str:
         """Open a new chat, send `text`, return the chat URL once the site shows it.
 
-        Raises TransientError / HardError. Never sends when the session is not usable.
+        Raises TransientError / HardError. Never sends when the session is not usable; an error
+        raised before the prompt was submitted carries `nothing_sent = True`.
         """
 
     def check(self, chat_url: str) -> Answer | Generating:
@@ -122,7 +126,8 @@ class ChatEngine(Protocol):
         """Open `chat_url` and report every turn; the last one's `complete` uses the page's signals."""
 
     def send_turn(self, chat_url: str, text: str) -> None:
-        """Send `text` as the next message of an existing chat whose last answer is complete."""
+        """Send `text` as the next message of an existing chat whose last answer is complete
+        (errors before the submit carry `nothing_sent = True`, as for `send`)."""
 
     def close(self) -> None:
         """Release the browser if this engine started it."""

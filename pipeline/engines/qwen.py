@@ -158,13 +158,14 @@ class QwenEngine:
 
     def send(self, text: str) -> str:
         """Open a new chat, send `text`, return `{base_url}/c/<id>` once the address shows it."""
-        with self._page() as page:
+        submit = _Submit()
+        with submit, self._page() as page:
             self._open(page, self.base_url + "/")
             selectors = self._ready_to_type(page)
             turns_before = read_dom_state(page, selectors).assistant_turns
             page.locator(selectors.composer).first.fill(text)
             with self._replies(page) as replies:
-                page.locator(selectors.send_button).first.click()
+                submit.click(page.locator(selectors.send_button).first)
                 chat_id = self._wait_for_chat_id(page, replies)
             self._turns_before[chat_id] = turns_before
             return self.chat_url(chat_id)
@@ -212,7 +213,8 @@ class QwenEngine:
         nothing is typed unless the page is a logged-in, usable app.
         """
         chat_id = self._chat_id(chat_url)
-        with self._page() as page:
+        submit = _Submit()
+        with submit, self._page() as page:
             self._open(page, self.chat_url(chat_id))
             selectors = self._wait_for_app(page)
             chat = self._read_turns(page, selectors, chat_id)
@@ -229,7 +231,7 @@ class QwenEngine:
             selectors = self._ready_to_type(page)
             page.locator(selectors.composer).first.fill(text)
             with self._replies(page) as replies:
-                page.locator(selectors.send_button).first.click()
+                submit.click(page.locator(selectors.send_button).first)
                 self._wait_for_user_turn(page, chat_id, len(chat.turns) + 1, text, replies)
 
     def find_chat(self, text: str) -> str | None:
@@ -565,6 +567,25 @@ class QwenEngine:
         if not dom.answer_text.strip():
             return Observation(dom.progress(), stalled=bool(selectors.copy_button))
         return Observation("finishing", dom.answer_text, extra={"source": "dom", "api_problem": why})
+
+
+class _Submit:
+    """Marks the engine errors of one send that came before the send button was clicked: those
+    provably sent nothing (`nothing_sent`). A click that fails may still have reached the site."""
+
+    def __init__(self) -> None:
+        self.clicked = False
+
+    def click(self, button: Any) -> None:
+        self.clicked = True
+        button.click()
+
+    def __enter__(self) -> _Submit:
+        return self
+
+    def __exit__(self, kind: type | None, error: BaseException | None, _tb: object) -> None:
+        if isinstance(error, EngineError) and not self.clicked:
+            error.nothing_sent = True
 
 
 def judge_turns(dom: DomState, view: ChatView, selectors: Selectors) -> TurnsSeen:
