@@ -94,6 +94,14 @@ class ChatTurns:
     progress: str = "generating"  # a short phrase about the last turn while it is not complete
 
 
+@dataclass(frozen=True)
+class FoundChat:
+    """A chat of the account whose first user message is the text looked for."""
+
+    url: str
+    created: float | None  # epoch seconds by the site's clock; None when the site does not say
+
+
 ProgressCallback = Callable[[str], None]
 
 
@@ -116,8 +124,10 @@ class ChatEngine(Protocol):
     def check(self, chat_url: str) -> Answer | Generating:
         """Open `chat_url` and report: a complete Answer, or Generating. Never sends anything."""
 
-    def find_chat(self, text: str) -> str | None:
-        """Look through the account's recent chats for one whose first user message is `text`."""
+    def find_chats(self, text: str) -> list[FoundChat]:
+        """Every recent chat of the account whose first user message is `text`, newest first.
+
+        Raises rather than answering [] when the list cannot be read: [] means "never sent"."""
 
     def wait(self, chat_url: str, *, timeout: float, on_progress: ProgressCallback | None = None) -> Answer:
         """Stay on the chat until the answer is complete (by hand: `generate --wait`)."""

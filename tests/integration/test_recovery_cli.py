@@ -26,6 +26,7 @@ def sim():
 def fresh(sim):
     sim.set(scenario="ok", api_shape="2026-08", answer_seconds=1.0, url_delay=0.2, ui="current")
     yield sim
+    sim.set(clock_offset=0.0)
 
 
 def status_json(project) -> dict:
@@ -63,3 +64,58 @@ def test_logged_out_attempts_send_nothing_count_nothing_and_leave_no_marker(fres
     assert "looking for its chat" not in sent.stderr
     assert len(ledger_of(fresh, text)) == 1
     assert status_json(project)["sends"]["today"] == 1
+
+
+# -- 5: recovery adopts only this article's chat --------------------------------------------------
+
+CRASH_BEFORE_SEND = {"QWENPIPE_CRASH_AT": "before_send"}
+
+
+def test_two_prompts_with_the_same_text_and_a_crash_before_the_second_send_get_two_chats(fresh, tmp_path):
+    project = make_project(tmp_path, fresh)
+    text = prompt(project, "tea", "Write about tea from a template.")
+    prompt(project, "tea-again", text)
+    assert qwenpipe("generate", "tea", cwd=project).returncode == 42
+    crashed = qwenpipe("generate", "tea-again", cwd=project, env=CRASH_BEFORE_SEND)
+    assert crashed.returncode == -9, crashed.stderr
+    assert (project / "articles" / "tea-again.md.sending").exists()
+
+    rerun = qwenpipe("generate", "tea-again", cwd=project)
+    assert rerun.returncode == 42, rerun.stderr
+    first = (project / "articles" / "tea.md.url").read_text()
+    second = (project / "articles" / "tea-again.md.url").read_text()
+    assert first != second, "two articles share one chat"
+    assert "is tea's" in rerun.stderr and "sending again" in rerun.stderr
+    assert len([e for e in fresh.sends() if e["prompt"] == text]) == 2
+    doubt = [e for e in journal(project) if e["event"] == "recovery_in_doubt"]
+    assert [e["slug"] for e in doubt] == ["tea-again"] and "tea" in doubt[0]["reason"]
+
+
+def test_a_second_workspace_on_the_same_account_never_adopts_the_firsts_chat(fresh, tmp_path):
+    text = "Write about tea in two workspaces."
+    one = make_project(tmp_path / "one", fresh)
+    prompt(one, "tea", text)
+    fresh.set(clock_offset=-120.0)  # the first workspace's chat was made two minutes ago
+    assert qwenpipe("generate", "tea", cwd=one).returncode == 42
+    fresh.set(clock_offset=0.0)
+
+    two = make_project(tmp_path / "two", fresh)
+    prompt(two, "tea", text)
+    crashed = qwenpipe("generate", "tea", cwd=two, env=CRASH_BEFORE_SEND)
+    assert crashed.returncode == -9, crashed.stderr
+    rerun = qwenpipe("generate", "tea", cwd=two)
+    assert rerun.returncode == 42, rerun.stderr
+    assert "before this send" in rerun.stderr, rerun.stderr
+    assert (one / "articles" / "tea.md.url").read_text() != (two / "articles" / "tea.md.url").read_text()
+    assert len([e for e in fresh.sends() if e["prompt"] == text]) == 2
+
+
+def test_a_crash_after_the_send_still_finds_its_own_chat_and_sends_nothing(fresh, tmp_path):
+    project = make_project(tmp_path, fresh)
+    text = prompt(project, "tea", "Write about tea, interrupted after the click.")
+    crashed = qwenpipe("generate", "tea", cwd=project, env={"QWENPIPE_CRASH_AT": "after_send"})
+    assert crashed.returncode == -9, crashed.stderr
+    rerun = qwenpipe("generate", "tea", cwd=project)
+    assert rerun.returncode in (0, 3), rerun.stderr
+    assert "found the chat the interrupted send made" in rerun.stderr
+    assert len([e for e in fresh.sends() if e["prompt"] == text]) == 1

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 import tomllib
+from contextlib import contextmanager
+from unittest import mock
 
+import pytest
 from fakes import answer
 from project_files import add_prompt
 
-from pipeline.contract import Status, generate
-from pipeline.engines.base import HardError
+import pipeline.contract
+from pipeline.contract import RECOVERY_CLOCK_SLACK, Status, adoptable_chat, generate
+from pipeline.engines.base import FoundChat, HardError
 
 
 def front_matter(path):
@@ -90,7 +96,7 @@ def test_a_send_refused_before_typing_counts_no_send_and_leaves_no_marker(projec
     chat.send_error = None  # logged in again: the daily limit of 1 is still whole
     outcome = generate(ws, "tea", eng)
     assert outcome.status is Status.QUEUED and chat.sends == 1
-    assert "find_chat" not in [h[0] for h in chat.history], "looked for a chat that was never sent"
+    assert "find_chats" not in [h[0] for h in chat.history], "looked for a chat that was never sent"
 
 
 def test_a_failure_after_the_click_still_counts_and_keeps_the_marker(project, chat):
@@ -132,3 +138,134 @@ def test_the_journal_index_takes_back_only_the_unsent_send(project, workspace):
     assert index.summary("a").sends == 1 and index.summary("b").sends == 0
     again = JournalIndex.beside(journal).refresh()  # from the saved index
     assert again.sends_since(0) == 1
+
+
+# -- 5: recovery adopts only this article's chat --------------------------------------------------
+
+
+class Crash(BaseException):
+    """The process dies here (as QWENPIPE_CRASH_AT's SIGKILL would)."""
+
+
+@contextmanager
+def crash_at(point: str):
+    def crashpoint(name: str) -> None:
+        if name == point:
+            raise Crash(name)
+
+    with mock.patch.object(pipeline.contract, "crashpoint", crashpoint):
+        yield
+
+
+class Clock:
+    """One clock for the contract and the fake site; tests move it."""
+
+    def __init__(self, now: float = 1_800_000_000.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def interrupted(workspace, slug, engines, clock, point="before_send"):
+    with crash_at(point), pytest.raises(Crash):
+        generate(workspace, slug, engines, clock=clock)
+    assert workspace.article(slug).sending.exists()
+
+
+def test_a_marker_records_what_recovery_needs(project, workspace, engines):
+    add_prompt(project, "tea")
+    clock = Clock()
+    interrupted(workspace, "tea", engines, clock)
+    marker = json.loads(workspace.article("tea").sending.read_text())
+    assert marker["time"] == clock.now and marker["account"] == "default"
+    assert marker["prompt_sha256"] == hashlib.sha256(b"Write about tea.").hexdigest()
+
+
+def test_a_second_article_with_the_same_text_never_adopts_the_firsts_chat(project, workspace, engines, chat):
+    clock = Clock()
+    chat.clock = clock
+    add_prompt(project, "tea")
+    add_prompt(project, "tea-again")  # the same text (a template)
+    assert generate(workspace, "tea", engines, clock=clock).status is Status.QUEUED
+    first = (project / "articles" / "tea.md.url").read_text()
+    clock.now += 2  # within the clock slack: only the other article's .md.url tells them apart
+    interrupted(workspace, "tea-again", engines, clock)
+    said = []
+    outcome = generate(workspace, "tea-again", engines, clock=clock, say=said.append)
+    assert outcome.status is Status.QUEUED and chat.sends == 2
+    assert (project / "articles" / "tea-again.md.url").read_text() != first
+    assert "recovery_in_doubt" in events(workspace, "tea-again")
+    assert any("is tea's" in line and "sending again" in line for line in said), said
+
+
+def test_a_chat_made_before_the_marker_is_another_sends(project, workspace, engines, chat):
+    """Two workspaces on one account: the other one's chat holds the same text, made earlier."""
+    clock = Clock()
+    chat.clock = clock
+    chat.send("Write about tea.")  # the other workspace's send: no .md.url here names it
+    clock.now += 60
+    add_prompt(project, "tea")
+    interrupted(workspace, "tea", engines, clock)
+    said = []
+    outcome = generate(workspace, "tea", engines, clock=clock, say=said.append)
+    assert outcome.status is Status.QUEUED and chat.sends == 2
+    assert any("60 s before this send" in line for line in said), said
+    reasons = [
+        e.get("reason", "") for e in workspace.journal.read(slug="tea") if e["event"] == "recovery_in_doubt"
+    ]
+    assert reasons and "before this send" in reasons[0]
+
+
+def test_the_chat_an_interrupted_send_made_is_adopted_even_with_a_clock_a_little_behind(
+    project, workspace, engines, chat
+):
+    clock = Clock()
+    chat.clock = lambda: clock.now - 5  # the site's clock runs 5 s behind ours
+    add_prompt(project, "tea")
+    interrupted(workspace, "tea", engines, clock, point="after_send")
+    outcome = generate(workspace, "tea", engines, clock=clock)
+    assert chat.sends == 1 and outcome.status is Status.WORKING
+    assert (project / "articles" / "tea.md.url").read_text().strip() == chat.known_chats["Write about tea."]
+    assert "recovered" in events(workspace, "tea")
+
+
+@pytest.mark.parametrize("case", ["unknown time", "two fresh chats", "prompt edited", "old marker"])
+def test_recovery_in_doubt_sends_again_and_says_why(project, workspace, engines, chat, case):
+    clock = Clock()
+    chat.clock = clock
+    add_prompt(project, "tea")
+    interrupted(workspace, "tea", engines, clock, point="after_send")
+    if case == "unknown time":
+        chat.created = dict.fromkeys(chat.created)
+    elif case == "two fresh chats":
+        chat.send("Write about tea.")  # another workspace, at the same moment
+    elif case == "prompt edited":
+        marker = json.loads(workspace.article("tea").sending.read_text())
+        workspace.article("tea").sending.write_text(json.dumps({**marker, "prompt_sha256": "0" * 64}))
+    else:
+        workspace.article("tea").sending.write_text("{}")
+    sends = chat.sends
+    said = []
+    outcome = generate(workspace, "tea", engines, clock=clock, say=said.append)
+    assert outcome.status is Status.QUEUED and chat.sends == sends + 1
+    assert "recovery_in_doubt" in events(workspace, "tea")
+    assert any("sending again" in line for line in said), said
+
+
+def test_adoptable_chat_rules():
+    since = 1_800_000_000.0
+    marker = {"time": since, "prompt_sha256": "h", "account": "default"}
+    url = "https://chat.qwen.ai/c/{}-0000-4000-8000-000000000000".format
+    mine = FoundChat(url("00000001"), since + 3)
+    assert adoptable_chat([mine], marker, "h", {}) == (mine.url, "")
+    slack = FoundChat(url("00000002"), since - RECOVERY_CLOCK_SLACK)
+    assert adoptable_chat([slack], marker, "h", {})[0] == slack.url
+    older = FoundChat(url("00000003"), since - RECOVERY_CLOCK_SLACK - 1)
+    assert adoptable_chat([older], marker, "h", {})[0] is None
+    assert adoptable_chat([mine, older], marker, "h", {})[0] == mine.url
+    assert adoptable_chat([mine], marker, "h", {"/c/00000001-0000-4000-8000-000000000000": "b"})[0] is None
+    assert adoptable_chat([mine, FoundChat(url("00000004"), None)], marker, "h", {})[0] is None
+    assert adoptable_chat([mine], {**marker, "account": "work"}, "h", {})[0] is None
+    assert adoptable_chat([mine], {"time": True, "prompt_sha256": "h"}, "h", {})[0] is None
+    assert adoptable_chat([mine], None, "h", {})[0] is None
