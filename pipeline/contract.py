@@ -303,17 +303,21 @@ class Step:
     def too_soon(self, now: float) -> Outcome | None:
         """WORKING when the article is backing off or its chat was looked at less than
         poll_interval ago (cron runs must not hammer the site), else None."""
-        if self.state.next_try > now:
+        planned = schedule(self.state, self.qwen, now, spaced=True)
+        if planned.replanned:
+            self.save()
+            self.say(f"{self.slug}: the clock moved back since its last look; its next look is re-planned")
+        if planned.reason == "backoff":
             return self.outcome(
                 Status.WORKING,
-                f"{self.slug}: retrying after {_clock(self.state.next_try)} "
-                f"(last error: {self.state.last_error})",
+                f"{self.slug}: retrying after {_clock(planned.until)} (last error: {self.state.last_error})",
                 reason="backoff",
             )
-        spacing = self.qwen["poll_interval"] - (now - self.state.last_poll)
-        if spacing > 0:
+        if planned.reason == "spacing":
             return self.outcome(
-                Status.WORKING, f"{self.slug}: generating; next look in {spacing:.0f} s", reason="spacing"
+                Status.WORKING,
+                f"{self.slug}: generating; next look in {planned.until - now:.0f} s",
+                reason="spacing",
             )
         return None
 
@@ -490,7 +494,7 @@ class Step:
                 code="too_many_attempts",
             )
             return self.hard(too_many)
-        delay = min(self.qwen["poll_interval"] * 2 ** (self.state.attempts - 1), MAX_BACKOFF)
+        delay = backoff_delay(self.qwen, self.state.attempts)
         self.state.next_try = now + delay
         self.save()
         return self.outcome(
@@ -629,6 +633,45 @@ def replay(workspace: Workspace, slug: str) -> str:
     return f"{slug}: cleared {article.failed.name}; the next run " + (
         "polls its chat first" if article.url.exists() else "sends it"
     )
+
+
+def backoff_delay(qwen: dict, attempts: int) -> float:
+    """How long an article waits after `attempts` transient failures in a row."""
+    return min(qwen["poll_interval"] * 2 ** (max(attempts, 1) - 1), MAX_BACKOFF)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """When an article may next be stepped: `reason` "backoff" or "spacing" until `until`, or
+    "" when it is due now."""
+
+    reason: str
+    until: float
+    replanned: bool = False  # a time was pulled in (the clock moved back): save the state
+
+
+def schedule(state: ArticleState, qwen: dict, now: float, *, spaced: bool) -> Schedule:
+    """The one rule the contract and the cycle both follow. `spaced`: polls of its chat are
+    kept poll_interval apart.
+
+    No time lies further ahead of `now` than its own wait allows: a retry no further than its
+    backoff delay, the next poll no further than poll_interval. A time beyond that was set
+    before the clock moved back (a day, or two days forward and back again): it is pulled in
+    to that limit, in `state`, and `replanned` says the caller should save it (whoever holds
+    the article's lock), so the article waits its own wait once and never for days.
+    """
+    longest = backoff_delay(qwen, state.attempts) if state.attempts else MAX_BACKOFF
+    replanned = False
+    if state.next_try > now + longest:
+        state.next_try, replanned = now + longest, True
+    if state.last_poll > now:
+        state.last_poll, replanned = now, True
+    if state.next_try > now:
+        return Schedule("backoff", state.next_try, replanned)
+    next_look = state.last_poll + qwen["poll_interval"]
+    if spaced and next_look > now:
+        return Schedule("spacing", next_look, replanned)
+    return Schedule("", now, replanned)
 
 
 def read_marker(path) -> dict | None:

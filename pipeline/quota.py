@@ -15,23 +15,38 @@ from pathlib import Path
 from . import files
 from .journal import Journal
 
+LONGEST_BLOCK = 86400.0  # s: a block the site gave no hours for lasts until midnight, at most a day
+
 
 @dataclass
 class ChatQuota:
     path: Path
 
     def blocked_until(self, now: float) -> tuple[float, str] | None:
-        """(until, reason) while sends to the chat are stopped, else None."""
+        """(until, reason) while sends to the chat are stopped, else None.
+
+        A block lasts no longer from `now` than it was set for (until - since): one recorded
+        under a clock that has since moved back would otherwise stop the chat for days. Such a
+        block is re-planned from `now` and saved."""
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
             until, reason = float(data["blocked_until"]), str(data.get("reason", ""))
-        except (OSError, ValueError, KeyError, TypeError):
+            since = float(data.get("since", until - LONGEST_BLOCK))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
+        if not until > now:
+            return None
+        if since > now:
+            until = now + min(max(until - since, 0.0), LONGEST_BLOCK)
+            self._save(until, now, reason)
         return (until, reason) if until > now else None
+
+    def _save(self, until: float, since: float, reason: str) -> None:
+        files.atomic_write(self.path, json.dumps({"blocked_until": until, "since": since, "reason": reason}))
 
     def block(self, now: float, retry_after: float | None, reason: str) -> float:
         until = now + retry_after if retry_after else next_local_midnight(now)
-        files.atomic_write(self.path, json.dumps({"blocked_until": until, "since": now, "reason": reason}))
+        self._save(until, now, reason)
         return until
 
 
