@@ -119,3 +119,37 @@ def test_a_crash_after_the_send_still_finds_its_own_chat_and_sends_nothing(fresh
     assert rerun.returncode in (0, 3), rerun.stderr
     assert "found the chat the interrupted send made" in rerun.stderr
     assert len([e for e in fresh.sends() if e["prompt"] == text]) == 1
+
+
+# -- 7: clock jumps ------------------------------------------------------------------------------
+
+
+def test_times_a_clock_jump_left_days_ahead_are_re_planned_by_generate_and_cycle(fresh, tmp_path):
+    import time
+
+    project = make_project(tmp_path, fresh)
+    config = project / "config.toml"
+    config.write_text(config.read_text().replace("poll_interval = 0", "poll_interval = 60"))
+    prompt(project, "tea", "Write about tea across clock jumps.")
+    prompt(project, "coffee", "Write about coffee across clock jumps.")
+    assert qwenpipe("cycle", cwd=project).returncode == 42
+    states = project / "articles" / ".qwenpipe" / "state"
+
+    def shift(slug, **fields):
+        path = states / f"{slug}.json"
+        state = json.loads(path.read_text())
+        path.write_text(json.dumps({**state, **fields}))
+
+    # As if the last look and the last error happened with the clock two days ahead.
+    ahead = time.time() + 2 * 86400
+    shift("tea", last_poll=ahead)
+    shift("coffee", next_try=ahead, attempts=1, last_error="the chat page timed out")
+    looked = qwenpipe("generate", "tea", cwd=project)
+    assert looked.returncode == 3, looked.stderr
+    waits = [int(word) for word in looked.stderr.split("next look in ")[1].split()[:1]]
+    assert waits and waits[0] <= 60, looked.stderr
+    cycled = qwenpipe("cycle", cwd=project)
+    assert cycled.returncode == 3, cycled.stderr
+    for slug in ("tea", "coffee"):
+        state = json.loads((states / f"{slug}.json").read_text())
+        assert state["last_poll"] <= time.time() and state["next_try"] <= time.time() + 60, (slug, state)
