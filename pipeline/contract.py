@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import Enum
+from urllib.parse import urlparse
 
 import tomli_w
 
@@ -30,6 +31,7 @@ from .engines.base import (
     Answer,
     EngineBusy,
     EngineError,
+    FoundChat,
     Generating,
     HardError,
     QuotaSpent,
@@ -45,6 +47,8 @@ from .workspace import Engines, Workspace
 
 ENGINE_CHOICES = ("auto", "qwen", "router")
 MAX_BACKOFF = 3600.0
+ACCOUNT = "default"  # the chat account an intent marker's send went to (one, until accounts exist)
+RECOVERY_CLOCK_SLACK = 10.0  # s: the site's clock (chat creation times) may run this far behind ours
 
 
 class Status(Enum):
@@ -200,15 +204,26 @@ class Step:
         stopped = self.sends_stopped("the prompt")
         if stopped:
             return stopped
-        now = self.clock()
         self.engines.chat().prepare()  # a busy or missing browser stops us before the marker
-        marker = {"time": now, "pid": os.getpid(), "prompt_sha256": self.prompt.sha256}
+        # What recovery needs to tell this send's chat from any other: see adoptable_chat.
+        marker = {
+            "time": self.clock(),
+            "pid": os.getpid(),
+            "prompt_sha256": self.prompt.sha256,
+            "account": ACCOUNT,
+        }
         files.atomic_write(self.article.sending, json.dumps(marker) + "\n")
         self.log("sending", engine="qwen", attempt=self.state.attempts + 1)
         self.say(f"{self.slug}: sending the prompt to the chat")
         started = time.monotonic()
         crashpoint("before_send")
-        url = self.engines.chat().send(self.prompt.turns[0])
+        try:
+            url = self.engines.chat().send(self.prompt.turns[0])
+        except EngineError as err:
+            if err.nothing_sent:
+                files.remove(self.article.sending)  # nothing reached the site: nothing to look for
+                self.unsent(err)
+            raise
         crashpoint("after_send")
         # The URL is the proof of the send: it goes to disk before anything else happens.
         files.atomic_write(self.article.url, url + "\n")
@@ -223,14 +238,32 @@ class Step:
             return self.poll()
         return self.outcome(Status.QUEUED, f"{self.slug}: sent, the chat is {url}", sent=True)
 
+    def unsent(self, err: EngineError, **fields: object) -> None:
+        """The send just announced ("sending") failed before anything was submitted: it is no
+        send. The journal says so (the daily count drops it) and the cycle's budget gets it back."""
+        self.log("unsent", engine="qwen", code=err.code, **fields)
+        if self.budget is not None:
+            self.budget.give_back()
+
     def recover(self) -> str | None:
-        """A marker without a URL: the last send may have reached the site. Look before sending."""
+        """A marker without a URL: the last send may have reached the site. Look before sending,
+        and take a chat only when it is surely this article's (adoptable_chat); in doubt, send."""
         self.say(f"{self.slug}: an earlier send was interrupted; looking for its chat in the chat list")
         self.log("recovering", engine="qwen")
-        url = self.engines.chat().find_chat(self.prompt.turns[0])
-        if url is None:
+        found = self.engines.chat().find_chats(self.prompt.turns[0])
+        if not found:
             self.log("recovery_not_found", engine="qwen")
             self.say(f"{self.slug}: no chat holds this prompt, so it never reached the site: sending it")
+            return None
+        url, why = adoptable_chat(
+            found,
+            read_marker(self.article.sending),
+            self.prompt.sha256,
+            chats_of_other_articles(self.article),
+        )
+        if url is None:
+            self.log("recovery_in_doubt", engine="qwen", reason=why)
+            self.say(f"{self.slug}: not taking a chat that may not be this article's ({why}): sending again")
             return None
         files.atomic_write(self.article.url, url + "\n")
         files.remove(self.article.sending)
@@ -272,17 +305,21 @@ class Step:
     def too_soon(self, now: float) -> Outcome | None:
         """WORKING when the article is backing off or its chat was looked at less than
         poll_interval ago (cron runs must not hammer the site), else None."""
-        if self.state.next_try > now:
+        planned = schedule(self.state, self.qwen, now, spaced=True)
+        if planned.replanned:
+            self.save()
+            self.say(f"{self.slug}: the clock moved back since its last look; its next look is re-planned")
+        if planned.reason == "backoff":
             return self.outcome(
                 Status.WORKING,
-                f"{self.slug}: retrying after {_clock(self.state.next_try)} "
-                f"(last error: {self.state.last_error})",
+                f"{self.slug}: retrying after {_clock(planned.until)} (last error: {self.state.last_error})",
                 reason="backoff",
             )
-        spacing = self.qwen["poll_interval"] - (now - self.state.last_poll)
-        if spacing > 0:
+        if planned.reason == "spacing":
             return self.outcome(
-                Status.WORKING, f"{self.slug}: generating; next look in {spacing:.0f} s", reason="spacing"
+                Status.WORKING,
+                f"{self.slug}: generating; next look in {planned.until - now:.0f} s",
+                reason="spacing",
             )
         return None
 
@@ -353,7 +390,12 @@ class Step:
         self.log("sending", engine="qwen", turn=number, chat_url=self.chat_url)
         self.say(f"{self.slug}: sending turn {number} of {total}")
         started = time.monotonic()
-        self.engines.chat().send_turn(self.chat_url, self.prompt.turns[number - 1])
+        try:
+            self.engines.chat().send_turn(self.chat_url, self.prompt.turns[number - 1])
+        except EngineError as err:
+            if err.nothing_sent:
+                self.unsent(err, turn=number)
+            raise
         crashpoint("after_send")
         self.state.turn, self.state.progress, self.state.last_poll = (
             number,
@@ -455,7 +497,7 @@ class Step:
                 code="too_many_attempts",
             )
             return self.hard(too_many)
-        delay = min(self.qwen["poll_interval"] * 2 ** (self.state.attempts - 1), MAX_BACKOFF)
+        delay = backoff_delay(self.qwen, self.state.attempts)
         self.state.next_try = now + delay
         self.save()
         return self.outcome(
@@ -595,6 +637,119 @@ def replay(workspace: Workspace, slug: str) -> str:
     return f"{slug}: cleared {article.failed.name}; the next run " + (
         "polls its chat first" if article.url.exists() else "sends it"
     )
+
+
+def backoff_delay(qwen: dict, attempts: int) -> float:
+    """How long an article waits after `attempts` transient failures in a row."""
+    return min(qwen["poll_interval"] * 2 ** (max(attempts, 1) - 1), MAX_BACKOFF)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """When an article may next be stepped: `reason` "backoff" or "spacing" until `until`, or
+    "" when it is due now."""
+
+    reason: str
+    until: float
+    replanned: bool = False  # a time was pulled in (the clock moved back): save the state
+
+
+def schedule(state: ArticleState, qwen: dict, now: float, *, spaced: bool) -> Schedule:
+    """The one rule the contract and the cycle both follow. `spaced`: polls of its chat are
+    kept poll_interval apart.
+
+    No time lies further ahead of `now` than its own wait allows: a retry no further than its
+    backoff delay, the next poll no further than poll_interval. A time beyond that was set
+    before the clock moved back (a day, or two days forward and back again): it is pulled in
+    to that limit, in `state`, and `replanned` says the caller should save it (whoever holds
+    the article's lock), so the article waits its own wait once and never for days.
+    """
+    longest = backoff_delay(qwen, state.attempts) if state.attempts else MAX_BACKOFF
+    replanned = False
+    if state.next_try > now + longest:
+        state.next_try, replanned = now + longest, True
+    if state.last_poll > now:
+        state.last_poll, replanned = now, True
+    if state.next_try > now:
+        return Schedule("backoff", state.next_try, replanned)
+    next_look = state.last_poll + qwen["poll_interval"]
+    if spaced and next_look > now:
+        return Schedule("spacing", next_look, replanned)
+    return Schedule("", now, replanned)
+
+
+def read_marker(path) -> dict | None:
+    """The intent marker's record, or None when it is missing or unreadable."""
+    try:
+        with open(path, "rb") as handle:
+            data = json.loads(handle.read(4096))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def chats_of_other_articles(article: ArticleFiles) -> dict[str, str]:
+    """Chat path (`/c/<id>`) -> slug, for every other article's `.md.url` in its folder."""
+    named: dict[str, str] = {}
+    try:
+        with os.scandir(article.folder) as entries:
+            sidecars = [e for e in entries if e.name.endswith(".md.url") and e.name != article.url.name]
+    except OSError:
+        return named
+    for entry in sidecars:
+        if not entry.is_file(follow_symlinks=False):
+            continue  # never open what is not a plain file (a FIFO would hang)
+        try:
+            with open(entry.path, "rb") as handle:
+                text = handle.read(4096).decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in text.split():
+            named[urlparse(line).path.rstrip("/")] = entry.name[: -len(".md.url")]
+    return named
+
+
+def adoptable_chat(
+    found: list[FoundChat], marker: dict | None, prompt_sha256: str, taken: dict[str, str]
+) -> tuple[str | None, str]:
+    """(url, "") for the one chat an interrupted send made, else (None, why it is in doubt).
+
+    A chat is this article's only if its first message is the prompt (`found` holds only such
+    chats), the site made it after the intent marker was written (less RECOVERY_CLOCK_SLACK),
+    and no other article's `.md.url` names it; and only if exactly one chat passes and none
+    is undecidable (a chat whose creation time the site does not give). Two articles with the
+    same text, or two workspaces on one account, must never share a chat: a second send costs
+    one prompt, a shared chat costs an article.
+    """
+    since = marker.get("time") if marker else None
+    if not isinstance(since, (int, float)) or isinstance(since, bool):
+        return None, "the intent marker does not say when the send was attempted"
+    if marker.get("prompt_sha256") != prompt_sha256:
+        return None, "the prompt changed since the interrupted send (or the marker does not say)"
+    if marker.get("account", ACCOUNT) != ACCOUNT:
+        return None, f"the interrupted send went to account {marker.get('account')!r}"
+    ours, unknown, others = [], [], []
+    for chat in found:
+        owner = taken.get(urlparse(chat.url).path.rstrip("/"))
+        if owner:
+            others.append(f"{chat.url} is {owner}'s")
+        elif chat.created is None:
+            unknown.append(chat.url)
+        elif chat.created < since - RECOVERY_CLOCK_SLACK:
+            others.append(f"{chat.url} was made {since - chat.created:.0f} s before this send")
+        else:
+            ours.append(chat.url)
+    if unknown:
+        return None, f"the site does not say when {_few(unknown)} was made"
+    if len(ours) > 1:
+        return None, f"{len(ours)} chats made since the interrupted send hold this prompt: {_few(ours)}"
+    if not ours:
+        return None, f"the chats that hold this prompt are other sends': {_few(others)}"
+    return ours[0], ""
+
+
+def _few(items: list[str]) -> str:
+    return "; ".join(items[:3]) + (f" and {len(items) - 3} more" if len(items) > 3 else "")
 
 
 def _since(started: float) -> float:

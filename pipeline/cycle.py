@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from queue import Empty, SimpleQueue
 
 from . import files
-from .article import make_private
+from .article import ArticleState, make_private
 from .batch import DEAD, DONE, INVALID, ORPHAN, PENDING, SENDING, SENT, ArticleView, scan
-from .contract import Status, generate
+from .contract import Status, generate, schedule
 from .errors import SetupProblem, UsageProblem
 from .files import FileLock, LockBusy
 from .prompts import load_prompt
@@ -161,19 +161,18 @@ def plan(
             continue
         elif phase == INVALID:
             polls.append(view)  # its step names the bad file, once; the others go on
-        elif phase in (SENT, SENDING):
-            state = view.state
-            if state.next_try > now:
+        elif phase in (SENT, SENDING, PENDING):
+            planned = schedule(view.state, qwen, now, spaced=phase == SENT)
+            if planned.replanned:
+                _replan(view, qwen, now)
+            if planned.reason == "backoff":
                 report.counts["backoff"] += 1
-            elif phase == SENT and now - state.last_poll < qwen["poll_interval"]:
+            elif planned.reason == "spacing":
                 report.counts["waiting"] += 1
+            elif phase == PENDING:
+                pending.append(view)
             else:
                 polls.append(view)
-        elif phase == PENDING:
-            if view.state.next_try > now:
-                report.counts["backoff"] += 1
-            else:
-                pending.append(view)
     allowed = len(pending)
     blocked = workspace.chat_quota.blocked_until(now)
     if not blocked:  # while the chat's quota is spent, "sending" means the router: no chat limits
@@ -183,6 +182,21 @@ def plan(
             allowed = min(allowed, max(0, qwen["max_sends_per_day"] - sends_today(workspace.journal, now)))
     report.counts["throttled"] += len(pending) - allowed
     return polls, pending[:allowed]
+
+
+def _replan(view: ArticleView, qwen: dict, now: float) -> None:
+    """Save the times `schedule` pulled in after the clock moved back, under the article's lock;
+    when another process holds it, that one saves them (its contract follows the same rule)."""
+    try:
+        lock = FileLock(view.files.lock, purpose="cycle: re-plan after a clock jump").acquire()
+    except LockBusy:
+        return
+    try:
+        state = ArticleState.load(view.files.state)
+        if schedule(state, qwen, now, spaced=False).replanned:
+            state.save(view.files.state)
+    finally:
+        lock.release()
 
 
 def _poll_concurrently(

@@ -42,7 +42,8 @@ class SlugSummary:
     """What the journal says about one article, folded from its lines in order."""
 
     events: int = 0
-    sends: int = 0  # "sending" steps: prompts that may have reached the chat
+    sends: int = 0  # "sending" steps: prompts that may have reached the chat (less "unsent" ones)
+    sending_ts: float = 0.0  # the last "sending" still counted: an "unsent" step takes it back
     first_ts: float = 0.0
     last_ts: float = 0.0
     last_event: str = ""
@@ -63,6 +64,10 @@ class SlugSummary:
         self.last_ts, self.last_event = ts, event
         if event == "sending":
             self.sends += 1
+            self.sending_ts = ts
+        elif event == "unsent":
+            self.sends -= 1 if self.sending_ts else 0
+            self.sending_ts = 0.0
         elif event in ("sent", "recovered"):
             self.sent_ts = ts
         elif event == "done":
@@ -113,7 +118,8 @@ class JournalIndex:
         return self.slugs.get(slug)
 
     def sends_since(self, ts: float) -> int:
-        """Prompts sent to the chat (journal "sending" steps) at or after `ts`.
+        """Prompts sent to the chat (journal "sending" steps, less those an "unsent" step took
+        back) at or after `ts`.
 
         Exact within the last KEEP_SEND_DAYS local days; further back whole days are counted.
         """
@@ -202,12 +208,21 @@ class JournalIndex:
         summary = self.slugs.get(slug)
         if summary is None:
             summary = self.slugs[slug] = SlugSummary()
+        taken_back = summary.sending_ts if entry.get("event") == "unsent" else 0.0
         summary.fold(entry)
         if entry.get("event") == "sending":
             ts = _number(entry.get("ts"))
             day = _day(ts)
             self.send_days[day] = self.send_days.get(day, 0) + 1
             self.send_times.append(ts)
+        elif taken_back:
+            # The send announced just before never reached the chat (the engine proved it).
+            # Without its "sending" in this index (an older index), it stays counted: fewer sends.
+            day = _day(taken_back)
+            if self.send_days.get(day):
+                self.send_days[day] -= 1
+            if taken_back in self.send_times:
+                self.send_times.remove(taken_back)
 
     def _prune_send_times(self) -> None:
         if not self.send_times:

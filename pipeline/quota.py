@@ -15,23 +15,38 @@ from pathlib import Path
 from . import files
 from .journal import Journal
 
+LONGEST_BLOCK = 86400.0  # s: a block the site gave no hours for lasts until midnight, at most a day
+
 
 @dataclass
 class ChatQuota:
     path: Path
 
     def blocked_until(self, now: float) -> tuple[float, str] | None:
-        """(until, reason) while sends to the chat are stopped, else None."""
+        """(until, reason) while sends to the chat are stopped, else None.
+
+        A block lasts no longer from `now` than it was set for (until - since): one recorded
+        under a clock that has since moved back would otherwise stop the chat for days. Such a
+        block is re-planned from `now` and saved."""
         try:
             data = json.loads(files.read_bytes(self.path))  # UnsafeFile for a symlink or a FIFO
             until, reason = float(data["blocked_until"]), str(data.get("reason", ""))
-        except (OSError, ValueError, KeyError, TypeError):
+            since = float(data.get("since", until - LONGEST_BLOCK))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
+        if not until > now:
+            return None
+        if since > now:
+            until = now + min(max(until - since, 0.0), LONGEST_BLOCK)
+            self._save(until, now, reason)
         return (until, reason) if until > now else None
+
+    def _save(self, until: float, since: float, reason: str) -> None:
+        files.atomic_write(self.path, json.dumps({"blocked_until": until, "since": since, "reason": reason}))
 
     def block(self, now: float, retry_after: float | None, reason: str) -> float:
         until = now + retry_after if retry_after else next_local_midnight(now)
-        files.atomic_write(self.path, json.dumps({"blocked_until": until, "since": now, "reason": reason}))
+        self._save(until, now, reason)
         return until
 
 
@@ -39,7 +54,8 @@ class SendBudget:
     """One cycle's sends to the chat (`qwen.max_sends_per_cycle`, 0 = no limit): a first send
     and a multi-turn prompt's later turn count alike. Poll threads may send later turns side by
     side, so a send is reserved atomically before it happens; a reservation whose send then
-    does not happen (the browser was busy) stays spent, which errs on the side of fewer sends."""
+    does not happen (the browser was busy) stays spent, which errs on the side of fewer sends,
+    unless the engine proves nothing was submitted (`give_back`)."""
 
     def __init__(self, limit: int):
         self.limit = limit
@@ -52,6 +68,11 @@ class SendBudget:
                 return False
             self.used += 1
             return True
+
+    def give_back(self) -> None:
+        """Return a reservation whose send provably never reached the chat."""
+        with self._lock:
+            self.used = max(0, self.used - 1)
 
 
 def next_local_midnight(now: float) -> float:
@@ -70,7 +91,8 @@ def local_day_start(now: float) -> float:
 
 
 def sends_today(journal: Journal, now: float) -> int:
-    """Prompts sent to the chat since local midnight (each `sending` step may have reached it)."""
+    """Prompts sent to the chat since local midnight: each `sending` step that may have reached
+    it (one the engine proved unsent, an `unsent` step, does not count)."""
     from .journal_index import sends_since  # an incremental index: O(new lines), not O(history)
 
     return sends_since(journal, local_day_start(now))

@@ -15,6 +15,24 @@ HEADING_RE = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
 NOT_PROSE_RE = re.compile(r"(#|\||>|[-*+]\s|\d+[.)]\s|<)")  # headings, tables, quotes, lists, HTML
 WORDS_PER_MINUTE = 200
 DESCRIPTION_LENGTH = 160
+# Front matter keys that only qwenpipe writes: a prompt's own value for one of them never reaches
+# the article, even when this article has no value for it (a router article has no chat_url).
+OWNED_KEYS = frozenset(
+    {
+        "title",
+        "slug",
+        "date",
+        "description",
+        "engine",
+        "model",
+        "chat_url",
+        "word_count",
+        "reading_time",
+        "turns",
+        "prompt_sha256",
+        "prompt_edited_after_send",
+    }
+)
 
 
 def first_heading(markdown: str) -> str | None:
@@ -94,7 +112,8 @@ def render_article(
     turns: int = 1,
     sent_sha256: str | None = None,
 ) -> str:
-    """The whole SLUG.md document. Our keys override the prompt's, except that its title wins.
+    """The whole SLUG.md document. Our keys (OWNED_KEYS) replace the prompt's, except that its
+    title wins; `chat_url` is the chat's only for an article the chat wrote.
 
     `sent_sha256`: the hash of the prompt as it was sent, when it was edited since: the article
     answers that version, so that is the hash it carries, with `prompt_edited_after_send`."""
@@ -110,7 +129,7 @@ def render_article(
     }
     if answer.model:
         ours["model"] = answer.model
-    if chat_url:
+    if chat_url and answer.engine == "qwen":
         ours["chat_url"] = chat_url
     ours.update(
         {
@@ -122,7 +141,7 @@ def render_article(
     )
     if sent_sha256 and sent_sha256 != prompt.sha256:
         ours["prompt_edited_after_send"] = True
-    extra = {k: v for k, v in prompt.meta.items() if k not in ours}
+    extra = {k: v for k, v in prompt.meta.items() if k not in OWNED_KEYS}
     # Ours first for people reading the file; tomli_w puts tables after plain keys itself.
     return f"+++\n{tomli_w.dumps({**ours, **extra})}+++\n\n{body}\n"
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pipeline.engines.base import Answer, ChatTurns, Generating, TurnState
+from pipeline.engines.base import Answer, ChatTurns, FoundChat, Generating, TurnState
 
 
 @dataclass
@@ -17,7 +19,9 @@ class FakeChat:
     history: list[tuple] = field(default_factory=list)
     checks: deque = field(default_factory=deque)
     send_error: Exception | None = None
-    known_chats: dict[str, str] = field(default_factory=dict)  # prompt -> url, what find_chat sees
+    known_chats: dict[str, str] = field(default_factory=dict)  # prompt -> url of its last send
+    clock: Callable[[], float] = time.time  # the site's clock: when send() made each chat
+    created: dict[str, float | None] = field(default_factory=dict)  # chat url -> creation time
     crash_after_send: BaseException | None = None
     closed: bool = False
     sends: int = 0
@@ -66,6 +70,7 @@ class FakeChat:
         url = f"{self.base_url}/c/{self.sends:08d}-0000-4000-8000-000000000000"
         self.known_chats[text] = url
         self.messages[url] = [text]
+        self.created[url] = self.clock()
         if self.crash_after_send:
             raise self.crash_after_send
         return url
@@ -86,9 +91,14 @@ class FakeChat:
             if on_progress:
                 on_progress(result.progress)
 
-    def find_chat(self, text: str):
-        self.history.append(("find_chat", text))
-        return self.known_chats.get(text)
+    def find_chats(self, text: str) -> list[FoundChat]:
+        """Every chat whose first message is `text`, newest first (the account's chat list)."""
+        self.history.append(("find_chats", text))
+        return [
+            FoundChat(url, self.created.get(url))
+            for url, users in reversed(self.messages.items())
+            if users and users[0] == text
+        ]
 
     def close(self) -> None:
         self.closed = True

@@ -17,6 +17,9 @@ class EngineError(Exception):
     """An expected engine failure. `code` is short and stable (journal, status); str() is for people."""
 
     code: str = "error"
+    # Set by the engine when it failed before anything was submitted (nothing typed, send never
+    # clicked): provably no send, so it costs no quota and leaves no intent marker behind.
+    nothing_sent: bool = False
 
     def __init__(self, message: str, *, code: str | None = None):
         super().__init__(message)
@@ -91,6 +94,14 @@ class ChatTurns:
     progress: str = "generating"  # a short phrase about the last turn while it is not complete
 
 
+@dataclass(frozen=True)
+class FoundChat:
+    """A chat of the account whose first user message is the text looked for."""
+
+    url: str
+    created: float | None  # epoch seconds by the site's clock; None when the site does not say
+
+
 ProgressCallback = Callable[[str], None]
 
 
@@ -106,14 +117,17 @@ class ChatEngine(Protocol):
     def send(self, text: str) -> str:
         """Open a new chat, send `text`, return the chat URL once the site shows it.
 
-        Raises TransientError / HardError. Never sends when the session is not usable.
+        Raises TransientError / HardError. Never sends when the session is not usable; an error
+        raised before the prompt was submitted carries `nothing_sent = True`.
         """
 
     def check(self, chat_url: str) -> Answer | Generating:
         """Open `chat_url` and report: a complete Answer, or Generating. Never sends anything."""
 
-    def find_chat(self, text: str) -> str | None:
-        """Look through the account's recent chats for one whose first user message is `text`."""
+    def find_chats(self, text: str) -> list[FoundChat]:
+        """Every recent chat of the account whose first user message is `text`, newest first.
+
+        Raises rather than answering [] when the list cannot be read: [] means "never sent"."""
 
     def wait(self, chat_url: str, *, timeout: float, on_progress: ProgressCallback | None = None) -> Answer:
         """Stay on the chat until the answer is complete (by hand: `generate --wait`)."""
@@ -122,7 +136,8 @@ class ChatEngine(Protocol):
         """Open `chat_url` and report every turn; the last one's `complete` uses the page's signals."""
 
     def send_turn(self, chat_url: str, text: str) -> None:
-        """Send `text` as the next message of an existing chat whose last answer is complete."""
+        """Send `text` as the next message of an existing chat whose last answer is complete
+        (errors before the submit carry `nothing_sent = True`, as for `send`)."""
 
     def close(self) -> None:
         """Release the browser if this engine started it."""

@@ -27,6 +27,7 @@ from pipeline.engines.base import (
     Answer,
     ChatTurns,
     EngineError,
+    FoundChat,
     Generating,
     HardError,
     ProgressCallback,
@@ -37,8 +38,9 @@ from pipeline.engines.base import (
 from pipeline.engines.qwen_api import (
     ChatShapeError,
     ChatView,
+    ListedChat,
     chat_id_from_url,
-    chat_list_ids,
+    chat_list_items,
     classify_api_error,
     is_logged_in_status,
     parse_chat,
@@ -159,13 +161,14 @@ class QwenEngine:
 
     def send(self, text: str) -> str:
         """Open a new chat, send `text`, return `{base_url}/c/<id>` once the address shows it."""
-        with self._page() as page:
+        submit = _Submit()
+        with submit, self._page() as page:
             self._open(page, self.base_url + "/")
             selectors = self._ready_to_type(page)
             turns_before = read_dom_state(page, selectors).assistant_turns
             page.locator(selectors.composer).first.fill(text)
             with self._replies(page) as replies:
-                page.locator(selectors.send_button).first.click()
+                submit.click(page.locator(selectors.send_button).first)
                 chat_id = self._wait_for_chat_id(page, replies)
             self._turns_before[chat_id] = turns_before
             return self.chat_url(chat_id)
@@ -213,7 +216,8 @@ class QwenEngine:
         nothing is typed unless the page is a logged-in, usable app.
         """
         chat_id = self._chat_id(chat_url)
-        with self._page() as page:
+        submit = _Submit()
+        with submit, self._page() as page:
             self._open(page, self.chat_url(chat_id))
             selectors = self._wait_for_app(page)
             chat = self._read_turns(page, selectors, chat_id)
@@ -230,27 +234,33 @@ class QwenEngine:
             selectors = self._ready_to_type(page)
             page.locator(selectors.composer).first.fill(text)
             with self._replies(page) as replies:
-                page.locator(selectors.send_button).first.click()
+                submit.click(page.locator(selectors.send_button).first)
                 self._wait_for_user_turn(page, chat_id, len(chat.turns) + 1, text, replies)
 
-    def find_chat(self, text: str) -> str | None:
-        """The newest recent chat whose first user message is `text`, else None.
+    def find_chats(self, text: str) -> list[FoundChat]:
+        """Every recent chat (CHAT_LIST_PAGES pages) whose first user message is `text`, newest
+        first, each with the time the site says it was made (the list's `created_at`, else the
+        chat's own, else its first message's `timestamp`; None when the site says nothing).
 
         Titles are never the prompt, so only the first user message is compared. When the list
-        cannot be read this raises rather than answering None: None means "safe to send again".
+        cannot be read this raises rather than answering []: [] means "safe to send again".
         """
         wanted = _comparable(text)
+        found: list[FoundChat] = []
         with self._page() as page:
             self._open(page, self.base_url + "/")
             self._wait_for_app(page)
             self._check_login_api(page)
             for number in range(1, CHAT_LIST_PAGES + 1):
-                ids = chat_list_ids(self._api(page, f"/api/v2/chats/?page={number}&exclude_project=true"))
-                if not ids:
+                listed = chat_list_items(
+                    self._api(page, f"/api/v2/chats/?page={number}&exclude_project=true")
+                )
+                if not listed:
                     break
-                for chat_id in self._chats_starting_with(page, ids, wanted):
-                    return self.chat_url(chat_id)
-        return None
+                for item, view in self._chats_starting_with(page, listed, wanted):
+                    created = item.created if item.created is not None else view.created
+                    found.append(FoundChat(self.chat_url(item.chat_id), created))
+        return found
 
     def close(self) -> None:
         if self._owns_session:
@@ -396,20 +406,24 @@ class QwenEngine:
         except ApiUnusable as err:
             raise TransientError(f"cannot read the chat site's API: {err}", code="api_error") from None
 
-    def _chats_starting_with(self, page: Any, ids: list[str], wanted: str) -> Iterator[str]:
-        bodies = fetch_json(page, [f"/api/v2/chats/{chat_id}" for chat_id in ids], timeout=self.page_timeout)
-        for chat_id, body in zip(ids, bodies, strict=True):
+    def _chats_starting_with(
+        self, page: Any, listed: list[ListedChat], wanted: str
+    ) -> Iterator[tuple[ListedChat, ChatView]]:
+        paths = [f"/api/v2/chats/{item.chat_id}" for item in listed]
+        bodies = fetch_json(page, paths, timeout=self.page_timeout)
+        for item, body in zip(listed, bodies, strict=True):
             error = classify_api_error(body)
             if error is not None and error.code == "chat_not_found":
                 continue  # deleted between the list and the read
             if error is not None:
                 raise error
             try:
-                first = parse_chat(body).first_user_text
+                view = parse_chat(body)
             except ChatShapeError as err:
-                raise TransientError(f"cannot read chat {chat_id}: {err}", code="api_error") from None
+                raise TransientError(f"cannot read chat {item.chat_id}: {err}", code="api_error") from None
+            first = view.first_user_text
             if first is not None and _comparable(first) == wanted:
-                yield chat_id
+                yield item, view
 
     def _wait_for_user_turn(
         self, page: Any, chat_id: str, number: int, text: str, replies: SendReplies
@@ -566,6 +580,25 @@ class QwenEngine:
         if not dom.answer_text.strip():
             return Observation(dom.progress(), stalled=bool(selectors.copy_button))
         return Observation("finishing", dom.answer_text, extra={"source": "dom", "api_problem": why})
+
+
+class _Submit:
+    """Marks the engine errors of one send that came before the send button was clicked: those
+    provably sent nothing (`nothing_sent`). A click that fails may still have reached the site."""
+
+    def __init__(self) -> None:
+        self.clicked = False
+
+    def click(self, button: Any) -> None:
+        self.clicked = True
+        button.click()
+
+    def __enter__(self) -> _Submit:
+        return self
+
+    def __exit__(self, kind: type | None, error: BaseException | None, _tb: object) -> None:
+        if isinstance(error, EngineError) and not self.clicked:
+            error.nothing_sent = True
 
 
 def judge_turns(dom: DomState, view: ChatView, selectors: Selectors) -> TurnsSeen:

@@ -48,6 +48,7 @@ class ChatView:
     title: str | None
     turns: list[Turn]
     model: str | None = None
+    created: float | None = None  # epoch seconds by the site's clock; None when it does not say
 
     @property
     def first_user_text(self) -> str | None:
@@ -73,7 +74,24 @@ def parse_chat(payload: dict) -> ChatView:
     messages, current_id = _messages_of(chat)
     ordered = _conversation_order(messages, current_id)
     turns, model = _pair_turns(ordered)
-    return ChatView(chat_id=data.get("id"), title=data.get("title"), turns=turns, model=model)
+    first = ordered[0].get("timestamp") if ordered else None
+    created = epoch_seconds(data.get("created_at"))
+    return ChatView(
+        chat_id=data.get("id"),
+        title=data.get("title"),
+        turns=turns,
+        model=model,
+        created=created if created is not None else epoch_seconds(first),
+    )
+
+
+def epoch_seconds(value: Any) -> float | None:
+    """A time the site sent (epoch seconds; milliseconds in some payloads), or None when it is
+    missing or not a plausible time: a chat's age is never guessed."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    seconds = value / 1000 if value > 1e11 else float(value)  # 1e11 s is the year 5138
+    return seconds if 1e9 < seconds < 1e11 else None  # after 2001, a finite number
 
 
 def _messages_of(chat: dict) -> tuple[list[dict], str | None]:
@@ -241,8 +259,25 @@ def is_logged_in_status(payload: Any) -> bool | None:
     return None
 
 
-def chat_list_ids(payload: Any) -> list[str]:
-    """Chat ids of one page of `/api/v2/chats/?page=N`, newest first as the site lists them."""
+class ListedChat(NamedTuple):
+    """One item of the chat list: its id, and when the site says it was made (or None)."""
+
+    chat_id: str
+    created: float | None
+
+
+def chat_list_items(payload: Any) -> list[ListedChat]:
+    """One page of `/api/v2/chats/?page=N`, newest first as the site lists them. Items on the
+    real site carry `created_at` / `updated_at` (epoch seconds); without them `created` is None."""
     if not isinstance(payload, dict) or not isinstance(payload.get("data"), list):
         return []
-    return [str(item["id"]) for item in payload["data"] if isinstance(item, dict) and item.get("id")]
+    return [
+        ListedChat(str(item["id"]), epoch_seconds(item.get("created_at")))
+        for item in payload["data"]
+        if isinstance(item, dict) and item.get("id")
+    ]
+
+
+def chat_list_ids(payload: Any) -> list[str]:
+    """Chat ids of one page of `/api/v2/chats/?page=N`, newest first as the site lists them."""
+    return [item.chat_id for item in chat_list_items(payload)]

@@ -83,6 +83,9 @@ class Settings:
     toast_seconds: float = 10.0  # how long an error toast stays on the page
     ui: str = "current"
     require_login: bool = False
+    # The site's clock minus ours, in seconds: the times it stamps on chats and messages
+    # (`created_at`, `timestamp`). Negative: what is sent now looks made that long ago.
+    clock_offset: float = 0.0
 
     def validated(self) -> Settings:
         checks = [
@@ -93,6 +96,7 @@ class Settings:
                 min(self.answer_seconds, self.thinking_seconds, self.url_delay, self.toast_seconds) >= 0,
                 "times must be >= 0",
             ),
+            (abs(self.clock_offset) < 10 * 365 * 86400, "clock_offset must be within 10 years"),
         ]
         for ok, message in checks:
             if not ok:
@@ -185,8 +189,12 @@ class ChatStore:
             return replace(self.settings)
 
     # -- chats ------------------------------------------------------------------------------
+    def site_time(self) -> int:
+        """Epoch seconds by the site's clock, whole seconds as the site stamps them."""
+        return int(time.time() + self.settings.clock_offset)
+
     def new_chat(self) -> str:
-        now = int(time.time())
+        now = self.site_time()
         chat = Chat(id=str(uuid.uuid4()), created=now, updated=now)
         with self.lock:
             chat.touched = next(self._touches)
@@ -296,7 +304,7 @@ class ChatStore:
         return False
 
     def _accept(self, chat, prompt, parent_id, per_prompt, turn, settings) -> dict:
-        now_epoch = int(time.time())
+        now_epoch = self.site_time()
         if not chat.messages:
             chat.override = per_prompt
         # This prompt's own token wins, then the chat's, then the run's.

@@ -124,13 +124,17 @@ def test_wait_returns_within_seconds_of_completion(sim, engine):
     assert len(sends_of(sim, text)) == 1
 
 
-def test_find_chat_finds_the_chat_by_its_prompt_only(sim, engine):
+def test_find_chats_finds_every_chat_of_a_prompt_only_with_the_sites_creation_time(sim, engine):
     first, second = prompt("first"), prompt("second")
+    before = int(time.time())  # the site stamps whole seconds
     first_url, second_url = engine.send(first), engine.send(second)
-    assert engine.find_chat(first) == first_url
-    assert engine.find_chat("  " + second + "\n") == second_url
-    assert engine.find_chat(prompt("never sent")) is None
-    assert len(sends_of(sim, first)) == len(sends_of(sim, second)) == 1
+    again_url = engine.send(first)
+    found = engine.find_chats(first)
+    assert [chat.url for chat in found] == [again_url, first_url]  # newest first
+    assert all(before <= chat.created <= time.time() for chat in found), found
+    assert [chat.url for chat in engine.find_chats("  " + second + "\n")] == [second_url]
+    assert engine.find_chats(prompt("never sent")) == []
+    assert len(sends_of(sim, first)) == 2 and len(sends_of(sim, second)) == 1
 
 
 # -- failures: classified, and nothing typed when the session is not usable ------------------

@@ -28,7 +28,7 @@ import pipeline.files
 import pipeline.journal
 from pipeline.config import load
 from pipeline.contract import Status, generate, replay
-from pipeline.engines.base import Answer, Generating, HardError, QuotaSpent, TransientError
+from pipeline.engines.base import Answer, FoundChat, Generating, HardError, QuotaSpent, TransientError
 from pipeline.errors import UsageProblem
 from pipeline.files import FileLock
 from pipeline.journal import Journal
@@ -60,10 +60,13 @@ class FakeSite:
         self.chats: dict[str, str] = {}  # url -> first prompt
         self.hidden: set[str] = set()  # chats the chat list does not show (list lag)
         self.received: Counter = Counter()  # prompt -> times received
+        self.created: dict[str, float] = {}  # url -> when the site made it (the model's clock)
+        self.clock = lambda: 0.0
 
     def receive(self, text: str, *, hidden: bool = False) -> str:
         url = f"https://chat.qwen.ai/c/{len(self.chats) + 1:08d}-0000-4000-8000-000000000000"
         self.chats[url] = text
+        self.created[url] = self.clock()
         self.received[text] += 1
         if hidden:
             self.hidden.add(url)
@@ -128,12 +131,12 @@ class ModelChat:
                 return result
         raise TransientError("timed out", code="timeout")
 
-    def find_chat(self, text: str) -> str | None:
+    def find_chats(self, text: str) -> list[FoundChat]:
         mode, self.find_mode = self.find_mode, "ok"
         if mode == "transient":
             raise TransientError("the chat list did not load", code="network")
         found = [u for u, t in self.site.chats.items() if t == text and u not in self.site.hidden]
-        return found[-1] if found else None
+        return [FoundChat(u, self.site.created[u]) for u in reversed(found)]
 
     def close(self) -> None:
         pass
@@ -200,6 +203,7 @@ class ContractModel(RuleBasedStateMachine):
         self.chat = ModelChat(self.site)
         self.router = ModelRouter()
         self.now = 1_800_000_000.0
+        self.site.clock = lambda: self.now
         self.torn_allowed = 0
         self.failures: Counter = Counter()  # FAILED outcomes (hard failure, no fallback) since reset
         self.router_answers: dict[str, int] = {}

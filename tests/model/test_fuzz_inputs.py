@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, example, given, settings
 
 from pipeline.cli import run
 from pipeline.config import SCHEMA, ConfigError, load
-from pipeline.engines.base import Answer, ChatTurns, Generating, TurnState
+from pipeline.engines.base import Answer, ChatTurns, FoundChat, Generating, TurnState
 from pipeline.workspace import Engines
 
 pytestmark = pytest.mark.timeout(120)
@@ -62,8 +62,8 @@ class FuzzChat:
     def wait(self, chat_url: str, *, timeout: float, on_progress=None) -> Answer:
         return Answer(ANSWER, "qwen", model="qwen-max")
 
-    def find_chat(self, text: str):
-        return next((u for u, m in self.messages.items() if m[0] == text), None)
+    def find_chats(self, text: str) -> list[FoundChat]:
+        return [FoundChat(u, None) for u, m in reversed(self.messages.items()) if m[0] == text]
 
     def read_turns(self, chat_url: str) -> ChatTurns:
         users = self.messages.get(chat_url) or ["?"]

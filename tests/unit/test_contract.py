@@ -128,7 +128,7 @@ def test_marker_without_url_finds_the_chat_instead_of_sending(project, workspace
     outcome = generate(workspace, "tea", engines)
     assert chat.sends == 1, "the prompt was sent a second time"
     assert outcome.status is Status.WORKING
-    assert ("find_chat", "Write about tea.") in chat.history
+    assert ("find_chats", "Write about tea.") in chat.history
     assert (project / "articles" / "tea.md.url").exists()
     assert not (project / "articles" / "tea.md.sending").exists()
     assert "recovered" in events(workspace)

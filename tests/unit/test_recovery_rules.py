@@ -1,0 +1,271 @@
+"""Recovery after a crash, honest send counts and front matter ownership, with the fake engines."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import tomllib
+from contextlib import contextmanager
+from unittest import mock
+
+import pytest
+from fakes import answer
+from project_files import add_prompt
+
+import pipeline.contract
+from pipeline.contract import RECOVERY_CLOCK_SLACK, Status, adoptable_chat, generate
+from pipeline.engines.base import FoundChat, HardError
+
+
+def front_matter(path):
+    text = path.read_text(encoding="utf-8")
+    head, _body = text[4:].split("\n+++\n", 1)
+    return tomllib.loads(head)
+
+
+def events(workspace, slug=None):
+    return [e["event"] for e in workspace.journal.read(slug=slug)]
+
+
+# -- 12: keys qwenpipe owns ----------------------------------------------------------------------
+
+
+def test_a_router_article_never_carries_the_prompts_own_chat_url(project, workspace, engines):
+    add_prompt(project, "tea", meta='chat_url = "https://example.com/c/mine"\nmodel = "mine"\nauthor = "Ann"')
+    outcome = generate(workspace, "tea", engines, engine="router")
+    assert outcome.status is Status.DONE and outcome.engine == "router"
+    meta = front_matter(project / "articles" / "tea.md")
+    assert "chat_url" not in meta and meta["engine"] == "router" and meta["model"] == "test/model"
+    assert meta["author"] == "Ann", "the prompt's own keys still pass through"
+
+
+def test_a_router_article_after_a_failed_chat_does_not_name_the_chat(project, workspace, engines, chat):
+    add_prompt(project, "tea")
+    generate(workspace, "tea", engines)
+    chat.enqueue_check(HardError("chat gone", code="chat_not_found"))
+    outcome = generate(workspace, "tea", engines)
+    assert outcome.status is Status.DONE and outcome.engine == "router"
+    meta = front_matter(project / "articles" / "tea.md")
+    assert meta["engine"] == "router" and "chat_url" not in meta
+
+
+def test_a_chat_article_without_a_model_does_not_take_the_prompts_model(project, workspace, engines, chat):
+    add_prompt(project, "tea", meta='model = "not-the-chat"\nprompt_sha256 = "forged"')
+    generate(workspace, "tea", engines)
+    chat.enqueue_check(answer())
+    assert generate(workspace, "tea", engines).status is Status.DONE
+    meta = front_matter(project / "articles" / "tea.md")
+    assert meta["engine"] == "qwen" and "model" not in meta
+    assert meta["prompt_sha256"] != "forged" and len(meta["prompt_sha256"]) == 64
+
+
+# -- 6: a send that never reached the site is not a send ------------------------------------------
+
+
+def no_router(project):
+    from pipeline.config import load
+    from pipeline.workspace import Workspace
+
+    (project / "config.toml").write_text(
+        "[qwen]\npoll_interval = 0\nmax_attempts = 5\nmax_sends_per_day = 1\n"
+        "[router]\nenabled = false\n[article]\nmin_words = 0\n"
+    )
+    return Workspace(load(project / "config.toml"))
+
+
+def logged_out_before_typing() -> HardError:
+    err = HardError("not logged in to the chat site: run `qwenpipe login`", code="logged_out")
+    err.nothing_sent = True
+    return err
+
+
+def test_a_send_refused_before_typing_counts_no_send_and_leaves_no_marker(project, chat):
+    from pipeline.quota import sends_today
+    from pipeline.workspace import Engines
+
+    ws = no_router(project)
+    eng = Engines(ws.config, chat_factory=lambda _c: chat)
+    add_prompt(project, "tea")
+    for _ in range(2):
+        chat.send_error = logged_out_before_typing()
+        assert generate(ws, "tea", eng).status is Status.FAILED
+        assert not (project / "articles" / "tea.md.sending").exists()
+    assert sends_today(ws.journal, time.time()) == 0
+    assert events(ws).count("unsent") == 2
+    chat.send_error = None  # logged in again: the daily limit of 1 is still whole
+    outcome = generate(ws, "tea", eng)
+    assert outcome.status is Status.QUEUED and chat.sends == 1
+    assert "find_chats" not in [h[0] for h in chat.history], "looked for a chat that was never sent"
+
+
+def test_a_failure_after_the_click_still_counts_and_keeps_the_marker(project, chat):
+    from pipeline.quota import sends_today
+    from pipeline.workspace import Engines
+
+    ws = no_router(project)
+    eng = Engines(ws.config, chat_factory=lambda _c: chat)
+    add_prompt(project, "tea")
+    chat.send_error = HardError("no chat address appeared", code="no_chat_url")  # nothing_sent unset
+    assert generate(ws, "tea", eng).status is Status.FAILED
+    assert (project / "articles" / "tea.md.sending").exists(), "the send may have reached the site"
+    assert sends_today(ws.journal, time.time()) == 1
+
+
+def test_an_unsent_send_gives_its_place_in_the_cycle_budget_back(project, workspace, engines, chat):
+    from pipeline.quota import SendBudget
+
+    budget = SendBudget(1)
+    add_prompt(project, "tea")
+    chat.send_error = logged_out_before_typing()
+    assert generate(workspace, "tea", engines, budget=budget).engine == "router"  # it went on
+    assert budget.used == 0
+    add_prompt(project, "coffee", "Write about coffee.")
+    chat.send_error = None
+    assert generate(workspace, "coffee", engines, budget=budget).status is Status.QUEUED
+
+
+def test_the_journal_index_takes_back_only_the_unsent_send(project, workspace):
+    from pipeline.journal_index import JournalIndex
+
+    journal = workspace.journal
+    journal.append("a", "sending", engine="qwen")
+    journal.append("b", "sending", engine="qwen")
+    journal.append("b", "unsent", engine="qwen", code="logged_out")
+    journal.append("b", "unsent", engine="qwen", code="logged_out")  # a stray second one takes nothing
+    index = JournalIndex.beside(journal).refresh()
+    assert index.sends_since(0) == 1
+    assert index.summary("a").sends == 1 and index.summary("b").sends == 0
+    again = JournalIndex.beside(journal).refresh()  # from the saved index
+    assert again.sends_since(0) == 1
+
+
+# -- 5: recovery adopts only this article's chat --------------------------------------------------
+
+
+class Crash(BaseException):
+    """The process dies here (as QWENPIPE_CRASH_AT's SIGKILL would)."""
+
+
+@contextmanager
+def crash_at(point: str):
+    def crashpoint(name: str) -> None:
+        if name == point:
+            raise Crash(name)
+
+    with mock.patch.object(pipeline.contract, "crashpoint", crashpoint):
+        yield
+
+
+class Clock:
+    """One clock for the contract and the fake site; tests move it."""
+
+    def __init__(self, now: float = 1_800_000_000.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def interrupted(workspace, slug, engines, clock, point="before_send"):
+    with crash_at(point), pytest.raises(Crash):
+        generate(workspace, slug, engines, clock=clock)
+    assert workspace.article(slug).sending.exists()
+
+
+def test_a_marker_records_what_recovery_needs(project, workspace, engines):
+    add_prompt(project, "tea")
+    clock = Clock()
+    interrupted(workspace, "tea", engines, clock)
+    marker = json.loads(workspace.article("tea").sending.read_text())
+    assert marker["time"] == clock.now and marker["account"] == "default"
+    assert marker["prompt_sha256"] == hashlib.sha256(b"Write about tea.").hexdigest()
+
+
+def test_a_second_article_with_the_same_text_never_adopts_the_firsts_chat(project, workspace, engines, chat):
+    clock = Clock()
+    chat.clock = clock
+    add_prompt(project, "tea")
+    add_prompt(project, "tea-again")  # the same text (a template)
+    assert generate(workspace, "tea", engines, clock=clock).status is Status.QUEUED
+    first = (project / "articles" / "tea.md.url").read_text()
+    clock.now += 2  # within the clock slack: only the other article's .md.url tells them apart
+    interrupted(workspace, "tea-again", engines, clock)
+    said = []
+    outcome = generate(workspace, "tea-again", engines, clock=clock, say=said.append)
+    assert outcome.status is Status.QUEUED and chat.sends == 2
+    assert (project / "articles" / "tea-again.md.url").read_text() != first
+    assert "recovery_in_doubt" in events(workspace, "tea-again")
+    assert any("is tea's" in line and "sending again" in line for line in said), said
+
+
+def test_a_chat_made_before_the_marker_is_another_sends(project, workspace, engines, chat):
+    """Two workspaces on one account: the other one's chat holds the same text, made earlier."""
+    clock = Clock()
+    chat.clock = clock
+    chat.send("Write about tea.")  # the other workspace's send: no .md.url here names it
+    clock.now += 60
+    add_prompt(project, "tea")
+    interrupted(workspace, "tea", engines, clock)
+    said = []
+    outcome = generate(workspace, "tea", engines, clock=clock, say=said.append)
+    assert outcome.status is Status.QUEUED and chat.sends == 2
+    assert any("60 s before this send" in line for line in said), said
+    reasons = [
+        e.get("reason", "") for e in workspace.journal.read(slug="tea") if e["event"] == "recovery_in_doubt"
+    ]
+    assert reasons and "before this send" in reasons[0]
+
+
+def test_the_chat_an_interrupted_send_made_is_adopted_even_with_a_clock_a_little_behind(
+    project, workspace, engines, chat
+):
+    clock = Clock()
+    chat.clock = lambda: clock.now - 5  # the site's clock runs 5 s behind ours
+    add_prompt(project, "tea")
+    interrupted(workspace, "tea", engines, clock, point="after_send")
+    outcome = generate(workspace, "tea", engines, clock=clock)
+    assert chat.sends == 1 and outcome.status is Status.WORKING
+    assert (project / "articles" / "tea.md.url").read_text().strip() == chat.known_chats["Write about tea."]
+    assert "recovered" in events(workspace, "tea")
+
+
+@pytest.mark.parametrize("case", ["unknown time", "two fresh chats", "prompt edited", "old marker"])
+def test_recovery_in_doubt_sends_again_and_says_why(project, workspace, engines, chat, case):
+    clock = Clock()
+    chat.clock = clock
+    add_prompt(project, "tea")
+    interrupted(workspace, "tea", engines, clock, point="after_send")
+    if case == "unknown time":
+        chat.created = dict.fromkeys(chat.created)
+    elif case == "two fresh chats":
+        chat.send("Write about tea.")  # another workspace, at the same moment
+    elif case == "prompt edited":
+        marker = json.loads(workspace.article("tea").sending.read_text())
+        workspace.article("tea").sending.write_text(json.dumps({**marker, "prompt_sha256": "0" * 64}))
+    else:
+        workspace.article("tea").sending.write_text("{}")
+    sends = chat.sends
+    said = []
+    outcome = generate(workspace, "tea", engines, clock=clock, say=said.append)
+    assert outcome.status is Status.QUEUED and chat.sends == sends + 1
+    assert "recovery_in_doubt" in events(workspace, "tea")
+    assert any("sending again" in line for line in said), said
+
+
+def test_adoptable_chat_rules():
+    since = 1_800_000_000.0
+    marker = {"time": since, "prompt_sha256": "h", "account": "default"}
+    url = "https://chat.qwen.ai/c/{}-0000-4000-8000-000000000000".format
+    mine = FoundChat(url("00000001"), since + 3)
+    assert adoptable_chat([mine], marker, "h", {}) == (mine.url, "")
+    slack = FoundChat(url("00000002"), since - RECOVERY_CLOCK_SLACK)
+    assert adoptable_chat([slack], marker, "h", {})[0] == slack.url
+    older = FoundChat(url("00000003"), since - RECOVERY_CLOCK_SLACK - 1)
+    assert adoptable_chat([older], marker, "h", {})[0] is None
+    assert adoptable_chat([mine, older], marker, "h", {})[0] == mine.url
+    assert adoptable_chat([mine], marker, "h", {"/c/00000001-0000-4000-8000-000000000000": "b"})[0] is None
+    assert adoptable_chat([mine, FoundChat(url("00000004"), None)], marker, "h", {})[0] is None
+    assert adoptable_chat([mine], {**marker, "account": "work"}, "h", {})[0] is None
+    assert adoptable_chat([mine], {"time": True, "prompt_sha256": "h"}, "h", {})[0] is None
+    assert adoptable_chat([mine], None, "h", {})[0] is None
