@@ -144,6 +144,7 @@ def cycle(ctx: typer.Context, config: ConfigOption = None) -> None:
     from .workspace import Engines
 
     workspace = _workspace(ctx, config)
+    workspace.config.require_prompts_dir()
     ping_url = workspace.config.values["notify"]["ping_url"]
     ping(ping_url, "start", say=say)
     _watchdog(workspace.config.qwen["run_timeout"], "cycle")

@@ -16,10 +16,15 @@ TURN_SEPARATOR = "=== next turn ==="  # a line of its own between the turns of a
 MAX_PROMPT_BYTES = 1_000_000
 
 
+MAX_SLUG = 200  # SLUG.md.sending and friends must stay within a file system's 255-byte names
+
+
 def check_slug(slug: str) -> str:
     """Return `slug` if it is a safe file name stem, else raise UsageProblem saying why."""
-    if SLUG_RE.fullmatch(slug or "") and len(slug) <= 200:
+    if SLUG_RE.fullmatch(slug or "") and len(slug) <= MAX_SLUG:
         return slug
+    if SLUG_RE.fullmatch(slug or ""):
+        raise UsageProblem(f"invalid slug {slug[:40]}...: {len(slug)} characters, at most {MAX_SLUG}")
     hint = ""
     stem = Path(slug).name.removesuffix(".md") if slug else ""
     if stem and stem != slug and SLUG_RE.fullmatch(stem):
