@@ -69,10 +69,19 @@ def split_front_matter(raw: str, where: Path) -> tuple[dict, str]:
             block = "".join(lines[1:index])
             try:
                 meta = tomllib.loads(block)
-            except tomllib.TOMLDecodeError as err:
-                raise UsageProblem(f"{where}: front matter is not valid TOML: {err}") from None
+            except (tomllib.TOMLDecodeError, ValueError) as err:  # ValueError: a 4300+ digit integer
+                raise UsageProblem(
+                    f"{where}: front matter is not valid TOML: {_file_lines(str(err), index + 1)}"
+                ) from None
             return meta, "".join(lines[index + 1 :])
     raise UsageProblem(f"{where}: front matter opened with `+++` on line 1 is never closed by a `+++` line")
+
+
+def _file_lines(message: str, closing_line: int) -> str:
+    """tomllib's message with the file's line numbers: the front matter starts on line 2, after
+    the `+++` line, and "end of document" is the closing `+++` on `closing_line`."""
+    message = re.sub(r"\(at line (\d+),", lambda m: f"(at line {int(m[1]) + 1},", message)
+    return message.replace("(at end of document)", f"(at line {closing_line}, the closing `+++`)")
 
 
 def load_prompt(prompts_dir: Path, slug: str) -> Prompt:

@@ -249,6 +249,8 @@ def build_row(
     row.engine = journal.engine or None
     row.chat_url = journal.chat_url or None
     sent_at = journal.sent_ts
+    if journal.turns > 1:  # a done multi-turn article: its "done" step says how many
+        row.turns = journal.turns
     if phase != batch.DONE:
         state = places.state(view.slug)
         row.engine = state.engine or row.engine
