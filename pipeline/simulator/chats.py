@@ -83,6 +83,9 @@ class Settings:
     toast_seconds: float = 10.0  # how long an error toast stays on the page
     ui: str = "current"
     require_login: bool = False
+    # Answers stop just short of their end (still generating) until this is set back to False:
+    # a test decides when they finish, whatever the speed of the machine.
+    hold_answers: bool = False
 
     def validated(self) -> Settings:
         checks = [
@@ -93,6 +96,7 @@ class Settings:
                 min(self.answer_seconds, self.thinking_seconds, self.url_delay, self.toast_seconds) >= 0,
                 "times must be >= 0",
             ),
+            (isinstance(self.hold_answers, bool), "hold_answers must be true or false"),
         ]
         for ok, message in checks:
             if not ok:
@@ -115,8 +119,9 @@ class Message:
     cut_short: bool = False  # error_banner: stops at about half, with an error
     stopped_at: float | None = None
 
-    def progress(self, now: float) -> dict:
-        """What the chat holds for this assistant message at monotonic time `now`."""
+    def progress(self, now: float, held: bool = False) -> dict:
+        """What the chat holds for this assistant message at monotonic time `now`; `held`
+        (Settings.hold_answers): an answer that would be complete waits one word short of it."""
         clock = min(now, self.stopped_at) if self.stopped_at is not None else now
         elapsed = clock - self.started
         thinking_done = elapsed >= self.thinking_seconds
@@ -131,7 +136,9 @@ class Message:
         else:
             shown = min(limit, int(len(words) * (elapsed - self.thinking_seconds) / self.answer_seconds))
         done = elapsed >= end or self.stopped_at is not None
-        if done:
+        if done and held and self.stopped_at is None:
+            done, shown = False, max(limit - 1, 0)
+        elif done:
             shown = limit if self.stopped_at is None else shown
         think_words = answers.split_words(self.thinking)
         think_share = 1.0 if thinking_done else elapsed / max(self.thinking_seconds, 1e-9)
@@ -229,8 +236,11 @@ class ChatStore:
         if message.role == "user":
             view["content"] = message.text
         else:
-            view.update(message.progress(now))
+            view.update(self._progress(message, now))
         return view
+
+    def _progress(self, message: Message, now: float) -> dict:
+        return message.progress(now, held=self.settings.hold_answers)
 
     def list_chats(self, page: int, per_page: int = 10) -> list[dict]:
         """The chat list, most recently updated first, `per_page` a page (page 1 first)."""
@@ -255,7 +265,7 @@ class ChatStore:
         with self.lock:
             chat = self.chats.get(chat_id)
             last = chat.last_assistant() if chat else None
-            if last is None or last.progress(time.monotonic())["done"]:
+            if last is None or self._progress(last, time.monotonic())["done"]:
                 return False
             last.stopped_at = time.monotonic()
             return True
@@ -288,7 +298,7 @@ class ChatStore:
         if chat is None or (chat.messages and self.opens_as_missing(chat)):
             return not_found_body(parent_id or chat_id)
         last = chat.last_assistant()
-        if last is not None and not last.progress(time.monotonic())["done"]:
+        if last is not None and not self._progress(last, time.monotonic())["done"]:
             return dict(IN_PROGRESS_BODY)
         expected_parent = chat.messages[-1].id if chat.messages else None
         if parent_id != expected_parent:

@@ -25,6 +25,7 @@ SETTING_KEYS = {
     "toast_seconds",
     "ui",
     "require_login",
+    "hold_answers",
 }
 
 
