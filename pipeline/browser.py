@@ -229,6 +229,8 @@ def state_token_expiry(state_path: Path) -> float | None:
     Read from the file, so `status` can warn days ahead without starting a browser; None for a
     file that cannot be read or holds no readable token, whatever it contains.
     """
+    if not Path(state_path).is_file():
+        return None  # missing, a folder, or a FIFO that would block the read forever
     try:
         state = json.loads(Path(state_path).read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):  # RecursionError: [[[[... nested too deep

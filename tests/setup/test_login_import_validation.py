@@ -135,6 +135,19 @@ def test_status_never_crashes_on_a_saved_state(hostile):
     assert json.loads(as_json.stdout)["login"]["expires_at"] is None
 
 
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_status_does_not_hang_on_a_saved_state_that_is_not_a_file(tmp_path, kind):
+    import os
+
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / ".qwenpipe").mkdir(mode=0o700)
+    saved = tmp_path / ".qwenpipe" / "state.json"
+    os.mkfifo(saved) if kind == "fifo" else saved.mkdir()
+    shown = qwenpipe("status", "--json", cwd=tmp_path, timeout=30)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["login"]["expires_at"] is None
+
+
 @pytest.mark.parametrize("hostile", list(HOSTILE_STATES), indirect=True)
 def test_doctor_reads_any_saved_state_without_crashing(hostile):
     report = Report("test")
