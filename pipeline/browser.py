@@ -140,18 +140,52 @@ def load_storage_state(context: Any, state_path: Path) -> bool:
     Cookies go in directly; localStorage through an init script that only fills keys the page
     does not have yet, so a token the site refreshes later is never overwritten by the old one.
     """
+    from playwright.sync_api import Error as PlaywrightError
+
     try:
         state = json.loads(state_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return False
-    cookies = [c for c in state.get("cookies", []) if isinstance(c, dict) and c.get("name")]
+    cookies = [c for c in _list(state, "cookies") if isinstance(c, dict) and c.get("name")]
     if cookies:
-        context.add_cookies(cookies)
-    for origin in state.get("origins", []):
-        items = {i["name"]: i["value"] for i in origin.get("localStorage", []) if "name" in i}
+        try:
+            context.add_cookies(cookies)
+        except PlaywrightError:
+            return False  # a hand-edited file Chromium refuses: the run goes on logged out, and says so
+    for origin in _list(state, "origins"):
+        items = {i["name"]: i["value"] for i in _local_storage(origin)}
         if items:
-            context.add_init_script(_local_storage_script(origin.get("origin", ""), items))
+            context.add_init_script(_local_storage_script(str(origin.get("origin", "")), items))
     return True
+
+
+def _list(table: Any, key: str) -> list:
+    """`table[key]` when `table` is an object and that is a list, else []: a saved state may have
+    been edited by hand, and reading it must never raise."""
+    value = table.get(key) if isinstance(table, dict) else None
+    return value if isinstance(value, list) else []
+
+
+def _local_storage(origin: Any) -> list[dict]:
+    """An origin's localStorage entries that are {"name": str, "value": str} pairs."""
+    return [
+        i
+        for i in _list(origin, "localStorage")
+        if isinstance(i, dict) and isinstance(i.get("name"), str) and isinstance(i.get("value"), str)
+    ]
+
+
+def state_tokens(state: Any) -> list[str]:
+    """The login `token` values of a storage state (its cookies and localStorage), whatever the
+    shape of what was read: a malformed state has fewer tokens, never an exception."""
+    found = [
+        c["value"]
+        for c in _list(state, "cookies")
+        if isinstance(c, dict) and c.get("name") == "token" and isinstance(c.get("value"), str)
+    ]
+    for origin in _list(state, "origins"):
+        found += [i["value"] for i in _local_storage(origin) if i["name"] == "token"]
+    return [token for token in found if token]
 
 
 def _local_storage_script(origin: str, items: dict[str, str]) -> str:
@@ -163,29 +197,45 @@ def _local_storage_script(origin: str, items: dict[str, str]) -> str:
     )
 
 
-def jwt_expiry(token: str) -> float | None:
-    """The `exp` (epoch seconds) of a JWT such as the site's login token, None when unreadable."""
+# The latest time a saved expiry may name (1 Jan 3000): beyond it a date cannot be shown or
+# compared with a clock (1e30 overflows), so it is not an expiry but a broken or forged token.
+LATEST_EXPIRY = 32503680000.0
+
+
+def plausible_time(value: Any) -> bool:
+    """Whether `value` is an epoch time a login can expire at: a finite number, 0 to LATEST_EXPIRY."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= LATEST_EXPIRY
+
+
+def jwt_exp_claim(token: str) -> Any:
+    """The raw `exp` claim of a JWT such as the site's login token; None when unreadable."""
     try:
         payload = token.split(".")[1]
         claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-        return float(claims["exp"])
-    except (AttributeError, IndexError, KeyError, TypeError, ValueError):
+        return claims.get("exp") if isinstance(claims, dict) else None
+    except (AttributeError, IndexError, TypeError, ValueError):
         return None
+
+
+def jwt_expiry(token: str) -> float | None:
+    """The `exp` (epoch seconds) of a JWT, None when unreadable or not a plausible time."""
+    exp = jwt_exp_claim(token)
+    return float(exp) if plausible_time(exp) else None
 
 
 def state_token_expiry(state_path: Path) -> float | None:
     """When the login saved in a storage-state file expires (its `token` cookie or localStorage).
 
-    Read from the file, so `status` can warn days ahead without starting a browser.
+    Read from the file, so `status` can warn days ahead without starting a browser; None for a
+    file that cannot be read or holds no readable token, whatever it contains.
     """
+    if not Path(state_path).is_file():
+        return None  # missing, a folder, or a FIFO that would block the read forever
     try:
         state = json.loads(Path(state_path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: [[[[... nested too deep
         return None
-    tokens = [c.get("value") for c in state.get("cookies", []) if c.get("name") == "token"]
-    for origin in state.get("origins", []):
-        tokens += [i.get("value") for i in origin.get("localStorage", []) if i.get("name") == "token"]
-    expiries = [e for e in (jwt_expiry(t) for t in tokens if t) if e is not None]
+    expiries = [e for e in (jwt_expiry(t) for t in state_tokens(state)) if e is not None]
     return max(expiries) if expiries else None
 
 

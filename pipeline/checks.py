@@ -112,6 +112,14 @@ def detect_language(text: str) -> str | None:
     return best if scores[best] >= 3 else None
 
 
+def count_words(markdown: str) -> int:
+    """Words as a reader counts them, the one rule for min_words, the front matter's word_count
+    and what `generate` says: tokens with a letter or digit (not `#`, `-` or `**`), link
+    targets left out."""
+    text = re.sub(r"\]\([^)]*\)", "]", markdown)
+    return sum(1 for token in text.split() if any(c.isalnum() for c in token))
+
+
 def check_answer(markdown: str, settings: dict) -> Verdict:
     """Tidy `markdown` and judge it against `settings` (the merged [article] table)."""
     text = tidy(markdown, strip_chatter=settings.get("strip_chatter", True))
@@ -120,7 +128,7 @@ def check_answer(markdown: str, settings: dict) -> Verdict:
     for phrase in (*REFUSALS, *settings.get("refusal_phrases", [])):
         if phrase.lower() in head:
             return Verdict(text, f'the answer is a refusal ("{phrase}")', "refusal")
-    words = len(text.split())
+    words = count_words(text)
     minimum = settings.get("min_words", 0)
     if minimum and words < minimum:
         return Verdict(

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import sys
-from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -21,7 +21,10 @@ app = typer.Typer(
     name="qwenpipe",
     help="Generate articles with the chat.qwen.ai web chat, unattended, paying once per prompt.",
     no_args_is_help=True,
-    add_completion=False,
+    # `--install-completion` / `--show-completion`: Tab completes commands, options and choices.
+    add_completion=True,
+    # Plain help: the rich panels label every flag `<bool>`, though a flag takes no value.
+    rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
 
@@ -47,7 +50,9 @@ def main_options(
             "--cdp", help="attach to a running, logged-in Chrome at this URL (overrides browser.cdp_url)"
         ),
     ] = None,
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True)] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")
+    ] = False,
 ) -> None:
     ctx.obj = {"config": config, "cdp": cdp}
 
@@ -144,6 +149,7 @@ def cycle(ctx: typer.Context, config: ConfigOption = None) -> None:
     from .workspace import Engines
 
     workspace = _workspace(ctx, config)
+    workspace.config.require_prompts_dir()
     ping_url = workspace.config.values["notify"]["ping_url"]
     ping(ping_url, "start", say=say)
     _watchdog(workspace.config.qwen["run_timeout"], "cycle")
@@ -157,24 +163,25 @@ def cycle(ctx: typer.Context, config: ConfigOption = None) -> None:
 @app.command()
 def cron(
     ctx: typer.Context,
-    every: Annotated[int, typer.Option(help="minutes between cycles")] = 5,
+    every: Annotated[
+        str, typer.Option(help="time between cycles: minutes (5, 90m) or hours (2h)", metavar="TIME")
+    ] = "5m",
     config: ConfigOption = None,
 ) -> None:
     """Print a crontab line and a systemd service + timer that run `cycle` for this config."""
     from .config import config_path
-    from .cron import crontab_line, systemd_units
+    from .cron import crontab_line, parse_every, systemd_units
 
-    if not 1 <= every <= 59:
-        raise UsageProblem(f"--every {every}: choose 1 to 59 minutes")
+    minutes = parse_every(every)
     path, _named = config_path(config or ctx.obj.get("config"))
     path = path.resolve()
     _workspace(ctx, str(path)) if path.exists() else None  # a bad config is reported now, not at 3 a.m.
     if not path.exists():
         say(f"note: {path} does not exist yet; create it with `qwenpipe init`")
-    service, timer = systemd_units(path, every_minutes=every)
+    service, timer = systemd_units(path, every_minutes=minutes)
     printed = out()
     printed.print("# crontab (crontab -e):", markup=False)
-    printed.print(crontab_line(path, every_minutes=every), markup=False)
+    printed.print(crontab_line(path, every_minutes=minutes), markup=False)
     printed.print("\n# or systemd: ~/.config/systemd/user/qwenpipe.service", markup=False)
     printed.print(service, markup=False)
     printed.print(
@@ -225,50 +232,54 @@ def init(
         raise UsageProblem(f"{path} already exists; use --force to overwrite it")
     atomic_write(path, render_default_config(), mode=SHARED)
     say(f"wrote {path}")
+    prompts = load(path).prompts_dir
+    if not prompts.is_dir():
+        prompts.mkdir(parents=True)
+        say(f"made {prompts}: write each prompt there as SLUG.md")
 
 
-@app.command()
-def simulate(
-    port: Annotated[int, typer.Option(help="port on 127.0.0.1 (0 = any free port)")] = 8765,
-    scenario: Annotated[
-        str,
-        typer.Option(help="ok, logged_out, bot_check, quota, chat_not_found, waf, error_banner, slow, ..."),
-    ] = "ok",
-    api_shape: Annotated[str, typer.Option(help="2026-08 or 2026-06")] = "2026-08",
-    answer_seconds: Annotated[float, typer.Option(help="how long an answer takes to grow")] = 5.0,
-    ui: Annotated[str, typer.Option(help="current or legacy page")] = "current",
-    ledger: Annotated[
-        Path | None, typer.Option(help="also write the ledger of received prompts here")
-    ] = None,
-    thinking_seconds: Annotated[float, typer.Option(help="how long the thinking phase lasts")] = 1.0,
-    url_delay: Annotated[
-        float, typer.Option(help="seconds from accepting a prompt to the /c/<id> URL")
-    ] = 0.3,
-    require_login: Annotated[bool, typer.Option(help="serve logged out until signed in on /auth")] = False,
-) -> None:
+def simulate(**given) -> None:
     """Serve a loopback replica of chat.qwen.ai and a 9router-like router until Ctrl-C."""
-    import time
+    from .simulator.options import SimulatorOptions, serve
 
-    from .simulator import Simulator
+    def announce(sim) -> None:
+        out().print(sim.base_url, markup=False)
+        say(f"simulator on {sim.base_url} (chat) and {sim.base_url}/v1 (router); Ctrl-C stops it")
 
-    sim = Simulator(
-        port=port,
-        scenario=scenario,
-        api_shape=api_shape,
-        answer_seconds=answer_seconds,
-        ui=ui,
-        ledger_path=ledger,
-        thinking_seconds=thinking_seconds,
-        url_delay=url_delay,
-        require_login=require_login,
-    ).start()
-    out().print(sim.base_url, markup=False)
-    say(f"simulator on {sim.base_url} (chat) and {sim.base_url}/v1 (router); Ctrl-C stops it")
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        sim.stop()
+    serve(SimulatorOptions(**given), announce=announce)
+
+
+def _typer_signature(specs) -> inspect.Signature:
+    """A command's parameters from option specs (the simulator's options are defined once, in
+    pipeline/simulator/options.py, for this command line and for `python -m pipeline.simulator`)."""
+    params = []
+    for spec in specs:
+        kind = Literal[spec.choices] if spec.choices else spec.type
+        if spec.default is None:
+            kind = kind | None
+        if spec.choices:  # named in the help text: as a metavar they would not fit on a line
+            option = typer.Option(spec.flag, help=f"{spec.help}: {', '.join(spec.choices)}", metavar="NAME")
+        else:
+            option = typer.Option(spec.flag, help=spec.help)
+        params.append(
+            inspect.Parameter(
+                spec.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=spec.default,
+                annotation=Annotated[kind, option],
+            )
+        )
+    return inspect.Signature(params, return_annotation=None)
+
+
+def _register_simulate() -> None:
+    from .simulator.options import option_specs
+
+    simulate.__signature__ = _typer_signature(option_specs())
+    app.command("simulate")(simulate)
+
+
+_register_simulate()
 
 
 def _register_more_commands() -> None:

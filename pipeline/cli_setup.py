@@ -40,8 +40,8 @@ def register(app: typer.Typer) -> None:
         from .errors import UsageProblem
         from .login import LoginFailed, describe_expiry, import_state, run_login
 
-        if timeout <= 0:
-            raise UsageProblem(f"--timeout {timeout}: must be more than 0 seconds")
+        if not 0 < timeout <= 86400:  # also refuses nan, which would wait forever
+            raise UsageProblem(f"--timeout {timeout}: must be more than 0 and at most 86400 seconds")
         workspace = _workspace(ctx, config)
         try:
             if import_file is not None:

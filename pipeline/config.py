@@ -7,6 +7,7 @@ become a default.
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from collections.abc import Callable
@@ -45,12 +46,23 @@ def _ws_or_http_url_or_empty(value: str) -> str | None:
     return None
 
 
-def _non_negative(value: float) -> str | None:
-    return "must be 0 or more" if value < 0 else None
+def _between(low: float, high: float, *, low_open: bool = False) -> Callable[[float], str | None]:
+    """A range check: finite (no nan or inf: TOML allows both) and within [low, high] (or (low, high])."""
+
+    def check(value: float) -> str | None:
+        # Compared as they are: a huge TOML integer does not fit a float, so no math.isfinite on it.
+        finite = not isinstance(value, float) or math.isfinite(value)
+        below = value <= low if low_open else value < low
+        if finite and not below and value <= high:
+            return None
+        return (
+            f"must be more than {low:g} and at most {high:g}" if low_open else f"must be {low:g} to {high:g}"
+        )
+
+    return check
 
 
-def _positive(value: float) -> str | None:
-    return "must be more than 0" if value <= 0 else None
+DAY = 86400  # the upper bound of most waits: a longer one is a typo, and would overflow timers
 
 
 def _env_name(value: str) -> str | None:
@@ -102,18 +114,30 @@ SCHEMA: dict[str, dict[str, Key]] = {
     },
     "qwen": {
         "base_url": Key(str, "https://chat.qwen.ai", _http_url, "the chat site (or the simulator)"),
-        "poll_interval": Key((int, float), 60, _non_negative, "seconds between two looks at one chat"),
-        "max_attempts": Key(int, 5, _positive, "transient failures in a row before it counts as hard"),
-        "concurrency": Key(int, 2, _positive, "chats open at once in one cycle"),
-        "max_sends_per_day": Key(int, 0, _non_negative, "0 = no limit; counted from the journal, local day"),
-        "max_sends_per_cycle": Key(int, 0, _non_negative, "0 = no limit; a later turn counts too"),
-        "page_timeout": Key((int, float), 30, _positive, "seconds to wait for the chat page to load"),
-        "answer_timeout": Key(
-            (int, float), 1800, _positive, "generate --wait gives up after this many seconds"
+        "poll_interval": Key((int, float), 60, _between(0, DAY), "seconds between two looks at one chat"),
+        "max_attempts": Key(
+            int, 5, _between(1, 1000), "transient failures in a row before it counts as hard"
         ),
-        "stable_reads": Key(int, 3, _positive, "reads 1 s apart the answer must stay unchanged"),
+        "concurrency": Key(int, 2, _between(1, 64), "chats open at once in one cycle"),
+        "max_sends_per_day": Key(
+            int, 0, _between(0, 100_000), "0 = no limit; counted from the journal, local day"
+        ),
+        "max_sends_per_cycle": Key(int, 0, _between(0, 100_000), "0 = no limit; a later turn counts too"),
+        "page_timeout": Key(
+            (int, float), 30, _between(0, 3600, low_open=True), "seconds to wait for the chat page to load"
+        ),
+        "answer_timeout": Key(
+            (int, float),
+            1800,
+            _between(0, DAY, low_open=True),
+            "generate --wait gives up after this many seconds",
+        ),
+        "stable_reads": Key(int, 3, _between(1, 100), "reads 1 s apart the answer must stay unchanged"),
         "run_timeout": Key(
-            (int, float), 1800, _positive, "stop a cycle/generate running longer (safe: the next run resumes)"
+            (int, float),
+            1800,
+            _between(0, DAY, low_open=True),
+            "stop a cycle/generate running longer (safe: the next run resumes)",
         ),
         "selectors": Key(dict, {}, _string_table, "CSS selectors that replace the built-in ones"),
     },
@@ -132,19 +156,23 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "api_key_env": Key(
             str, "ROUTER_API_KEY", _env_name, "environment variable holding the key", may_be_secret=True
         ),
-        "timeout": Key((int, float), 600, _positive, "seconds to wait for a whole answer"),
-        "connect_timeout": Key((int, float), 10, _positive, "seconds to wait for a connection"),
-        "max_retries": Key(int, 4, _non_negative, "retries of 408/409/429/5xx before giving up"),
-        "max_retry_wait": Key((int, float), 300, _non_negative, "cap on one wait between retries"),
+        "timeout": Key(
+            (int, float), 600, _between(0, DAY, low_open=True), "seconds to wait for a whole answer"
+        ),
+        "connect_timeout": Key(
+            (int, float), 10, _between(0, 3600, low_open=True), "seconds to wait for a connection"
+        ),
+        "max_retries": Key(int, 4, _between(0, 100), "retries of 408/409/429/5xx before giving up"),
+        "max_retry_wait": Key((int, float), 300, _between(0, DAY), "cap on one wait between retries"),
     },
     "article": {
-        "min_words": Key(int, 50, _non_negative, "shorter answers are rejected (0 = no minimum)"),
+        "min_words": Key(int, 50, _between(0, 1_000_000), "shorter answers are rejected (0 = no minimum)"),
         "language": Key(str, "", _language, 'expected language, e.g. "en" (empty = any)'),
         "refusal_phrases": Key(list, [], _string_list, "more phrases that mark a refusal"),
         "strip_chatter": Key(bool, True, None, 'drop "Sure! Here is..." and a wrapping code fence'),
         "strip_title": Key(bool, False, None, "drop the first heading from the body when it is the title"),
         "answer_turn": Key(
-            int, 0, _non_negative, "multi-turn prompts: the turn whose answer is the article (0 = last)"
+            int, 0, _between(0, 1000), "multi-turn prompts: the turn whose answer is the article (0 = last)"
         ),
     },
     "notify": {
@@ -212,6 +240,34 @@ class Config:
     def describe(self) -> str:
         return str(self.source) if self.source else "built-in defaults (no config.toml)"
 
+    def require_prompts_dir(self) -> Path:
+        """The prompts folder; ConfigError when it does not exist, saying where it looked and the
+        fix (a cron job started in the wrong folder must fail, not find nothing to do forever)."""
+        folder = self.prompts_dir
+        if not folder.is_dir():
+            raise ConfigError(
+                f"no prompts folder: {folder} does not exist (paths.prompts, {self.describe()}); "
+                "run in the project's folder or pass --config PATH, or create it (`qwenpipe init` does)"
+            )
+        return folder
+
+    def check_folders(self) -> Config:
+        """Refuse folder settings that cannot work: prompts and articles the same folder or one
+        inside the other (articles would be read as prompts), or a prompts path that is a file."""
+        prompts, articles = self.prompts_dir, self.articles_dir
+        where = self.describe()
+        shown = f"paths.prompts = {self.values['paths']['prompts']!r} ({prompts}) and "
+        shown += f"paths.articles = {self.values['paths']['articles']!r} ({articles})"
+        if prompts == articles:
+            raise ConfigError(f"{where}: {shown} are the same folder; give each its own")
+        if articles.is_relative_to(prompts) or prompts.is_relative_to(articles):
+            raise ConfigError(f"{where}: {shown}: one is inside the other; make them separate folders")
+        if prompts.exists() and not prompts.is_dir():
+            raise ConfigError(
+                f"{where}: paths.prompts = {prompts} is a file, not a folder of SLUG.md prompts"
+            )
+        return self
+
 
 def config_path(explicit: str | os.PathLike | None) -> tuple[Path, bool]:
     """Which file to read, and whether the user named it (then it must exist)."""
@@ -231,7 +287,7 @@ def load(explicit: str | os.PathLike | None = None) -> Config:
             raise ConfigError(
                 f"{path}: no such config file (create one with `qwenpipe init --config {path}`)"
             )
-        return Config(values=defaults(), root=Path.cwd().resolve())
+        return Config(values=defaults(), root=Path.cwd().resolve()).check_folders()
     try:
         raw = files.read_bytes(path, follow=True).decode("utf-8")  # a FIFO never hangs a cron run
         data = tomllib.loads(raw)
@@ -239,11 +295,12 @@ def load(explicit: str | os.PathLike | None = None) -> Config:
         raise ConfigError(f"{path} is {bad.kind}, not a config file: make it a text file") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not UTF-8 text; save it as UTF-8") from None
-    except tomllib.TOMLDecodeError as err:
+    except (tomllib.TOMLDecodeError, ValueError) as err:  # ValueError: an integer of 4300+ digits
         raise ConfigError(f"{path}: not valid TOML: {err}") from None
     except OSError as err:
         raise ConfigError(f"{path}: cannot read: {err.strerror}") from None
-    return Config(values=validate(data, path), root=path.resolve().parent, source=path.resolve())
+    config = Config(values=validate(data, path), root=path.resolve().parent, source=path.resolve())
+    return config.check_folders()
 
 
 def validate(data: dict[str, Any], where: Path | str = "config.toml") -> dict[str, dict[str, Any]]:

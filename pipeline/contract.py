@@ -25,7 +25,7 @@ import tomli_w
 
 from . import files
 from .article import ArticleFiles, ArticleState, read_chat_url
-from .checks import Verdict, check_answer
+from .checks import Verdict, check_answer, count_words
 from .crashpoints import crashpoint
 from .engines.base import (
     Answer,
@@ -43,6 +43,7 @@ from .prompts import Prompt, check_slug, load_prompt
 from .quota import SendBudget, sends_today
 from .redact import mask, mask_data
 from .render import render_article
+from .render import article_body, render_article
 from .workspace import Engines, Workspace
 
 ENGINE_CHOICES = ("auto", "qwen", "router")
@@ -427,12 +428,13 @@ class Step:
         self.state.engine, self.state.progress, self.state.attempts = answer.engine, "done", 0
         self.state.next_try = 0.0
         self.save()
-        words = len(answer.markdown.split())
+        words = count_words(article_body(self.prompt, answer, strip_title=settings["strip_title"]))
         self.log(
             "done",
             engine=answer.engine,
             model=answer.model,
             words=words,
+            turns=len(self.prompt.turns),
             duration=round(self.clock() - self.state.sent_at, 3) if self.state.sent_at else None,
             **({"prompt_edited_after_send": True} if edited else {}),
         )
@@ -480,7 +482,7 @@ class Step:
         if answer.engine == "qwen":
             return self.hard(err)
         self.state.record_error(self.clock(), answer.engine, err.code, str(err))
-        return self.give_up(err, f"router: {err}")
+        return self.give_up(err, str(err))  # it starts "router answer rejected"
 
     # -- failures ----------------------------------------------------------------------------
 
@@ -533,7 +535,7 @@ class Step:
                 "router_failed", engine="router", error=str(err), code=err.code, duration=_since(started)
             )
             first = f"chat: {chat_error}; " if chat_error else ""
-            return self.give_up(err, f"{first}router: {err}")
+            return self.give_up(err, f"{first}{'' if str(err).startswith('router') else 'router: '}{err}")
         return self.finish(answer)
 
     def route(self) -> Answer:

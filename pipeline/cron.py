@@ -2,9 +2,74 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from pathlib import Path
+
+from .errors import UsageProblem
+
+DAY_MINUTES = 24 * 60
+_EVERY = re.compile(r"(?:(\d+)h)?(?:(\d+)m(?:in)?)?")
+
+
+def parse_every(text: str) -> int:
+    """`--every`: minutes ("5", "90m") or hours ("2h", "1h30m"), as minutes. UsageProblem unless it
+    is 1 minute to 24 hours and divides a day, so every gap (across hours and midnight too) is equal."""
+    text = text.strip().lower()
+    match = None if text.isdigit() else _EVERY.fullmatch(text)
+    if text.isdigit():
+        minutes = int(text)
+    elif match and any(match.groups()):
+        minutes = int(match[1] or 0) * 60 + int(match[2] or 0)
+    else:
+        raise UsageProblem(f"--every {text!r}: give minutes (5, 90m) or hours (2h, 1h30m)")
+    if not 1 <= minutes <= DAY_MINUTES:
+        raise UsageProblem(f"--every {text}: choose 1 minute to 24 hours (24h)")
+    if DAY_MINUTES % minutes:
+        near = [m for m in range(1, DAY_MINUTES + 1) if DAY_MINUTES % m == 0]
+        lower = max(m for m in near if m < minutes)
+        upper = min(m for m in near if m > minutes)
+        raise UsageProblem(
+            f"--every {text}: cron cannot run every {minutes} minutes evenly (a day is not a whole "
+            f"number of them); choose an interval that divides 24 h, "
+            f"e.g. {describe(lower)} or {describe(upper)}"
+        )
+    return minutes
+
+
+def describe(minutes: int) -> str:
+    """ "5m", "90m", "2h" (the way `--every` takes it back)."""
+    return f"{minutes // 60}h" if minutes % 60 == 0 else f"{minutes}m"
+
+
+def cron_schedules(every_minutes: int) -> list[str]:
+    """The crontab time fields (`minute hour * * *`) that together fire every `every_minutes`
+    from midnight: one line when the interval divides an hour or is whole hours, a few otherwise
+    (90m: `0 */3 * * *` and `30 1-22/3 * * *`)."""
+    hours_by_minute: dict[int, list[int]] = {}
+    for start in range(0, DAY_MINUTES, every_minutes):
+        hours_by_minute.setdefault(start % 60, []).append(start // 60)
+    minutes_by_hours: dict[tuple[int, ...], list[int]] = {}
+    for minute, hours in sorted(hours_by_minute.items()):
+        minutes_by_hours.setdefault(tuple(hours), []).append(minute)
+    return [
+        f"{_field(minutes, 60)} {_field(list(hours), 24)} * * *"
+        for hours, minutes in sorted(minutes_by_hours.items(), key=lambda item: item[1][0])
+    ]
+
+
+def _field(values: list[int], size: int) -> str:
+    """A cron field for sorted `values` out of 0..size-1: *, */n, a-b/n or a list."""
+    if len(values) == size:
+        return "*"
+    step = values[1] - values[0] if len(values) > 1 else 0
+    if step and all(b - a == step for a, b in zip(values, values[1:], strict=False)):
+        if values[0] == 0 and values[-1] + step >= size:
+            return f"*/{step}"
+        if len(values) > 2:
+            return f"{values[0]}-{values[-1]}/{step}"
+    return ",".join(map(str, values))
 
 
 def qwenpipe_command() -> str:
@@ -17,11 +82,11 @@ def qwenpipe_command() -> str:
 
 
 def crontab_line(config: Path, *, every_minutes: int = 5) -> str:
+    """The crontab entry (one line, or a few for intervals such as 90m) running `cycle`."""
     folder = config.parent
     log = folder / "qwenpipe-cron.log"
-    return (
-        f"*/{every_minutes} * * * * cd {folder} && {qwenpipe_command()} --config {config} cycle >> {log} 2>&1"
-    )
+    command = f"cd {folder} && {qwenpipe_command()} --config {config} cycle >> {log} 2>&1"
+    return "\n".join(f"{when} {command}" for when in cron_schedules(every_minutes))
 
 
 def systemd_units(config: Path, *, every_minutes: int = 5) -> tuple[str, str]:
@@ -37,7 +102,7 @@ ExecStart={qwenpipe_command()} --config {config} cycle
 SuccessExitStatus=3 42
 """
     timer = f"""[Unit]
-Description=Run qwenpipe cycle every {every_minutes} minutes
+Description=Run qwenpipe cycle every {_spoken(every_minutes)}
 
 [Timer]
 OnBootSec=2min
@@ -48,3 +113,10 @@ Persistent=true
 WantedBy=timers.target
 """
     return service, timer
+
+
+def _spoken(minutes: int) -> str:
+    if minutes % 60:
+        return f"{minutes} minute{'s' if minutes != 1 else ''}"
+    hours = minutes // 60
+    return f"{hours} hour{'s' if hours != 1 else ''}"

@@ -3,8 +3,8 @@
 Checks, in order: the config; the browser (which, which version); the profile folder and the
 saved login (present, private); logged in to qwen.base_url (through a real page and the site's
 `/api/v2/users/status`); every selector of the chat page, by name (how a user learns the site
-changed); the router (`/api/health`, `/v1/models`, router.model listed); the articles folder
-writable. At most one browser is started, and it is closed before returning.
+changed); the router (`/api/health`, `/v1/models`, router.model listed); the prompts folder
+there; the articles folder writable. At most one browser is started, and it is closed before returning.
 
 Statuses: ok, warn (works, but look), fail (will not work), skip (not applicable or not
 checkable here). The exit code is 0 unless something failed.
@@ -128,6 +128,7 @@ def run_doctor(
             _PLAYWRIGHT.release()
     step("router")
     check_router(report, config)
+    check_prompts(report, config)
     check_articles(report, config)
     return report
 
@@ -233,6 +234,21 @@ def check_profile(report: Report, config: Config, now: float) -> None:
         )
     else:
         report.add("saved login", OK, f"{state} (mode {mode:04o}), token {when}", expires_at=expires)
+
+
+def check_prompts(report: Report, config: Config) -> None:
+    from .config import ConfigError
+    from .prompts import list_slugs
+
+    try:
+        folder = config.require_prompts_dir()
+    except ConfigError as missing:
+        report.add("prompts", FAIL, str(missing), f"mkdir -p {config.prompts_dir} (or `qwenpipe init`)")
+        return
+    count = len(list_slugs(folder))
+    report.add(
+        "prompts", OK, f"{folder}: {count} prompt(s)" if count else f"{folder}: no prompts yet (SLUG.md)"
+    )
 
 
 def check_articles(report: Report, config: Config) -> None:

@@ -27,10 +27,13 @@ def already_done(argv: list[str]) -> str | None:
     if len(rest) != 2 or rest[0] != "generate":
         return None
     from .config import ConfigError, load
-    from .prompts import SLUG_RE
+    from .errors import UsageProblem
+    from .prompts import check_slug
 
     slug = rest[1]
-    if not SLUG_RE.fullmatch(slug):
+    try:
+        check_slug(slug)  # the same rule as the full CLI: a bad slug is its exit 2, never a traceback
+    except UsageProblem:
         return None
     try:
         articles = load(config).articles_dir

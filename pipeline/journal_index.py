@@ -27,7 +27,7 @@ from . import files
 from .journal import Journal, is_entry
 
 INDEX_NAME = "journal.index.json"
-INDEX_VERSION = 1
+INDEX_VERSION = 2  # 2: SlugSummary.turns
 HEAD_BYTES = 64  # the journal's first bytes: a replaced journal with the same inode still differs here
 CHUNK_BYTES = 4 << 20
 SAVE_AFTER_LINES = 1000
@@ -55,6 +55,7 @@ class SlugSummary:
     last_code: str = ""
     transient: int = 0
     hard: int = 0
+    turns: int = 0  # the prompt's number of turns, from its "done" step (0: not said)
 
     def fold(self, entry: dict) -> None:
         event = str(entry.get("event", ""))
@@ -72,6 +73,8 @@ class SlugSummary:
             self.sent_ts = ts
         elif event == "done":
             self.done_ts = ts
+            turns = _number(entry.get("turns"))
+            self.turns = int(turns) if 0 < turns <= 1000 else 0  # a hand-edited line must not raise
         elif event == "transient":
             self.transient += 1
         elif event == "hard":

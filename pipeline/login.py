@@ -21,7 +21,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .browser import BrowserSession, jwt_expiry, load_storage_state, state_token_expiry
+from .browser import (
+    BrowserSession,
+    jwt_exp_claim,
+    jwt_expiry,
+    load_storage_state,
+    plausible_time,
+    state_token_expiry,
+    state_tokens,
+)
 from .config import Config
 from .errors import UsageProblem
 from .files import atomic_write
@@ -329,7 +337,7 @@ def parse_login_file(source: Path) -> dict:
         raise UsageProblem(f"{source}: cannot read it ({err})") from None
     try:
         data = json.loads(text)
-    except ValueError as err:
+    except (ValueError, RecursionError) as err:
         raise UsageProblem(f"{source}: not JSON ({err}); {COOKIE_EXPORT_HINT}") from None
     if isinstance(data, dict) and isinstance(data.get("cookies"), list):
         state = _storage_state(source, data)
@@ -339,11 +347,19 @@ def parse_login_file(source: Path) -> dict:
         raise UsageProblem(f"{source}: {COOKIE_EXPORT_HINT}")
     if not state["cookies"]:
         raise UsageProblem(f"{source}: holds no cookies; export them while signed in to the chat site")
-    if not _tokens(state):
+    tokens = state_tokens(state)
+    if not tokens:
         raise UsageProblem(
             f"{source}: holds no `token` cookie or localStorage entry, so no chat login; "
             "export the cookies of chat.qwen.ai while signed in"
         )
+    for token in tokens:
+        exp = jwt_exp_claim(token)
+        if exp is not None and not plausible_time(exp):
+            raise UsageProblem(
+                f"{source}: its login token's `exp` ({exp!r:.40}) is not a time (seconds since 1970, "
+                "before the year 3000): the token is damaged; sign in again and export anew"
+            )
     return state
 
 
@@ -353,16 +369,31 @@ def _storage_state(source: Path, data: dict) -> dict:
         _require_cookie_fields(source, number, cookie)
         cookies.append(cookie)
     origins = data.get("origins", [])
-    if not isinstance(origins, list) or not all(
-        isinstance(o, dict) and isinstance(o.get("localStorage", []), list) for o in origins
-    ):
-        raise UsageProblem(f'{source}: "origins" must be a list of {{"origin", "localStorage": [...]}}')
+    shape = '"origins" must be a list of {"origin": URL, "localStorage": [{"name": ..., "value": ...}]}'
+    if not isinstance(origins, list):
+        raise UsageProblem(f"{source}: {shape}")
+    for number, origin in enumerate(origins, 1):
+        if not isinstance(origin, dict) or not isinstance(origin.get("origin"), str):
+            raise UsageProblem(f'{source}: origin #{number} is not an object with an "origin" URL; {shape}')
+        entries = origin.get("localStorage", [])
+        if not isinstance(entries, list):
+            raise UsageProblem(f"{source}: origin #{number}'s localStorage is not a list; {shape}")
+        for index, entry in enumerate(entries, 1):
+            if not (
+                isinstance(entry, dict)
+                and isinstance(entry.get("name"), str)
+                and isinstance(entry.get("value"), str)
+            ):
+                raise UsageProblem(
+                    f"{source}: origin #{number}'s localStorage entry #{index} is not a "
+                    f'{{"name": string, "value": string}} pair; {shape}'
+                )
     return {"cookies": cookies, "origins": origins}
 
 
 def _exported_cookie(source: Path, number: int, cookie: Any) -> dict:
     """An extension's cookie (expirationDate, sameSite "no_restriction", hostOnly) as Playwright's."""
-    _require_cookie_fields(source, number, cookie)
+    _require_cookie_fields(source, number, cookie, expiry_key="expirationDate")
     expires = cookie.get("expirationDate")
     if cookie.get("session") or not isinstance(expires, (int, float)) or isinstance(expires, bool):
         # A session cookie would not outlive the browser; the login token carries its own end.
@@ -383,27 +414,22 @@ def _exported_cookie(source: Path, number: int, cookie: Any) -> dict:
     }
 
 
-def _require_cookie_fields(source: Path, number: int, cookie: Any) -> None:
+def _require_cookie_fields(source: Path, number: int, cookie: Any, *, expiry_key: str = "expires") -> None:
     if not isinstance(cookie, dict):
         raise UsageProblem(f"{source}: cookie #{number} is not an object; {COOKIE_EXPORT_HINT}")
     for key in ("name", "value", "domain"):
         if not isinstance(cookie.get(key), str) or (key != "value" and not cookie[key]):
             raise UsageProblem(f"{source}: cookie #{number} has no {key!r} (a string); {COOKIE_EXPORT_HINT}")
-
-
-def _tokens(state: dict) -> list[str]:
-    found = [c["value"] for c in state["cookies"] if c.get("name") == "token" and c.get("value")]
-    for origin in state.get("origins", []):
-        found += [
-            str(i.get("value"))
-            for i in origin.get("localStorage", [])
-            if isinstance(i, dict) and i.get("name") == "token"
-        ]
-    return found
+    expires = cookie.get(expiry_key)
+    if expires is not None and expires != -1 and not plausible_time(expires):
+        raise UsageProblem(
+            f"{source}: cookie #{number} ({cookie['name']}) has {expiry_key} = {expires!r:.40}, which is "
+            "not a time (seconds since 1970 before the year 3000, or -1 for a session cookie)"
+        )
 
 
 def _token_expiry(state: dict) -> float | None:
-    expiries = [e for e in (jwt_expiry(t) for t in _tokens(state)) if e is not None]
+    expiries = [e for e in (jwt_expiry(t) for t in state_tokens(state)) if e is not None]
     return max(expiries) if expiries else None
 
 

@@ -17,10 +17,15 @@ TURN_SEPARATOR = "=== next turn ==="  # a line of its own between the turns of a
 MAX_PROMPT_BYTES = 1_000_000
 
 
+MAX_SLUG = 200  # SLUG.md.sending and friends must stay within a file system's 255-byte names
+
+
 def check_slug(slug: str) -> str:
     """Return `slug` if it is a safe file name stem, else raise UsageProblem saying why."""
-    if SLUG_RE.fullmatch(slug or "") and len(slug) <= 200:
+    if SLUG_RE.fullmatch(slug or "") and len(slug) <= MAX_SLUG:
         return slug
+    if SLUG_RE.fullmatch(slug or ""):
+        raise UsageProblem(f"invalid slug {slug[:40]}...: {len(slug)} characters, at most {MAX_SLUG}")
     hint = ""
     stem = Path(slug).name.removesuffix(".md") if slug else ""
     if stem and stem != slug and SLUG_RE.fullmatch(stem):
@@ -65,10 +70,19 @@ def split_front_matter(raw: str, where: Path) -> tuple[dict, str]:
             block = "".join(lines[1:index])
             try:
                 meta = tomllib.loads(block)
-            except tomllib.TOMLDecodeError as err:
-                raise UsageProblem(f"{where}: front matter is not valid TOML: {err}") from None
+            except (tomllib.TOMLDecodeError, ValueError) as err:  # ValueError: a 4300+ digit integer
+                raise UsageProblem(
+                    f"{where}: front matter is not valid TOML: {_file_lines(str(err), index + 1)}"
+                ) from None
             return meta, "".join(lines[index + 1 :])
     raise UsageProblem(f"{where}: front matter opened with `+++` on line 1 is never closed by a `+++` line")
+
+
+def _file_lines(message: str, closing_line: int) -> str:
+    """tomllib's message with the file's line numbers: the front matter starts on line 2, after
+    the `+++` line, and "end of document" is the closing `+++` on `closing_line`."""
+    message = re.sub(r"\(at line (\d+),", lambda m: f"(at line {int(m[1]) + 1},", message)
+    return message.replace("(at end of document)", f"(at line {closing_line}, the closing `+++`)")
 
 
 def load_prompt(prompts_dir: Path, slug: str) -> Prompt:

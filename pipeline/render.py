@@ -8,6 +8,7 @@ from datetime import datetime
 
 import tomli_w
 
+from .checks import count_words
 from .engines.base import Answer
 from .prompts import Prompt
 
@@ -102,6 +103,12 @@ def description(markdown: str) -> str:
     return cut + "…"
 
 
+def article_body(prompt: Prompt, answer: Answer, *, strip_title: bool = False) -> str:
+    """The markdown below the article's front matter."""
+    title = article_title(prompt, answer)
+    return strip_title_heading(answer.markdown, title) if strip_title else answer.markdown.strip()
+
+
 def render_article(
     prompt: Prompt,
     answer: Answer,
@@ -118,8 +125,8 @@ def render_article(
     `sent_sha256`: the hash of the prompt as it was sent, when it was edited since: the article
     answers that version, so that is the hash it carries, with `prompt_edited_after_send`."""
     title = article_title(prompt, answer)
-    body = strip_title_heading(answer.markdown, title) if strip_title else answer.markdown.strip()
-    words = len(_plain(body).split())
+    body = article_body(prompt, answer, strip_title=strip_title)
+    words = count_words(body)
     ours: dict[str, object] = {
         "title": title,
         "slug": prompt.slug,

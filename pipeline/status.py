@@ -254,6 +254,8 @@ def build_row(
     if phase == batch.INVALID:
         row.state, row.last_error = INVALID, view.problem
         return row
+    if journal.turns > 1:  # a done multi-turn article: its "done" step says how many
+        row.turns = journal.turns
     if phase != batch.DONE:
         try:
             state = places.state(view.slug)

@@ -1,51 +1,40 @@
-"""`python -m pipeline.simulator`: serve the simulator until Ctrl-C, printing its base URL."""
+"""`python -m pipeline.simulator`: serve the simulator until Ctrl-C, printing its base URL.
+
+The same options, defaults and checks as `qwenpipe simulate` (pipeline/simulator/options.py).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
 
-from pipeline.simulator.chats import API_SHAPES, SCENARIOS, UIS
-from pipeline.simulator.server import Simulator
+from pipeline.errors import UsageProblem
+from pipeline.exitcodes import ExitCode
+from pipeline.simulator.options import SimulatorOptions, option_specs, serve
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> SimulatorOptions:
     parser = argparse.ArgumentParser(prog="python -m pipeline.simulator", description=__doc__)
-    parser.add_argument("--port", type=int, default=0, help="0 = any free port")
-    parser.add_argument("--scenario", default="ok", choices=SCENARIOS)
-    parser.add_argument("--api-shape", default="2026-08", choices=API_SHAPES)
-    parser.add_argument("--answer-seconds", type=float, default=2.0)
-    parser.add_argument("--thinking-seconds", type=float, default=0.5)
-    parser.add_argument("--url-delay", type=float, default=0.3)
-    parser.add_argument("--ui", default="current", choices=UIS)
-    parser.add_argument("--ledger", default=None, help="rewrite this JSON file after each prompt")
-    parser.add_argument("--require-login", action="store_true", help="pages need the sign-in cookie")
-    return parser.parse_args(argv)
+    for spec in option_specs():
+        shown = f"{spec.help} (default: %(default)s)"
+        if spec.type is bool:
+            parser.add_argument(
+                spec.flag, action=argparse.BooleanOptionalAction, default=spec.default, help=shown
+            )
+        else:
+            choices = spec.choices or None
+            parser.add_argument(spec.flag, type=spec.type, default=spec.default, choices=choices, help=shown)
+    return SimulatorOptions(**vars(parser.parse_args(argv)))
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    sim = Simulator(
-        port=args.port,
-        scenario=args.scenario,
-        api_shape=args.api_shape,
-        answer_seconds=args.answer_seconds,
-        thinking_seconds=args.thinking_seconds,
-        url_delay=args.url_delay,
-        ui=args.ui,
-        ledger_path=args.ledger,
-        require_login=args.require_login,
-    ).start()
-    print(sim.base_url, flush=True)
+    options = parse_args(argv)
     try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        sim.stop()
-    return 0
+        serve(options, announce=lambda sim: print(sim.base_url, flush=True))
+    except UsageProblem as problem:
+        print(f"python -m pipeline.simulator: {problem}", file=sys.stderr)
+        return ExitCode.USAGE
+    return ExitCode.DONE
 
 
 if __name__ == "__main__":

@@ -86,6 +86,9 @@ class Settings:
     # The site's clock minus ours, in seconds: the times it stamps on chats and messages
     # (`created_at`, `timestamp`). Negative: what is sent now looks made that long ago.
     clock_offset: float = 0.0
+    # Answers stop just short of their end (still generating) until this is set back to False:
+    # a test decides when they finish, whatever the speed of the machine.
+    hold_answers: bool = False
 
     def validated(self) -> Settings:
         checks = [
@@ -97,6 +100,7 @@ class Settings:
                 "times must be >= 0",
             ),
             (abs(self.clock_offset) < 10 * 365 * 86400, "clock_offset must be within 10 years"),
+            (isinstance(self.hold_answers, bool), "hold_answers must be true or false"),
         ]
         for ok, message in checks:
             if not ok:
@@ -119,8 +123,9 @@ class Message:
     cut_short: bool = False  # error_banner: stops at about half, with an error
     stopped_at: float | None = None
 
-    def progress(self, now: float) -> dict:
-        """What the chat holds for this assistant message at monotonic time `now`."""
+    def progress(self, now: float, held: bool = False) -> dict:
+        """What the chat holds for this assistant message at monotonic time `now`; `held`
+        (Settings.hold_answers): an answer that would be complete waits one word short of it."""
         clock = min(now, self.stopped_at) if self.stopped_at is not None else now
         elapsed = clock - self.started
         thinking_done = elapsed >= self.thinking_seconds
@@ -135,7 +140,9 @@ class Message:
         else:
             shown = min(limit, int(len(words) * (elapsed - self.thinking_seconds) / self.answer_seconds))
         done = elapsed >= end or self.stopped_at is not None
-        if done:
+        if done and held and self.stopped_at is None:
+            done, shown = False, max(limit - 1, 0)
+        elif done:
             shown = limit if self.stopped_at is None else shown
         think_words = answers.split_words(self.thinking)
         think_share = 1.0 if thinking_done else elapsed / max(self.thinking_seconds, 1e-9)
@@ -237,8 +244,11 @@ class ChatStore:
         if message.role == "user":
             view["content"] = message.text
         else:
-            view.update(message.progress(now))
+            view.update(self._progress(message, now))
         return view
+
+    def _progress(self, message: Message, now: float) -> dict:
+        return message.progress(now, held=self.settings.hold_answers)
 
     def list_chats(self, page: int, per_page: int = 10) -> list[dict]:
         """The chat list, most recently updated first, `per_page` a page (page 1 first)."""
@@ -263,7 +273,7 @@ class ChatStore:
         with self.lock:
             chat = self.chats.get(chat_id)
             last = chat.last_assistant() if chat else None
-            if last is None or last.progress(time.monotonic())["done"]:
+            if last is None or self._progress(last, time.monotonic())["done"]:
                 return False
             last.stopped_at = time.monotonic()
             return True
@@ -296,7 +306,7 @@ class ChatStore:
         if chat is None or (chat.messages and self.opens_as_missing(chat)):
             return not_found_body(parent_id or chat_id)
         last = chat.last_assistant()
-        if last is not None and not last.progress(time.monotonic())["done"]:
+        if last is not None and not self._progress(last, time.monotonic())["done"]:
             return dict(IN_PROGRESS_BODY)
         expected_parent = chat.messages[-1].id if chat.messages else None
         if parent_id != expected_parent:

@@ -26,6 +26,7 @@ SETTING_KEYS = {
     "ui",
     "require_login",
     "clock_offset",
+    "hold_answers",
 }
 
 

@@ -81,22 +81,24 @@ def check_articles(project, sim, texts: dict[str, str]) -> None:
 
 
 def test_one_cycle_polls_up_to_concurrency_chats_at_once(sim, tmp_path):
-    # Long answers for this test only, so that the cycle after the sends finds the chats still
-    # generating and journals a `poll` (with its duration) for each (a `done` on a slow runner).
-    sim.set(answer_seconds=30.0)
+    # The answers are held short of their end until released, so the cycle after the sends finds
+    # every chat still generating and journals a `poll` (with its duration) for each, however
+    # slow the machine is.
+    sim.set(hold_answers=True)
     try:
         project = make_project(tmp_path, sim, extra="concurrency = 4")
         texts = write_prompts(project, "polling chats side by side")
         sent = qwenpipe("cycle", cwd=project, timeout=180)
         assert sent.returncode == 42, sent.stderr
+        time.sleep(3.5)  # past the 3 s answers (as on a loaded machine): held, they still grow
         looked = qwenpipe("cycle", cwd=project, timeout=180)
         assert looked.returncode == 3, looked.stderr
         assert "one chat at a time" not in looked.stderr, looked.stderr
     finally:
-        sim.set(answer_seconds=3.0)
+        sim.set(hold_answers=False)
     polling = cycles(project)[1]
     seen = [(e["slug"], e["event"], e.get("error") or e.get("progress")) for e in polling]
-    looks = sorted(slug for slug, event, _ in seen if event in ("poll", "done"))
+    looks = sorted(slug for slug, event, _ in seen if event == "poll")
     assert looks == sorted(texts), (seen, looked.stderr)  # each chat looked at once, none skipped
     peak = most_at_once(polling)
     assert 2 <= peak <= 4, f"{peak} looks at once (concurrency = 4): {seen}"

@@ -114,7 +114,7 @@ def test_front_matter_extras_field_by_field():
             when=datetime(2026, 1, 2, 3, 4, 5),
         )
     )
-    assert meta["word_count"] == len(text.replace("**", "").split()) - 1  # the heading marker is not a word
+    assert meta["word_count"] == len(text.split()) - 2  # neither heading marker (# and ##) is a word
     assert meta["reading_time"] == 3
     assert meta["model"] == "m/1" and meta["engine"] == "router" and meta["turns"] == 1
     assert meta["description"].startswith("Green tea is lovely and calm.")

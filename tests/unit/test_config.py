@@ -36,13 +36,13 @@ def test_env_var_picks_the_file(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[qwen]\npoll_interval = -1\n", "qwen.poll_interval = -1 must be 0 or more"),
+        ("[qwen]\npoll_interval = -1\n", "qwen.poll_interval = -1 must be 0 to 86400"),
         ("[qwen]\nbase_url = 'ftp://x'\n", "qwen.base_url = 'ftp://x' must be an http\\(s\\) URL"),
         ("[qwen]\nbase_url = 'chat.qwen.ai'\n", "qwen.base_url"),
         ("[qwen]\npoll_intervl = 5\n", "unknown key qwen.poll_intervl"),
         ("[qwenn]\n", r"unknown section \[qwenn\]"),
         ("[qwen]\nmax_attempts = '5'\n", "qwen.max_attempts = '5' must be an integer"),
-        ("[qwen]\nmax_attempts = 0\n", "must be more than 0"),
+        ("[qwen]\nmax_attempts = 0\n", "must be 1 to 1000"),
         ("[browser]\nheadless = 'no'\n", "browser.headless = 'no' must be true or false"),
         ("[qwen]\npoll_interval = true\n", "must be an integer or a number"),
         ("[router]\napi_key_env = 'sk-abc 123'\n", "NAME of an environment variable"),

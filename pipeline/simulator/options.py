@@ -1,0 +1,128 @@
+"""The simulator's command-line options, defined once for `qwenpipe simulate` and
+`python -m pipeline.simulator` (both build their options from SimulatorOptions' fields).
+
+The times default to the simulator's own Settings; the port is fixed (8765) because a server
+started by hand is one a config.toml names (`qwen.base_url = "http://127.0.0.1:8765"`).
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, get_args, get_type_hints
+
+from pipeline.errors import UsageProblem
+from pipeline.simulator.chats import API_SHAPES, SCENARIOS, UIS, Settings
+from pipeline.simulator.server import Simulator
+
+DEFAULT_PORT = 8765
+MAX_SECONDS = 3600.0
+_SETTINGS = Settings()
+
+
+def _option(default, help: str, choices: tuple[str, ...] = ()):  # noqa: A002 - the option's help
+    return field(default=default, metadata={"help": help, "choices": choices})
+
+
+@dataclass(frozen=True)
+class SimulatorOptions:
+    port: int = _option(DEFAULT_PORT, "port on 127.0.0.1 (0 = any free port)")
+    scenario: str = _option(_SETTINGS.scenario, "what the chat site does", SCENARIOS)
+    api_shape: str = _option(_SETTINGS.api_shape, "shape of the chat API's JSON", API_SHAPES)
+    answer_seconds: float = _option(_SETTINGS.answer_seconds, "how long an answer takes to grow")
+    thinking_seconds: float = _option(_SETTINGS.thinking_seconds, "how long the thinking phase lasts")
+    url_delay: float = _option(_SETTINGS.url_delay, "seconds from accepting a prompt to the /c/<id> URL")
+    ui: str = _option(_SETTINGS.ui, "the chat page's markup", UIS)
+    ledger: Path | None = _option(None, "also write the ledger of received prompts to this JSON file")
+    require_login: bool = _option(_SETTINGS.require_login, "serve logged out until signed in on /auth")
+
+    def checked(self) -> SimulatorOptions:
+        """These options, or UsageProblem (exit 2) naming the option, its value and what it accepts."""
+        for option in fields(self):
+            value, choices = getattr(self, option.name), option.metadata["choices"]
+            flag = "--" + option.name.replace("_", "-")
+            if choices and value not in choices:
+                raise UsageProblem(f"{flag} {value!r}: choose one of {', '.join(choices)}")
+        if not 0 <= self.port <= 65535:
+            raise UsageProblem(f"--port {self.port}: choose 1 to 65535, or 0 for any free port")
+        for name in ("answer_seconds", "thinking_seconds", "url_delay"):
+            seconds = getattr(self, name)
+            if not (math.isfinite(seconds) and 0 <= seconds <= MAX_SECONDS):
+                raise UsageProblem(
+                    f"--{name.replace('_', '-')} {seconds}: choose 0 to {MAX_SECONDS:g} seconds"
+                )
+        return self
+
+    def start(self) -> Simulator:
+        """A running simulator; UsageProblem when the port cannot be had (in use, not allowed)."""
+        sim = Simulator(
+            port=self.port,
+            scenario=self.scenario,
+            api_shape=self.api_shape,
+            answer_seconds=self.answer_seconds,
+            thinking_seconds=self.thinking_seconds,
+            url_delay=self.url_delay,
+            ui=self.ui,
+            ledger_path=self.ledger,
+            require_login=self.require_login,
+        )
+        try:
+            return sim.start()
+        except OSError as err:
+            if err.errno == errno.EADDRINUSE:
+                raise UsageProblem(
+                    f"--port {self.port}: 127.0.0.1:{self.port} is in use (another simulator?); "
+                    "stop it, or pick another port (--port 0 takes any free one)"
+                ) from None
+            raise UsageProblem(
+                f"--port {self.port}: cannot listen on 127.0.0.1:{self.port}: {err.strerror}"
+            ) from None
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One command-line option as both command lines declare it."""
+
+    name: str  # the SimulatorOptions field
+    flag: str  # --answer-seconds
+    type: type  # int, str, float, bool or Path (a value that may be absent is still its type)
+    default: Any
+    help: str
+    choices: tuple[str, ...]
+
+
+def option_specs() -> list[OptionSpec]:
+    """SimulatorOptions' fields as command-line options, in order."""
+    hints = get_type_hints(SimulatorOptions)
+    specs = []
+    for option in fields(SimulatorOptions):
+        kind = hints[option.name]
+        present = [arg for arg in get_args(kind) if arg is not type(None)]
+        specs.append(
+            OptionSpec(
+                name=option.name,
+                flag="--" + option.name.replace("_", "-"),
+                type=present[0] if present else kind,
+                default=option.default,
+                help=option.metadata["help"],
+                choices=option.metadata["choices"],
+            )
+        )
+    return specs
+
+
+def serve(options: SimulatorOptions, *, announce: Callable[[Simulator], None]) -> None:
+    """Check the options, start the simulator, tell `announce`, and serve until Ctrl-C."""
+    sim = options.checked().start()
+    try:
+        announce(sim)
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sim.stop()
