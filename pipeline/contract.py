@@ -42,7 +42,6 @@ from .files import FileLock, LockBusy
 from .prompts import Prompt, check_slug, load_prompt
 from .quota import SendBudget, sends_today
 from .redact import mask, mask_data
-from .render import render_article
 from .render import article_body, render_article
 from .workspace import Engines, Workspace
 
