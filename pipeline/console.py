@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from datetime import datetime
 
 from rich.console import Console
 
@@ -30,8 +31,19 @@ def err() -> Console:
 
 
 def say(message: str) -> None:
-    """One message line on stderr (markup off: messages quote paths and prompts verbatim)."""
+    """One message line on stderr (markup off: messages quote paths and prompts verbatim).
+
+    Off a terminal each line starts with the local time (ISO 8601): cron appends these lines to
+    a log for months, and a line without a time cannot be matched with the journal."""
+    if not stderr_is_terminal():
+        message = stamped(message)
     err().print(message, markup=False)
+
+
+def stamped(message: str) -> str:
+    """`message` with every line prefixed by the local time, to the second, with its offset."""
+    when = datetime.now().astimezone().isoformat(timespec="seconds")
+    return "\n".join(f"{when} {line}" for line in message.split("\n"))
 
 
 def stderr_is_terminal() -> bool:
