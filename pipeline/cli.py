@@ -204,10 +204,22 @@ def replay(
         if slug
         else sorted(p.name[: -len(".md.failed")] for p in workspace.articles_dir.glob("*.md.failed"))
     )
+    skipped = 0
     for name in slugs:
-        say(run_replay(workspace, name))
+        try:
+            say(run_replay(workspace, name))
+        except (UsageProblem, LockBusy) as problem:
+            if slug:
+                raise
+            # One bad dead letter (a hand-made name, a held lock) must not keep the rest waiting.
+            skipped += 1
+            reason = f"{problem.owner} holds {problem.path}" if isinstance(problem, LockBusy) else problem
+            say(f"{name}: not replayed: {reason}")
     if not slugs:
         say("no dead-lettered articles")
+    if skipped:
+        say(f"replay: {len(slugs) - skipped} of {len(slugs)} replayed, {skipped} not (see above)")
+        raise typer.Exit(ExitCode.FAILED)
 
 
 @app.command()

@@ -186,17 +186,26 @@ def story_lines(story: ArticleStory, slug: str) -> list[tuple[str, ...]]:
             entry.get("error") or entry.get("chat_url") or entry.get("progress") or entry.get("reason") or ""
         )
         code = entry.get("code")
-        rows.append(
-            (
-                str(entry.get("time", "")),
-                str(entry.get("event", "")),
-                str(entry.get("engine", "") or "-"),
-                str(attempt or "-"),
-                f"{entry['duration']}s" if entry.get("duration") is not None else "-",
-                f"[{code}] {detail}" if code else str(detail),
-            )
+        cells = (
+            str(entry.get("time", "")),
+            str(entry.get("event", "")),
+            str(entry.get("engine", "") or "-"),
+            str(attempt or "-"),
+            f"{entry['duration']}s" if entry.get("duration") is not None else "-",
+            f"[{code}] {detail}" if code else str(detail),
         )
+        rows.append(tuple(capped(cell) for cell in cells))
     return rows
+
+
+MAX_FIELD = 2000  # characters of one journal field `show` prints; the journal keeps it all
+
+
+def capped(text: str, limit: int = MAX_FIELD) -> str:
+    """`text`, or its first `limit` characters and how many more the journal holds."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text) - limit:,} more characters cut; the journal has them]"
 
 
 STORY_COLUMNS = ("TIME", "EVENT", "ENGINE", "SEND #", "DURATION", "DETAIL")
@@ -218,7 +227,7 @@ def plain_story(story: ArticleStory, slug: str) -> str:
         )
         lines.append(f"chat URL: {row.chat_url or '-'}")
         if row.last_error:
-            lines.append(f"last error: {row.last_error}")
+            lines.append(f"last error: {capped(row.last_error)}")
     lines += ["", "files:", *_aligned(file_lines(story)), "", f"journal ({len(story.entries)} entries):"]
     lines += _aligned([STORY_COLUMNS, *story_lines(story, slug)]) if story.entries else ["(none)"]
     return "\n".join(lines) + "\n"
@@ -235,7 +244,7 @@ def rich_story(story: ArticleStory, slug: str) -> RenderableType:
         )
         parts.append(Text(f"chat URL: {row.chat_url or '-'}"))
         if row.last_error:
-            parts.append(Text(f"last error: {row.last_error}", style="red"))
+            parts.append(Text(f"last error: {capped(row.last_error)}", style="red"))
     files = Table("FILE", "EXISTS", "SIZE", "PATH", box=box.SIMPLE_HEAD, title="files", title_justify="left")
     for values in file_lines(story):
         files.add_row(*values, style="" if values[1] == "yes" else "dim")
