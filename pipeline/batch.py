@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .article import ArticleFiles, ArticleState
-from .prompts import SLUG_RE
+from .errors import UsageProblem
+from .prompts import SLUG_RE, is_slug, load_prompt, name_problem
 
 # Phases, in the order an article moves through them.
 PENDING = "pending"  # prompt, nothing sent
@@ -20,6 +21,7 @@ SENDING = "sending"  # intent marker, no URL: a send was interrupted (recovery w
 SENT = "sent"  # URL on disk: the chat is generating (or done and not yet collected)
 DONE = "done"
 DEAD = "dead"  # SLUG.md.failed: skipped until `qwenpipe replay`
+INVALID = "invalid"  # a prompt that can never be sent as it is: a bad name, bad front matter, empty
 ORPHAN = "orphan"  # files in articles/ without a prompt (prompt deleted or renamed)
 
 
@@ -33,6 +35,7 @@ class ArticleView:
     sending: bool = False
     dead: bool = False
     done_mtime: float | None = None
+    problem: str | None = None  # why the prompt is invalid (the message names the file and the fix)
     _state: ArticleState | None = field(default=None, repr=False)
 
     @property
@@ -41,6 +44,8 @@ class ArticleView:
             return DONE
         if self.dead:
             return DEAD
+        if self.problem:
+            return INVALID
         if self.prompt_mtime is None:
             return ORPHAN
         if self.sent:
@@ -60,7 +65,12 @@ SUFFIXES = (".md.url", ".md.sending", ".md.failed", ".md")
 
 
 def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
-    """Every article known from prompts/ or articles/, sorted oldest prompt first, then by slug."""
+    """Every article known from prompts/ or articles/, sorted oldest prompt first, then by slug.
+
+    A prompt that could never be sent is INVALID, with its problem: a file name that is not a
+    slug (its view is named by the file's stem), or, for an article not done, a prompt that
+    does not load (bad front matter, empty, not UTF-8...). Done articles' prompts are not read.
+    """
     views: dict[str, ArticleView] = {}
 
     def view(slug: str) -> ArticleView:
@@ -69,8 +79,12 @@ def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
         return views[slug]
 
     for entry in _entries(prompts_dir):
-        if entry.name.endswith(".md") and SLUG_RE.fullmatch(entry.name[:-3]) and entry.is_file():
-            view(entry.name[:-3]).prompt_mtime = entry.stat().st_mtime
+        if not entry.name.endswith(".md") or entry.name.startswith(".") or not entry.is_file():
+            continue  # hidden files (editors' and systems' own) are not prompts
+        item = view(entry.name[:-3])
+        item.prompt_mtime = entry.stat().st_mtime
+        if not is_slug(item.slug):
+            item.problem = name_problem(prompts_dir / entry.name)
     for entry in _entries(articles_dir):
         name = entry.name
         for suffix in SUFFIXES:
@@ -89,6 +103,12 @@ def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
                 else:
                     item.dead = True
                 break
+    for item in views.values():
+        if item.prompt_mtime is not None and not (item.problem or item.done or item.dead):
+            try:
+                load_prompt(prompts_dir, item.slug)
+            except UsageProblem as problem:
+                item.problem = str(problem)
     return sorted(views.values(), key=lambda v: (v.prompt_mtime or 0.0, v.slug))
 
 

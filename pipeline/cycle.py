@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from queue import Empty, SimpleQueue
 
 from . import files
-from .batch import DEAD, DONE, ORPHAN, PENDING, SENDING, SENT, ArticleView, scan
+from .batch import DEAD, DONE, INVALID, ORPHAN, PENDING, SENDING, SENT, ArticleView, scan
 from .contract import Status, generate
 from .errors import UsageProblem
 from .files import FileLock, LockBusy
@@ -44,6 +44,7 @@ class CycleReport:
     sent: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # why each invalid prompt is (file and fix)
     browser_used: bool = False
     browser_launches: int = 0
     seconds: float = 0.0
@@ -109,6 +110,8 @@ def run_cycle(
         _record_cycle(workspace, {"started": clock(), "pid": os.getpid()})
         workspace.journal.append("*", "cycle_start")
         polls, sends = plan(workspace, scan(workspace.prompts_dir, workspace.articles_dir), report, clock())
+        for problem in report.problems:
+            say(f"invalid prompt: {problem}")
         # Every send of this cycle counts, a multi-turn prompt's later turns (sent by polls) too.
         budget = SendBudget(int(workspace.config.qwen["max_sends_per_cycle"]))
         polls = _poll_concurrently(workspace, engines, polls, report, say, clock, budget)
@@ -155,6 +158,10 @@ def plan(
             report.counts["dead"] += 1
         elif phase == ORPHAN:
             continue
+        elif phase == INVALID:
+            report.invalid.append(view.slug)
+            report.problems.append(view.problem or view.slug)
+            report.counts["invalid"] += 1
         elif phase in (SENT, SENDING):
             state = view.state
             if state.next_try > now:

@@ -20,6 +20,7 @@ from .status import STATES, ArticleStory, BatchStatus, LastCycle, Row, ago, cloc
 STATE_STYLES = {
     "failed": "bold red",
     "dead": "red",
+    "invalid": "bold red",
     "backoff": "yellow",
     "quota": "magenta",
     "sending": "cyan",

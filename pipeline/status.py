@@ -28,6 +28,7 @@ SCHEMA_VERSION = 1
 # States, in the order the dashboard lists them: what needs a person first.
 FAILED = "failed"  # hard failure on every engine, not yet dead-lettered
 DEAD = "dead"  # SLUG.md.failed: skipped until `qwenpipe replay`
+INVALID = "invalid"  # the prompt can never be sent as it is (its name or its content); last_error says why
 BACKOFF = "backoff"  # a transient failure: next try in the future
 QUOTA = "quota"  # pending, but the chat's quota is spent or the daily send limit reached
 SENDING = "sending"  # intent marker without a URL: a send in progress or interrupted
@@ -35,7 +36,7 @@ GENERATING = "generating"  # sent: the chat is writing (or done and not yet coll
 PENDING = "pending"  # nothing sent yet
 DONE = "done"
 ORPHAN = "orphan"  # files in articles/ without a prompt
-STATES = (FAILED, DEAD, BACKOFF, QUOTA, SENDING, GENERATING, PENDING, DONE, ORPHAN)
+STATES = (FAILED, DEAD, INVALID, BACKOFF, QUOTA, SENDING, GENERATING, PENDING, DONE, ORPHAN)
 UNFINISHED = frozenset({FAILED, BACKOFF, QUOTA, SENDING, GENERATING, PENDING})
 SORTS = ("state", "age", "slug")
 
@@ -150,6 +151,7 @@ class BatchStatus:
     last_cycle: LastCycle | None = None
     login: LoginInfo | None = None
     warnings: list[str] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)  # the whole batch's invalid prompts' problems
 
     @property
     def sends_stopped(self) -> bool:
@@ -227,6 +229,7 @@ def collect(
     ]
     for row in rows:
         status.totals[row.state] += 1
+    status.invalid = [row.last_error or row.slug for row in rows if row.state == INVALID]
     status.warnings = warnings(status, workspace.config.qwen["poll_interval"])
     status.rows = sort_rows(
         [
@@ -261,6 +264,8 @@ def build_row(
         if phase == batch.SENT:
             row.chat_url = places.chat_url(view.slug) or row.chat_url
         row.state = state_of(phase, state.hard_failures, journal.last_event, row.next_try, sends_stopped)
+        if phase == batch.INVALID:
+            row.last_error = view.problem
     row.age_seconds = int(now - sent_at) if sent_at and phase != batch.PENDING else None
     return row
 
@@ -308,6 +313,8 @@ def state_of(
     """
     if phase == batch.DEAD:
         return DEAD
+    if phase == batch.INVALID:
+        return INVALID
     if phase == batch.ORPHAN:
         return ORPHAN
     if hard_failures and (not last_event or last_event in FAILURE_EVENTS):
@@ -346,10 +353,23 @@ def warnings(status: BatchStatus, poll_interval: float) -> list[str]:
         )
     if status.totals[ORPHAN]:
         found.append(f"{status.totals[ORPHAN]} orphan(s): files in articles/ without a prompt in prompts/")
+    found += invalid_warnings(status.invalid)
     login = login_warning(status.login, status.now)
     if login:
         found.append(login)
     return found
+
+
+MAX_INVALID_WARNINGS = 5
+
+
+def invalid_warnings(problems: list[str]) -> list[str]:
+    """One line per invalid prompt (the first few): each names its file, what is wrong, the fix."""
+    lines = [f"invalid prompt: {problem}" for problem in problems[:MAX_INVALID_WARNINGS]]
+    if len(problems) > MAX_INVALID_WARNINGS:
+        more = len(problems) - MAX_INVALID_WARNINGS
+        lines.append(f"{more} more invalid prompt(s): `qwenpipe status --state invalid` lists them")
+    return lines
 
 
 LOGIN_WARN_SECONDS = 2 * 86400  # a person has two days to run `qwenpipe login`

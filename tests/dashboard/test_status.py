@@ -185,6 +185,7 @@ def test_json_rows_field_by_field(batch, project):
     assert doc["totals"] == {
         "failed": 1,
         "dead": 1,
+        "invalid": 0,
         "backoff": 1,
         "quota": 0,
         "sending": 1,
