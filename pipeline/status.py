@@ -86,6 +86,8 @@ class LastCycle:
     exit_code: int | None
     summary: str
     pid: int | None
+    chat_logged_out: bool = False  # the chat refused for want of a login (and no cycle worked since)
+    routed_while_logged_out: int = 0  # articles the router wrote since then
 
     @classmethod
     def read(cls, path: Path) -> LastCycle | None:
@@ -101,6 +103,8 @@ class LastCycle:
             exit_code=_int_or_none(data.get("exit_code")),
             summary=str(data.get("summary") or ""),
             pid=_int_or_none(data.get("pid")),
+            chat_logged_out=data.get("chat_logged_out") is True,
+            routed_while_logged_out=max(_int_or_none(data.get("routed_while_logged_out")) or 0, 0),
         )
 
     @property
@@ -117,6 +121,8 @@ class LastCycle:
             "pid": self.pid,
             "running": self.running,
             "seconds_since_finished": None if self.finished is None else int(now - self.finished),
+            "chat_logged_out": self.chat_logged_out,
+            "routed_while_logged_out": self.routed_while_logged_out,
         }
 
 
@@ -354,10 +360,28 @@ def warnings(status: BatchStatus, poll_interval: float) -> list[str]:
     if status.totals[ORPHAN]:
         found.append(f"{status.totals[ORPHAN]} orphan(s): files in articles/ without a prompt in prompts/")
     found += invalid_warnings(status.invalid)
-    login = login_warning(status.login, status.now)
+    logged_out = logged_out_warning(status.last_cycle, status.login)
+    login = logged_out or login_warning(status.login, status.now)
     if login:
         found.append(login)
     return found
+
+
+def logged_out_warning(cycle: LastCycle | None, login: LoginInfo | None) -> str | None:
+    """A cycle found the chat logged out, and no login was saved since: say so, with the fix."""
+    if cycle is None or not cycle.chat_logged_out:
+        return None
+    when = cycle.finished or cycle.started or 0.0
+    try:
+        if login is not None and login.state_file.stat().st_mtime > when:
+            return None  # logged in again since: the next cycle finds out
+    except OSError:
+        pass
+    routed = cycle.routed_while_logged_out
+    fallback = (
+        f"the router wrote {routed} article(s) instead of the chat" if routed else "nothing goes to the chat"
+    )
+    return f"the chat is logged out (seen by the cycle of {clock(when)}): {fallback}; run `qwenpipe login`"
 
 
 MAX_INVALID_WARNINGS = 5
