@@ -112,6 +112,16 @@ def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
     return sorted(views.values(), key=lambda v: (v.prompt_mtime or 0.0, v.slug))
 
 
+def one(prompts_dir: Path, articles_dir: Path, slug: str) -> ArticleView:
+    """One article's view, from its own files only (its prompt is not read)."""
+    item = ArticleView(slug, ArticleFiles(slug, articles_dir))
+    item.done, item.sent = item.files.md.exists(), item.files.url.exists()
+    item.sending, item.dead = item.files.sending.exists(), item.files.failed.exists()
+    if (prompts_dir / f"{slug}.md").exists():
+        item.prompt_mtime = (prompts_dir / f"{slug}.md").stat().st_mtime
+    return item
+
+
 def _entries(folder: Path) -> list[os.DirEntry]:
     try:
         with os.scandir(folder) as it:
