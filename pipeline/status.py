@@ -158,6 +158,7 @@ class BatchStatus:
     login: LoginInfo | None = None
     warnings: list[str] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)  # the whole batch's invalid prompts' problems
+    filters: str = ""  # what `rows` is limited to, in words ("" = every article)
 
     @property
     def sends_stopped(self) -> bool:
@@ -236,6 +237,8 @@ def collect(
     for row in rows:
         status.totals[row.state] += 1
     status.invalid = [row.last_error or row.slug for row in rows if row.state == INVALID]
+    shown_by = [f"slugs matching {pattern!r}"] if pattern else []
+    status.filters = "; ".join(shown_by + ([f"state {', '.join(wanted)}"] if wanted else []))
     status.warnings = warnings(status, workspace.config.qwen["poll_interval"])
     status.rows = sort_rows(
         [
