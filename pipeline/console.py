@@ -5,11 +5,15 @@ from __future__ import annotations
 import os
 import sys
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def _console(stderr: bool) -> Console:
+    from rich.console import Console  # imported when used: the fast entry point needs only stamped()
+
     # Made per call, never cached: the streams are looked up when used (tests swap them).
     stream = sys.stderr if stderr else sys.stdout
     plain = bool(os.environ.get("NO_COLOR")) or not stream.isatty()
@@ -35,9 +39,12 @@ def say(message: str) -> None:
 
     Off a terminal each line starts with the local time (ISO 8601): cron appends these lines to
     a log for months, and a line without a time cannot be matched with the journal."""
-    if not stderr_is_terminal():
-        message = stamped(message)
-    err().print(message, markup=False)
+    err().print(as_line(message), markup=False)
+
+
+def as_line(message: str) -> str:
+    """`message` as it goes to stderr: stamped with the time when stderr is not a terminal."""
+    return message if stderr_is_terminal() else stamped(message)
 
 
 def stamped(message: str) -> str:

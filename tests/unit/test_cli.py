@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from project_files import add_prompt, snapshot
 from tests_cli_helpers import qwenpipe
@@ -105,6 +107,8 @@ def test_fast_path_for_a_done_article_matches_the_full_cli(project, capfd):
     full = capfd.readouterr()
     assert fast.returncode == 0 and fast.stdout == full.out and fast.stdout.strip() == str(done)
     assert "already done" in fast.stderr and "already done" in full.err
+    stamp = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d "  # off a terminal, both say when
+    assert re.match(stamp + ".*already done", fast.stderr) and re.match(stamp + ".*already done", full.err)
     config = str(project / "config.toml")
     assert already_done(["--config", config, "generate", "tea"]) == str(done)
     assert already_done(["generate", "tea", "--config", config]) == str(done)
