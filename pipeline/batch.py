@@ -13,8 +13,8 @@ from pathlib import Path
 
 from . import files
 from .article import ArticleFiles, ArticleState
-from .errors import SetupProblem
-from .prompts import SLUG_RE
+from .errors import SetupProblem, UsageProblem
+from .prompts import SLUG_RE, is_folder_notes, is_slug, load_prompt, name_problem
 
 # Phases, in the order an article moves through them.
 PENDING = "pending"  # prompt, nothing sent
@@ -22,8 +22,9 @@ SENDING = "sending"  # intent marker, no URL: a send was interrupted (recovery w
 SENT = "sent"  # URL on disk: the chat is generating (or done and not yet collected)
 DONE = "done"
 DEAD = "dead"  # SLUG.md.failed: skipped until `qwenpipe replay`
+INVALID = "invalid"  # can never move as it is: a bad prompt (name, front matter, empty) or a file
+# of the article that is a symlink, a FIFO or a folder; `problem` says which, with the fix
 ORPHAN = "orphan"  # files in articles/ without a prompt (prompt deleted or renamed)
-INVALID = "invalid"  # one of its files is a symlink, a FIFO or a folder: `problem` says which
 
 
 @dataclass
@@ -36,17 +37,20 @@ class ArticleView:
     sending: bool = False
     dead: bool = False
     done_mtime: float | None = None
-    problem: str = ""  # why the article is INVALID (what is wrong and the fix)
+    problem: str | None = None  # why the prompt is invalid (the message names the file and the fix)
+    file_problem: str | None = None  # one of its own files is unsafe: wins even over "done"
     _state: ArticleState | None = field(default=None, repr=False)
 
     @property
     def phase(self) -> str:
-        if self.problem:
+        if self.file_problem:
             return INVALID
         if self.done:
             return DONE
         if self.dead:
             return DEAD
+        if self.problem:
+            return INVALID
         if self.prompt_mtime is None:
             return ORPHAN
         if self.sent:
@@ -61,16 +65,26 @@ class ArticleView:
             try:
                 self._state = ArticleState.load(self.files.state)
             except SetupProblem as problem:  # a FIFO or a link in its place: this article only
-                self.problem = self.problem or str(problem)
+                self.file_problem = self.file_problem or str(problem)
                 self._state = ArticleState()
         return self._state
+
+    @property
+    def why_invalid(self) -> str:
+        """What makes the article INVALID (what is wrong and the fix); empty when it is not."""
+        return self.file_problem or self.problem or ""
 
 
 SUFFIXES = (".md.url", ".md.sending", ".md.failed", ".md.rejected", ".md")
 
 
 def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
-    """Every article known from prompts/ or articles/, sorted oldest prompt first, then by slug."""
+    """Every article known from prompts/ or articles/, sorted oldest prompt first, then by slug.
+
+    A prompt that could never be sent is INVALID, with its problem: a file name that is not a
+    slug (its view is named by the file's stem), or, for an article not done, a prompt that
+    does not load (bad front matter, empty, not UTF-8...). Done articles' prompts are not read.
+    """
     views: dict[str, ArticleView] = {}
 
     def view(slug: str) -> ArticleView:
@@ -79,8 +93,18 @@ def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
         return views[slug]
 
     for entry in _entries(prompts_dir):
-        if entry.name.endswith(".md") and SLUG_RE.fullmatch(entry.name[:-3]) and entry.is_file():
-            view(entry.name[:-3]).prompt_mtime = entry.stat().st_mtime
+        if not entry.name.endswith(".md") or entry.name.startswith(".") or is_folder_notes(entry.name):
+            continue  # hidden files (editors' and systems' own) and the folder's README are not prompts
+        if not entry.is_file():
+            if not entry.is_dir():  # a FIFO or a dangling link: said, never opened
+                item = view(entry.name[:-3])
+                item.prompt_mtime = 0.0
+                item.problem = _problem(entry)
+            continue
+        item = view(entry.name[:-3])
+        item.prompt_mtime = entry.stat().st_mtime
+        if not is_slug(item.slug):
+            item.problem = name_problem(prompts_dir / entry.name)
     for entry in _entries(articles_dir):
         name = entry.name
         for suffix in SUFFIXES:
@@ -90,7 +114,7 @@ def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
                     break
                 if not entry.is_file(follow_symlinks=False):  # a dangling link must not stop the batch
                     item = view(slug)
-                    item.problem = item.problem or _problem(entry)
+                    item.file_problem = item.file_problem or _problem(entry)
                     break
                 if suffix == ".md.rejected":
                     break
@@ -105,7 +129,23 @@ def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
                 else:
                     item.dead = True
                 break
+    for item in views.values():
+        if item.prompt_mtime is not None and not (item.problem or item.done or item.dead):
+            try:
+                load_prompt(prompts_dir, item.slug)
+            except UsageProblem as problem:
+                item.problem = str(problem)
     return sorted(views.values(), key=lambda v: (v.prompt_mtime or 0.0, v.slug))
+
+
+def one(prompts_dir: Path, articles_dir: Path, slug: str) -> ArticleView:
+    """One article's view, from its own files only (its prompt is not read)."""
+    item = ArticleView(slug, ArticleFiles(slug, articles_dir))
+    item.done, item.sent = item.files.md.exists(), item.files.url.exists()
+    item.sending, item.dead = item.files.sending.exists(), item.files.failed.exists()
+    if (prompts_dir / f"{slug}.md").exists():
+        item.prompt_mtime = (prompts_dir / f"{slug}.md").stat().st_mtime
+    return item
 
 
 def _problem(entry: os.DirEntry) -> str:

@@ -68,18 +68,24 @@ def _workspace(ctx: typer.Context, config: str | None = None):
 
 
 @contextlib.contextmanager
-def _progress(first: str, *, enabled: bool = True):
-    """On a terminal: a spinner showing the latest step, with each step also kept as a line above
-    it. Under cron: plain lines on stderr."""
+def _progress(first: str, *, enabled: bool = True, live: bool = False):
+    """Progress messages. Off a terminal: plain lines on stderr (say). On a terminal, a spinner:
+    `live` (generate --wait) shows each message in the spinner's one line, replacing the last
+    (the journal and `show` keep every step); otherwise each message is printed once as a line
+    above a spinner that keeps saying `first`. Never both: one message, shown once."""
     if not (enabled and stderr_is_terminal()):
         yield say
         return
+    from rich.text import Text
+
     console = err()
-    with console.status(first) as spinner:
+    with console.status(Text(first)) as spinner:
 
         def report(message: str) -> None:
-            console.print(message, markup=False, highlight=False)
-            spinner.update(message)
+            if live:
+                spinner.update(Text(message))
+            else:
+                console.print(message, markup=False, highlight=False)
 
         yield report
 
@@ -133,12 +139,56 @@ def generate(
     qwen = workspace.config.qwen
     limit = max(qwen["run_timeout"], qwen["answer_timeout"] + 300) if wait else qwen["run_timeout"]
     _watchdog(limit, f"generate {slug}")
-    with Engines(workspace.config) as engines, _progress(f"{slug}: starting", enabled=wait) as report:
-        outcome = run_contract(workspace, slug, engines, wait=wait, engine=engine, say=report)
+    try:
+        with (
+            Engines(workspace.config) as engines,
+            _progress(f"{slug}: starting", enabled=wait, live=True) as report,
+            _quiet_browser_on_interrupt(),
+        ):
+            outcome = run_contract(workspace, slug, engines, wait=wait, engine=engine, say=report)
+    except KeyboardInterrupt:
+        say(_interrupted(workspace, slug))
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
     if outcome.status.value == "done":
         out().print(str(workspace.article(slug).md), markup=False)
     say(outcome.message)
     raise typer.Exit(STATUS_EXIT[outcome.status.value])
+
+
+@contextlib.contextmanager
+def _quiet_browser_on_interrupt():
+    """Ctrl-C on a terminal reaches the whole process group, so the Playwright driver dies with
+    us and the calls it had under way end in "Connection closed", which asyncio would print as
+    "Future exception was never retrieved" while the browser is closed. After an interrupt that
+    is expected, not news: silence it (the browser is still closed, its errors ignored)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        import logging
+
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
+        raise
+
+
+def _interrupted(workspace, slug: str) -> str:
+    """What an interrupted `generate` leaves behind, and the command that carries on from there."""
+    from .batch import DONE, SENDING, SENT, one
+
+    view = one(workspace.prompts_dir, workspace.articles_dir, slug)
+    again = f"`qwenpipe generate {slug} --wait`"
+    if view.phase == DONE:
+        return f"qwenpipe: interrupted; {slug} is written all the same: {view.files.md}"
+    if view.phase == SENT:
+        return (
+            f"qwenpipe: interrupted; {slug} was sent (chat URL in {view.files.url}) and the chat "
+            f"goes on writing: {again} (or the next cycle) collects the answer, never sending it again"
+        )
+    if view.phase == SENDING:
+        return (
+            f"qwenpipe: interrupted while sending {slug}: the prompt may have reached the chat; "
+            f"{again} looks for its chat before it sends anything"
+        )
+    return f"qwenpipe: interrupted; {slug} was not sent; {again} sends it"
 
 
 @app.command()
@@ -153,7 +203,7 @@ def cycle(ctx: typer.Context, config: ConfigOption = None) -> None:
     ping_url = workspace.config.values["notify"]["ping_url"]
     ping(ping_url, "start", say=say)
     _watchdog(workspace.config.qwen["run_timeout"], "cycle")
-    with Engines(workspace.config) as engines, _progress("cycle: planning") as report_line:
+    with Engines(workspace.config) as engines, _progress("cycle: working") as report_line:
         report = run_cycle(workspace, engines, say=report_line)
     say(report.summary())
     ping(ping_url, str(report.exit_code), say=say)
@@ -211,10 +261,22 @@ def replay(
         if slug
         else sorted(p.name[: -len(".md.failed")] for p in workspace.articles_dir.glob("*.md.failed"))
     )
+    skipped = 0
     for name in slugs:
-        say(run_replay(workspace, name))
+        try:
+            say(run_replay(workspace, name))
+        except (UsageProblem, LockBusy) as problem:
+            if slug:
+                raise
+            # One bad dead letter (a hand-made name, a held lock) must not keep the rest waiting.
+            skipped += 1
+            reason = f"{problem.owner} holds {problem.path}" if isinstance(problem, LockBusy) else problem
+            say(f"{name}: not replayed: {reason}")
     if not slugs:
         say("no dead-lettered articles")
+    if skipped:
+        say(f"replay: {len(slugs) - skipped} of {len(slugs)} replayed, {skipped} not (see above)")
+        raise typer.Exit(ExitCode.FAILED)
 
 
 @app.command()
@@ -314,7 +376,7 @@ def run(argv: list[str] | None = None) -> int:
         return done.exit_code
     except typer.Abort:
         say("qwenpipe: interrupted")
-        return 130
+        return ExitCode.INTERRUPTED
     except TyperException as bad:  # bad usage: unknown option, missing argument
         show = getattr(bad, "show", None)
         show() if show else say(f"qwenpipe: {bad.format_message()}")
@@ -330,7 +392,7 @@ def run(argv: list[str] | None = None) -> int:
         return ExitCode.FAILED
     except KeyboardInterrupt:
         say("qwenpipe: interrupted")
-        return 130
+        return ExitCode.INTERRUPTED
     except Exception as error:  # the last line of defence for users
         if _debug():
             raise

@@ -111,7 +111,7 @@ def watch_status(workspace, query: dict, interval: float) -> None:
     """
     from rich.live import Live
 
-    from .dashboard import plain_status, plain_wanted, rich_status
+    from .dashboard import footer_height, plain_status, plain_wanted, refreshed_line, rich_status
     from .status import collect
 
     console = _stdout()
@@ -119,17 +119,24 @@ def watch_status(workspace, query: dict, interval: float) -> None:
     try:
         if not console.is_terminal:  # a pipe: a fresh snapshot per tick, nothing to redraw
             while True:
-                sys.stdout.write(mask(plain_status(collect(workspace, **query), warnings=True)) + "\n")
+                status = collect(workspace, **query)
+                refreshed = refreshed_line(status, interval)
+                sys.stdout.write(mask(plain_status(status, warnings=True, refreshed=refreshed)) + "\n")
                 sys.stdout.flush()
                 time.sleep(interval)
         with Live(console=console, screen=False, auto_refresh=False, transient=False) as live:
             while True:
                 status = collect(workspace, **query)
-                room = max(console.size.height - 8 - len(status.warnings), 3)  # header, totals, lines
+                refreshed = refreshed_line(status, interval)
+                width = console.width
+                # Room for rows: the terminal less the refresh line, the table's head, the
+                # "... more" line, a blank line and the footer as it wraps at this width.
+                room = max(console.size.height - 6 - footer_height(status, width, warnings=True), 3)
+                shape = {"warnings": True, "max_rows": room, "refreshed": refreshed}
                 if plain:
-                    view = _plain_text(plain_status(status, warnings=True, max_rows=room))
+                    view = _plain_text(plain_status(status, **shape))
                 else:
-                    view = rich_status(status, warnings=True, max_rows=room, width=console.width)
+                    view = rich_status(status, width=width, **shape)
                 live.update(view, refresh=True)
                 time.sleep(interval)
     except KeyboardInterrupt:
@@ -139,7 +146,7 @@ def watch_status(workspace, query: dict, interval: float) -> None:
 def _plain_text(text: str):
     from rich.text import Text
 
-    return Text(text.rstrip("\n"))
+    return Text(text.rstrip("\n"), no_wrap=False, overflow="fold")  # wrapped at words, never cut
 
 
 def _stdout():

@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import os
 import sys
+from datetime import datetime
+from typing import TYPE_CHECKING
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
 
 from .redact import MaskedStream
 
 
 def _console(stderr: bool) -> Console:
+    from rich.console import Console  # imported when used: the fast entry point needs only stamped()
+
     # Made per call, never cached: the streams are looked up when used (tests swap them).
     stream = sys.stderr if stderr else sys.stdout
     plain = bool(os.environ.get("NO_COLOR")) or not stream.isatty()
@@ -36,8 +41,22 @@ def err() -> Console:
 
 
 def say(message: str) -> None:
-    """One message line on stderr (markup off: messages quote paths and prompts verbatim)."""
-    err().print(message, markup=False)
+    """One message line on stderr (markup off: messages quote paths and prompts verbatim).
+
+    Off a terminal each line starts with the local time (ISO 8601): cron appends these lines to
+    a log for months, and a line without a time cannot be matched with the journal."""
+    err().print(as_line(message), markup=False)
+
+
+def as_line(message: str) -> str:
+    """`message` as it goes to stderr: stamped with the time when stderr is not a terminal."""
+    return message if stderr_is_terminal() else stamped(message)
+
+
+def stamped(message: str) -> str:
+    """`message` with every line prefixed by the local time, to the second, with its offset."""
+    when = datetime.now().astimezone().isoformat(timespec="seconds")
+    return "\n".join(f"{when} {line}" for line in message.split("\n"))
 
 
 def stderr_is_terminal() -> bool:

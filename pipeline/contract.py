@@ -67,6 +67,7 @@ class Outcome:
     chat_url: str | None = None
     sent: bool = False  # a prompt went to the chat in this step
     reason: str = ""  # why WORKING: generating, locked, backoff, spacing, quota, limit
+    chat_error: str = ""  # the code of the chat's hard failure in this step (e.g. logged_out), if any
 
 
 def _quiet(_message: str) -> None:
@@ -133,6 +134,7 @@ class Step:
         self.qwen = workspace.config.qwen
         self.state = ArticleState.load(article.state)
         self.chat_url: str | None = None
+        self.chat_error = ""
 
     # -- the steps ---------------------------------------------------------------------------
 
@@ -509,6 +511,7 @@ class Step:
 
     def hard(self, err: HardError) -> Outcome:
         now = self.clock()
+        self.chat_error = err.code
         self.state.record_error(now, "qwen", err.code, str(err))
         self.log("hard", engine="qwen", error=str(err), code=err.code)
         self.say(f"{self.slug}: the chat failed hard: {err}")
@@ -614,7 +617,14 @@ class Step:
         self, status: Status, message: str, *, engine: str | None = None, sent: bool = False, reason: str = ""
     ) -> Outcome:
         return Outcome(
-            status, self.slug, message, engine=engine, chat_url=self.chat_url, sent=sent, reason=reason
+            status,
+            self.slug,
+            message,
+            engine=engine,
+            chat_url=self.chat_url,
+            sent=sent,
+            reason=reason,
+            chat_error=self.chat_error,
         )
 
 

@@ -45,6 +45,10 @@ class CycleReport:
     sent: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # why each invalid prompt is (file and fix)
+    logged_out: list[str] = field(default_factory=list)  # articles the chat refused: not logged in
+    routed_logged_out: list[str] = field(default_factory=list)  # ... that the router wrote instead
+    chat_worked: bool = False  # the chat took a prompt or answered a look in this cycle
     browser_used: bool = False
     browser_launches: int = 0
     seconds: float = 0.0
@@ -86,7 +90,16 @@ class CycleReport:
             if c[key]:
                 parts.append(f"{c[key]} {label}")
         browser = "browser used" if self.browser_used else "no browser"
-        return f"cycle: {', '.join(parts)} ({browser}, {self.seconds:.1f} s, exit {self.exit_code})"
+        line = f"cycle: {', '.join(parts)} ({browser}, {self.seconds:.1f} s, exit {self.exit_code})"
+        return line + (f"; {self.logged_out_notice()}" if self.logged_out else "")
+
+    def logged_out_notice(self) -> str:
+        """The chat's login ran out: said plainly, since the router hides it (the cycle exits 0)."""
+        routed = len(self.routed_logged_out)
+        left = len(self.logged_out) - routed
+        what = [f"the router wrote {routed} article(s) instead"] if routed else []
+        what += [f"{left} article(s) could not be written"] if left else []
+        return f"the chat is logged out: {' and '.join(what)}; run `qwenpipe login`"
 
 
 def run_cycle(
@@ -103,6 +116,7 @@ def run_cycle(
         report.busy_owner = busy.owner
         return report
     started = time.monotonic()
+    previous = _previous_record(workspace)
     try:
         files.ensure_folder(workspace.articles_dir)
         for folder in (workspace.state_dir / "state", workspace.state_dir / "locks"):
@@ -110,9 +124,13 @@ def run_cycle(
         for folder in (workspace.articles_dir, workspace.state_dir, workspace.state_dir / "state"):
             files.clean_stale_temporaries(folder)  # what killed writers left (never a finished file)
         make_private(workspace.articles_dir)  # what an older version wrote 0644
-        _record_cycle(workspace, {"started": clock(), "pid": os.getpid()})
+        _record_cycle(
+            workspace, {"started": clock(), "pid": os.getpid(), **_logged_out_record(previous, None)}
+        )
         workspace.journal.append("*", "cycle_start")
         polls, sends = plan(workspace, scan(workspace.prompts_dir, workspace.articles_dir), report, clock())
+        for problem in report.problems:
+            say(f"invalid prompt: {problem}")
         # Every send of this cycle counts, a multi-turn prompt's later turns (sent by polls) too.
         budget = SendBudget(int(workspace.config.qwen["max_sends_per_cycle"]))
         polls = _poll_concurrently(workspace, engines, polls, report, say, clock, budget)
@@ -139,6 +157,7 @@ def run_cycle(
                 "pid": os.getpid(),
                 "exit_code": report.exit_code,
                 "summary": report.summary(),
+                **_logged_out_record(previous, report),
             },
         )
         lock.release()
@@ -153,6 +172,9 @@ def plan(
     polls, pending = [], []
     for view in views:
         phase = view.phase
+        if phase in (SENT, SENDING, PENDING):
+            _ = view.state  # a state file in an unusable form makes this article alone invalid
+            phase = view.phase
         if phase == DONE:
             report.counts["done"] += 1
         elif phase == DEAD:
@@ -160,7 +182,9 @@ def plan(
         elif phase == ORPHAN:
             continue
         elif phase == INVALID:
-            polls.append(view)  # its step names the bad file, once; the others go on
+            report.invalid.append(view.slug)
+            report.problems.append(view.why_invalid or view.slug)
+            report.counts["invalid"] += 1
         elif phase in (SENT, SENDING, PENDING):
             planned = schedule(view.state, qwen, now, spaced=phase == SENT)
             if planned.replanned:
@@ -357,6 +381,12 @@ def _step(
 
 
 def _count(report: CycleReport, slug: str, outcome) -> None:
+    if outcome.chat_error == LOGGED_OUT:
+        report.logged_out.append(slug)
+        if outcome.status is Status.DONE and outcome.engine == "router":
+            report.routed_logged_out.append(slug)
+    elif outcome.sent or outcome.reason == "generating" or outcome.engine == "qwen":
+        report.chat_worked = True
     if outcome.status is Status.DONE:
         report.counts["finished"] += 1
         report.counts["done"] += 1
@@ -385,3 +415,28 @@ def _browser_launches() -> int:
 
 def _record_cycle(workspace: Workspace, record: dict) -> None:
     files.atomic_write(workspace.state_dir / "last_cycle.json", json.dumps(record))
+
+
+LOGGED_OUT = "logged_out"  # the chat engines' HardError code for "not logged in"
+
+
+def _logged_out_record(previous: dict, report: CycleReport | None) -> dict:
+    """What last_cycle.json says about the chat's login, for `status`: logged out since some
+    cycle, and how many articles the router wrote since. A cycle that never reached the chat
+    (nothing to do) carries the last verdict forward; one that worked with the chat clears it."""
+    was = bool(previous.get("chat_logged_out"))
+    routed = previous.get("routed_while_logged_out") if was else 0
+    routed = routed if isinstance(routed, int) and routed >= 0 else 0
+    if report is None or not (report.logged_out or report.chat_worked):
+        return {"chat_logged_out": was, "routed_while_logged_out": routed}
+    if report.logged_out:
+        return {"chat_logged_out": True, "routed_while_logged_out": routed + len(report.routed_logged_out)}
+    return {"chat_logged_out": False, "routed_while_logged_out": 0}
+
+
+def _previous_record(workspace: Workspace) -> dict:
+    try:
+        data = json.loads((workspace.state_dir / "last_cycle.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

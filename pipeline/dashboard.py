@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 from collections.abc import Sequence
+from datetime import datetime
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -30,8 +32,16 @@ STATE_STYLES = {
     "orphan": "dim",
 }
 COLUMNS = ("SLUG", "STATE", "ENGINE", "AGE", "ATTEMPTS", "HARD", "NEXT TRY", "LAST ERROR", "CHAT URL")
-SHRINKS = "LAST ERROR"  # on a narrow terminal this column gives way first (slugs and URLs stay whole)
-MIN_ERROR_WIDTH = 12
+# The table's columns depend on the terminal's width only, never on what the rows hold, so a
+# refresh never makes a column vanish or come back. Fixed columns have fixed widths (cells
+# that do not fit end in "..."); the others share what is left in these proportions.
+COLUMN_SETS = (  # (narrowest terminal it is for, columns)
+    (150, COLUMNS),
+    (100, ("SLUG", "STATE", "ENGINE", "AGE", "ATTEMPTS", "HARD", "NEXT TRY", "LAST ERROR")),
+    (0, ("SLUG", "STATE", "AGE", "NEXT TRY", "LAST ERROR")),
+)
+FIXED_WIDTHS = {"STATE": 14, "ENGINE": 6, "AGE": 5, "ATTEMPTS": 8, "HARD": 4, "NEXT TRY": 8}
+SHARES = {"SLUG": 3, "LAST ERROR": 2, "CHAT URL": 3}
 ERROR_WIDTH = 80  # the last error is one line; the full text is in `show SLUG`
 
 
@@ -44,10 +54,14 @@ def plain_wanted(stream=None) -> bool:
 # -- status ----------------------------------------------------------------------------------
 
 
-def cells(row: Row, now: float) -> tuple[str, ...]:
+def cells(row: Row, now: float, *, compact: bool = False) -> tuple[str, ...]:
+    """The row's cells; `compact` (the table's fixed STATE column): "generating 2/3"."""
+    state = row.state
+    if row.turns:
+        state += f" {row.turn}/{row.turns}" if compact else f" (turn {row.turn} of {row.turns})"
     return (
         row.slug,
-        f"{row.state} (turn {row.turn} of {row.turns})" if row.turns else row.state,
+        state,
         row.engine or "-",
         ago(row.age_seconds) if row.age_seconds is not None else "-",
         str(row.attempts),
@@ -60,7 +74,24 @@ def cells(row: Row, now: float) -> tuple[str, ...]:
 
 def totals_line(status: BatchStatus) -> str:
     counts = [f"{state} {status.totals[state]}" for state in STATES if status.totals[state]]
-    return f"{sum(status.totals.values())} articles: " + (", ".join(counts) or "none")
+    return f"{totals_head(status)} " + (", ".join(counts) or "none")
+
+
+def totals_head(status: BatchStatus) -> str:
+    total = sum(status.totals.values())
+    return f"all {total} articles:" if status.filters else f"{total} articles:"
+
+
+def shown_line(status: BatchStatus) -> str | None:
+    """Which rows a filtered view shows, out of how many (the totals are the whole batch's)."""
+    if not status.filters:
+        return None
+    return f"{len(status.rows)} shown of {sum(status.totals.values())} ({status.filters})"
+
+
+def refreshed_line(status: BatchStatus, interval: float) -> str:
+    when = datetime.fromtimestamp(status.now).strftime("%H:%M:%S")
+    return f"refreshed {when}, every {interval:g} s (Ctrl-C ends)"
 
 
 def sends_line(status: BatchStatus) -> str:
@@ -99,72 +130,93 @@ def login_line(status: BatchStatus) -> str | None:
     return f"chat login: expires {clock(login.expires_at)} (in {ago(left)})"
 
 
-def plain_status(status: BatchStatus, *, warnings: bool = False, max_rows: int | None = None) -> str:
+def plain_status(
+    status: BatchStatus, *, warnings: bool = False, max_rows: int | None = None, refreshed: str | None = None
+) -> str:
     rows, hidden = _limit(status.rows, max_rows)
     lines = _aligned([COLUMNS, *(cells(r, status.now) for r in rows)])
     if hidden:
         lines.append(f"... {hidden} more (filter with --state or a PATTERN)")
     if not status.rows:
         lines = ["no articles match" if sum(status.totals.values()) else "no articles (prompts/ is empty)"]
-    lines += ["", totals_line(status), sends_line(status), cycle_line(status.last_cycle, status.now)]
-    lines += [line for line in [login_line(status)] if line]
-    if warnings:
-        lines += [f"warning: {w}" for w in status.warnings]
+    lines = ([refreshed, ""] if refreshed else []) + lines
+    lines += ["", *footer_lines(status, warnings=warnings)]
     return "\n".join(lines) + "\n"
 
 
+def footer_lines(status: BatchStatus, *, warnings: bool) -> list[str]:
+    """The lines below the table: what is shown, the totals, sends, the last cycle, the login."""
+    lines = [line for line in [shown_line(status)] if line]
+    lines += [totals_line(status), sends_line(status), cycle_line(status.last_cycle, status.now)]
+    lines += [line for line in [login_line(status)] if line]
+    if warnings:
+        lines += [f"warning: {w}" for w in status.warnings]
+    return lines
+
+
+def footer_height(status: BatchStatus, width: int, *, warnings: bool) -> int:
+    """Terminal lines the footer takes at `width` (its lines wrap at word boundaries)."""
+    lines = footer_lines(status, warnings=warnings)
+    return sum(len(textwrap.wrap(line, max(width, 1))) or 1 for line in lines)
+
+
 def rich_status(
-    status: BatchStatus, *, warnings: bool = False, max_rows: int | None = None, width: int = 200
+    status: BatchStatus,
+    *,
+    warnings: bool = False,
+    max_rows: int | None = None,
+    width: int = 200,
+    refreshed: str | None = None,
 ) -> RenderableType:
     rows, hidden = _limit(status.rows, max_rows)
-    values = [cells(row, status.now) for row in rows]
-    widths = {name: max([len(name), *(len(v[i]) for v in values)]) for i, name in enumerate(COLUMNS)}
-    shown = fitting_columns(widths, width)
-    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, expand=False)
+    shown = column_set(width)
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, expand=True, width=width)
     for name in shown:
-        table.add_column(name, no_wrap=True, overflow="ellipsis", width=widths[name])
-    for row, value in zip(rows, values, strict=True):
-        cell = dict(zip(COLUMNS, value, strict=True))
+        if name in FIXED_WIDTHS:
+            table.add_column(name, no_wrap=True, overflow="ellipsis", width=FIXED_WIDTHS[name])
+        else:
+            table.add_column(name, no_wrap=True, overflow="ellipsis", ratio=SHARES[name], min_width=4)
+    for row in rows:
+        cell = dict(zip(COLUMNS, cells(row, status.now, compact=True), strict=True))
         cell["STATE"] = Text(cell["STATE"], style=STATE_STYLES.get(row.state, ""))
         table.add_row(*(cell[name] for name in shown))
-    parts: list[RenderableType] = [table]
+    parts: list[RenderableType] = [_line(refreshed, "dim")] if refreshed else []
+    parts.append(table)
     if hidden:
-        parts.append(Text(f"... {hidden} more (filter with --state or a PATTERN)", style="dim"))
+        parts.append(_line(f"... {hidden} more (filter with --state or a PATTERN)", "dim"))
     if not status.rows:
-        parts = [
-            Text("no articles match" if sum(status.totals.values()) else "no articles (prompts/ is empty)")
+        parts = parts[:-1] + [
+            _line("no articles match" if sum(status.totals.values()) else "no articles (prompts/ is empty)")
         ]
-    totals = Text()
+    shown_text = shown_line(status)
+    if shown_text:
+        parts.append(_line(shown_text, "bold"))
+    totals = _line(totals_head(status), "bold")
     for state in STATES:
         if status.totals[state]:
             totals.append(f" {state} {status.totals[state]} ", style=STATE_STYLES[state])
     parts += [
-        Text(f"{sum(status.totals.values())} articles:", style="bold") + totals,
-        Text(sends_line(status), style="red" if status.sends_stopped else ""),
-        Text(cycle_line(status.last_cycle, status.now), style=_cycle_style(status.last_cycle)),
+        totals,
+        _line(sends_line(status), "red" if status.sends_stopped else ""),
+        _line(cycle_line(status.last_cycle, status.now), _cycle_style(status.last_cycle)),
     ]
     login = login_line(status)
     if login:
-        parts.append(Text(login, style="yellow" if login_warning(status.login, status.now) else ""))
+        parts.append(_line(login, "yellow" if login_warning(status.login, status.now) else ""))
     if warnings:
-        parts += [Text(f"warning: {w}", style="yellow") for w in status.warnings]
+        parts += [_line(f"warning: {w}", "yellow") for w in status.warnings]
     return Group(*parts)
 
 
-def fitting_columns(widths: dict[str, int], width: int) -> list[str]:
-    """The columns that fit in `width`, one line per article: the last error is shortened
-    first, then dropped, then the chat URL (`show SLUG` and --json have both in full)."""
-    names = list(COLUMNS)
-    for dropped in (None, SHRINKS, "CHAT URL", "ENGINE", "HARD", "ATTEMPTS"):
-        if dropped:
-            names.remove(dropped)
-        spare = width - sum(widths[n] for n in names) - 3 * len(names)  # padding, rules, edges
-        if SHRINKS in names and spare < 0 and widths[SHRINKS] + spare >= MIN_ERROR_WIDTH:
-            widths[SHRINKS] += spare
-            spare = 0
-        if spare >= 0:
-            break
-    return names
+def column_set(width: int) -> tuple[str, ...]:
+    """The table's columns at a terminal `width` (the chat URL, then the counts, give way first:
+    `show SLUG` and --json have them all)."""
+    return next(names for narrowest, names in COLUMN_SETS if width >= narrowest)
+
+
+def _line(text: str, style: str = "") -> Text:
+    # Wrapped at word boundaries, never cut at the edge (the consoles soft-wrap by default).
+    return Text(text, style=style, no_wrap=False, overflow="fold")
 
 
 def _cycle_style(cycle: LastCycle | None) -> str:
@@ -187,17 +239,26 @@ def story_lines(story: ArticleStory, slug: str) -> list[tuple[str, ...]]:
             entry.get("error") or entry.get("chat_url") or entry.get("progress") or entry.get("reason") or ""
         )
         code = entry.get("code")
-        rows.append(
-            (
-                str(entry.get("time", "")),
-                str(entry.get("event", "")),
-                str(entry.get("engine", "") or "-"),
-                str(attempt or "-"),
-                f"{entry['duration']}s" if entry.get("duration") is not None else "-",
-                f"[{code}] {detail}" if code else str(detail),
-            )
+        cells = (
+            str(entry.get("time", "")),
+            str(entry.get("event", "")),
+            str(entry.get("engine", "") or "-"),
+            str(attempt or "-"),
+            f"{entry['duration']}s" if entry.get("duration") is not None else "-",
+            f"[{code}] {detail}" if code else str(detail),
         )
+        rows.append(tuple(capped(cell) for cell in cells))
     return rows
+
+
+MAX_FIELD = 2000  # characters of one journal field `show` prints; the journal keeps it all
+
+
+def capped(text: str, limit: int = MAX_FIELD) -> str:
+    """`text`, or its first `limit` characters and how many more the journal holds."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text) - limit:,} more characters cut; the journal has them]"
 
 
 STORY_COLUMNS = ("TIME", "EVENT", "ENGINE", "SEND #", "DURATION", "DETAIL")
@@ -219,7 +280,7 @@ def plain_story(story: ArticleStory, slug: str) -> str:
         )
         lines.append(f"chat URL: {row.chat_url or '-'}")
         if row.last_error:
-            lines.append(f"last error: {row.last_error}")
+            lines.append(f"last error: {capped(row.last_error)}")
     lines += ["", "files:", *_aligned(file_lines(story)), "", f"journal ({len(story.entries)} entries):"]
     lines += _aligned([STORY_COLUMNS, *story_lines(story, slug)]) if story.entries else ["(none)"]
     return "\n".join(lines) + "\n"
@@ -236,7 +297,7 @@ def rich_story(story: ArticleStory, slug: str) -> RenderableType:
         )
         parts.append(Text(f"chat URL: {row.chat_url or '-'}"))
         if row.last_error:
-            parts.append(Text(f"last error: {row.last_error}", style="red"))
+            parts.append(Text(f"last error: {capped(row.last_error)}", style="red"))
     files = Table("FILE", "EXISTS", "SIZE", "PATH", box=box.SIMPLE_HEAD, title="files", title_justify="left")
     for values in file_lines(story):
         files.add_row(*values, style="" if values[1] == "yes" else "dim")

@@ -52,7 +52,9 @@ def main() -> None:
     done = already_done(sys.argv[1:])
     if done:
         sys.stdout.write(done + "\n")
-        sys.stderr.write(f"{done} is already done\n")
+        from .console import as_line
+
+        sys.stderr.write(as_line(f"{done} is already done") + "\n")
         sys.exit(0)
     from .cli import main as full
 

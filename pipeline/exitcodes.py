@@ -9,3 +9,4 @@ class ExitCode(IntEnum):
     USAGE = 2  # cannot run as asked: bad arguments, config or prompt; nothing written
     WORKING = 3  # still generating, backing off, throttled, or in progress elsewhere
     QUEUED = 42  # the prompt was sent just now (like HTTP 202 Accepted)
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as shells report it)

@@ -36,6 +36,32 @@ def check_slug(slug: str) -> str:
     )
 
 
+def is_folder_notes(name: str) -> bool:
+    """`README.md` (any case) in prompts/ is the folder's own notes, never a prompt: a folder
+    that documents itself must not make every cycle fail."""
+    return name.lower() == "readme.md"
+
+
+def is_slug(text: str) -> bool:
+    """True when check_slug accepts `text`."""
+    try:
+        check_slug(text)
+    except UsageProblem:
+        return False
+    return True
+
+
+def name_problem(path: Path) -> str:
+    """Why the prompt file `path` is never sent, and the name under which it would be."""
+    stem = path.name.removesuffix(".md")
+    wanted = re.sub(r"[^a-z0-9._-]+", "-", stem.lower()).lstrip("._-")[:200].rstrip("-")
+    fix = f"rename it to {path.with_name(wanted + '.md')}" if is_slug(wanted) else "rename it"
+    return (
+        f"{path}: {stem!r} is not a prompt name (a-z, 0-9, '.', '_' and '-', starting with a "
+        f"letter or digit, at most 200 characters), so it is never sent; {fix}"
+    )
+
+
 @dataclass(frozen=True)
 class Prompt:
     slug: str
@@ -166,4 +192,4 @@ def list_slugs(prompts_dir: Path) -> list[str]:
         names = [entry.name for entry in prompts_dir.iterdir() if entry.is_file()]
     except FileNotFoundError:
         return []
-    return sorted(n[:-3] for n in names if n.endswith(".md") and SLUG_RE.fullmatch(n[:-3]))
+    return sorted(n[:-3] for n in names if n.endswith(".md") and not is_folder_notes(n) and is_slug(n[:-3]))

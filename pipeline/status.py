@@ -26,7 +26,8 @@ from .workspace import Workspace
 SCHEMA_VERSION = 1
 
 # States, in the order the dashboard lists them: what needs a person first.
-INVALID = "invalid"  # a file of the article is a symlink, a FIFO or a folder: last_error says which
+INVALID = "invalid"  # a bad prompt (name or content), or a file of the article that is a symlink,
+# a FIFO or a folder: last_error says which, with the fix
 FAILED = "failed"  # hard failure on every engine, not yet dead-lettered
 DEAD = "dead"  # SLUG.md.failed: skipped until `qwenpipe replay`
 BACKOFF = "backoff"  # a transient failure: next try in the future
@@ -86,6 +87,8 @@ class LastCycle:
     exit_code: int | None
     summary: str
     pid: int | None
+    chat_logged_out: bool = False  # the chat refused for want of a login (and no cycle worked since)
+    routed_while_logged_out: int = 0  # articles the router wrote since then
 
     @classmethod
     def read(cls, path: Path) -> LastCycle | None:
@@ -101,6 +104,8 @@ class LastCycle:
             exit_code=_int_or_none(data.get("exit_code")),
             summary=str(data.get("summary") or ""),
             pid=_int_or_none(data.get("pid")),
+            chat_logged_out=data.get("chat_logged_out") is True,
+            routed_while_logged_out=max(_int_or_none(data.get("routed_while_logged_out")) or 0, 0),
         )
 
     @property
@@ -117,6 +122,8 @@ class LastCycle:
             "pid": self.pid,
             "running": self.running,
             "seconds_since_finished": None if self.finished is None else int(now - self.finished),
+            "chat_logged_out": self.chat_logged_out,
+            "routed_while_logged_out": self.routed_while_logged_out,
         }
 
 
@@ -151,6 +158,8 @@ class BatchStatus:
     last_cycle: LastCycle | None = None
     login: LoginInfo | None = None
     warnings: list[str] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)  # the whole batch's invalid prompts' problems
+    filters: str = ""  # what `rows` is limited to, in words ("" = every article)
 
     @property
     def sends_stopped(self) -> bool:
@@ -229,6 +238,9 @@ def collect(
     ]
     for row in rows:
         status.totals[row.state] += 1
+    status.invalid = [row.last_error or row.slug for row in rows if row.state == INVALID]
+    shown_by = [f"slugs matching {pattern!r}"] if pattern else []
+    status.filters = "; ".join(shown_by + ([f"state {', '.join(wanted)}"] if wanted else []))
     status.warnings = warnings(status, workspace.config.qwen["poll_interval"])
     status.rows = sort_rows(
         [
@@ -252,7 +264,7 @@ def build_row(
     row.chat_url = journal.chat_url or None
     sent_at = journal.sent_ts
     if phase == batch.INVALID:
-        row.state, row.last_error = INVALID, view.problem
+        row.state, row.last_error = INVALID, view.why_invalid
         return row
     if journal.turns > 1:  # a done multi-turn article: its "done" step says how many
         row.turns = journal.turns
@@ -321,6 +333,8 @@ def state_of(
     """
     if phase == batch.DEAD:
         return DEAD
+    if phase == batch.INVALID:
+        return INVALID
     if phase == batch.ORPHAN:
         return ORPHAN
     if hard_failures and (not last_event or last_event in FAILURE_EVENTS):
@@ -359,10 +373,41 @@ def warnings(status: BatchStatus, poll_interval: float) -> list[str]:
         )
     if status.totals[ORPHAN]:
         found.append(f"{status.totals[ORPHAN]} orphan(s): files in articles/ without a prompt in prompts/")
-    login = login_warning(status.login, status.now)
+    found += invalid_warnings(status.invalid)
+    logged_out = logged_out_warning(status.last_cycle, status.login)
+    login = logged_out or login_warning(status.login, status.now)
     if login:
         found.append(login)
     return found
+
+
+def logged_out_warning(cycle: LastCycle | None, login: LoginInfo | None) -> str | None:
+    """A cycle found the chat logged out, and no login was saved since: say so, with the fix."""
+    if cycle is None or not cycle.chat_logged_out:
+        return None
+    when = cycle.finished or cycle.started or 0.0
+    try:
+        if login is not None and login.state_file.stat().st_mtime > when:
+            return None  # logged in again since: the next cycle finds out
+    except OSError:
+        pass
+    routed = cycle.routed_while_logged_out
+    fallback = (
+        f"the router wrote {routed} article(s) instead of the chat" if routed else "nothing goes to the chat"
+    )
+    return f"the chat is logged out (seen by the cycle of {clock(when)}): {fallback}; run `qwenpipe login`"
+
+
+MAX_INVALID_WARNINGS = 5
+
+
+def invalid_warnings(problems: list[str]) -> list[str]:
+    """One line per invalid prompt (the first few): each names its file, what is wrong, the fix."""
+    lines = [f"invalid prompt: {problem}" for problem in problems[:MAX_INVALID_WARNINGS]]
+    if len(problems) > MAX_INVALID_WARNINGS:
+        more = len(problems) - MAX_INVALID_WARNINGS
+        lines.append(f"{more} more invalid prompt(s): `qwenpipe status --state invalid` lists them")
+    return lines
 
 
 LOGIN_WARN_SECONDS = 2 * 86400  # a person has two days to run `qwenpipe login`

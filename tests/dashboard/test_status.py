@@ -297,6 +297,8 @@ def test_last_cycle_and_the_stale_cycle_warning(project):
         "pid": 4242,
         "running": False,
         "seconds_since_finished": 60,
+        "chat_logged_out": False,
+        "routed_while_logged_out": 0,
     }
     assert not any("cycle" in w for w in doc["warnings"])
     write_cycle(ws, started=now - 3700, finished=now - 3600, exit_code=0, summary="", pid=1)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-import select
 import signal
 import struct
 import subprocess
@@ -14,34 +13,7 @@ import termios
 import time
 
 from project_files import add_prompt
-
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r")
-
-
-class Screen:
-    """What the program wrote to the terminal, read as it comes."""
-
-    def __init__(self, fd: int):
-        self.fd, self.raw = fd, b""
-
-    def text(self) -> str:
-        return ANSI.sub("", self.raw.decode("utf-8", errors="replace"))
-
-    def wait_for(self, pattern: str, timeout: float = 10.0, after: int = 0) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if re.search(pattern, self.text()[after:]):
-                return True
-            self.pump(0.1)
-        return False
-
-    def pump(self, wait: float) -> None:
-        ready, _, _ = select.select([self.fd], [], [], wait)
-        if ready:
-            try:
-                self.raw += os.read(self.fd, 65536)
-            except OSError:  # the child closed the terminal
-                pass
+from pty_helpers import Screen
 
 
 def test_watch_redraws_shows_a_new_article_and_exits_0_on_ctrl_c(project):

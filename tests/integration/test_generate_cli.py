@@ -184,3 +184,34 @@ def test_waf_at_poll_is_transient_exit_3(fresh, tmp_path):
     assert result.returncode == 3, result.stderr
     assert "attempt 1 of 3" in result.stderr
     assert not (project / "articles" / "waf.md").exists()
+
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏ "  # rich's "dots" spinner frames
+
+
+def test_wait_on_a_terminal_shows_each_progress_line_once_in_one_live_line(fresh, tmp_path):
+    from pty_helpers import screens, spawn
+
+    fresh.set(answer_seconds=3.0)
+    project = make_project(tmp_path, fresh)
+    prompt(project, "live", "Write about one line that moves.")
+    child, screen = spawn(["generate", "live", "--wait"], project)
+    try:
+        screen.drain(child, timeout=90)
+        assert child.returncode == 0, screen.text()[-2000:]
+        seen_progress = False
+        for lines in screens(screen.raw):
+            shown = [line.lstrip(SPINNER) for line in lines if line.strip()]
+            assert len(shown) == len(set(shown)), f"a line shown twice: {shown}"
+            progress = [line for line in shown if "live: " in line and "wrote" not in line]
+            assert len(progress) <= 1, f"more than one progress line at once: {progress}"
+            seen_progress = seen_progress or bool(progress)
+        final = [line for line in lines if line.strip()]
+        assert seen_progress, "no progress was shown"
+        assert not any("thinking" in line or "writing:" in line for line in final), final
+        assert any("live: wrote" in line for line in final), final
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        os.close(screen.fd)

@@ -12,6 +12,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import shutil
 import tempfile
 import tomllib
@@ -123,12 +124,15 @@ def snapshot(folder: Path, *, skip: Path | None = None) -> dict[str, bytes]:
     }
 
 
+STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d ")  # say()'s time off a terminal
+
+
 def assert_clear_refusal(code: int, stderr: str) -> None:
     assert code in EXIT_CODES, code
     assert "Traceback" not in stderr
     if code == 2:
         lines = [line for line in stderr.splitlines() if line.strip()]
-        assert lines and lines[-1].startswith("qwenpipe: "), stderr
+        assert lines and STAMP.sub("", lines[-1]).startswith("qwenpipe: "), stderr
 
 
 # -- config files --------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from project_files import add_prompt, snapshot
 from tests_cli_helpers import qwenpipe
@@ -80,6 +82,19 @@ def test_dead_letter_is_exit_1_and_replay_clears_it(project):
     assert qwenpipe("replay", "tea", cwd=project).returncode == 2
 
 
+def test_replay_all_failed_reports_a_bad_name_and_replays_the_rest(project):
+    dead = 'reason = "bot_check"\nlast_error = "bot check"\n'
+    for name in ("a-tea", "Bad Name", "z-tea"):
+        (project / "articles" / f"{name}.md.failed").write_text(dead)
+    result = qwenpipe("replay", "--all-failed", cwd=project)
+    assert result.returncode == 1, result.stderr
+    assert "Bad Name: not replayed: invalid slug" in result.stderr
+    assert "2 of 3 replayed" in result.stderr and "Traceback" not in result.stderr
+    assert not (project / "articles" / "a-tea.md.failed").exists()
+    assert not (project / "articles" / "z-tea.md.failed").exists()
+    assert (project / "articles" / "Bad Name.md.failed").exists()
+
+
 def test_fast_path_for_a_done_article_matches_the_full_cli(project, capfd):
     from pipeline.cli import run
     from pipeline.entry import already_done
@@ -92,6 +107,8 @@ def test_fast_path_for_a_done_article_matches_the_full_cli(project, capfd):
     full = capfd.readouterr()
     assert fast.returncode == 0 and fast.stdout == full.out and fast.stdout.strip() == str(done)
     assert "already done" in fast.stderr and "already done" in full.err
+    stamp = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d "  # off a terminal, both say when
+    assert re.match(stamp + ".*already done", fast.stderr) and re.match(stamp + ".*already done", full.err)
     config = str(project / "config.toml")
     assert already_done(["--config", config, "generate", "tea"]) == str(done)
     assert already_done(["generate", "tea", "--config", config]) == str(done)
