@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.engines.base import EngineBusy, HardError
-from pipeline.files import FileLock, LockBusy
+from pipeline.errors import SetupProblem
+from pipeline.files import FileLock, LockBusy, read_bytes
 
 PATH_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 INSTALL_HINT = (
@@ -179,8 +180,8 @@ def state_token_expiry(state_path: Path) -> float | None:
     Read from the file, so `status` can warn days ahead without starting a browser.
     """
     try:
-        state = json.loads(Path(state_path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        state = json.loads(read_bytes(state_path, follow=True))  # a FIFO never hangs `status`
+    except (OSError, ValueError, SetupProblem):
         return None
     tokens = [c.get("value") for c in state.get("cookies", []) if c.get("name") == "token"]
     for origin in state.get("origins", []):

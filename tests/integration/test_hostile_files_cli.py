@@ -327,3 +327,10 @@ def test_a_symlinked_journal_stops_a_chat_send_before_its_marker(project, sim, o
     assert not (project / "articles" / "tea.md.sending").exists(), "no marker a later run must explain"
     assert text not in [e["prompt"] for e in sim.sends()]
     assert outside.read_text() == "the user's own file\n"
+
+
+def test_a_fifo_saved_login_does_not_hang_status(project):
+    prompt(project, "tea", "Write about tea.")
+    os.mkfifo(project / "state.json")  # browser.storage_state in make_project's config
+    result = run("status", project=project)
+    assert result.returncode == 0, one_line(result)
