@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.engines.base import EngineBusy, HardError
-from pipeline.files import FileLock, LockBusy
+from pipeline.errors import SetupProblem
+from pipeline.files import FileLock, LockBusy, read_bytes
 
 PATH_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 INSTALL_HINT = (
@@ -232,8 +233,8 @@ def state_token_expiry(state_path: Path) -> float | None:
     if not Path(state_path).is_file():
         return None  # missing, a folder, or a FIFO that would block the read forever
     try:
-        state = json.loads(Path(state_path).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):  # RecursionError: [[[[... nested too deep
+        state = json.loads(read_bytes(state_path, follow=True))  # a FIFO never hangs `status`
+    except (OSError, ValueError, RecursionError, SetupProblem):  # RecursionError: [[[[... too deep
         return None
     expiries = [e for e in (jwt_expiry(t) for t in state_tokens(state)) if e is not None]
     return max(expiries) if expiries else None

@@ -95,6 +95,7 @@ def generate(
     article.check()  # a symlink, FIFO or folder among its files: refused before anything is read
     if article.md.exists():
         return Outcome(Status.DONE, slug, f"{article.md} is already done")
+    workspace.journal.check()  # before any marker or send: every step must be logged
     prompt = load_prompt(workspace.prompts_dir, slug)
     read_chat_url(article, workspace.config.qwen["base_url"])  # refuse a bad sidecar before locking
     try:

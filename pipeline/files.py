@@ -31,7 +31,7 @@ from .errors import SetupProblem
 STATE_DIR = ".qwenpipe"  # articles/.qwenpipe: the project's own folder (journal, state, locks)
 PRIVATE = 0o600  # files that hold chat URLs and errors: the journal, state, locks, markers
 PRIVATE_DIR = 0o700
-SHARED = None  # atomic_write's mode for what the user reads (articles, the config): the umask's
+SHARED = None  # atomic_write's mode for what the user reads (articles, the config): per umask
 # Temporaries: a prefix no user file carries, and the exact shape mkstemp gives it, so that a
 # sweep removes only what a killed writer of ours left (never `.tmp-my-notes.txt`).
 TMP_PREFIX = ".qwenpipe-tmp-"
@@ -74,7 +74,7 @@ def kind_of(mode: int) -> str:
     ):
         if test(mode):
             return words
-    return "not a regular file" if not stat.S_ISREG(mode) else "a regular file"
+    return "a regular file" if stat.S_ISREG(mode) else "not a regular file"
 
 
 def _lstat_kind(path: Path | str) -> str:
@@ -148,17 +148,13 @@ def read_bytes(path: Path | str, *, follow: bool = False) -> bytes:
         return handle.read()
 
 
-def read_text(path: Path | str, *, follow: bool = False) -> str:
-    return read_bytes(path, follow=follow).decode("utf-8")
-
-
 def ensure_folder(folder: Path) -> Path:
     """Create `folder` and its parents if needed. From the project's own `.qwenpipe` folder down,
     each level must be a real folder (a symlink would send our files elsewhere) and is made
     private (0700, also an older version's 0755)."""
     folder = Path(folder)
-    parts = folder.parts
-    if STATE_DIR not in parts:
+    own = _own_levels(folder)
+    if own is None:
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except FileExistsError:
@@ -166,24 +162,25 @@ def ensure_folder(folder: Path) -> Path:
         except OSError as err:
             raise cannot("create the folder", folder, err) from None
         return folder
-    top = len(parts) - 1 - parts[::-1].index(STATE_DIR)
-    current = ensure_folder(Path(*parts[:top]))
-    for name in parts[top:]:
-        current = current / name
-        _private_folder(current)
+    ensure_folder(own[0].parent)
+    for level in own:
+        _private_folder(level)
     return folder
+
+
+def _own_levels(folder: Path) -> list[Path] | None:
+    """The levels of `folder` from the (last) `.qwenpipe` down, or None outside of one."""
+    parts = Path(folder).parts
+    if STATE_DIR not in parts:
+        return None
+    top = len(parts) - 1 - parts[::-1].index(STATE_DIR)
+    return [Path(*parts[: index + 1]) for index in range(top, len(parts))]
 
 
 def check_folder(folder: Path) -> None:
     """Read-only: UnsafeFile when a level of our own `.qwenpipe` folder in `folder` is a symlink
     or a file (what ensure_folder would refuse); missing levels are fine (nothing written yet)."""
-    parts = Path(folder).parts
-    if STATE_DIR not in parts:
-        return
-    top = len(parts) - 1 - parts[::-1].index(STATE_DIR)
-    current = Path(*parts[:top])
-    for name in parts[top:]:
-        current = current / name
+    for current in _own_levels(folder) or []:
         try:
             info = os.lstat(current)
         except FileNotFoundError:
@@ -222,9 +219,9 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = PRIVATE, c
     """Replace `path` with `data` so that no reader, and no crash, ever sees half of it.
 
     `mode`: PRIVATE (0600) unless asked, so that a forgotten mode leaks nothing; SHARED follows
-    the umask (articles, the config). What is
-    at `path` must be a regular file or nothing: a symlink, FIFO or folder there is refused
-    (UnsafeFile) and left as it was. An OSError (read-only folder, full disk) is a SetupProblem.
+    the umask (articles, the config). What is at `path` must be a regular file or nothing: a
+    symlink, FIFO or folder there is refused (UnsafeFile) and left as it was. An OSError (a
+    read-only folder, a full disk) is a SetupProblem.
     """
     path = Path(path)
     ensure_folder(path.parent)

@@ -24,6 +24,12 @@ from .redact import mask_data
 class Journal:
     path: Path
 
+    def check(self) -> None:
+        """UnsafeFile when the journal (or its folder) is a symlink, a FIFO or a folder: asked
+        before a step that must log, so that nothing is marked or sent that could not be logged."""
+        files.check_folder(self.path.parent)
+        files.is_regular(self.path)
+
     def append(self, slug: str, event: str, **fields: object) -> dict:
         """Record one step. None-valued fields are left out to keep lines short."""
         now = time.time()

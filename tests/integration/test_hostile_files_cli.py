@@ -315,3 +315,22 @@ def test_a_symlinked_send_marker_stops_the_send_before_the_browser(project, sim,
     assert "tea.md.sending is a symlink" in one_line(result)
     assert outside.read_text() == "the user's own file\n"
     assert text not in [e["prompt"] for e in sim.sends()]
+
+
+@pytest.mark.browser
+def test_a_symlinked_journal_stops_a_chat_send_before_its_marker(project, sim, outside):
+    text = prompt(project, "tea", "Write about tea, with a journal that is a link.")
+    (state_dir(project) / "journal.jsonl").symlink_to(outside)
+    result = qwenpipe("generate", "tea", cwd=project, timeout=120)
+    assert result.returncode == 1, result.stderr
+    assert "journal.jsonl is a symlink" in one_line(result)
+    assert not (project / "articles" / "tea.md.sending").exists(), "no marker a later run must explain"
+    assert text not in [e["prompt"] for e in sim.sends()]
+    assert outside.read_text() == "the user's own file\n"
+
+
+def test_a_fifo_saved_login_does_not_hang_status(project):
+    prompt(project, "tea", "Write about tea.")
+    os.mkfifo(project / "state.json")  # browser.storage_state in make_project's config
+    result = run("status", project=project)
+    assert result.returncode == 0, one_line(result)
