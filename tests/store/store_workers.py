@@ -50,3 +50,15 @@ def die_inside_a_step(place: Place, ready, how: str) -> None:
             os._exit(1)
         while True:  # SIGKILLed here by the test
             os.sched_yield()
+
+
+def import_and_die(state_dir: str) -> None:
+    """Import a legacy workspace, killed (os._exit) at its last write, inside the transaction."""
+    from pipeline.store import open_store
+    from pipeline.store.sqlite import SQLiteStep
+
+    def die(*_args: object) -> None:
+        os._exit(1)
+
+    SQLiteStep.block_quota = die  # the import's last write: everything else is written by then
+    open_store(state_dir)
