@@ -2,8 +2,10 @@
 
 One store holds one batch (one `articles/` folder's history): the journal (events), one record
 per article, the sends (an intent before the click, the chat URL after it), the chat's quota
-blocks per account, and leases. On one machine the sidecar files stay the truth about "sent"
-and "done"; the store is the history and the bookkeeping, and holds no article body.
+blocks per account, and leases. A server store that several hosts share keys its rows by batch
+as well, so that its unique send is (batch, slug, turn). On one machine the sidecar files stay
+the truth about "sent" and "done"; the store is the history and the bookkeeping, and holds no
+article body.
 
 Reads are methods of the Store. Writes happen in a `step()`: one short transaction, so a step
 that writes several rows (an event, the record, the intent) is all there or not at all.
@@ -263,6 +265,11 @@ class Store(Protocol):
         """A value written with Step.claim_meta."""
 
     def close(self) -> None: ...
+
+    def __enter__(self) -> Store: ...
+
+    def __exit__(self, *exc: object) -> None:
+        """Closes the store."""
 
 
 def dumps(value: object) -> str:

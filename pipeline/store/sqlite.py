@@ -53,11 +53,17 @@ class SQLiteStore:
             self._conn = sqlite3.connect(
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
+        except sqlite3.DatabaseError as err:
+            raise _store_error(err, self.path) from None
+        try:
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = FULL")
             schema.migrate(self._conn, self.path)
-        except sqlite3.DatabaseError as err:
-            raise _store_error(err, self.path) from None
+        except BaseException as err:
+            self._conn.close()
+            if isinstance(err, sqlite3.DatabaseError):
+                raise _store_error(err, self.path) from None
+            raise
 
     @classmethod
     def open(cls, state_dir: Path, *, busy_timeout: float = BUSY_TIMEOUT) -> SQLiteStore:

@@ -62,3 +62,11 @@ def import_and_die(state_dir: str) -> None:
 
     SQLiteStep.block_quota = die  # the import's last write: everything else is written by then
     open_store(state_dir)
+
+
+def open_at_once(state_dir: str, start) -> None:
+    """Open (and so upgrade) a legacy workspace at the same moment as other processes."""
+    from pipeline.store import open_store
+
+    start.wait()
+    open_store(state_dir).close()

@@ -192,3 +192,25 @@ def test_deleting_the_database_loses_history_never_an_article(workspace, state_d
     assert {k: v for k, v in files_of(workspace).items() if k in article_files} == article_files
     with open_store(state_dir) as store:  # made again from the files: the later history is gone
         assert [e.event for e in store.events("chat-done")] == ["sending", "sent", "done"]
+
+
+def test_processes_upgrading_at_once_import_it_once(state_dir):
+    start = SPAWN.Event()
+    workers = [
+        SPAWN.Process(target=store_workers.open_at_once, args=(str(state_dir), start)) for _ in range(4)
+    ]
+    for worker in workers:
+        worker.start()
+    start.set()
+    for worker in workers:
+        worker.join(60)
+        assert worker.exitcode == 0
+    with SQLiteStore.open(state_dir) as store:
+        assert len(list(store.events())) == 41 and store.send_counts(0).total == 9
+
+
+def test_a_workspace_with_nothing_old_imports_nothing_and_is_not_looked_at_again(tmp_path):
+    state_dir = tmp_path / "articles" / ".qwenpipe"
+    with open_store(state_dir) as store:
+        assert list(store.events()) == [] and store.articles() == {}
+        assert store.meta(legacy.IMPORT_KEY) is not None
