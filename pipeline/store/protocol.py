@@ -193,6 +193,9 @@ class Step(Protocol):
     def append(self, event: Event) -> int:
         """Add an event; returns its seq."""
 
+    def article(self, slug: str) -> ArticleRecord | None:
+        """The record as this transaction sees it (for a read-modify-write in one step)."""
+
     def put_article(self, record: ArticleRecord) -> None:
         """Insert or replace the article's record (its `intent` is ignored: see record_intent)."""
 
@@ -237,8 +240,8 @@ class Store(Protocol):
     def articles(self) -> dict[str, ArticleRecord]:
         """Every article's record."""
 
-    def sends(self, slug: str) -> list[Send]:
-        """The article's sends, by turn."""
+    def sends(self, slug: str | None = None) -> list[Send]:
+        """The article's sends, by turn; every article's (by slug, then turn) with no slug."""
 
     def send_counts(self, start: float, end: float = float("inf")) -> SendCounts:
         """Sends with start <= ts < end (a local day: quota.local_day_start and the next one)."""

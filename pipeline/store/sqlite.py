@@ -120,11 +120,11 @@ class SQLiteStore:
         return {row[2]: _event(row) for row in rows}
 
     def article(self, slug: str) -> ArticleRecord | None:
-        rows = self._rows(f"SELECT {ARTICLE_COLUMNS} FROM articles WHERE slug = ?", (slug,))
-        intents = self._rows(f"SELECT {SEND_COLUMNS} FROM sends WHERE slug = ? AND chat_url = ''", (slug,))
-        if not rows:
-            return ArticleRecord(slug, intent=_open_intent(intents)) if intents else None
-        return _article(rows[0], _open_intent(intents))
+        with self._lock:
+            try:
+                return _read_article(self._conn, slug)
+            except sqlite3.DatabaseError as err:
+                raise _store_error(err, self.path) from None
 
     def articles(self) -> dict[str, ArticleRecord]:
         by_slug: dict[str, list[tuple]] = {}
@@ -138,7 +138,9 @@ class SQLiteStore:
             records.setdefault(slug, ArticleRecord(slug, intent=_open_intent(intents)))
         return records
 
-    def sends(self, slug: str) -> list[Send]:
+    def sends(self, slug: str | None = None) -> list[Send]:
+        if slug is None:
+            return [Send(*row) for row in self._rows(f"SELECT {SEND_COLUMNS} FROM sends ORDER BY slug, turn")]
         return [
             Send(*row)
             for row in self._rows(f"SELECT {SEND_COLUMNS} FROM sends WHERE slug = ? ORDER BY turn", (slug,))
@@ -223,6 +225,9 @@ class SQLiteStep:
             (event.ts, event.slug, event.event, event.pid, event.account, dumps(dict(event.fields))),
         )
         return int(cursor.lastrowid or 0)
+
+    def article(self, slug: str) -> ArticleRecord | None:
+        return _read_article(self._conn, slug)
 
     def put_article(self, record: ArticleRecord) -> None:
         values = astuple(record)[:-2]  # all but errors and intent
@@ -311,6 +316,15 @@ def _event(row: tuple) -> Event:
 def _article(row: tuple, intent: Intent | None) -> ArticleRecord:
     *values, errors = row
     return ArticleRecord(*values, errors=() if errors == "[]" else tuple(_decode(errors)), intent=intent)
+
+
+def _read_article(conn: sqlite3.Connection, slug: str) -> ArticleRecord | None:
+    row = conn.execute(f"SELECT {ARTICLE_COLUMNS} FROM articles WHERE slug = ?", (slug,)).fetchone()
+    intents = conn.execute(f"SELECT {SEND_COLUMNS} FROM sends WHERE slug = ? AND chat_url = ''", (slug,))
+    intent = _open_intent(intents.fetchall())
+    if row is None:
+        return ArticleRecord(slug, intent=intent) if intent else None
+    return _article(row, intent)
 
 
 def _open_intent(rows: list[tuple]) -> Intent | None:

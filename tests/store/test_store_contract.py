@@ -7,6 +7,7 @@ jobs, `status` and cycles, and killed with them.
 
 from __future__ import annotations
 
+import inspect
 import multiprocessing
 import os
 import signal
@@ -22,6 +23,8 @@ from pipeline.store.protocol import (
     Intent,
     LeaseLost,
     QuotaBlock,
+    Step,
+    Store,
     StoreError,
 )
 
@@ -327,3 +330,37 @@ def test_a_one_time_key_is_claimed_once(store):
     with store.step() as step:
         assert not step.claim_meta("job", "second")
     assert store.meta("job") == "first" and store.meta("other") is None
+
+
+def test_a_step_reads_its_own_writes_for_a_read_modify_write(store):
+    with store.step() as step:
+        step.put_article(ArticleRecord("a", attempts=1))
+        record = step.article("a")
+        step.put_article(ArticleRecord("a", attempts=record.attempts + 1))
+        assert step.article("missing") is None
+    assert store.article("a").attempts == 2
+
+
+def test_every_articles_sends_in_one_read(store):
+    with store.step() as step:
+        step.record_intent("b", Intent(1, 1.0, "sha", account="spare"))
+        step.record_intent("a", Intent(2, 2.0, "sha", account="main"))
+        step.record_intent("a", Intent(1, 1.0, "sha", account="main"))
+    assert [(s.slug, s.turn, s.account) for s in store.sends()] == [
+        ("a", 1, "main"),
+        ("a", 2, "main"),
+        ("b", 1, "spare"),
+    ]
+
+
+@pytest.mark.parametrize("protocol", [Store, Step])
+def test_the_implementation_has_every_method_of_the_protocol_with_its_parameters(store, protocol):
+    with store.step() as step:
+        implementation = store if protocol is Store else step
+    for name, wanted in vars(protocol).items():
+        if name.startswith("_") and name not in ("__enter__", "__exit__") or not callable(wanted):
+            continue
+        method = getattr(implementation, name, None)
+        assert method is not None, f"{type(implementation).__name__} lacks {name}"
+        expected = list(inspect.signature(wanted).parameters)[1:]
+        assert list(inspect.signature(method).parameters) == expected, name
