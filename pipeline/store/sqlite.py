@@ -81,8 +81,11 @@ class SQLiteStore:
                 raise _store_error(err, self.path) from None
             try:
                 yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
+            except BaseException as err:
+                with contextlib.suppress(sqlite3.DatabaseError):  # keep the error that mattered
+                    self._conn.execute("ROLLBACK")
+                if isinstance(err, sqlite3.DatabaseError):
+                    raise _store_error(err, self.path) from None
                 raise
             try:
                 self._conn.execute("COMMIT")

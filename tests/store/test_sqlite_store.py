@@ -106,3 +106,11 @@ def test_a_store_held_by_another_writer_is_busy_after_the_timeout_not_a_hang(tmp
     finally:
         holder.close()
         waiter.close()
+
+
+def test_a_database_error_inside_a_step_is_a_store_error_and_undoes_the_step(tmp_path):
+    with SQLiteStore.open(tmp_path / ".qwenpipe") as store:
+        with pytest.raises(StoreError, match="qwenpipe.db: .*no such table"), store.step() as step:
+            step.append(Event("a", "x", 1.0))
+            step._conn.execute("INSERT INTO nowhere VALUES (1)")
+        assert list(store.events()) == []
