@@ -82,15 +82,17 @@ def load(store: SQLiteStore) -> int:
     return len({*records, *last})
 
 
-def warm(state_dir: Path, repeat: int) -> float:
+def warm(state_dir: Path, repeat: int) -> tuple[float, float]:
+    """(wall, CPU) medians of a load by a store already open."""
     with SQLiteStore.open(state_dir) as store:
         load(store)
-        figures = []
+        walls, cpus = [], []
         for _ in range(repeat):
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             load(store)
-            figures.append(time.perf_counter() - started)
-    return statistics.median(figures)
+            walls.append(time.perf_counter() - started)
+            cpus.append(time.process_time() - cpu)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 COLD_SCRIPT = """
@@ -99,16 +101,17 @@ started = time.perf_counter()
 from pathlib import Path
 from bench_store import load
 from pipeline.store.sqlite import SQLiteStore
-imported = time.perf_counter()
+imported, cpu = time.perf_counter(), time.process_time()
 with SQLiteStore.open(Path(sys.argv[1])) as store:
     n = load(store)
-print(json.dumps({"imports": imported - started, "open_and_load": time.perf_counter() - imported, "n": n}))
+wall, cpu = time.perf_counter() - imported, time.process_time() - cpu
+print(json.dumps({"imports": imported - started, "open_and_load": wall, "cpu": cpu, "n": n}))
 """
 
 
-def cold(state_dir: Path, repeat: int) -> tuple[float, float, float]:
-    """(open + load, imports, whole process) medians over fresh processes."""
-    loads, imports, wholes = [], [], []
+def cold(state_dir: Path, repeat: int) -> tuple[float, float, float, float]:
+    """(open + load, its CPU, imports, whole process) medians over fresh processes."""
+    loads, cpus, imports, wholes = [], [], [], []
     for _ in range(repeat):
         started = time.perf_counter()
         result = subprocess.run(
@@ -121,8 +124,9 @@ def cold(state_dir: Path, repeat: int) -> tuple[float, float, float]:
         wholes.append(time.perf_counter() - started)
         figures = json.loads(result.stdout)
         loads.append(figures["open_and_load"])
+        cpus.append(figures["cpu"])
         imports.append(figures["imports"])
-    return statistics.median(loads), statistics.median(imports), statistics.median(wholes)
+    return tuple(statistics.median(f) for f in (loads, cpus, imports, wholes))
 
 
 def main() -> None:
@@ -140,23 +144,25 @@ def main() -> None:
             f"built {args.articles:,} records and {args.events:,} events in "
             f"{time.perf_counter() - started:.1f} s ({size / 1e6:.1f} MB)"
         )
-        cold_load, cold_imports, cold_whole = cold(state_dir, args.repeat)
-        warm_load = warm(state_dir, args.repeat)
+        cold_load, cold_cpu, cold_imports, cold_whole = cold(state_dir, args.repeat)
+        warm_load, warm_cpu = warm(state_dir, args.repeat)
     print(
         f"\nthe store's part of `status --json`: {args.articles:,} records + last events of {args.events:,}"
     )
     print(f"median of {args.repeat}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
-    print(f"{'':<40}{'seconds':>9}  {'target':>8}  ok")
+    print("(CPU seconds: what the load costs whatever else the machine is doing)")
+    print(f"{'':<40}{'seconds':>9}{'CPU':>8}  {'target':>8}  ok")
     rows = [
-        ("cold: open + load, fresh process", cold_load, TARGETS["cold"]),
-        ("  (its imports of pipeline.store)", cold_imports, None),
-        ("  (the whole process, python -c)", cold_whole, None),
-        ("warm: load again, store open", warm_load, TARGETS["warm"]),
+        ("cold: open + load, fresh process", cold_load, cold_cpu, TARGETS["cold"]),
+        ("  (its imports of pipeline.store)", cold_imports, None, None),
+        ("  (the whole process, python -c)", cold_whole, None, None),
+        ("warm: load again, store open", warm_load, warm_cpu, TARGETS["warm"]),
     ]
-    for what, seconds, target in rows:
+    for what, seconds, cpu, target in rows:
         goal = f"<= {target}" if target else ""
         verdict = "" if target is None else ("yes" if seconds <= target else "NO")
-        print(f"{what:<40}{seconds:>9.3f}  {goal:>8}  {verdict}")
+        cpu_text = "" if cpu is None else f"{cpu:.3f}"
+        print(f"{what:<40}{seconds:>9.3f}{cpu_text:>8}  {goal:>8}  {verdict}")
 
 
 if __name__ == "__main__":
