@@ -57,7 +57,9 @@ class LeaseLost(StoreError):
     """The caller no longer holds the article's lease: it must stop before any send."""
 
 
-@dataclass(frozen=True)
+# Event and ArticleRecord are read 10,000 at a time by `status`: plain (not frozen) dataclasses
+# build about four times faster. Treat them as values all the same: change a copy (replace).
+@dataclass
 class Event:
     """One journal step. `fields` holds whatever else the step said (engine, chat_url, error...)."""
 
@@ -129,7 +131,7 @@ class Send:
         return Intent(self.turn, self.intent_at, self.prompt_sha256, self.account, self.pid, self.owner)
 
 
-@dataclass(frozen=True)
+@dataclass
 class ArticleRecord:
     """What the contract remembers about one article between runs (was state/SLUG.json).
 
