@@ -83,12 +83,24 @@ def migrate(conn: sqlite3.Connection, where: object) -> int:
                 f"({SCHEMA_VERSION}); upgrade qwenpipe"
             )
         for script in MIGRATIONS[current:]:
-            for statement in script.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
+            for statement in statements(script):
+                conn.execute(statement)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     return SCHEMA_VERSION
+
+
+def statements(script: str) -> list[str]:
+    """The statements of a script, one by one: `executescript` would commit the migration's
+    transaction first. Split where SQLite says a statement is complete (a trigger's body holds
+    semicolons of its own)."""
+    found, current = [], ""
+    for line in script.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            found.append(current.strip())
+            current = ""
+    return found + ([current.strip()] if current.strip() else [])

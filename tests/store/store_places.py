@@ -13,8 +13,10 @@ from pathlib import Path
 from pipeline.store.protocol import Store
 from pipeline.store.sqlite import SQLiteStore
 
+# A long busy timeout: on a loaded machine a writer may wait for the others, and these tests
+# are about what is written, not how fast (test_sqlite_store.py tests the timeout itself).
 OPENERS: dict[str, Callable[[str], Store]] = {
-    "sqlite": lambda where: SQLiteStore.open(Path(where)),
+    "sqlite": lambda where: SQLiteStore.open(Path(where), busy_timeout=120),
 }
 
 

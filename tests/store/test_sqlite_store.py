@@ -114,3 +114,13 @@ def test_a_database_error_inside_a_step_is_a_store_error_and_undoes_the_step(tmp
             step.append(Event("a", "x", 1.0))
             step._conn.execute("INSERT INTO nowhere VALUES (1)")
         assert list(store.events()) == []
+
+
+def test_a_migration_script_splits_into_whole_statements_even_with_a_trigger():
+    script = """
+    CREATE TABLE a (x INTEGER);
+    CREATE TRIGGER t AFTER INSERT ON a BEGIN INSERT INTO a VALUES (new.x + 1); SELECT 1; END;
+    CREATE INDEX i ON a (x)
+    """
+    found = schema.statements(script)
+    assert len(found) == 3 and found[1].startswith("CREATE TRIGGER") and found[1].endswith("END;")
