@@ -214,3 +214,21 @@ def test_a_workspace_with_nothing_old_imports_nothing_and_is_not_looked_at_again
     with open_store(state_dir) as store:
         assert list(store.events()) == [] and store.articles() == {}
         assert store.meta(legacy.IMPORT_KEY) is not None
+
+
+def test_an_import_that_another_process_finished_while_it_read_the_files_adds_nothing(state_dir, monkeypatch):
+    ours, theirs = SQLiteStore.open(state_dir), SQLiteStore.open(state_dir)
+    read_sends = legacy._sends
+
+    def they_import_meanwhile(entries):  # after our "not imported yet", before our step
+        monkeypatch.setattr(legacy, "_sends", read_sends)
+        assert legacy.import_once(theirs, state_dir) is not None
+        return read_sends(entries)
+
+    monkeypatch.setattr(legacy, "_sends", they_import_meanwhile)
+    try:
+        assert legacy.import_once(ours, state_dir) is None
+        assert len(list(ours.events())) == 41 and ours.send_counts(0).total == 9
+    finally:
+        ours.close()
+        theirs.close()
