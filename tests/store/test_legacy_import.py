@@ -232,3 +232,19 @@ def test_an_import_that_another_process_finished_while_it_read_the_files_adds_no
     finally:
         ours.close()
         theirs.close()
+
+
+def test_each_article_has_what_status_showed_before_the_upgrade(store):
+    """tests/fixtures/legacy_status.json: `status --json` of the fixture by the code that wrote it."""
+    import json
+
+    shown = json.loads((FIXTURE.parent / "legacy_status.json").read_text())["articles"]
+    assert len(shown) == 9
+    records = store.articles()
+    for row in shown:
+        record = records[row["slug"]]
+        sends = store.sends(row["slug"])
+        assert (record.engine or None) == row["engine"], row["slug"]
+        assert ((sends[0].chat_url if sends else "") or None) == row["chat_url"], row["slug"]
+        assert (record.attempts, record.hard_failures) == (row["attempts"], row["hard_failures"]), row["slug"]
+        assert (record.intent is not None) == (row["state"] == "sending"), row["slug"]
