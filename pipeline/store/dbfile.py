@@ -20,16 +20,12 @@ SIDE_FILES = ("-wal", "-shm", "-journal")  # SQLite's own files beside the datab
 def prepare(folder: Path) -> Path:
     """The database path in `folder` (articles/.qwenpipe), created private if missing."""
     folder = Path(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
     try:
-        os.mkdir(folder, 0o700)
-    except FileExistsError:
-        pass
-    info = os.lstat(folder)
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        raise StoreError(f"{folder}: not a plain folder (a symlink?); the store's folder must be a real one")
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        os.chmod(folder, 0o700)
+        _private_folder(folder)
+    except OSError as err:
+        raise StoreError(
+            f"{folder}: cannot make the store's folder ({err.strerror}); run as the folder's owner"
+        ) from None
     path = folder / DB_NAME
     for candidate in (path, *(Path(f"{path}{suffix}") for suffix in SIDE_FILES)):
         if candidate.is_symlink():
@@ -49,3 +45,16 @@ def prepare(folder: Path) -> Path:
     finally:
         os.close(fd)
     return path
+
+
+def _private_folder(folder: Path) -> None:
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(folder)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise StoreError(f"{folder}: not a plain folder (a symlink?); the store's folder must be a real one")
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        os.chmod(folder, 0o700)

@@ -121,3 +121,9 @@ def test_a_migration_script_splits_into_whole_statements_even_with_a_trigger():
     """
     found = schema.statements(script)
     assert len(found) == 3 and found[1].startswith("CREATE TRIGGER") and found[1].endswith("END;")
+
+
+def test_a_store_folder_that_cannot_be_made_gets_a_clear_error(tmp_path):
+    (tmp_path / "articles").write_text("a file where the folder should be")
+    with pytest.raises(StoreError, match="cannot make the store's folder"):
+        SQLiteStore.open(tmp_path / "articles" / ".qwenpipe")
