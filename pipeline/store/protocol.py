@@ -1,0 +1,282 @@
+"""The Store protocol: what qwenpipe remembers besides the sidecar files, as typed records.
+
+One store holds one batch (one `articles/` folder's history): the journal (events), one record
+per article, the sends (an intent before the click, the chat URL after it), the chat's quota
+blocks per account, and leases. A server store that several hosts share keys its rows by batch
+as well, so that its unique send is (batch, slug, turn). On one machine the sidecar files stay
+the truth about "sent" and "done"; the store is the history and the bookkeeping, and holds no
+article body.
+
+Reads are methods of the Store. Writes happen in a `step()`: one short transaction, so a step
+that writes several rows (an event, the record, the intent) is all there or not at all.
+
+The sends table is the last guard against a second send: one row per (slug, turn), enforced by
+a unique constraint of the database, never by a read-then-write in Python. A send is counted
+for quotas when its `sending` event is written (it may have reached the site), as the journal
+counted it before the store.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+DEFAULT_ACCOUNT = "default"  # the one account of a setup without [accounts.*] tables
+SEND_EVENT = "sending"  # the step before a click: what the daily send counts count
+
+
+class StoreError(Exception):
+    """The store cannot do what was asked; the message says what and the fix."""
+
+
+class AlreadySent(StoreError):
+    """A send of this (slug, turn) is already recorded: a second one must never happen."""
+
+    def __init__(self, send: Send):
+        super().__init__(
+            f"{send.slug}: turn {send.turn} was already "
+            + (
+                f"sent ({send.chat_url})"
+                if send.chat_url
+                else f"about to be sent (intent at {send.intent_at})"
+            )
+            + "; refusing to send it again"
+        )
+        self.send = send
+
+
+class StoreBusy(StoreError):
+    """Another process held the store past the busy timeout: nothing was written; try later."""
+
+
+class LeaseLost(StoreError):
+    """The caller no longer holds the article's lease: it must stop before any send."""
+
+
+# Event and ArticleRecord are read 10,000 at a time by `status`: plain (not frozen) dataclasses
+# build about four times faster. Treat them as values all the same: change a copy (replace).
+@dataclass
+class Event:
+    """One journal step. `fields` holds whatever else the step said (engine, chat_url, error...)."""
+
+    slug: str
+    event: str
+    ts: float
+    pid: int = 0
+    account: str = ""  # the chat account the step was about; "" when none
+    fields: Mapping[str, object] = field(default_factory=dict)
+    seq: int = 0  # given by the store, in append order; 0 before it is appended
+
+    def to_entry(self) -> dict:
+        """The journal-line form (`time`, `ts`, `slug`, `event`, `pid` and the fields)."""
+        entry: dict = {
+            "time": datetime.fromtimestamp(self.ts).astimezone().isoformat(timespec="seconds"),
+            "ts": self.ts,
+            "slug": self.slug,
+            "event": self.event,
+            "pid": self.pid,
+        }
+        entry.update(self.fields)
+        if self.account:
+            entry["account"] = self.account
+        return entry
+
+    @classmethod
+    def from_entry(cls, entry: Mapping[str, object], account: str = "") -> Event:
+        """An event from a journal line (`journal.is_entry` checked it). A written `time` is kept."""
+        rest = {k: v for k, v in entry.items() if k not in ("ts", "slug", "event", "pid", "account")}
+        pid = entry.get("pid")
+        return cls(
+            slug=str(entry["slug"]),
+            event=str(entry.get("event", "")),
+            ts=float(entry["ts"]),  # type: ignore[arg-type]
+            pid=pid if isinstance(pid, int) and not isinstance(pid, bool) else 0,
+            account=str(entry.get("account") or account),
+            fields=rest,
+        )
+
+
+@dataclass(frozen=True)
+class Intent:
+    """What the intent marker says: a send of `turn` was about to happen (written before the click)."""
+
+    turn: int
+    time: float
+    prompt_sha256: str
+    account: str = DEFAULT_ACCOUNT
+    pid: int = 0
+    owner: str = ""  # the lease owner token that recorded it (several hosts); "" on one machine
+
+
+@dataclass(frozen=True)
+class Send:
+    """One (slug, turn) send: its intent, and the chat URL once the site took it."""
+
+    slug: str
+    turn: int
+    account: str
+    prompt_sha256: str
+    intent_at: float
+    pid: int = 0
+    owner: str = ""
+    sent_at: float = 0.0
+    chat_url: str = ""  # "" while only the intent is recorded
+
+    @property
+    def intent(self) -> Intent:
+        return Intent(self.turn, self.intent_at, self.prompt_sha256, self.account, self.pid, self.owner)
+
+
+@dataclass
+class ArticleRecord:
+    """What the contract remembers about one article between runs (was state/SLUG.json).
+
+    `intent` is read, never written, through this record: it is the open intent among the
+    article's sends (recorded with `Step.record_intent`), None when every send has its URL.
+    """
+
+    slug: str
+    attempts: int = 0  # transient failures in a row
+    hard_failures: int = 0  # hard failures on every engine, in a row
+    next_try: float = 0.0
+    last_poll: float = 0.0
+    sent_at: float = 0.0
+    engine: str = ""
+    last_error: str = ""
+    last_error_code: str = ""
+    progress: str = ""
+    turn: int = 0  # multi-turn prompts: the turn the chat is at
+    turns: int = 1
+    sent_sha256: str = ""  # the prompt's hash when it went to the chat
+    errors: tuple[Mapping[str, object], ...] = ()  # the last errors: time, engine, code, error
+    intent: Intent | None = None
+
+
+@dataclass(frozen=True)
+class QuotaBlock:
+    """The site said an account's daily quota is spent: no sends from it until `until`."""
+
+    account: str
+    until: float
+    reason: str = ""
+    since: float = 0.0  # 0 when not known (imported from a quota.json without it)
+
+
+@dataclass(frozen=True)
+class SendCounts:
+    """Sends (`sending` steps) in a time range, in total and per account."""
+
+    by_account: Mapping[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_account.values())
+
+    def of(self, account: str) -> int:
+        return self.by_account.get(account, 0)
+
+
+@dataclass(frozen=True)
+class Lease:
+    """An article claimed by one worker until `expires`; only its `owner` token renews or releases it."""
+
+    slug: str
+    owner: str
+    expires: float
+
+
+class Step(Protocol):
+    """The writes of one transaction; the context manager commits them together or none."""
+
+    def append(self, event: Event) -> int:
+        """Add an event; returns its seq."""
+
+    def article(self, slug: str) -> ArticleRecord | None:
+        """The record as this transaction sees it (for a read-modify-write in one step)."""
+
+    def put_article(self, record: ArticleRecord) -> None:
+        """Insert or replace the article's record (its `intent` is ignored: see record_intent)."""
+
+    def record_intent(self, slug: str, intent: Intent) -> None:
+        """Record that `intent.turn` is about to be sent. AlreadySent when that turn has a row
+        (the database's unique constraint says so); it leaves the step, undoing all of it."""
+
+    def record_sent(self, slug: str, turn: int, chat_url: str, when: float) -> None:
+        """The site took the turn: its chat URL. StoreError without an intent; AlreadySent when
+        the turn already has another URL (the same URL again is a no-op)."""
+
+    def withdraw_intent(self, slug: str, turn: int) -> bool:
+        """Remove an intent that never got a URL (the chat list showed it never reached the site)."""
+
+    def forget_sends(self, slug: str) -> int:
+        """Remove every send of the article (its files were deleted on purpose: a new send)."""
+
+    def block_quota(self, block: QuotaBlock) -> None:
+        """Record (or replace) the account's quota block."""
+
+    def check_lease(self, slug: str, owner: str, now: float) -> None:
+        """LeaseLost unless `owner` holds the article's lease at `now` (checked inside this step)."""
+
+    def claim_meta(self, key: str, value: str) -> bool:
+        """Write a named value once: False (nothing written) when `key` is already there. Lets two
+        processes race to do a one-time job (the legacy import) and only one do it."""
+
+
+class Store(Protocol):
+    def step(self) -> AbstractContextManager[Step]:
+        """One write transaction: every write in the block, or none (on an error or a kill)."""
+
+    def events(self, slug: str | None = None, *, after: int = 0, since: float = 0.0) -> Iterator[Event]:
+        """Events with seq > `after` and ts >= `since`, oldest first; one article's with `slug`."""
+
+    def last_events(self) -> dict[str, Event]:
+        """Each slug's newest event."""
+
+    def article(self, slug: str) -> ArticleRecord | None:
+        """The article's record, None when the store knows nothing of it."""
+
+    def articles(self) -> dict[str, ArticleRecord]:
+        """Every article's record."""
+
+    def sends(self, slug: str | None = None) -> list[Send]:
+        """The article's sends, by turn; every article's (by slug, then turn) with no slug."""
+
+    def send_counts(self, start: float, end: float = float("inf")) -> SendCounts:
+        """Sends with start <= ts < end (a local day: quota.local_day_start and the next one)."""
+
+    def quota_block(self, account: str, now: float) -> QuotaBlock | None:
+        """The account's quota block while it lasts (until > now), else None."""
+
+    def quota_blocks(self, now: float) -> list[QuotaBlock]:
+        """Every account's quota block that lasts past `now`."""
+
+    def claim_lease(self, slug: str, owner: str, seconds: float, now: float) -> bool:
+        """Take the article's lease (free, expired, or already ours) until now + seconds."""
+
+    def renew_lease(self, slug: str, owner: str, seconds: float, now: float) -> bool:
+        """Extend our lease; False when it expired or another owner holds it (it is lost)."""
+
+    def release_lease(self, slug: str, owner: str) -> bool:
+        """Give the lease up; only its owner can (False otherwise)."""
+
+    def lease(self, slug: str, now: float) -> Lease | None:
+        """Who holds the article's lease at `now`."""
+
+    def meta(self, key: str) -> str | None:
+        """A value written with Step.claim_meta."""
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Store: ...
+
+    def __exit__(self, *exc: object) -> None:
+        """Closes the store."""
+
+
+def dumps(value: object) -> str:
+    """The JSON form a store keeps fields and errors in (compact, any value as a string)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)

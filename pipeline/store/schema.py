@@ -1,0 +1,106 @@
+"""The SQLite store's schema, versioned with `PRAGMA user_version`, and the migration to it.
+
+Each entry of MIGRATIONS takes the database from version N to N + 1; `migrate` applies the
+missing ones in one transaction, so a database is at one version or the next, never between.
+A database from a newer qwenpipe is refused (its schema may mean what this code cannot know).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from .protocol import StoreError
+
+MIGRATIONS: tuple[str, ...] = (
+    # 0 -> 1: the first store.
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        ts REAL NOT NULL,
+        slug TEXT NOT NULL,
+        event TEXT NOT NULL,
+        pid INTEGER NOT NULL DEFAULT 0,
+        account TEXT NOT NULL DEFAULT '',
+        fields TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX events_by_slug ON events (slug, seq);
+    CREATE INDEX events_by_kind ON events (event, ts);
+    CREATE TABLE articles (
+        slug TEXT PRIMARY KEY,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        hard_failures INTEGER NOT NULL DEFAULT 0,
+        next_try REAL NOT NULL DEFAULT 0,
+        last_poll REAL NOT NULL DEFAULT 0,
+        sent_at REAL NOT NULL DEFAULT 0,
+        engine TEXT NOT NULL DEFAULT '',
+        last_error TEXT NOT NULL DEFAULT '',
+        last_error_code TEXT NOT NULL DEFAULT '',
+        progress TEXT NOT NULL DEFAULT '',
+        turn INTEGER NOT NULL DEFAULT 0,
+        turns INTEGER NOT NULL DEFAULT 1,
+        sent_sha256 TEXT NOT NULL DEFAULT '',
+        errors TEXT NOT NULL DEFAULT '[]'
+    );
+    CREATE TABLE sends (
+        slug TEXT NOT NULL,
+        turn INTEGER NOT NULL,
+        account TEXT NOT NULL,
+        prompt_sha256 TEXT NOT NULL,
+        intent_at REAL NOT NULL,
+        pid INTEGER NOT NULL DEFAULT 0,
+        owner TEXT NOT NULL DEFAULT '',
+        sent_at REAL NOT NULL DEFAULT 0,
+        chat_url TEXT NOT NULL DEFAULT '',
+        CONSTRAINT one_send_per_turn UNIQUE (slug, turn)
+    );
+    CREATE TABLE quota_blocks (
+        account TEXT PRIMARY KEY,
+        until REAL NOT NULL,
+        since REAL NOT NULL DEFAULT 0,
+        reason TEXT NOT NULL DEFAULT ''
+    );
+    CREATE TABLE leases (slug TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL);
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(conn: sqlite3.Connection, where: object) -> int:
+    """Bring the database to SCHEMA_VERSION (a no-op when it is there); returns the version."""
+    if version(conn) == SCHEMA_VERSION:
+        return SCHEMA_VERSION
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        current = version(conn)  # another process may have migrated while we waited
+        if current > SCHEMA_VERSION:
+            raise StoreError(
+                f"{where}: schema version {current} is newer than this qwenpipe knows "
+                f"({SCHEMA_VERSION}); upgrade qwenpipe"
+            )
+        for script in MIGRATIONS[current:]:
+            for statement in statements(script):
+                conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return SCHEMA_VERSION
+
+
+def statements(script: str) -> list[str]:
+    """The statements of a script, one by one: `executescript` would commit the migration's
+    transaction first. Split where SQLite says a statement is complete (a trigger's body holds
+    semicolons of its own)."""
+    found, current = [], ""
+    for line in script.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            found.append(current.strip())
+            current = ""
+    return found + ([current.strip()] if current.strip() else [])

@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+import pytest
+from store_places import OPENERS, new_place, open_place
+
+
+@pytest.fixture(params=sorted(OPENERS))
+def place(request, tmp_path):
+    """A fresh store location, once per Store implementation."""
+    return new_place(request.param, tmp_path)
+
+
+@pytest.fixture
+def store(place):
+    opened = open_place(place)
+    yield opened
+    opened.close()

@@ -1,0 +1,366 @@
+"""What every Store implementation must do: the suite runs once per implementation (the `place`
+fixture in conftest.py; PostgreSQL joins it with issue 18).
+
+Real processes for the concurrency and the cut-off transactions: a store is shared by cron
+jobs, `status` and cycles, and killed with them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import multiprocessing
+import os
+import signal
+
+import pytest
+import store_workers
+from store_places import open_place
+
+from pipeline.store.protocol import (
+    AlreadySent,
+    ArticleRecord,
+    Event,
+    Intent,
+    LeaseLost,
+    QuotaBlock,
+    Step,
+    Store,
+    StoreError,
+)
+
+SPAWN = multiprocessing.get_context("spawn")
+DAY = 86400.0
+
+
+def append(store, *events: Event) -> list[int]:
+    with store.step() as step:
+        return [step.append(event) for event in events]
+
+
+# -- events --------------------------------------------------------------------------------
+
+
+def test_events_read_back_in_append_order_with_their_fields(store):
+    seqs = append(
+        store,
+        Event("a", "sending", 10.0, pid=5, account="main", fields={"engine": "qwen", "attempt": 1}),
+        Event("b", "fallback", 11.0, fields={"engine": "router", "reason": "quota"}),
+        Event("a", "sent", 12.5, fields={"chat_url": "https://chat.qwen.ai/c/x", "duration": 1.25}),
+    )
+    assert seqs == sorted(seqs) and len(set(seqs)) == 3
+    events = list(store.events())
+    assert [(e.slug, e.event, e.ts) for e in events] == [
+        ("a", "sending", 10.0),
+        ("b", "fallback", 11.0),
+        ("a", "sent", 12.5),
+    ]
+    assert events[0].pid == 5 and events[0].account == "main"
+    assert events[0].fields == {"engine": "qwen", "attempt": 1}
+    assert events[2].fields["duration"] == 1.25
+    assert [e.seq for e in events] == seqs
+
+
+def test_events_of_one_slug_and_since_a_seq_or_a_time(store):
+    first, second, third, fourth = append(
+        store, Event("a", "x", 1.0), Event("b", "x", 2.0), Event("a", "y", 3.0), Event("b", "y", 4.0)
+    )
+    assert [e.event for e in store.events("a")] == ["x", "y"]
+    assert [e.seq for e in store.events(after=second)] == [third, fourth]
+    assert [e.seq for e in store.events("b", after=second)] == [fourth]
+    assert [e.seq for e in store.events(since=3.0)] == [third, fourth]
+    assert list(store.events("nobody")) == []
+
+
+def test_last_events_are_each_slugs_newest(store):
+    append(store, Event("a", "sending", 1.0), Event("b", "done", 2.0), Event("a", "sent", 3.0))
+    last = store.last_events()
+    assert {slug: e.event for slug, e in last.items()} == {"a": "sent", "b": "done"}
+
+
+def test_an_event_turns_into_its_journal_line_and_back():
+    entry = {
+        "time": "2026-12-01T07:47:20+00:00",
+        "ts": 5.5,
+        "slug": "s",
+        "event": "sent",
+        "pid": 3,
+        "chat_url": "u",
+    }
+    event = Event.from_entry(entry)
+    assert event.to_entry() == entry
+    assert Event.from_entry(entry, account="main").to_entry() == {**entry, "account": "main"}
+
+
+# -- article records -----------------------------------------------------------------------
+
+
+def test_an_article_record_reads_back_as_written_and_is_replaced_by_an_update(store):
+    record = ArticleRecord(
+        "a",
+        attempts=2,
+        hard_failures=1,
+        next_try=100.5,
+        last_poll=90.25,
+        sent_at=80.0,
+        engine="qwen",
+        last_error="timeout",
+        last_error_code="timeout",
+        progress="writing: 12 chars",
+        turn=2,
+        turns=3,
+        sent_sha256="abc",
+        errors=({"time": 1.0, "engine": "qwen", "code": "timeout", "error": "timeout"},),
+    )
+    with store.step() as step:
+        step.put_article(record)
+    assert store.article("a") == record
+    updated = ArticleRecord("a", attempts=0, engine="router", progress="done")
+    with store.step() as step:
+        step.put_article(updated)
+    assert store.article("a") == updated
+    assert store.articles() == {"a": updated}
+    assert store.article("unknown") is None
+
+
+def test_the_intent_is_part_of_the_record_until_the_chat_url_is_recorded(store):
+    intent = Intent(1, 50.0, "sha-1", account="main", pid=7, owner="host-a:7:r")
+    with store.step() as step:
+        step.put_article(ArticleRecord("a", attempts=1))
+        step.record_intent("a", intent)
+        step.record_intent("b", Intent(1, 51.0, "sha-2"))
+    assert store.article("a").intent == intent
+    assert store.articles()["b"].intent == Intent(1, 51.0, "sha-2")  # a send with no record yet
+    with store.step() as step:
+        step.record_sent("a", 1, "https://chat.qwen.ai/c/1", 52.0)
+    assert store.article("a").intent is None
+    [send] = store.sends("a")
+    assert (send.chat_url, send.sent_at, send.account, send.prompt_sha256) == (
+        "https://chat.qwen.ai/c/1",
+        52.0,
+        "main",
+        "sha-1",
+    )
+
+
+# -- sends: recorded once ------------------------------------------------------------------
+
+
+def test_a_second_send_of_the_same_turn_is_refused(store):
+    with store.step() as step:
+        step.record_intent("a", Intent(1, 1.0, "sha"))
+    with pytest.raises(AlreadySent) as refused, store.step() as step:
+        step.record_intent("a", Intent(1, 2.0, "sha", account="other"))
+    assert refused.value.send.account == "default" and "refusing to send it again" in str(refused.value)
+    with store.step() as step:
+        step.record_sent("a", 1, "https://chat.qwen.ai/c/1", 3.0)
+        step.record_intent("a", Intent(2, 4.0, "sha"))  # the next turn is another send
+    with pytest.raises(AlreadySent), store.step() as step:
+        step.record_intent("a", Intent(1, 5.0, "sha"))
+    assert [(s.turn, s.intent_at) for s in store.sends("a")] == [(1, 1.0), (2, 4.0)]
+
+
+def test_a_refused_send_undoes_its_whole_step(store):
+    with store.step() as step:
+        step.record_intent("a", Intent(1, 1.0, "sha"))
+    with pytest.raises(AlreadySent), store.step() as step:
+        step.append(Event("a", "sending", 2.0))
+        step.put_article(ArticleRecord("a", attempts=9))
+        step.record_intent("a", Intent(1, 2.0, "sha"))
+    assert list(store.events()) == [] and store.article("a").attempts == 0
+
+
+def test_processes_racing_to_send_one_turn_record_exactly_one_send(place, store):
+    start, results = SPAWN.Event(), SPAWN.Queue()
+    workers = [
+        SPAWN.Process(target=store_workers.try_to_send, args=(place, n, start, results)) for n in range(6)
+    ]
+    for worker in workers:
+        worker.start()
+    start.set()
+    for worker in workers:
+        worker.join(60)
+        assert worker.exitcode == 0
+    outcomes = sorted(results.get(timeout=5)[0] for _ in workers)
+    assert outcomes == ["refused"] * 5 + ["won"]
+    [send] = store.sends("race")
+    assert [e.event for e in store.events("race")] == ["sending"]  # the refused steps left nothing
+    assert send.account.startswith("a")
+
+
+def test_the_chat_url_needs_an_intent_and_never_changes(store):
+    with pytest.raises(StoreError, match="no recorded intent"), store.step() as step:
+        step.record_sent("a", 1, "https://chat.qwen.ai/c/1", 1.0)
+    with store.step() as step:
+        step.record_intent("a", Intent(1, 1.0, "sha"))
+        step.record_sent("a", 1, "https://chat.qwen.ai/c/1", 2.0)
+        step.record_sent("a", 1, "https://chat.qwen.ai/c/1", 3.0)  # the same again: nothing changes
+    with pytest.raises(AlreadySent), store.step() as step:
+        step.record_sent("a", 1, "https://chat.qwen.ai/c/2", 4.0)
+    assert [(s.chat_url, s.sent_at) for s in store.sends("a")] == [("https://chat.qwen.ai/c/1", 2.0)]
+
+
+def test_only_an_intent_without_a_url_can_be_withdrawn_and_forgetting_clears_every_send(store):
+    with store.step() as step:
+        step.record_intent("a", Intent(1, 1.0, "sha"))
+        step.record_sent("a", 1, "https://chat.qwen.ai/c/1", 2.0)
+        step.record_intent("a", Intent(2, 3.0, "sha"))
+    with store.step() as step:
+        assert step.withdraw_intent("a", 1) is False
+        assert step.withdraw_intent("a", 2) is True
+    assert [s.turn for s in store.sends("a")] == [1]
+    with store.step() as step:
+        assert step.forget_sends("a") == 1
+        step.record_intent("a", Intent(1, 9.0, "sha-new"))  # a new send, on purpose
+    assert [s.prompt_sha256 for s in store.sends("a")] == ["sha-new"]
+
+
+# -- quotas and send counts ----------------------------------------------------------------
+
+
+def test_a_quota_block_holds_one_account_until_its_time(store):
+    with store.step() as step:
+        step.block_quota(QuotaBlock("main", until=200.0, reason="RateLimited", since=100.0))
+        step.block_quota(QuotaBlock("spare", until=150.0))
+    assert store.quota_block("main", 199.0) == QuotaBlock("main", 200.0, "RateLimited", 100.0)
+    assert store.quota_block("main", 200.0) is None
+    assert store.quota_block("other", 0.0) is None
+    assert [b.account for b in store.quota_blocks(120.0)] == ["main", "spare"]
+    assert [b.account for b in store.quota_blocks(160.0)] == ["main"]
+    with store.step() as step:
+        step.block_quota(QuotaBlock("main", until=300.0, reason="again"))
+    assert store.quota_block("main", 250.0).reason == "again"
+
+
+def test_sends_are_counted_by_day_and_by_account(store):
+    day = 1_000 * DAY
+    append(
+        store,
+        Event("a", "sending", day - 1, account="main"),  # yesterday
+        Event("a", "sending", day, account="main"),
+        Event("a", "sent", day + 1, account="main"),  # not a send
+        Event("b", "sending", day + 2, account="spare"),
+        Event("c", "sending", day + 3, account="main"),
+        Event("c", "fallback", day + 4),
+        Event("d", "sending", day + DAY, account="main"),  # tomorrow
+    )
+    today = store.send_counts(day, day + DAY)
+    assert (today.total, today.of("main"), today.of("spare"), today.of("nobody")) == (3, 2, 1, 0)
+    assert store.send_counts(day).total == 4
+    assert store.send_counts(0, day).by_account == {"main": 1}
+
+
+# -- leases --------------------------------------------------------------------------------
+
+
+def test_a_lease_is_held_by_one_owner_until_it_expires(store):
+    assert store.claim_lease("a", "host-a", 30, now=100.0)
+    assert not store.claim_lease("a", "host-b", 30, now=110.0)
+    assert store.lease("a", 110.0).owner == "host-a"
+    assert store.renew_lease("a", "host-a", 30, now=120.0)  # until 150
+    assert not store.renew_lease("a", "host-b", 30, now=120.0)
+    assert not store.claim_lease("a", "host-b", 30, now=149.0)
+    assert store.claim_lease("a", "host-b", 30, now=150.0)  # expired: taken over
+    assert not store.renew_lease("a", "host-a", 30, now=151.0)  # woken up: it is lost
+    assert not store.release_lease("a", "host-a")
+    assert store.release_lease("a", "host-b")
+    assert store.lease("a", 151.0) is None
+
+
+def test_a_step_that_lost_its_lease_writes_nothing(store):
+    assert store.claim_lease("a", "host-a", 30, now=100.0)
+    with store.step() as step:
+        step.check_lease("a", "host-a", 110.0)
+        step.append(Event("a", "sending", 110.0))
+    with pytest.raises(LeaseLost), store.step() as step:
+        step.append(Event("a", "sending", 140.0))
+        step.check_lease("a", "host-a", 140.0)
+        step.record_intent("a", Intent(1, 140.0, "sha"))
+    assert [e.ts for e in store.events()] == [110.0] and store.sends("a") == []
+
+
+# -- several processes, and processes killed mid-step --------------------------------------
+
+
+def test_processes_appending_and_updating_at_once_lose_nothing(place, store):
+    workers, steps = 4, 150
+    procs = [
+        SPAWN.Process(target=store_workers.append_and_update, args=(place, n, steps)) for n in range(workers)
+    ]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(120)
+        assert proc.exitcode == 0
+    events = list(store.events())
+    assert len(events) == workers * steps
+    for n in range(workers):
+        mine = [e.fields["n"] for e in events if e.slug == f"w{n}"]
+        assert mine == list(range(steps))  # each worker's events whole and in its order
+    assert {slug: r.attempts for slug, r in store.articles().items()} == {
+        f"w{n}": steps for n in range(workers)
+    }
+
+
+@pytest.mark.parametrize("how", ["exit", "sigkill"])
+def test_a_process_killed_inside_a_step_leaves_nothing_of_it(place, store, how):
+    with store.step() as step:
+        step.append(Event("before", "done", 1.0))
+    ready = SPAWN.Event()
+    proc = SPAWN.Process(target=store_workers.die_inside_a_step, args=(place, ready, how))
+    proc.start()
+    assert ready.wait(60)
+    if how == "sigkill":
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.join(60)
+    assert proc.exitcode in (1, -signal.SIGKILL)
+    again = open_place(place)
+    try:
+        assert [e.slug for e in again.events()] == ["before"]
+        assert again.article("cut") is None and again.sends("cut") == []
+        with again.step() as step:  # and the store goes on
+            step.record_intent("cut", Intent(1, 2.0, "sha"))
+        assert again.article("cut").intent is not None
+    finally:
+        again.close()
+
+
+def test_a_one_time_key_is_claimed_once(store):
+    with store.step() as step:
+        assert step.claim_meta("job", "first")
+    with store.step() as step:
+        assert not step.claim_meta("job", "second")
+    assert store.meta("job") == "first" and store.meta("other") is None
+
+
+def test_a_step_reads_its_own_writes_for_a_read_modify_write(store):
+    with store.step() as step:
+        step.put_article(ArticleRecord("a", attempts=1))
+        record = step.article("a")
+        step.put_article(ArticleRecord("a", attempts=record.attempts + 1))
+        assert step.article("missing") is None
+    assert store.article("a").attempts == 2
+
+
+def test_every_articles_sends_in_one_read(store):
+    with store.step() as step:
+        step.record_intent("b", Intent(1, 1.0, "sha", account="spare"))
+        step.record_intent("a", Intent(2, 2.0, "sha", account="main"))
+        step.record_intent("a", Intent(1, 1.0, "sha", account="main"))
+    assert [(s.slug, s.turn, s.account) for s in store.sends()] == [
+        ("a", 1, "main"),
+        ("a", 2, "main"),
+        ("b", 1, "spare"),
+    ]
+
+
+@pytest.mark.parametrize("protocol", [Store, Step])
+def test_the_implementation_has_every_method_of_the_protocol_with_its_parameters(store, protocol):
+    with store.step() as step:
+        implementation = store if protocol is Store else step
+    for name, wanted in vars(protocol).items():
+        if name.startswith("_") and name not in ("__enter__", "__exit__") or not callable(wanted):
+            continue
+        method = getattr(implementation, name, None)
+        assert method is not None, f"{type(implementation).__name__} lacks {name}"
+        expected = list(inspect.signature(wanted).parameters)[1:]
+        assert list(inspect.signature(method).parameters) == expected, name
