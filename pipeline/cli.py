@@ -220,9 +220,12 @@ def cron(
 ) -> None:
     """Print a crontab line and a systemd service + timer that run `cycle` for this config."""
     from .config import config_path
-    from .cron import crontab_line, parse_every, systemd_units
+    from .cron import crontab_line, parse_every, systemd_units, uneven_note
 
     minutes = parse_every(every)
+    note = uneven_note(minutes)
+    if note:
+        say(note)
     path, _named = config_path(config or ctx.obj.get("config"))
     path = path.resolve()
     _workspace(ctx, str(path)) if path.exists() else None  # a bad config is reported now, not at 3 a.m.

@@ -15,7 +15,8 @@ _EVERY = re.compile(r"(?:(\d+)h)?(?:(\d+)m(?:in)?)?")
 
 def parse_every(text: str) -> int:
     """`--every`: minutes ("5", "90m") or hours ("2h", "1h30m"), as minutes. UsageProblem unless it
-    is 1 minute to 24 hours and divides a day, so every gap (across hours and midnight too) is equal."""
+    is 1 minute to 24 hours and, from an hour on, divides a day, so every gap is equal. Under an
+    hour any number of minutes is taken, as before; `uneven_note` says when the gaps differ."""
     text = text.strip().lower()
     match = None if text.isdigit() else _EVERY.fullmatch(text)
     if text.isdigit():
@@ -26,6 +27,8 @@ def parse_every(text: str) -> int:
         raise UsageProblem(f"--every {text!r}: give minutes (5, 90m) or hours (2h, 1h30m)")
     if not 1 <= minutes <= DAY_MINUTES:
         raise UsageProblem(f"--every {text}: choose 1 minute to 24 hours (24h)")
+    if minutes < 60 and DAY_MINUTES % minutes:
+        return minutes  # `*/N` as always (earlier versions printed it); `uneven_note` says the catch
     if DAY_MINUTES % minutes:
         near = [m for m in range(1, DAY_MINUTES + 1) if DAY_MINUTES % m == 0]
         lower = max(m for m in near if m < minutes)
@@ -38,6 +41,18 @@ def parse_every(text: str) -> int:
     return minutes
 
 
+def uneven_note(minutes: int) -> str | None:
+    """What to tell a user whose interval cron cannot keep evenly (`*/7` restarts every hour)."""
+    if minutes >= 60 or DAY_MINUTES % minutes == 0:
+        return None
+    near = [m for m in range(1, 61) if DAY_MINUTES % m == 0]
+    lower, upper = max(m for m in near if m < minutes), min(m for m in near if m > minutes)
+    return (
+        f"note: cron starts */{minutes} again at every full hour, so one gap an hour is "
+        f"{60 % minutes or minutes} minute(s); --every {lower} or {upper} keeps every gap equal"
+    )
+
+
 def describe(minutes: int) -> str:
     """ "5m", "90m", "2h" (the way `--every` takes it back)."""
     return f"{minutes // 60}h" if minutes % 60 == 0 else f"{minutes}m"
@@ -47,6 +62,8 @@ def cron_schedules(every_minutes: int) -> list[str]:
     """The crontab time fields (`minute hour * * *`) that together fire every `every_minutes`
     from midnight: one line when the interval divides an hour or is whole hours, a few otherwise
     (90m: `0 */3 * * *` and `30 1-22/3 * * *`)."""
+    if DAY_MINUTES % every_minutes:  # under an hour (parse_every refuses the rest): as cron can
+        return [f"*/{every_minutes} * * * *"]
     hours_by_minute: dict[int, list[int]] = {}
     for start in range(0, DAY_MINUTES, every_minutes):
         hours_by_minute.setdefault(start % 60, []).append(start // 60)

@@ -45,7 +45,7 @@ class CycleReport:
     sent: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)  # why each invalid prompt is (file and fix)
+    problems: list[str] = field(default_factory=list)  # one line per invalid article: what and the fix
     logged_out: list[str] = field(default_factory=list)  # articles the chat refused: not logged in
     routed_logged_out: list[str] = field(default_factory=list)  # ... that the router wrote instead
     chat_worked: bool = False  # the chat took a prompt or answered a look in this cycle
@@ -130,7 +130,7 @@ def run_cycle(
         workspace.journal.append("*", "cycle_start")
         polls, sends = plan(workspace, scan(workspace.prompts_dir, workspace.articles_dir), report, clock())
         for problem in report.problems:
-            say(f"invalid prompt: {problem}")
+            say(problem)
         # Every send of this cycle counts, a multi-turn prompt's later turns (sent by polls) too.
         budget = SendBudget(int(workspace.config.qwen["max_sends_per_cycle"]))
         polls = _poll_concurrently(workspace, engines, polls, report, say, clock, budget)
@@ -183,7 +183,7 @@ def plan(
             continue
         elif phase == INVALID:
             report.invalid.append(view.slug)
-            report.problems.append(view.why_invalid or view.slug)
+            report.problems.append(invalid_line(view))
             report.counts["invalid"] += 1
         elif phase in (SENT, SENDING, PENDING):
             planned = schedule(view.state, qwen, now, spaced=phase == SENT)
@@ -206,6 +206,13 @@ def plan(
             allowed = min(allowed, max(0, qwen["max_sends_per_day"] - sends_today(workspace.journal, now)))
     report.counts["throttled"] += len(pending) - allowed
     return polls, pending[:allowed]
+
+
+def invalid_line(view: ArticleView) -> str:
+    """The line that names an invalid article: a bad prompt, or one of its own files."""
+    if view.file_problem:
+        return f"{view.slug}: skipped: {view.file_problem}"
+    return f"invalid prompt: {view.problem or view.slug}"
 
 
 def _replan(view: ArticleView, qwen: dict, now: float) -> None:

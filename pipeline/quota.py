@@ -22,24 +22,34 @@ LONGEST_BLOCK = 86400.0  # s: a block the site gave no hours for lasts until mid
 class ChatQuota:
     path: Path
 
-    def blocked_until(self, now: float) -> tuple[float, str] | None:
+    def blocked_until(self, now: float, *, replan: bool = True) -> tuple[float, str] | None:
         """(until, reason) while sends to the chat are stopped, else None.
 
         A block lasts no longer from `now` than it was set for (until - since): one recorded
         under a clock that has since moved back would otherwise stop the chat for days. Such a
-        block is re-planned from `now` and saved."""
+        block is re-planned from `now` and, when `replan`, saved (readers such as `status` pass
+        False: they never write)."""
+        record = self.read()
+        if record is None:
+            return None
+        until, since, reason = record
+        if not until > now:
+            return None
+        if since > now:
+            until = now + min(max(until - since, 0.0), LONGEST_BLOCK)
+            if replan:
+                self._save(until, now, reason)
+        return (until, reason) if until > now else None
+
+    def read(self) -> tuple[float, float, str] | None:
+        """The record as written, (until, since, reason), or None when there is none to trust."""
         try:
             data = json.loads(files.read_bytes(self.path))  # UnsafeFile for a symlink or a FIFO
             until, reason = float(data["blocked_until"]), str(data.get("reason", ""))
             since = float(data.get("since", until - LONGEST_BLOCK))
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
-        if not until > now:
-            return None
-        if since > now:
-            until = now + min(max(until - since, 0.0), LONGEST_BLOCK)
-            self._save(until, now, reason)
-        return (until, reason) if until > now else None
+        return until, since, reason
 
     def _save(self, until: float, since: float, reason: str) -> None:
         files.atomic_write(self.path, json.dumps({"blocked_until": until, "since": since, "reason": reason}))

@@ -217,7 +217,7 @@ def collect(
         raise UsageProblem(f"--sort {sort!r}: choose one of {', '.join(SORTS)}")
     files.check_folder(workspace.state_dir / "state")  # read nothing through a link of .qwenpipe
     index = JournalIndex.beside(workspace.journal).refresh()
-    blocked = workspace.chat_quota.blocked_until(now)
+    blocked = workspace.chat_quota.blocked_until(now, replan=False)  # status never writes
     status = BatchStatus(
         now=now,
         prompts_dir=workspace.prompts_dir,

@@ -53,7 +53,8 @@ def import_once(store: Store, state_dir: Path) -> ImportReport | None:
         for slug, intent in _markers(state_dir.parent).items()
         if (slug, intent.turn) not in sends
     }
-    blocked = ChatQuota(state_dir / "quota.json").blocked_until(0.0)
+    recorded = ChatQuota(state_dir / "quota.json").read()  # as written: the import never rewrites it
+    blocked = (recorded[0], recorded[2]) if recorded else None
     report = ImportReport(len(entries), len(states), len(sends), len(markers), blocked is not None)
     with store.step() as step:
         if not step.claim_meta(IMPORT_KEY, dumps(asdict(report))):

@@ -6,6 +6,7 @@ The clock is injected (generate and run_cycle take `clock=`); a jump is a test m
 from __future__ import annotations
 
 import json
+import time
 
 from fakes import answer
 from project_files import add_prompt
@@ -140,3 +141,14 @@ def test_a_send_after_a_quota_block_two_days_ahead_waits_hours_not_days(project,
     clock.now += 3600
     add_prompt(project, "coffee", "Write about coffee.")
     assert generate(ws, "coffee", eng, clock=clock).status is Status.QUEUED
+
+
+def test_status_reads_a_quota_block_left_ahead_without_rewriting_it(project, workspace):
+    from pipeline.status import collect
+
+    ahead = time.time() + 2 * 86400
+    workspace.chat_quota.block(ahead, 5 * 3600, "RateLimited")
+    before = workspace.chat_quota.path.read_bytes()
+    status = collect(workspace)
+    assert status.sends_stopped  # blocked for its own five hours from now...
+    assert workspace.chat_quota.path.read_bytes() == before  # ...and status, a reader, wrote nothing

@@ -94,7 +94,8 @@ def test_cron_every_takes_minutes_and_hours_and_fires_evenly(tmp_path, capfd, ev
     [
         ("0", "choose 1 minute to 24 hours"),
         ("25h", "choose 1 minute to 24 hours"),
-        ("7", "cron cannot run every 7 minutes evenly"),
+        ("90h", "choose 1 minute to 24 hours"),
+        ("7h", "cron cannot run every 420 minutes evenly"),
         ("5h", "e.g. 288m or 6h"),
         ("soon", "give minutes (5, 90m) or hours (2h, 1h30m)"),
         ("10s", "give minutes"),
@@ -104,6 +105,14 @@ def test_cron_every_refuses_what_cron_cannot_run_evenly(tmp_path, capfd, every, 
     code, printed, said = cron_output(capfd, "--every", every)
     assert code == 2 and message in said, said
     assert printed == ""
+
+
+def test_cron_every_under_an_hour_keeps_the_old_lines_and_says_when_gaps_differ(tmp_path, capfd):
+    code, printed, said = cron_output(capfd, "--every", "7")
+    assert code == 0 and "*/7 * * * *" in printed
+    assert "one gap an hour is 4 minute(s)" in said and "--every 6 or 8" in said
+    code, printed, said = cron_output(capfd, "--every", "10")
+    assert code == 0 and "*/10 * * * *" in printed and "gap" not in said
 
 
 # -- shell completion and help -------------------------------------------------------------------
