@@ -69,6 +69,17 @@ class ArticleView:
                 self._state = ArticleState()
         return self._state
 
+    def check_prompt(self, prompts_dir: Path) -> bool:
+        """Load the prompt once to learn whether it could be sent; False (and `problem` set) when
+        it never could. A cycle asks this only of the prompts it is about to send: reading
+        10,000 waiting prompts each cron run would cost more than the run itself."""
+        if not self.problem:
+            try:
+                load_prompt(prompts_dir, self.slug)
+            except UsageProblem as problem:
+                self.problem = str(problem)
+        return not self.problem
+
     @property
     def why_invalid(self) -> str:
         """What makes the article INVALID (what is wrong and the fix); empty when it is not."""
@@ -78,12 +89,14 @@ class ArticleView:
 SUFFIXES = (".md.url", ".md.sending", ".md.failed", ".md.rejected", ".md")
 
 
-def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
+def scan(prompts_dir: Path, articles_dir: Path, *, check_prompts: bool = True) -> list[ArticleView]:
     """Every article known from prompts/ or articles/, sorted oldest prompt first, then by slug.
 
     A prompt that could never be sent is INVALID, with its problem: a file name that is not a
     slug (its view is named by the file's stem), or, for an article not done, a prompt that
-    does not load (bad front matter, empty, not UTF-8...). Done articles' prompts are not read.
+    does not load (bad front matter, empty, not UTF-8...): that is read only with
+    `check_prompts` (status); a cycle checks the prompts it picks (ArticleView.check_prompt).
+    Done articles' prompts are not read.
     """
     views: dict[str, ArticleView] = {}
 
@@ -129,12 +142,10 @@ def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
                 else:
                     item.dead = True
                 break
-    for item in views.values():
-        if item.prompt_mtime is not None and not (item.problem or item.done or item.dead):
-            try:
-                load_prompt(prompts_dir, item.slug)
-            except UsageProblem as problem:
-                item.problem = str(problem)
+    if check_prompts:
+        for item in views.values():
+            if item.prompt_mtime is not None and not (item.problem or item.done or item.dead):
+                item.check_prompt(prompts_dir)
     return sorted(views.values(), key=lambda v: (v.prompt_mtime or 0.0, v.slug))
 
 

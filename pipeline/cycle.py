@@ -128,7 +128,8 @@ def run_cycle(
             workspace, {"started": clock(), "pid": os.getpid(), **_logged_out_record(previous, None)}
         )
         workspace.journal.append("*", "cycle_start")
-        polls, sends = plan(workspace, scan(workspace.prompts_dir, workspace.articles_dir), report, clock())
+        views = scan(workspace.prompts_dir, workspace.articles_dir, check_prompts=False)
+        polls, sends = plan(workspace, views, report, clock())
         for problem in report.problems:
             say(problem)
         # Every send of this cycle counts, a multi-turn prompt's later turns (sent by polls) too.
@@ -182,9 +183,7 @@ def plan(
         elif phase == ORPHAN:
             continue
         elif phase == INVALID:
-            report.invalid.append(view.slug)
-            report.problems.append(invalid_line(view))
-            report.counts["invalid"] += 1
+            _count_invalid(report, view)
         elif phase in (SENT, SENDING, PENDING):
             planned = schedule(view.state, qwen, now, spaced=phase == SENT)
             if planned.replanned:
@@ -204,8 +203,23 @@ def plan(
             allowed = min(allowed, qwen["max_sends_per_cycle"])
         if qwen["max_sends_per_day"]:
             allowed = min(allowed, max(0, qwen["max_sends_per_day"] - sends_today(workspace.journal, now)))
-    report.counts["throttled"] += len(pending) - allowed
-    return polls, pending[:allowed]
+    sends, bad = [], 0
+    for view in pending:  # in order, until the limits are met: a bad prompt takes no send slot
+        if len(sends) == allowed:
+            break
+        if view.check_prompt(workspace.prompts_dir):
+            sends.append(view)
+        else:
+            _count_invalid(report, view)
+            bad += 1
+    report.counts["throttled"] += len(pending) - len(sends) - bad
+    return polls, sends
+
+
+def _count_invalid(report: CycleReport, view: ArticleView) -> None:
+    report.invalid.append(view.slug)
+    report.problems.append(invalid_line(view))
+    report.counts["invalid"] += 1
 
 
 def invalid_line(view: ArticleView) -> str:

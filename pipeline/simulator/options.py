@@ -13,11 +13,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, get_args, get_type_hints
+from typing import TYPE_CHECKING, Any, get_args, get_type_hints
 
 from pipeline.errors import UsageProblem
 from pipeline.simulator.chats import API_SHAPES, SCENARIOS, UIS, Settings
-from pipeline.simulator.server import Simulator
+
+if TYPE_CHECKING:
+    from pipeline.simulator.server import Simulator
 
 DEFAULT_PORT = 8765
 MAX_SECONDS = 3600.0
@@ -59,6 +61,8 @@ class SimulatorOptions:
 
     def start(self) -> Simulator:
         """A running simulator; UsageProblem when the port cannot be had (in use, not allowed)."""
+        from pipeline.simulator.server import Simulator
+
         sim = Simulator(
             port=self.port,
             scenario=self.scenario,
