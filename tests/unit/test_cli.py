@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 
 import pytest
 from project_files import add_prompt, snapshot
@@ -145,6 +146,7 @@ def test_an_unexpected_error_is_one_line_naming_it_and_qwenpipe_debug_without_tr
     assert len(lines) == 1, said.err
     assert "qwenpipe: internal error: RuntimeError: the core broke" in lines[0]
     assert "QWENPIPE_DEBUG=1" in lines[0] and "Traceback" not in said.err and said.out == ""
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0), "the run's watchdog is still armed"
 
 
 def test_qwenpipe_debug_lets_an_unexpected_error_through_with_its_traceback(project, monkeypatch):
