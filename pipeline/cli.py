@@ -10,7 +10,8 @@ from typing import Annotated, Literal
 
 import typer
 
-from . import __version__
+from . import __version__, cli_setup, cli_status
+from .cli_common import ConfigOption, workspace_of
 from .config import ConfigError, load
 from .console import err, out, say, stderr_is_terminal
 from .errors import SetupProblem, UsageProblem
@@ -27,11 +28,6 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
-
-ConfigOption = Annotated[
-    str | None,
-    typer.Option("--config", "-c", help="config.toml to use (default: $QWENPIPE_CONFIG, else ./config.toml)"),
-]
 
 
 def _version(value: bool) -> None:
@@ -55,16 +51,6 @@ def main_options(
     ] = False,
 ) -> None:
     ctx.obj = {"config": config, "cdp": cdp}
-
-
-def _workspace(ctx: typer.Context, config: str | None = None):
-    from .workspace import Workspace
-
-    loaded = load(config or ctx.obj.get("config"))
-    cdp = ctx.obj.get("cdp")
-    if cdp is not None:
-        loaded = loaded.with_override("browser", "cdp_url", cdp, "--cdp")
-    return Workspace(loaded)
 
 
 @contextlib.contextmanager
@@ -135,7 +121,7 @@ def generate(
     from .contract import generate as run_contract
     from .workspace import Engines
 
-    workspace = _workspace(ctx, config)
+    workspace = workspace_of(ctx, config)
     qwen = workspace.config.qwen
     limit = max(qwen["run_timeout"], qwen["answer_timeout"] + 300) if wait else qwen["run_timeout"]
     _watchdog(limit, f"generate {slug}")
@@ -198,7 +184,7 @@ def cycle(ctx: typer.Context, config: ConfigOption = None) -> None:
     from .notify import ping
     from .workspace import Engines
 
-    workspace = _workspace(ctx, config)
+    workspace = workspace_of(ctx, config)
     workspace.config.require_prompts_dir()
     ping_url = workspace.config.values["notify"]["ping_url"]
     ping(ping_url, "start", say=say)
@@ -228,7 +214,7 @@ def cron(
         say(note)
     path, _named = config_path(config or ctx.obj.get("config"))
     path = path.resolve()
-    _workspace(ctx, str(path)) if path.exists() else None  # a bad config is reported now, not at 3 a.m.
+    workspace_of(ctx, str(path)) if path.exists() else None  # a bad config is reported now, not at 3 a.m.
     if not path.exists():
         say(f"note: {path} does not exist yet; create it with `qwenpipe init`")
     service, timer = systemd_units(path, every_minutes=minutes)
@@ -256,7 +242,7 @@ def replay(
     """Clear a dead letter (SLUG.md.failed); the history stays, and its chat is polled before any send."""
     from .contract import replay as run_replay
 
-    workspace = _workspace(ctx, config)
+    workspace = workspace_of(ctx, config)
     if bool(slug) == all_failed:
         raise UsageProblem("give one SLUG or --all-failed")
     slugs = (
@@ -347,23 +333,14 @@ def _register_simulate() -> None:
 _register_simulate()
 
 
-def _register_more_commands() -> None:
-    # Commands that live in their own modules (kept out of this file to keep it thin).
-    import importlib
-
-    for module in ("pipeline.cli_status", "pipeline.cli_setup"):
-        try:
-            importlib.import_module(module).register(app)
-        except ModuleNotFoundError as missing:
-            if missing.name != module:
-                raise
-
-
-_register_more_commands()
+# Commands that live in their own modules (kept out of this file to keep it thin).
+cli_status.register(app)
+cli_setup.register(app)
 
 
 def _debug() -> bool:
-    return bool(os.environ.get("QWENPIPE_DEBUG")) or "pytest" in sys.modules
+    """QWENPIPE_DEBUG set: an unexpected exception propagates with its traceback."""
+    return bool(os.environ.get("QWENPIPE_DEBUG"))
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -373,9 +350,7 @@ def run(argv: list[str] | None = None) -> int:
 
     try:
         result = app(args=argv, prog_name="qwenpipe", standalone_mode=False)
-        _disarm_watchdog()
     except typer.Exit as done:
-        _disarm_watchdog()
         return done.exit_code
     except typer.Abort:
         say("qwenpipe: interrupted")
@@ -402,6 +377,8 @@ def run(argv: list[str] | None = None) -> int:
         name = type(error).__name__
         say(f"qwenpipe: internal error: {name}: {error} (QWENPIPE_DEBUG=1 shows the traceback)")
         return ExitCode.FAILED
+    finally:
+        _disarm_watchdog()  # however the command ended, an in-process caller goes on unwatched
     return result if isinstance(result, int) else ExitCode.DONE
 
 

@@ -13,13 +13,11 @@ from typing import Annotated
 
 import typer
 
+from .cli_common import ConfigOption, workspace_of
 from .exitcodes import ExitCode
 
 
 def register(app: typer.Typer) -> None:
-    # Imported here: pipeline.cli imports this module while it is itself being imported.
-    from .cli import ConfigOption, _workspace
-
     @app.command("login")
     def login_command(
         ctx: typer.Context,
@@ -42,7 +40,7 @@ def register(app: typer.Typer) -> None:
 
         if not 0 < timeout <= 86400:  # also refuses nan, which would wait forever
             raise UsageProblem(f"--timeout {timeout}: must be more than 0 and at most 86400 seconds")
-        workspace = _workspace(ctx, config)
+        workspace = workspace_of(ctx, config)
         try:
             if import_file is not None:
                 result = import_state(workspace.config, import_file)
@@ -73,7 +71,7 @@ def register(app: typer.Typer) -> None:
         from .doctor import run_doctor
         from .redact import mask, mask_data
 
-        workspace = _workspace(ctx, config)  # a bad config is exit 2 before anything is checked
+        workspace = workspace_of(ctx, config)  # a bad config is exit 2 before anything is checked
         progress = None if as_json or not sys.stderr.isatty() else (lambda step: say(f"checking {step}..."))
         report = run_doctor(workspace.config, progress=progress)
         if as_json:

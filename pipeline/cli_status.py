@@ -4,8 +4,7 @@ They only read (the journal index is a cache they may rewrite, atomically and wi
 so they are safe to run at any time, even while a cycle is under way.
 """
 
-# No `from __future__ import annotations`: Typer reads these annotations at runtime, and
-# ConfigOption is a local name of register().
+# No `from __future__ import annotations`: Typer reads these annotations at runtime.
 import json
 import sys
 import time
@@ -13,14 +12,12 @@ from typing import Annotated
 
 import typer
 
+from .cli_common import ConfigOption, workspace_of
 from .errors import UsageProblem
 from .redact import mask, mask_data
 
 
 def register(app: typer.Typer) -> None:
-    # Imported here: pipeline.cli imports this module while it is itself being imported.
-    from .cli import ConfigOption, _workspace
-
     @app.command("status")
     def status_command(
         ctx: typer.Context,
@@ -49,7 +46,7 @@ def register(app: typer.Typer) -> None:
             raise UsageProblem("--watch and --json do not go together (run --json in a loop instead)")
         if interval <= 0:
             raise UsageProblem(f"--interval {interval}: must be more than 0 seconds")
-        workspace = _workspace(ctx, config)
+        workspace = workspace_of(ctx, config)
         query = {"state_filter": states, "pattern": pattern, "sort": sort}
         try:
             if watch:
@@ -72,7 +69,7 @@ def register(app: typer.Typer) -> None:
         from .dashboard import plain_story, plain_wanted, rich_story
         from .status import collect_story
 
-        workspace = _workspace(ctx, config)
+        workspace = workspace_of(ctx, config)
         story = collect_story(workspace, slug)
         if not story.known:
             raise UsageProblem(

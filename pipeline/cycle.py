@@ -30,6 +30,7 @@ from .article import ArticleState, make_private
 from .batch import DEAD, DONE, INVALID, ORPHAN, PENDING, SENDING, SENT, ArticleView, scan
 from .contract import Status, generate, schedule
 from .errors import SetupProblem, UsageProblem
+from .exitcodes import ExitCode
 from .files import FileLock, LockBusy
 from .prompts import load_prompt
 from .quota import SendBudget, sends_today
@@ -59,16 +60,16 @@ class CycleReport:
         return c["generating"] + c["waiting"] + c["throttled"] + c["working"] + c["backoff"]
 
     @property
-    def exit_code(self) -> int:
+    def exit_code(self) -> ExitCode:
         if self.busy_owner:
-            return 3
+            return ExitCode.WORKING
         if self.failed or self.invalid:
-            return 1
+            return ExitCode.FAILED
         if self.sent:
-            return 42
+            return ExitCode.QUEUED
         if self.in_progress:
-            return 3
-        return 0
+            return ExitCode.WORKING
+        return ExitCode.DONE
 
     def summary(self) -> str:
         if self.busy_owner:

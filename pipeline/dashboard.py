@@ -17,6 +17,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from .exitcodes import ExitCode
 from .status import STATES, ArticleStory, BatchStatus, LastCycle, Row, ago, clock, login_warning
 
 STATE_STYLES = {
@@ -220,7 +221,8 @@ def _line(text: str, style: str = "") -> Text:
 
 
 def _cycle_style(cycle: LastCycle | None) -> str:
-    if cycle is None or cycle.exit_code in (None, 0, 3, 42):  # 3 and 42 mean work under way
+    # Working (3) and queued (42) mean work under way; only a failure is red.
+    if cycle is None or cycle.exit_code in (None, ExitCode.DONE, ExitCode.WORKING, ExitCode.QUEUED):
         return ""
     return "red"
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from .browser import INSTALL_HINT, BrowserSession, find_executable, state_token_expiry
 from .config import Config
+from .exitcodes import ExitCode
 from .login import describe_expiry, looks_logged_in, read_settled_login_state
 from .redact import mask
 
@@ -68,8 +69,8 @@ class Report:
         return not any(c.status == FAIL for c in self.checks)
 
     @property
-    def exit_code(self) -> int:
-        return 0 if self.ok else 1
+    def exit_code(self) -> ExitCode:
+        return ExitCode.DONE if self.ok else ExitCode.FAILED
 
     def counts(self) -> dict[str, int]:
         return {s: sum(c.status == s for c in self.checks) for s in (OK, WARN, FAIL, SKIP)}

@@ -53,9 +53,10 @@ def main() -> None:
     if done:
         sys.stdout.write(done + "\n")
         from .console import as_line
+        from .exitcodes import ExitCode
 
         sys.stderr.write(as_line(f"{done} is already done") + "\n")
-        sys.exit(0)
+        sys.exit(ExitCode.DONE)
     from .cli import main as full
 
     full()

@@ -7,6 +7,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import pytest
+
 from pipeline.engines.base import Answer, ChatTurns, FoundChat, Generating, TurnState
 
 
@@ -83,8 +85,16 @@ class FakeChat:
         return result
 
     def wait(self, chat_url: str, *, timeout: float, on_progress=None):
+        """The queued checks in order until an Answer (or an error) comes; the test fails, at
+        once and by name, when the queue runs out first (a real wait would hang until `timeout`)."""
         self.history.append(("wait", chat_url))
         while True:
+            if not self.checks:
+                pytest.fail(
+                    f"FakeChat.wait({chat_url}): no Answer queued; "
+                    "script one with enqueue_check(Answer(...)) or an error to raise",
+                    pytrace=False,
+                )
             result = self.check(chat_url)
             if isinstance(result, Answer):
                 return result

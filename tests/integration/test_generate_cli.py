@@ -26,7 +26,8 @@ def sim():
 
 @pytest.fixture
 def fresh(sim):
-    sim.set(scenario="ok", api_shape="2026-08", answer_seconds=2.0, url_delay=0.2, ui="current")
+    settings = {"scenario": "ok", "api_shape": "2026-08", "answer_seconds": 2.0, "url_delay": 0.2}
+    sim.set(**settings, ui="current", hold_answers=False)
     yield sim
 
 
@@ -43,15 +44,21 @@ def wait_for_done(project, slug, *, limit=40):
 
 @pytest.mark.parametrize("shape", ["2026-08", "2026-06"])
 def test_queued_then_working_then_done_with_one_send(fresh, tmp_path, shape):
-    fresh.set(api_shape=shape, answer_seconds=10.0)
+    # The answer is held one word short of its end until released: the second look finds it
+    # still generating however slow the machine is.
+    fresh.set(api_shape=shape, answer_seconds=1.0, hold_answers=True)
     project = make_project(tmp_path, fresh)
     text = prompt(project, "tea", f"Write an article about green tea ({shape}).")
     first = qwenpipe("generate", "tea", cwd=project)
     assert first.returncode == 42, first.stderr
     url = (project / "articles" / "tea.md.url").read_text().strip()
     assert url.startswith(fresh.base_url + "/c/")
+    working = qwenpipe("generate", "tea", cwd=project)
+    assert working.returncode == 3, working.stderr
+    assert not (project / "articles" / "tea.md").exists()
+    fresh.set(hold_answers=False)
     codes, last = wait_for_done(project, "tea")
-    assert codes[0] == 3 and codes[-1] == 0, codes
+    assert codes[-1] == 0 and set(codes[:-1]) <= {3}, codes
     assert last.stdout.strip() == str(project / "articles" / "tea.md")
     meta, body = read_article(project / "articles" / "tea.md")
     assert body == fresh.expected_answer(text).strip()
@@ -95,15 +102,15 @@ def test_sigkill_between_send_and_url_does_not_send_again(fresh, tmp_path):
     assert any(e["prompt"] == text for e in fresh.sends()), "the prompt never reached the simulator"
     assert not (project / "articles" / "crash.md.url").exists(), "killed too late: the URL was written"
     assert (project / "articles" / "crash.md.sending").exists()
-    fresh.set(url_delay=0.2)
+    # Held short of its end: the run after the kill adopts the chat and finds it still writing.
+    fresh.set(url_delay=0.2, hold_answers=True)
     rerun = qwenpipe("generate", "crash", cwd=project)
-    assert rerun.returncode in (0, 3), rerun.stderr
+    assert rerun.returncode == 3, rerun.stderr
     assert "not sending again" in rerun.stderr
-    assert [e["prompt"] for e in fresh.sends()].count(text) == 1
+    (sent,) = [e for e in fresh.sends() if e["prompt"] == text]
     url = (project / "articles" / "crash.md.url").read_text().strip()
-    assert url.endswith(fresh.sends()[-1]["chat_id"]) or any(
-        url.endswith(e["chat_id"]) for e in fresh.sends()
-    )
+    assert url == f"{fresh.base_url}/c/{sent['chat_id']}", (url, sent)
+    fresh.set(hold_answers=False)
     codes, _ = wait_for_done(project, "crash")
     assert codes[-1] == 0 and [e["prompt"] for e in fresh.sends()].count(text) == 1
     assert "recovered" in [e["event"] for e in journal(project)]

@@ -1,9 +1,12 @@
 """A model of the generate contract: hypothesis interleaves runs, engine results, crashes, lock
-contention, router failures and replays, and checks the promises after every step.
+contention, router failures and replays, and checks the promises after every step (safety);
+then a cooperating engine must finish every article within a few runs (progress).
 
 In-process and fast: the chat is a fake site with its own ledger of received prompts, crashes
-are a BaseException raised from inside the engines or at the named crash points (the contract
-must leave its files as a SIGKILL would: the lock dies with the "process", nothing else helps).
+are a BaseException raised from inside the engines or at the named crash points. A crash is a
+SIGKILL: the disk stays as it was at that instant, so the model copies articles/ there and puts
+the copy back once the exception has unwound (no cleanup the kill would not have allowed
+counts; the lock dies with the "process", nothing else helps).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 import tomllib
 from collections import Counter
@@ -36,6 +40,7 @@ from pipeline.workspace import Engines, Workspace
 
 SLUGS = ("alpha", "beta")
 MAX_ATTEMPTS = 3
+PROGRESS_RUNS = 4  # runs per article a cooperating engine gets to finish it (a send, a look, spare)
 CRASH_POINTS = (
     None,
     None,
@@ -82,8 +87,9 @@ class ModelChat:
 
     name = "qwen"
 
-    def __init__(self, site: FakeSite) -> None:
+    def __init__(self, site: FakeSite, kill) -> None:
         self.site = site
+        self.kill = kill  # kill(why) -> the Crash to raise: the process dies there
         self.send_mode = "ok"
         self.check_mode = "answer"
         self.find_mode = "ok"
@@ -94,7 +100,7 @@ class ModelChat:
     def send(self, text: str) -> str:
         mode, self.send_mode = self.send_mode, "ok"
         if mode == "crash_before_site":
-            raise Crash("killed while typing")
+            raise self.kill("killed while typing")
         if mode == "transient":
             raise TransientError("network down", code="network")
         if mode == "hard":
@@ -103,7 +109,7 @@ class ModelChat:
             raise QuotaSpent("daily quota spent", retry_after=100)
         url = self.site.receive(text, hidden=mode == "crash_after_site_hidden")
         if mode.startswith("crash_after_site"):
-            raise Crash("killed after the click, before the URL was known")
+            raise self.kill("killed after the click, before the URL was known")
         return url
 
     def _look(self, chat_url: str):
@@ -118,7 +124,7 @@ class ModelChat:
         if mode == "quota":
             raise QuotaSpent("daily quota spent", retry_after=100)
         if mode == "crash":
-            raise Crash("killed while reading the chat")
+            raise self.kill("killed while reading the chat")
         return Answer(answer_for(chat_url.rsplit("/", 1)[1]), "qwen", model="qwen-max")
 
     def check(self, chat_url: str):
@@ -145,7 +151,8 @@ class ModelChat:
 class ModelRouter:
     name = "router"
 
-    def __init__(self) -> None:
+    def __init__(self, kill) -> None:
+        self.kill = kill
         self.mode = "answer"
         self.calls = 0
 
@@ -157,7 +164,7 @@ class ModelRouter:
         if mode == "transient":
             raise TransientError("router: 503 after retries", code="upstream")
         if mode == "crash":
-            raise Crash("killed during the router call")
+            raise self.kill("killed during the router call")
         return Answer(answer_for(f"router-{self.calls}"), "router", model="test/model")
 
     def close(self) -> None:
@@ -165,15 +172,15 @@ class ModelRouter:
 
 
 @contextmanager
-def armed(point: str | None):
-    """Make the named crash point raise Crash (as QWENPIPE_CRASH_AT makes it SIGKILL)."""
+def armed(point: str | None, kill):
+    """Make the named crash point raise kill()'s Crash (as QWENPIPE_CRASH_AT makes it SIGKILL)."""
     if point is None:
         yield
         return
 
     def crashpoint(name: str) -> None:
         if name == point:
-            raise Crash(f"crash point {name}")
+            raise kill(f"crash point {name}")
 
     env = {"QWENPIPE_CRASH_AT": point} if point == "mid_journal" else {}
     with (
@@ -200,8 +207,10 @@ class ContractModel(RuleBasedStateMachine):
             (self.root / "prompts" / f"{slug}.md").write_text(self.texts[slug])
         self.ws = Workspace(load(self.root / "config.toml"))
         self.site = FakeSite()
-        self.chat = ModelChat(self.site)
-        self.router = ModelRouter()
+        self.chat = ModelChat(self.site, self.kill)
+        self.router = ModelRouter(self.kill)
+        self.corpse: Path | None = None  # articles/ as the last kill left it
+        self.killed_left: set[Path] = set()  # temporaries that kills cut short and left
         self.now = 1_800_000_000.0
         self.site.clock = lambda: self.now
         self.torn_allowed = 0
@@ -209,7 +218,63 @@ class ContractModel(RuleBasedStateMachine):
         self.router_answers: dict[str, int] = {}
 
     def teardown(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        try:
+            if sys.exc_info()[0] is None:  # after a failed step, that failure is the news
+                self.a_cooperating_engine_finishes_every_article()
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def kill(self, why: str) -> Crash:
+        """The process dies now. A SIGKILL leaves the disk as it is at this instant, whatever
+        `except` and `finally` would have tidied: copy articles/ now, put it back in `buried`."""
+        corpse = Path(tempfile.mkdtemp(prefix="qwenpipe-model-kill-", dir=self.root)) / "articles"
+        shutil.copytree(self.out, corpse, symlinks=True)
+        self.corpse = corpse
+        return Crash(why)
+
+    def buried(self) -> None:
+        """After a Crash has unwound: the disk as the kill left it."""
+        corpse, self.corpse = self.corpse, None
+        assert corpse is not None, "a Crash that did not come from kill()"
+        shutil.rmtree(self.out)
+        shutil.copytree(corpse, self.out, symlinks=True)
+        shutil.rmtree(corpse.parent)
+        left = self.temporaries() - self.killed_left
+        if left:
+            event("a kill left a temporary file")
+        self.killed_left |= left
+
+    def a_cooperating_engine_finishes_every_article(self) -> None:
+        """Progress: whatever the random steps left, a chat that takes every prompt and answers
+        every look (no crash, no error), time enough for any pause, and a person who replays a
+        dead letter, finish every article within PROGRESS_RUNS runs each. A contract that never
+        sends, or never collects an answer, fails here."""
+        outcomes: dict[str, list[str]] = {slug: [] for slug in SLUGS}
+        for _ in range(PROGRESS_RUNS):
+            self.now += 3600  # past any backoff, poll spacing or quota pause
+            for slug in SLUGS:
+                if (self.out / f"{slug}.md").exists():
+                    continue
+                if (self.out / f"{slug}.md.failed").exists():
+                    replay(self.ws, slug)  # a dead letter waits for a person, who replays it
+                self.chat.send_mode, self.chat.check_mode, self.chat.find_mode = "ok", "answer", "ok"
+                self.router.mode = "answer"
+                with self.engines() as engines:
+                    outcome = generate(self.ws, slug, engines, clock=lambda: self.now)
+                outcomes[slug].append(f"{outcome.status.value} {outcome.reason}".strip())
+            self.check_invariants_now()
+        unfinished = {slug: runs for slug, runs in outcomes.items() if not (self.out / f"{slug}.md").exists()}
+        assert not unfinished, f"a cooperating engine left articles unfinished: {unfinished}"
+        for folder in (self.out, self.out / ".qwenpipe", self.out / ".qwenpipe" / "state"):
+            pipeline.files.clean_stale_temporaries(folder, older_than=-1)  # the next cycle's sweep, due now
+        left = list(self.out.rglob(f"{pipeline.files.TMP_PREFIX}*"))
+        assert not left, f"temporaries the cycle's sweep does not remove: {left}"
+
+    def check_invariants_now(self) -> None:
+        self.each_prompt_reaches_the_site_at_most_once_unless_the_list_hid_it()
+        self.articles_are_absent_or_complete()
+        self.only_our_temporaries_are_left_where_the_cycle_sweeps()
+        self.a_url_sidecar_names_a_chat_of_this_prompt()
 
     @property
     def out(self) -> Path:
@@ -243,9 +308,10 @@ class ContractModel(RuleBasedStateMachine):
         if crash_at == "mid_journal":
             self.torn_allowed += 1
         try:
-            with armed(crash_at), self.engines() as engines:
+            with armed(crash_at, self.kill), self.engines() as engines:
                 outcome = generate(self.ws, slug, engines, wait=wait, engine=engine, clock=lambda: self.now)
         except Crash:
+            self.buried()
             event("crashed")
             return
         event(f"outcome {outcome.status.value} {outcome.reason}".strip())
@@ -323,9 +389,16 @@ class ContractModel(RuleBasedStateMachine):
             assert f"BEGIN-{tag}" in body and body.rstrip().endswith(f"END-{tag}"), body
 
     @invariant()
-    def no_temporary_files(self):
-        left = [p for p in self.out.rglob(".qwenpipe-tmp-*")]
-        assert not left, left
+    def only_our_temporaries_are_left_where_the_cycle_sweeps(self):
+        """A kill may leave the temporary file of a write it cut short; only of our own shape
+        (pipeline.files.TMP_RE), in a folder the next cycle sweeps; a run that ends leaves none."""
+        swept = {self.out, self.out / ".qwenpipe", self.out / ".qwenpipe" / "state"}
+        for path in self.temporaries():
+            assert pipeline.files.TMP_RE.fullmatch(path.name) and path.parent in swept, path
+            assert path in self.killed_left, f"a run that was not killed left {path}"
+
+    def temporaries(self) -> set[Path]:
+        return set(self.out.rglob(f"{pipeline.files.TMP_PREFIX}*"))
 
     @invariant()
     def state_and_journal_stay_readable(self):
@@ -367,4 +440,6 @@ ContractModel.TestCase.settings = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-test_contract_model = pytest.mark.timeout(120)(ContractModel.TestCase)
+# A failing run shrinks for up to five minutes (Hypothesis' own limit; fsync-bound on a loaded
+# machine): the timeout must not cut its report short. A passing run takes well under a minute.
+test_contract_model = pytest.mark.timeout(420)(ContractModel.TestCase)

@@ -1,8 +1,9 @@
 """Fuzzing what users and crashes leave on disk: config files, prompt files, sidecars, journals.
 
 Every input either works or is refused with a clear one-line message and exit 2 (1 for a
-dead letter); never a traceback (`pipeline.cli.run` re-raises unexpected exceptions under
-pytest, so a bug fails here), never a write outside articles/, nothing that existed lost.
+dead letter); never a traceback (the runs here set QWENPIPE_DEBUG, so `pipeline.cli.run`
+re-raises an unexpected exception and a bug fails here with its traceback), never a write
+outside articles/, nothing that existed lost.
 The engines are in-process fakes, patched into the CLI's lazy Engines: no browser, no network.
 """
 
@@ -103,10 +104,12 @@ def project():
 
 
 def qwenpipe(root: Path, *args: str, config: Path | None = None) -> tuple[int, str]:
-    """The real CLI in-process, with fake engines; (exit code, stderr)."""
+    """The real CLI in-process, with fake engines; (exit code, stderr). QWENPIPE_DEBUG is set: an
+    unexpected exception is a bug, and it comes through with its traceback."""
     chat, router = FuzzChat(), FuzzRouter()
     stderr, stdout = io.StringIO(), io.StringIO()
     with (
+        mock.patch.dict(os.environ, {"QWENPIPE_DEBUG": "1"}),
         mock.patch.object(Engines, "chat", lambda self: chat),
         mock.patch.object(Engines, "router", lambda self: router),
         contextlib.redirect_stderr(stderr),
@@ -129,7 +132,7 @@ STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d ")  # say()'s 
 
 def assert_clear_refusal(code: int, stderr: str) -> None:
     assert code in EXIT_CODES, code
-    assert "Traceback" not in stderr
+    assert "Traceback" not in stderr and "internal error" not in stderr, stderr
     if code == 2:
         lines = [line for line in stderr.splitlines() if line.strip()]
         assert lines and STAMP.sub("", lines[-1]).startswith("qwenpipe: "), stderr

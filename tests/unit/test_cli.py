@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 
 import pytest
 from project_files import add_prompt, snapshot
@@ -121,3 +123,87 @@ def test_fast_path_for_a_done_article_matches_the_full_cli(project, capfd):
         ["--config", str(project / "nope.toml"), "generate", "tea"],
     ):
         assert already_done(other) is None, other
+
+
+# -- the face is honest under test: one behaviour, no hidden import cycle, exit codes from the enum
+
+
+def _broken_core(*_args, **_kwargs):
+    raise RuntimeError("the core broke")
+
+
+def test_an_unexpected_error_is_one_line_naming_it_and_qwenpipe_debug_without_traceback(
+    project, monkeypatch, capfd
+):
+    from pipeline import cli, contract
+
+    add_prompt(project, "tea")
+    monkeypatch.delenv("QWENPIPE_DEBUG", raising=False)
+    monkeypatch.setattr(contract, "generate", _broken_core)
+    assert cli.run(["generate", "tea"]) == 1
+    said = capfd.readouterr()
+    lines = [line for line in said.err.splitlines() if line.strip()]
+    assert len(lines) == 1, said.err
+    assert "qwenpipe: internal error: RuntimeError: the core broke" in lines[0]
+    assert "QWENPIPE_DEBUG=1" in lines[0] and "Traceback" not in said.err and said.out == ""
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0), "the run's watchdog is still armed"
+
+
+def test_qwenpipe_debug_lets_an_unexpected_error_through_with_its_traceback(project, monkeypatch):
+    from pipeline import cli, contract
+
+    add_prompt(project, "tea")
+    monkeypatch.setenv("QWENPIPE_DEBUG", "1")
+    monkeypatch.setattr(contract, "generate", _broken_core)
+    with pytest.raises(RuntimeError, match="the core broke"):
+        cli.run(["generate", "tea"])
+
+
+def test_qwenpipe_debug_prints_the_traceback_from_the_console_script(project):
+    import subprocess
+    import sys
+
+    add_prompt(project, "tea")
+    script = (
+        "import sys\nfrom pipeline import cli, contract\n"
+        "def broken(*a, **k):\n    raise RuntimeError('the core broke')\n"
+        "contract.generate = broken\nsys.argv = ['qwenpipe', 'generate', 'tea']\ncli.main()\n"
+    )
+    for debug, traceback in (("", False), ("1", True)):
+        env = {**os.environ, "NO_COLOR": "1", "QWENPIPE_DEBUG": debug}
+        result = subprocess.run(
+            [sys.executable, "-c", script], cwd=project, capture_output=True, text=True, env=env, timeout=60
+        )
+        assert result.returncode == 1 and "the core broke" in result.stderr, result.stderr
+        assert ("Traceback" in result.stderr) is traceback, result.stderr
+        assert ("internal error" in result.stderr) is not traceback, result.stderr
+
+
+def test_the_command_modules_share_their_helpers_without_importing_the_cli():
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, typer\nfrom pipeline import cli_setup, cli_status\n"
+        "cli_status.register(typer.Typer())\ncli_setup.register(typer.Typer())\n"
+        "assert 'pipeline.cli' not in sys.modules, 'a command module imported pipeline.cli'\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+def test_cycle_and_doctor_exit_codes_are_the_exit_code_enum():
+    from pipeline.cycle import CycleReport
+    from pipeline.doctor import FAIL, Report
+    from pipeline.exitcodes import ExitCode
+
+    report = CycleReport()
+    assert type(report.exit_code) is ExitCode and report.exit_code is ExitCode.DONE
+    report.sent.append("tea")
+    assert report.exit_code is ExitCode.QUEUED
+    report.busy_owner = "pid 1"
+    assert report.exit_code is ExitCode.WORKING
+    doctor = Report(config="config.toml")
+    assert doctor.exit_code is ExitCode.DONE
+    doctor.add("config", FAIL, "broken")
+    assert doctor.exit_code is ExitCode.FAILED

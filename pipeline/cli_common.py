@@ -1,0 +1,25 @@
+"""What every command module of the command line shares: the `--config` option and the workspace
+it names. cli.py, cli_status.py and cli_setup.py import it; it imports none of them."""
+
+# No `from __future__ import annotations`: Typer reads ConfigOption at runtime.
+from typing import Annotated
+
+import typer
+
+ConfigOption = Annotated[
+    str | None,
+    typer.Option("--config", "-c", help="config.toml to use (default: $QWENPIPE_CONFIG, else ./config.toml)"),
+]
+
+
+def workspace_of(ctx: typer.Context, config: str | None = None):
+    """The workspace of the command's config (its own `--config`, else the global one), with
+    the global `--cdp` applied."""
+    from .config import load
+    from .workspace import Workspace
+
+    loaded = load(config or ctx.obj.get("config"))
+    cdp = ctx.obj.get("cdp")
+    if cdp is not None:
+        loaded = loaded.with_override("browser", "cdp_url", cdp, "--cdp")
+    return Workspace(loaded)
