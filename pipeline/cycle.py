@@ -5,10 +5,11 @@ first (to collect finished answers), then sends, oldest prompt first, within the
 Only then, and only if some article needs the chat, does the browser start, once for the
 whole cycle. A second cycle while one runs exits at once; the flock dies with a killed cycle.
 
-Polls of sent chats run up to `qwen.concurrency` at once: worker threads, each with its own
-Playwright driver and engines, attach over CDP to the one browser this cycle launched and open
-their own pages in its context. Sends stay in the main thread, one after the other, after the
-polls. Two threads never act on one article (its flock is per open file).
+Polls of sent chats run up to `qwen.concurrency` at once: worker threads, each with engines of
+its own that the chat engine's shared session hands out (for the qwen engine: its own Playwright
+driver attached over CDP to the one browser this cycle launched, opening its own pages). Sends
+stay in the main thread, one after the other, after the polls. Two threads never act on one
+article (its flock is per open file).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field
 from queue import Empty, SimpleQueue
 
@@ -29,12 +30,13 @@ from . import files
 from .article import ArticleState, make_private
 from .batch import DEAD, DONE, INVALID, ORPHAN, PENDING, SENDING, SENT, ArticleView, scan
 from .contract import Status, generate, schedule
+from .engines.base import ChatEngine
 from .errors import SetupProblem, UsageProblem
 from .exitcodes import ExitCode
 from .files import FileLock, LockBusy
 from .prompts import load_prompt
 from .quota import SendBudget, sends_today
-from .workspace import Engines, Workspace, default_chat_factory
+from .workspace import Engines, Workspace
 
 
 @dataclass
@@ -263,17 +265,36 @@ def _poll_concurrently(
     path from starting leaves every poll to the sequential loop, with one line saying why.
     """
     concurrency = int(workspace.config.qwen["concurrency"])
-    if concurrency < 2 or len(polls) < 2 or engines.chat_factory is not default_chat_factory:
-        return polls  # nothing to gain, or a chat engine (a test's fake) we cannot replicate
+    if concurrency < 2 or len(polls) < 2:
+        return polls  # nothing to gain
     side_by_side = [view for view in polls if _may_poll_side_by_side(workspace, view)]
     if len(side_by_side) < 2:
         return polls
-    try:
-        endpoint = _cycle_browser_endpoint(engines)
-    except Exception as err:  # a busy profile, no browser...: the sequential loop reports it per article
-        say(f"cycle: polling one chat at a time ({_first_line(err)})")
-        return polls
-    config = workspace.config.with_override("browser", "cdp_url", endpoint, "the cycle's own browser")
+    with ExitStack() as sharing:
+        try:
+            attach = sharing.enter_context(engines.chat().shared_session())
+        except Exception as err:  # a busy profile, no browser...: the sequential loop reports it per article
+            say(f"cycle: polling one chat at a time ({_first_line(err)})")
+            return polls
+        workers = min(concurrency, len(side_by_side))
+        return _poll_side_by_side(
+            workspace, engines, attach, workers, polls, side_by_side, report, say, clock, budget
+        )
+
+
+def _poll_side_by_side(
+    workspace: Workspace,
+    engines: Engines,
+    attach: Callable[[], ChatEngine],
+    workers: int,
+    polls: list[ArticleView],
+    side_by_side: list[ArticleView],
+    report: CycleReport,
+    say: Callable[[str], None],
+    clock: Callable[[], float],
+    budget: SendBudget,
+) -> list[ArticleView]:
+    """Poll `side_by_side` with `workers` threads, each with the chat engines `attach` makes."""
     todo: SimpleQueue[ArticleView] = SimpleQueue()
     for view in side_by_side:
         todo.put(view)
@@ -286,9 +307,11 @@ def _poll_concurrently(
             say(message)
 
     def worker() -> None:
-        # Engines (and so a Playwright driver) of this thread, closed in this thread: Playwright
+        # Engines (for qwen: a Playwright driver) of this thread, closed in this thread: Playwright
         # objects belong to the thread that made them.
-        mine, sessions = _worker_engines(config, engines)
+        mine = Engines(
+            engines.config, chat_factory=lambda _config: attach(), router_factory=engines.router_factory
+        )
         try:
             try:
                 mine.chat().prepare()  # attach before taking any article
@@ -304,10 +327,7 @@ def _poll_concurrently(
                 _step(workspace, mine, view, report, locked_say, clock, budget, guard)
         finally:
             mine.close()
-            for session in sessions:
-                session.close()
 
-    workers = min(concurrency, len(side_by_side))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="qwenpipe-poll") as pool:
         futures = [pool.submit(worker) for _ in range(workers)]
         try:
@@ -338,39 +358,6 @@ def _may_poll_side_by_side(workspace: Workspace, view: ArticleView) -> bool:
         return len(load_prompt(workspace.prompts_dir, view.slug).turns) == 1
     except Exception:
         return False  # the sequential loop reports a bad prompt
-
-
-def _cycle_browser_endpoint(engines: Engines) -> str:
-    """Start the cycle's one browser (main thread) and return where other threads attach to it."""
-    from .browser import BrowserSession
-
-    chat = engines.chat()
-    session = getattr(chat, "session", None)
-    if not isinstance(session, BrowserSession):
-        raise RuntimeError("the chat engine has no browser session to share")
-    if not session.started:
-        session.expose_cdp = True
-    chat.prepare()
-    endpoint = session.cdp_endpoint()
-    if not endpoint:
-        raise RuntimeError("the browser announced no DevTools port (DevToolsActivePort) in 5 s")
-    return endpoint
-
-
-def _worker_engines(config, engines: Engines) -> tuple[Engines, list]:
-    """Engines for one poll thread: a chat engine attached to the cycle's browser (closing only
-    its own pages, never the browser) and a router of its own."""
-    sessions: list = []
-
-    def chat_factory(worker_config):
-        from .browser import BrowserSession
-        from .engines.qwen import QwenEngine
-
-        session = BrowserSession(worker_config.browser, root=worker_config.root, borrowed=True)
-        sessions.append(session)
-        return QwenEngine(worker_config.qwen, session, root=worker_config.root)
-
-    return Engines(config, chat_factory=chat_factory, router_factory=engines.router_factory), sessions
 
 
 def _first_line(err: BaseException) -> str:
@@ -431,7 +418,7 @@ def _count(report: CycleReport, slug: str, outcome) -> None:
 
 def _browser_launches() -> int:
     # Read without importing: a cycle that never needed the chat must not load Playwright.
-    browser = sys.modules.get("pipeline.browser")
+    browser = sys.modules.get("pipeline.engines.qwen.browser")
     return browser.BrowserSession.launches if browser else 0
 
 

@@ -22,11 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .browser import INSTALL_HINT, BrowserSession, find_executable, state_token_expiry
 from .config import Config
+from .engines.qwen.browser import INSTALL_HINT, find_executable
+from .engines.qwen.login import read_settled_login_state
 from .exitcodes import ExitCode
-from .login import describe_expiry, looks_logged_in, read_settled_login_state
+from .login import describe_expiry, state_token_expiry
 from .redact import mask
+from .workspace import browser_session
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 EXPIRY_WARN_SECONDS = 2 * 86400
@@ -113,7 +115,7 @@ def run_doctor(
     step("browser")
     # One Playwright driver for the whole run: asking where its Chromium lives and starting the
     # browser then cost one driver start, not two.
-    from .browser import _PLAYWRIGHT
+    from .engines.qwen.browser import _PLAYWRIGHT
 
     try:
         chromium = _PLAYWRIGHT.acquire().chromium
@@ -138,7 +140,7 @@ def run_doctor(
 
 
 def check_config(report: Report, config: Config) -> None:
-    from .engines.qwen_selectors import SelectorError, merge_overrides
+    from .engines.qwen.selectors import SelectorError, merge_overrides
 
     if config.source is None:
         report.add("config", WARN, "no config.toml: built-in defaults", "write one with `qwenpipe init`")
@@ -286,7 +288,7 @@ def check_chat(report: Report, config: Config, executable: Any, attached: bool) 
     from playwright.sync_api import Error as PlaywrightError
 
     from .engines.base import EngineError
-    from .engines.qwen_selectors import SelectorError, merge_overrides
+    from .engines.qwen.selectors import SelectorError, merge_overrides
 
     base_url = str(config.qwen["base_url"]).rstrip("/")
     timeout = float(config.qwen["page_timeout"])
@@ -298,7 +300,7 @@ def check_chat(report: Report, config: Config, executable: Any, attached: bool) 
         report.add("login", SKIP, "no browser to open the chat page with")
         _skip_selectors(report, "no browser")
         return
-    session = BrowserSession(config.browser, root=config.root)
+    session = browser_session(config)
     try:
         page = session.new_page()
         page.set_default_timeout(timeout * 1000)
@@ -354,8 +356,8 @@ def check_login(report: Report, page: Any, base_url: str, timeout: float) -> boo
             "or attached to your own Chrome (--cdp / browser.cdp_url)",
         )
         return False
-    status, url = seen.get("status"), seen.get("url", "")
-    if seen and looks_logged_in(seen, base_url):
+    status, url = (seen.status, seen.url) if seen else (None, "")
+    if seen and seen.logged_in(base_url):
         how = (
             "/api/v2/users/status says so"
             if status
@@ -372,8 +374,8 @@ def check_login(report: Report, page: Any, base_url: str, timeout: float) -> boo
 
 def _screen_problem(page: Any) -> str | None:
     """A bot check or firewall page instead of the app (logged-out screens are the login check's)."""
-    from .engines.qwen_page import screen_failure
-    from .engines.qwen_selectors import BUILT_IN
+    from .engines.qwen.page import screen_failure
+    from .engines.qwen.selectors import BUILT_IN
 
     try:
         failure = screen_failure(page, BUILT_IN)
@@ -386,8 +388,8 @@ def _screen_problem(page: Any) -> str | None:
 
 def check_selectors(report: Report, page: Any, selector_sets: tuple, timeout: float) -> None:
     """Which UI generation the page is, then every selector of it by name."""
-    from .engines.qwen_page import detect_ui, present
-    from .engines.qwen_selectors import BUILT_IN
+    from .engines.qwen.page import detect_ui, present
+    from .engines.qwen.selectors import BUILT_IN
 
     deadline = time.monotonic() + timeout
     # The app draws itself after load. A built-in UI drawn while [qwen.selectors] does not match

@@ -21,42 +21,23 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .browser import (
-    BrowserSession,
+from .config import Config
+from .engines.qwen.browser import (
     jwt_exp_claim,
     jwt_expiry,
     load_storage_state,
     plausible_time,
-    state_token_expiry,
     state_tokens,
+    token_expiry,
 )
-from .config import Config
-from .errors import UsageProblem
-from .files import atomic_write
+from .engines.qwen.login import read_login_state, read_settled_login_state, site_origin
+from .errors import SetupProblem, UsageProblem
+from .files import atomic_write, read_bytes
+from .workspace import browser_session
 
 HEADLESS_ENV = "QWENPIPE_LOGIN_HEADLESS"  # "1": sign in without a window (tests, scripted setups)
 SIGNIN_PATH = "/auth?action=signin"
-STATUS_PATH = "/api/v2/users/status"
 POLL_SECONDS = 0.5
-
-# One in-page read: where the page is, whether it shows the sign-in form, what the site says.
-_LOGIN_STATE_JS = """
-async ({statusPath, loginSelector, ms}) => {
-  const login = document.querySelector(loginSelector);
-  const seen = {
-    url: location.href,
-    login_form: !!(login && (!login.checkVisibility || login.checkVisibility())),
-    status: null,
-  };
-  try {
-    const r = await fetch(statusPath, {credentials: 'include', headers: {source: 'web'},
-                                       signal: AbortSignal.timeout(ms)});
-    const body = JSON.parse(await r.text());
-    if (body && typeof body === 'object' && 'data' in body) seen.status = body.data === true;
-  } catch (e) { /* not JSON (firewall, bot check) or no network: the page has to tell */ }
-  return seen;
-}
-"""
 
 
 class LoginFailed(Exception):
@@ -119,43 +100,6 @@ def no_display_help(config: Config) -> str:
 # -- the pieces ----------------------------------------------------------------------------------
 
 
-def read_login_state(page: Any, timeout: float = 10) -> dict:
-    """{url, login_form, status}: status True/False from the site, None when it did not say."""
-    from .engines.qwen_selectors import CURRENT
-
-    return page.evaluate(
-        _LOGIN_STATE_JS,
-        {"statusPath": STATUS_PATH, "loginSelector": CURRENT.login, "ms": int(timeout * 1000)},
-    )
-
-
-def looks_logged_in(seen: dict, base_url: str) -> bool:
-    """The site says so; or, when its API does not answer JSON, the page is the app, not /auth."""
-    if seen.get("status") is not None:
-        return bool(seen["status"])
-    parts = urlsplit(seen.get("url", ""))
-    same_site = f"{parts.scheme}://{parts.netloc}" == _origin(base_url)
-    return same_site and not parts.path.startswith("/auth") and not seen.get("login_form")
-
-
-def read_settled_login_state(page: Any, timeout: float) -> dict:
-    """The first read that says something definite (the site's answer, or the sign-in form), or
-    the last read when `timeout` runs out; {} when the page never answered."""
-    from playwright.sync_api import Error as PlaywrightError
-
-    deadline = time.monotonic() + timeout
-    seen: dict = {}
-    while time.monotonic() < deadline:
-        try:
-            seen = read_login_state(page, timeout=min(timeout, 10))
-        except PlaywrightError:
-            seen = {}  # navigating (a redirect to /auth): read the new page
-        if seen.get("status") is not None or "/auth" in seen.get("url", "") or seen.get("login_form"):
-            break
-        time.sleep(0.25)
-    return seen
-
-
 def wait_for_login(page: Any, base_url: str, timeout: float, *, poll: float = POLL_SECONDS) -> None:
     """Return once the page's session is logged in to `base_url`; LoginFailed after `timeout` s.
 
@@ -168,7 +112,7 @@ def wait_for_login(page: Any, base_url: str, timeout: float, *, poll: float = PO
         if page.is_closed():
             raise LoginFailed("the browser window was closed before the sign-in finished")
         try:
-            if _origin(page.url) == _origin(base_url) and looks_logged_in(read_login_state(page), base_url):
+            if site_origin(page.url) == site_origin(base_url) and read_login_state(page).logged_in(base_url):
                 return
         except PlaywrightError as err:
             if page.is_closed() or "closed" in str(err).lower():
@@ -195,10 +139,25 @@ def save_state(context: Any, path: Path, *, only_for: str | None = None) -> floa
         host = urlsplit(only_for).hostname or ""
         state = {
             "cookies": [c for c in state.get("cookies", []) if _domain_matches(c.get("domain", ""), host)],
-            "origins": [o for o in state.get("origins", []) if o.get("origin") == _origin(only_for)],
+            "origins": [o for o in state.get("origins", []) if o.get("origin") == site_origin(only_for)],
         }
     atomic_write(path, json.dumps(state, indent=1), mode=0o600)
     return state_token_expiry(path)
+
+
+def state_token_expiry(state_path: Path) -> float | None:
+    """When the login saved in a storage-state file expires (its `token` cookie or localStorage).
+
+    Read from the file, so `status` can warn days ahead without starting a browser; None for a
+    file that cannot be read or holds no readable token, whatever it contains.
+    """
+    if not Path(state_path).is_file():
+        return None  # missing, a folder, or a FIFO that would block the read forever
+    try:
+        state = json.loads(read_bytes(state_path, follow=True))  # a FIFO never hangs `status`
+    except (OSError, ValueError, RecursionError, SetupProblem):  # RecursionError: [[[[... too deep
+        return None
+    return token_expiry(state)
 
 
 # -- the flows -----------------------------------------------------------------------------------
@@ -244,7 +203,7 @@ def _login_in_browser(
     say: Callable[[str], None],
 ) -> float | None:
     attached = bool(browser.get("cdp_url"))
-    with BrowserSession(browser, root=config.root) as session:
+    with browser_session(config, browser) as session:
         page = session.new_page()
         page.set_default_timeout(float(config.qwen["page_timeout"]) * 1000)
         if attached:
@@ -252,7 +211,7 @@ def _login_in_browser(
             if on_page:
                 on_page(page)
             seen = read_settled_login_state(page, min(timeout, float(config.qwen["page_timeout"])))
-            if not looks_logged_in(seen, base_url):
+            if seen is None or not seen.logged_in(base_url):
                 raise LoginFailed(
                     f"the browser at {browser['cdp_url']} is not signed in to {base_url}: "
                     "sign in there (in that browser's window), then run this again"
@@ -275,7 +234,7 @@ def import_state(config: Config, source: Path, *, now: float | None = None) -> L
     """
     now = time.time() if now is None else now
     state = parse_login_file(source)
-    expires = _token_expiry(state)
+    expires = token_expiry(state)
     if expires is not None and expires <= now:
         raise UsageProblem(
             f"{source}: its login token expired on {_when(expires)}; sign in again and export anew"
@@ -301,7 +260,7 @@ def apply_to_profile(config: Config, path: Path) -> str | None:
     profile = profile_path(config)
     if config.browser.get("cdp_url") or not (profile / "Default").exists():
         return None  # a new profile takes the state file on its first start
-    session = BrowserSession({**config.browser, "headless": True}, root=config.root)
+    session = browser_session(config, {**config.browser, "headless": True})
     try:
         load_storage_state(session.context, path)
     except EngineBusy:
@@ -428,19 +387,9 @@ def _require_cookie_fields(source: Path, number: int, cookie: Any, *, expiry_key
         )
 
 
-def _token_expiry(state: dict) -> float | None:
-    expiries = [e for e in (jwt_expiry(t) for t in state_tokens(state)) if e is not None]
-    return max(expiries) if expiries else None
-
-
 def _domain_matches(domain: str, host: str) -> bool:
     domain = domain.lstrip(".").lower()
     return bool(domain) and (host == domain or host.endswith("." + domain))
-
-
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
 
 
 def _when(ts: float) -> str:

@@ -136,7 +136,7 @@ class LoginInfo:
 
     @classmethod
     def read(cls, state_file: Path) -> LoginInfo:
-        from .browser import state_token_expiry
+        from .login import state_token_expiry
 
         return cls(state_file, state_token_expiry(state_file))
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .article import STATE_DIR, ArticleFiles
-from .config import Config
-from .engines.base import ChatEngine, DirectEngine
+from .config import Config, ConfigError
+from .engines.base import ChatEngine, DirectEngine, EngineBusy
+from .files import FileLock, LockBusy
 from .journal import Journal
 from .quota import ChatQuota
 from .redact import router_key
@@ -51,10 +54,40 @@ class Workspace:
         return ArticleFiles(slug, self.articles_dir)
 
 
-def default_chat_factory(config: Config) -> ChatEngine:
-    from .engines.qwen import QwenEngine  # Playwright is imported only when a chat is needed
+if TYPE_CHECKING:
+    from .engines.qwen.browser import BrowserSession
 
-    return QwenEngine(config.qwen, config.browser, root=config.root)
+
+def lock_browser_profile(profile: Path) -> Callable[[], None]:
+    """The profile lock engines are given: one qwenpipe process per browser profile. Chromium
+    refuses a second browser on it anyway; this makes the refusal a "busy" that names the holder."""
+    lock = FileLock(profile / "qwenpipe.lock", purpose=" ".join(sys.argv[1:3]) or "qwenpipe")
+    try:
+        return lock.acquire().release
+    except LockBusy as busy:
+        raise EngineBusy(
+            f"the browser profile {profile} is in use by {busy.owner}; "
+            "this run steps aside and tries again later"
+        ) from None
+
+
+def browser_session(config: Config, browser: dict | None = None) -> BrowserSession:
+    """A browser session on the config's profile (`browser` overrides [browser]), its lock given."""
+    from .engines.qwen.browser import BrowserSession
+
+    return BrowserSession(
+        config.browser if browser is None else browser, root=config.root, lock_profile=lock_browser_profile
+    )
+
+
+def default_chat_factory(config: Config) -> ChatEngine:
+    from .engines.qwen.engine import QwenEngine  # Playwright is imported only when a chat is needed
+    from .engines.qwen.selectors import SelectorError
+
+    try:
+        return QwenEngine(config.qwen, config.browser, root=config.root, lock_profile=lock_browser_profile)
+    except SelectorError as err:
+        raise ConfigError(str(err)) from None
 
 
 def default_router_factory(config: Config) -> DirectEngine:

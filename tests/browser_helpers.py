@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.browser import find_executable, launch_args
+from pipeline.engines.qwen.browser import find_executable, launch_args
 
 
 def browser_config(folder: Path, **changes) -> dict:

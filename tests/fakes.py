@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pytest
@@ -30,6 +32,12 @@ class FakeChat:
     messages: dict[str, list[str]] = field(default_factory=dict)  # chat url -> user messages received
     last_turn_complete: deque = field(default_factory=deque)  # scripted; empty = complete
     crash_after_send_turn: BaseException | None = None
+    # shared_session: each poll thread gets an AttachedChat over this same script.
+    attached: list[AttachedChat] = field(default_factory=list)
+    check_together: threading.Barrier | None = None  # each check waits here for the others
+    checking: int = 0  # checks running right now (from any thread)
+    most_checking: int = 0  # the most that ever ran at once
+    _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def turn_answer(self, number: int) -> str:
         return f"# Answer {number}\n\nThe answer to turn {number}. {FILLER}"
@@ -78,11 +86,30 @@ class FakeChat:
         return url
 
     def check(self, chat_url: str):
-        self.history.append(("check", chat_url))
-        result = self.checks.popleft() if self.checks else Generating("writing")
+        with self._guard:
+            self.history.append(("check", chat_url))
+            result = self.checks.popleft() if self.checks else Generating("writing")
+            self.checking += 1
+            self.most_checking = max(self.most_checking, self.checking)
+        try:
+            if self.check_together is not None:
+                self.check_together.wait(timeout=10)  # broken (a failure) if the others never come
+        finally:
+            with self._guard:
+                self.checking -= 1
         if isinstance(result, BaseException):
             raise result
         return result
+
+    @contextmanager
+    def shared_session(self) -> Iterator[Callable[[], AttachedChat]]:
+        self.prepare()
+        yield self._attach
+
+    def _attach(self) -> AttachedChat:
+        with self._guard:
+            self.attached.append(AttachedChat(self))
+            return self.attached[-1]
 
     def wait(self, chat_url: str, *, timeout: float, on_progress=None):
         """The queued checks in order until an Answer (or an error) comes; the test fails, at
@@ -109,6 +136,21 @@ class FakeChat:
             for url, users in reversed(self.messages.items())
             if users and users[0] == text
         ]
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class AttachedChat:
+    """What a poll thread gets from `FakeChat.shared_session`: the same scripted chat (its history,
+    its queued checks), closed on its own like the qwen engine's attached pages."""
+
+    def __init__(self, chat: FakeChat):
+        self.chat = chat
+        self.closed = False
+
+    def __getattr__(self, name: str):
+        return getattr(self.chat, name)
 
     def close(self) -> None:
         self.closed = True

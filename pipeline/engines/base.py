@@ -9,7 +9,9 @@ expected failures.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 
@@ -104,6 +106,11 @@ class FoundChat:
 
 ProgressCallback = Callable[[str], None]
 
+# Given by whoever builds an engine: takes the browser profile folder before a browser is
+# launched on it and returns the function that gives it back; raises EngineBusy, naming the
+# holder, when another process has it.
+LockProfile = Callable[[Path], Callable[[], None]]
+
 
 class ChatEngine(Protocol):
     """An asynchronous chat: send once, look many times."""
@@ -138,6 +145,14 @@ class ChatEngine(Protocol):
     def send_turn(self, chat_url: str, text: str) -> None:
         """Send `text` as the next message of an existing chat whose last answer is complete
         (errors before the submit carry `nothing_sent = True`, as for `send`)."""
+
+    def shared_session(self) -> AbstractContextManager[Callable[[], ChatEngine]]:
+        """Share what this engine runs on (the browser) with other threads while the block runs.
+
+        Entering starts it in the calling thread (raising like `prepare`, or EngineError when it
+        cannot be shared) and yields a factory: called in another thread, it returns a ChatEngine
+        for that thread, working beside this one, which that thread closes. A cycle polls
+        several chats at once this way."""
 
     def close(self) -> None:
         """Release the browser if this engine started it."""

@@ -19,7 +19,6 @@ from typing import Any
 
 import httpx
 
-from pipeline.config import defaults as config_defaults
 from pipeline.engines.base import Answer, HardError
 from pipeline.engines.router_errors import (
     RouterFailure,
@@ -57,7 +56,7 @@ class _Secret:
 class RouterEngine:
     """base.DirectEngine over `POST {base_url}/chat/completions`, with retries the SDK way.
 
-    `settings` is Config.router (missing keys take their defaults). The key is read from the
+    `settings` is Config.router, every key of it (the config gives the defaults). The key is read from the
     environment variable named by `api_key_env` in `env` (default os.environ) and registered
     with pipeline.redact, so that no message, log line, file or repr can show it. `sleep`,
     `transport` and `rng` exist so tests run instantly; `on_retry(message)` is told before each wait.
@@ -75,17 +74,18 @@ class RouterEngine:
         on_retry: Callable[[str], None] | None = None,
         rng: random.Random | None = None,
     ):
-        merged = {**config_defaults()["router"], **settings}
-        self.base_url = str(merged["base_url"]).rstrip("/")
-        self.model = str(merged["model"])
-        self.api_key_env = str(merged["api_key_env"])
-        self.max_retries = int(merged["max_retries"])
-        self.max_retry_wait = float(merged["max_retry_wait"])
-        self._key = _Secret(router_key(merged, env))  # registered: every sink masks it from now on
+        self.base_url = str(settings["base_url"]).rstrip("/")
+        self.model = str(settings["model"])
+        self.api_key_env = str(settings["api_key_env"])
+        self.max_retries = int(settings["max_retries"])
+        self.max_retry_wait = float(settings["max_retry_wait"])
+        self._key = _Secret(router_key(settings, env))  # registered: every sink masks it from now on
         self._sleep = sleep
         self._on_retry = on_retry
         self._random = rng or random.Random()
-        timeout = httpx.Timeout(connect=merged["connect_timeout"], read=merged["timeout"], write=30, pool=30)
+        timeout = httpx.Timeout(
+            connect=settings["connect_timeout"], read=settings["timeout"], write=30, pool=30
+        )
         # A loopback router must not go through the HTTP_PROXY a user set for the outside world.
         trust_env = not _is_loopback(self.base_url)
         self._client = httpx.Client(timeout=timeout, transport=transport, trust_env=trust_env)

@@ -10,15 +10,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from pipeline import browser
-from pipeline.browser import (
+from pipeline.engines.qwen import browser
+from pipeline.engines.qwen.browser import (
     BrowserNotFound,
     find_executable,
     jwt_expiry,
     launch_args,
     load_storage_state,
-    state_token_expiry,
 )
+from pipeline.login import state_token_expiry
 
 
 def fake_executable(folder, name):

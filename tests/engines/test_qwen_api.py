@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.engines.base import HardError, QuotaSpent, TransientError
-from pipeline.engines.qwen_api import (
+from pipeline.engines.qwen.api import (
     ChatShapeError,
     chat_id_from_url,
     chat_list_ids,
@@ -13,8 +13,8 @@ from pipeline.engines.qwen_api import (
     is_logged_in_status,
     parse_chat,
 )
-from pipeline.engines.qwen_page import DomState, failure_in
-from pipeline.engines.qwen_selectors import CURRENT, LEGACY, SelectorError, merge_overrides
+from pipeline.engines.qwen.page import DomState, failure_in
+from pipeline.engines.qwen.selectors import CURRENT, LEGACY, SelectorError, merge_overrides
 
 CHAT_ID = "0f8e2b6a-1c3d-4e5f-9a7b-123456789abc"
 ARTICLE = "# Title\n\n- one\n- two\n\n## More\n\n1. first\n2. second\n"

@@ -124,8 +124,8 @@ def test_concurrency_one_polls_one_chat_at_a_time(sim, tmp_path):
 def test_a_cycle_that_cannot_share_its_browser_polls_one_at_a_time(sim, tmp_path, monkeypatch, capsys):
     """No DevTools port announced: one line says so, and the sequential loop does the work."""
     from pipeline import config as config_module
-    from pipeline.browser import BrowserSession
     from pipeline.cycle import run_cycle
+    from pipeline.engines.qwen.browser import BrowserSession
     from pipeline.workspace import Engines, Workspace
 
     project = make_project(tmp_path, sim, extra="concurrency = 4")

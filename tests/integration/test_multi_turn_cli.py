@@ -13,7 +13,7 @@ import pytest
 from sim_project import journal, make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe
 
-from pipeline.engines.qwen_api import chat_id_from_url
+from pipeline.engines.qwen.api import chat_id_from_url
 from pipeline.simulator import Simulator
 
 pytestmark = pytest.mark.browser

@@ -13,10 +13,10 @@ import uuid
 import pytest
 from browser_helpers import browser_config, users_chromium
 
-from pipeline.browser import BrowserSession
 from pipeline.config import defaults
 from pipeline.engines.base import Answer, Generating, HardError, QuotaSpent, TransientError
-from pipeline.engines.qwen import QwenEngine
+from pipeline.engines.qwen.browser import BrowserSession
+from pipeline.engines.qwen.engine import QwenEngine
 
 pytestmark = pytest.mark.browser
 

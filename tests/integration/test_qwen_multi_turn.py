@@ -14,13 +14,13 @@ import uuid
 import pytest
 from browser_helpers import browser_config
 
-from pipeline.browser import BrowserSession
 from pipeline.config import defaults
 from pipeline.engines.base import ChatTurns, HardError, QuotaSpent, TransientError
-from pipeline.engines.qwen import QwenEngine, judge_turns
-from pipeline.engines.qwen_api import ChatView, Turn, chat_id_from_url, parse_chat
-from pipeline.engines.qwen_page import DomState
-from pipeline.engines.qwen_selectors import CURRENT, LEGACY
+from pipeline.engines.qwen.api import ChatView, Turn, chat_id_from_url, parse_chat
+from pipeline.engines.qwen.browser import BrowserSession
+from pipeline.engines.qwen.engine import QwenEngine, judge_turns
+from pipeline.engines.qwen.page import DomState
+from pipeline.engines.qwen.selectors import CURRENT, LEGACY
 
 browser = pytest.mark.browser
 

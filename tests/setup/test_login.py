@@ -90,7 +90,7 @@ def test_logged_out_session_without_router_is_exit_1(sim, tmp_path):
 
 @pytest.mark.browser
 def test_import_into_an_existing_profile_replaces_its_login(sim, tmp_path, capfd):
-    from pipeline.browser import BrowserSession
+    from pipeline.engines.qwen.browser import BrowserSession
 
     project = make_project(tmp_path, sim)
     config = load(project / "config.toml")

@@ -11,7 +11,7 @@ import pytest
 import tomli_w
 
 from pipeline import redact
-from pipeline.config import ConfigError, validate
+from pipeline.config import ConfigError, defaults, validate
 from pipeline.engines.base import HardError
 from pipeline.engines.router import RouterEngine
 from pipeline.engines.router_errors import MAX_QUOTE, one_line, parse_error_body
@@ -111,7 +111,12 @@ def test_router_engine_error_for_an_echoed_long_key_holds_none_of_it(key):
         given = request.headers["authorization"].removeprefix("Bearer ")
         return httpx.Response(401, json={"error": {"message": f"Invalid API key provided: {given}"}})
 
-    settings = {"base_url": "http://router.test/v1", "api_key_env": "MY_KEY", "max_retries": 0}
+    settings = {
+        **defaults()["router"],
+        "base_url": "http://router.test/v1",
+        "api_key_env": "MY_KEY",
+        "max_retries": 0,
+    }
     told: list[str] = []
     engine = RouterEngine(
         settings, env={"MY_KEY": key}, transport=httpx.MockTransport(echo), on_retry=told.append

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.engines.base import EngineError, HardError, QuotaSpent, TransientError
-from pipeline.engines.qwen_api import BOT_MARKERS, LOGIN_HINT, classify_api_error
-from pipeline.engines.qwen_selectors import FAILURE_TEXTS, FailureTexts, Selectors
+from pipeline.engines.qwen.api import BOT_MARKERS, LOGIN_HINT, classify_api_error
+from pipeline.engines.qwen.selectors import FAILURE_TEXTS, FailureTexts, Selectors
 
 # Visible text of the page minus the conversation itself, so a prompt or an article that
 # quotes "Something went wrong" is not taken for the site's own banner.
@@ -227,14 +227,21 @@ def fetch_json(page: Any, paths: list[str], *, timeout: float = 30) -> list[Any]
         if "json" in result:
             bodies.append(result["json"])
             continue
-        raw = result.get("text", "")
-        if FAILURE_TEXTS.waf_marker in raw:
-            raise TransientError("the site answered with its firewall (WAF) page", code="waf")
-        if any(marker in raw for marker in BOT_MARKERS):
-            raise HardError("the site asks for a human verification (bot check)", code="bot_check")
+        refusal = refusal_in(result.get("text", ""))
+        if refusal is not None:
+            raise refusal
         why = result.get("error") or f"HTTP {result.get('status')}, not JSON"
         raise ApiUnusable(f"{path}: {why}")
     return bodies
+
+
+def refusal_in(raw: str) -> EngineError | None:
+    """The failure an API body that is not JSON shows (the firewall's page, a bot check), or None."""
+    if FAILURE_TEXTS.waf_marker in raw:
+        return TransientError("the site answered with its firewall (WAF) page", code="waf")
+    if any(marker in raw for marker in BOT_MARKERS):
+        return HardError("the site asks for a human verification (bot check)", code="bot_check")
+    return None
 
 
 def fetch_api(page: Any, path: str, *, timeout: float = 30) -> dict:

@@ -16,13 +16,12 @@ to turn N is never taken from turn N-1.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.browser import BrowserSession
 from pipeline.engines.base import (
     Answer,
     ChatTurns,
@@ -30,22 +29,24 @@ from pipeline.engines.base import (
     FoundChat,
     Generating,
     HardError,
+    LockProfile,
     ProgressCallback,
     QuotaSpent,
     TransientError,
     TurnState,
 )
-from pipeline.engines.qwen_api import (
+from pipeline.engines.qwen.api import (
     ChatShapeError,
     ChatView,
     ListedChat,
     chat_id_from_url,
     chat_list_items,
     classify_api_error,
-    is_logged_in_status,
     parse_chat,
 )
-from pipeline.engines.qwen_page import (
+from pipeline.engines.qwen.browser import BrowserSession
+from pipeline.engines.qwen.login import read_login_state
+from pipeline.engines.qwen.page import (
     ApiUnusable,
     DomState,
     SendReplies,
@@ -56,7 +57,7 @@ from pipeline.engines.qwen_page import (
     read_dom_state,
     screen_failure,
 )
-from pipeline.engines.qwen_selectors import SelectorError, Selectors, merge_overrides
+from pipeline.engines.qwen.selectors import Selectors, merge_overrides
 from pipeline.redact import mask
 
 CHAT_LIST_PAGES = 3
@@ -131,22 +132,29 @@ class QwenEngine:
 
     name = "qwen"
 
-    def __init__(self, qwen: dict, browser: dict | BrowserSession, *, root: Path | None = None):
-        from pipeline.config import ConfigError
-
+    def __init__(
+        self,
+        qwen: dict,
+        browser: dict | BrowserSession,
+        *,
+        root: Path | None = None,
+        lock_profile: LockProfile | None = None,
+    ):
+        """`qwen` and `browser` are the config's sections; `browser` may be a session to use
+        (then never closed here). `lock_profile` guards the profile a launched browser uses.
+        A bad [qwen.selectors] raises SelectorError (a ValueError naming the key)."""
+        self.settings = qwen
         self.base_url = str(qwen["base_url"]).rstrip("/")
         self.page_timeout = float(qwen.get("page_timeout", 30))
         self.answer_timeout = float(qwen.get("answer_timeout", 1800))
         self.stable_reads = max(1, int(qwen.get("stable_reads", 3)))
         self.read_interval = 1.0
-        try:
-            self.selector_sets = merge_overrides(qwen.get("selectors"))
-        except SelectorError as err:
-            raise ConfigError(str(err)) from None
+        self.selector_sets = merge_overrides(qwen.get("selectors"))
         if isinstance(browser, BrowserSession):
             self.session, self._owns_session = browser, False
         else:
-            self.session, self._owns_session = BrowserSession(browser, root=root), True
+            self.session = BrowserSession(browser, root=root, lock_profile=lock_profile)
+            self._owns_session = True
         # chat id -> assistant turns on the page before we sent: our answer is the next one.
         self._turns_before: dict[str, int] = {}
         # chat id -> (turns, last answer, when): the last answer was seen complete and stable.
@@ -262,6 +270,33 @@ class QwenEngine:
                     found.append(FoundChat(self.chat_url(item.chat_id), created))
         return found
 
+    @contextmanager
+    def shared_session(self) -> Iterator[Callable[[], QwenEngine]]:
+        """Start this engine's browser now (this thread) and share it while the block runs.
+
+        Yields a factory to call in another thread: a QwenEngine of that thread (its own
+        Playwright driver) attached over CDP to this browser, opening its own pages and closing
+        only those. When this browser goes away, those engines raise EngineBusy (the article
+        waits for the next run), never a hard failure.
+        """
+        session = self.session
+        if not session.started:
+            session.expose_cdp = True  # a loopback DevTools port other threads attach to
+        self.prepare()
+        endpoint = session.cdp_endpoint()
+        if not endpoint:
+            raise EngineError(
+                "the browser announced no DevTools port (DevToolsActivePort) in 5 s", code="no_devtools"
+            )
+        browser = {**session.config, "cdp_url": endpoint}
+
+        def attach() -> QwenEngine:
+            engine = QwenEngine(self.settings, BrowserSession(browser, root=session.root, borrowed=True))
+            engine._owns_session = True  # its own session: closing it closes only its pages
+            return engine
+
+        yield attach
+
     def close(self) -> None:
         if self._owns_session:
             self.session.close()
@@ -351,15 +386,9 @@ class QwenEngine:
         return selectors
 
     def _check_login_api(self, page: Any) -> None:
-        try:
-            (body,) = fetch_json(page, ["/api/v2/users/status"], timeout=self.page_timeout)
-        except ApiUnusable:
-            return  # the page's own signals (checked already) have to do
-        if is_logged_in_status(body) is False:
-            raise HardError("not logged in to the chat site: run `qwenpipe login`", code="logged_out")
-        error = classify_api_error(body)
-        if error is not None and error.code == "bot_check":
-            raise error
+        blocker = read_login_state(page, timeout=self.page_timeout).send_blocker()
+        if blocker is not None:
+            raise blocker
 
     @staticmethod
     @contextmanager

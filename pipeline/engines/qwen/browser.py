@@ -3,6 +3,9 @@
 Which browser: `browser.executable` when set, else Playwright's own Chromium when it is really
 installed, else a Chromium or Chrome on PATH. Or none at all: `browser.cdp_url` attaches to a
 Chrome the user already runs (fewer bot checks), which we must then never close.
+
+The profile lock (one process per browser profile) is given by the caller (`LockProfile`):
+this package knows browsers, not the project's files.
 """
 
 from __future__ import annotations
@@ -11,15 +14,12 @@ import base64
 import json
 import os
 import shutil
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from pipeline.engines.base import EngineBusy, HardError
-from pipeline.errors import SetupProblem
-from pipeline.files import FileLock, LockBusy, read_bytes
+from pipeline.engines.base import EngineBusy, HardError, LockProfile
 
 PATH_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 INSTALL_HINT = (
@@ -224,18 +224,9 @@ def jwt_expiry(token: str) -> float | None:
     return float(exp) if plausible_time(exp) else None
 
 
-def state_token_expiry(state_path: Path) -> float | None:
-    """When the login saved in a storage-state file expires (its `token` cookie or localStorage).
-
-    Read from the file, so `status` can warn days ahead without starting a browser; None for a
-    file that cannot be read or holds no readable token, whatever it contains.
-    """
-    if not Path(state_path).is_file():
-        return None  # missing, a folder, or a FIFO that would block the read forever
-    try:
-        state = json.loads(read_bytes(state_path, follow=True))  # a FIFO never hangs `status`
-    except (OSError, ValueError, RecursionError, SetupProblem):  # RecursionError: [[[[... too deep
-        return None
+def token_expiry(state: Any) -> float | None:
+    """When the login in a storage state (already parsed) expires: its latest readable `token`
+    (cookie or localStorage); None when it holds none, whatever its shape."""
     expiries = [e for e in (jwt_expiry(t) for t in state_tokens(state)) if e is not None]
     return max(expiries) if expiries else None
 
@@ -260,6 +251,7 @@ class BrowserSession:
         root: Path | None = None,
         expose_cdp: bool = False,
         borrowed: bool = False,
+        lock_profile: LockProfile | None = None,
     ):
         self.config = browser
         self.root = Path(root) if root else Path.cwd()
@@ -270,6 +262,9 @@ class BrowserSession:
         # borrowed: attached to the browser of this same process's cycle; when that browser is
         # gone the article waits for the next cycle (EngineBusy), never a hard failure.
         self.borrowed = borrowed
+        # lock_profile: held while our browser runs on the profile (None: the caller sees to it).
+        self.lock_profile = lock_profile
+        self._release_profile: Any = None
         self._cdp_endpoint: str | None = None
         self._playwright = None
         self._context = None
@@ -405,20 +400,15 @@ class BrowserSession:
 
     def _lock_profile(self, profile: Path) -> None:
         """One qwenpipe process per profile: Chromium refuses a second browser on it anyway, and
-        that refusal must read as "busy, try later", never as a hard failure of the article."""
-        lock = FileLock(profile / "qwenpipe.lock", purpose=" ".join(sys.argv[1:3]) or "qwenpipe")
-        try:
-            self._profile_lock = lock.acquire()
-        except LockBusy as busy:
-            raise EngineBusy(
-                f"the browser profile {profile} is in use by {busy.owner}; "
-                "this run steps aside and tries again later"
-            ) from None
+        that refusal must read as "busy, try later" (the lock raises EngineBusy), never as a hard
+        failure of the article."""
+        if self.lock_profile is not None:
+            self._release_profile = self.lock_profile(profile)
 
     def _unlock_profile(self) -> None:
-        lock, self._profile_lock = getattr(self, "_profile_lock", None), None
-        if lock is not None:
-            lock.release()
+        release, self._release_profile = self._release_profile, None
+        if release is not None:
+            release()
 
     def _stop_playwright(self) -> None:
         if self._playwright is not None:

@@ -1,0 +1,117 @@
+"""Is this page logged in to the chat site? The one check, used by the engine before it types,
+by `qwenpipe login` while the user signs in, and by `qwenpipe doctor`.
+
+One in-page read says where the page is, whether it shows the sign-in form, and what the
+site's `/api/v2/users/status` answers. The site's answer decides; when it gives none (no JSON:
+a firewall, a bot check, no network) the page has to tell: the app on the site, not /auth.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from pipeline.engines.base import EngineError, HardError
+from pipeline.engines.qwen.api import LOGIN_HINT, classify_api_error, is_logged_in_status
+from pipeline.engines.qwen.page import evaluate, refusal_in
+from pipeline.engines.qwen.selectors import CURRENT
+
+STATUS_PATH = "/api/v2/users/status"
+SETTLE_PAUSE = 0.25  # between reads while the page is still on its way somewhere
+
+# Never throws: a body that is not JSON comes back as text, a failed fetch as nothing.
+_LOGIN_STATE_JS = """
+async ({statusPath, loginSelector, ms}) => {
+  const login = document.querySelector(loginSelector);
+  const seen = {
+    url: location.href,
+    login_form: !!(login && (!login.checkVisibility || login.checkVisibility())),
+  };
+  try {
+    const r = await fetch(statusPath, {credentials: 'include', headers: {source: 'web'},
+                                       signal: AbortSignal.timeout(ms)});
+    const body = await r.text();
+    try { seen.json = JSON.parse(body); } catch (e) { seen.text = body.slice(0, 4000); }
+  } catch (e) { /* no network, or no answer in time: the page has to tell */ }
+  return seen;
+}
+"""
+
+
+@dataclass(frozen=True)
+class LoginSeen:
+    """One look at a page's login."""
+
+    url: str = ""
+    login_form: bool = False  # the sign-in form is shown
+    status: bool | None = None  # what the site's status API says; None when it said nothing
+    refusal: EngineError | None = None  # the status API answered with a firewall or bot check
+
+    @property
+    def definite(self) -> bool:
+        """The site answered, or the page is the sign-in page: reading again will not tell more."""
+        return self.status is not None or "/auth" in self.url or self.login_form
+
+    def logged_in(self, base_url: str) -> bool:
+        """The site says so; or, when its API does not answer JSON, the page is the app, not /auth."""
+        if self.status is not None:
+            return self.status
+        parts = urlsplit(self.url)
+        same_site = f"{parts.scheme}://{parts.netloc}" == site_origin(base_url)
+        return same_site and not parts.path.startswith("/auth") and not self.login_form
+
+    def send_blocker(self) -> EngineError | None:
+        """What must stop a send: the site says logged out, or asks for a bot check. Without an
+        answer from the site the page's own signals (checked by the engine) have to do."""
+        if self.refusal is not None:
+            return self.refusal
+        if self.status is False:
+            return HardError(f"not logged in to the chat site: {LOGIN_HINT}", code="logged_out")
+        return None
+
+
+def read_login_state(page: Any, timeout: float = 10) -> LoginSeen:
+    """One read of the page and the site's status API (aborted after `timeout` seconds)."""
+    seen = evaluate(
+        page,
+        _LOGIN_STATE_JS,
+        {"statusPath": STATUS_PATH, "loginSelector": CURRENT.login, "ms": int(timeout * 1000)},
+    )
+    refusal = None
+    if "json" in seen:
+        error = classify_api_error(seen["json"])
+        refusal = error if error is not None and error.code == "bot_check" else None
+    elif "text" in seen:
+        refusal = refusal_in(seen["text"])
+    return LoginSeen(
+        url=str(seen.get("url", "")),
+        login_form=bool(seen.get("login_form")),
+        status=is_logged_in_status(seen.get("json")),
+        refusal=refusal,
+    )
+
+
+def read_settled_login_state(page: Any, timeout: float) -> LoginSeen | None:
+    """The first read that says something definite, or the last read when `timeout` runs out;
+    None when the page never answered. Reads survive the page navigating under them."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    deadline = time.monotonic() + timeout
+    seen: LoginSeen | None = None
+    while time.monotonic() < deadline:
+        try:
+            seen = read_login_state(page, timeout=min(timeout, 10))
+        except PlaywrightError:
+            seen = None  # navigating (a redirect to /auth): read the new page
+        if seen is not None and seen.definite:
+            break
+        time.sleep(SETTLE_PAUSE)
+    return seen
+
+
+def site_origin(url: str) -> str:
+    """scheme://host[:port] of a URL: what "the same site" compares."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
