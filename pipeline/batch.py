@@ -14,7 +14,7 @@ from pathlib import Path
 from . import files
 from .article import ArticleFiles, ArticleState
 from .errors import SetupProblem, UsageProblem
-from .phases import Facts, Files, Phase, phase_of
+from .phases import Files, Phase, phase_of
 from .prompts import SLUG_RE, is_folder_notes, is_slug, load_prompt, name_problem
 
 
@@ -48,7 +48,7 @@ class ArticleView:
     @property
     def phase(self) -> Phase:
         """The phase its files alone show (its record, the quota and the time not considered)."""
-        return phase_of(Facts(self.seen))
+        return phase_of(self.seen)
 
     @property
     def state(self) -> ArticleState:

@@ -187,12 +187,14 @@ def plan(
         per_cycle = int(qwen["max_sends_per_cycle"])
         limits = replace(limits, max_sends_per_day=per_day, sends_today=today, max_sends_per_cycle=per_cycle)
     polls, sends = [], []
+    counted, planned = limits, 0  # the limits, counting the sends planned so far
     for view in views:
-        record = Record()
+        record = NO_RECORD
         if view.phase in (Phase.GENERATING, Phase.SENDING, Phase.PENDING):
             record = Record.of(view.state)  # a state file in an unusable form makes it alone invalid
-        planned = len(sends)
-        counted = replace(limits, sends_today=limits.sends_today + planned, cycle_sends=planned)
+        if planned != len(sends):
+            planned = len(sends)
+            counted = replace(limits, sends_today=limits.sends_today + planned, cycle_sends=planned)
         decision = decide(Facts(view.seen, record, counted, now, planning=True))
         if decision.replan:
             _replan(view, qwen, now)
@@ -211,6 +213,8 @@ def plan(
             report.counts[REASON_BUCKETS[reason]] += 1
     return polls, sends
 
+
+NO_RECORD = Record()
 
 # The report's buckets: an article's phase when no step moves it, else why it waits (the
 # plan's decision, or the Outcome.reason of its step).

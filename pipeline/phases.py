@@ -136,6 +136,9 @@ class Limits:
         )
 
 
+NO_RECORD, NO_LIMITS = Record(), Limits()
+
+
 @dataclass(frozen=True, slots=True)
 class Facts:
     files: Files
@@ -149,8 +152,10 @@ class Facts:
     failure: Failure = Failure.NONE
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Decision:
+    """What decide() returns (a result, not kept: a plain dataclass, as cheap as can be built)."""
+
     phase: Phase
     action: Action
     reason: Reason = Reason.NONE
@@ -159,7 +164,7 @@ class Decision:
     replan: tuple[float, float] | None = None  # (next_try, last_poll) pulled in: save them
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Schedule:
     """When an article may next be stepped: `reason` "backoff" or "spacing" until `until`, or
     "" when it is due now. `replanned`: times were pulled in (the clock moved back); the
@@ -208,9 +213,9 @@ def schedule(record, poll_interval: float, now: float, *, spaced: bool) -> Sched
     return Schedule("", now, replanned, next_try, last_poll)
 
 
-def phase_of(facts: Facts) -> Phase:
-    """The article's phase: the most pressing thing about it wins."""
-    f, r = facts.files, facts.record
+def phase_of(f: Files, r: Record = NO_RECORD, limits: Limits = NO_LIMITS, now: float = 0.0) -> Phase:
+    """The article's phase: the most pressing thing about it wins. From its files alone (the
+    defaults): where they say it is, its record, the quota and the time not considered."""
     if f.unsafe:
         return Phase.INVALID
     if f.done:
@@ -225,9 +230,9 @@ def phase_of(facts: Facts) -> Phase:
     # leaves the count, but the article is generating again).
     if r.hard_failures and r.failing:
         return Phase.FAILED
-    if not (f.sent or f.sending) and facts.limits.sends_stopped:
+    if not (f.sent or f.sending) and limits.sends_stopped:
         return Phase.QUOTA
-    if r.next_try > facts.now:
+    if r.next_try > now:
         return Phase.BACKOFF
     if f.sent:
         return Phase.GENERATING
@@ -236,8 +241,8 @@ def phase_of(facts: Facts) -> Phase:
 
 def decide(facts: Facts) -> Decision:
     """The article's phase and what its next step does, with the reason."""
-    phase = phase_of(facts)
     f, r, limits = facts.files, facts.record, facts.limits
+    phase = phase_of(f, r, limits, facts.now)
     if phase in (Phase.INVALID, Phase.DONE, Phase.DEAD, Phase.ORPHAN):
         return Decision(phase, Action.NOTHING, why=f.unsafe or f.bad_prompt if phase is Phase.INVALID else "")
     if facts.failure is not Failure.NONE:

@@ -20,7 +20,7 @@ from . import batch, files
 from .article import STATE_DIR, ArticleState
 from .errors import SetupProblem, UsageProblem
 from .journal_index import FAILURE_EVENTS, JournalIndex, SlugSummary
-from .phases import UNFINISHED, Facts, Limits, Phase, Record, decide
+from .phases import UNFINISHED, Limits, Phase, Record, phase_of
 from .quota import local_day_start
 from .workspace import Workspace
 
@@ -322,10 +322,11 @@ class Places:
 def state_of(
     view: batch.ArticleView, state: ArticleState, last_event: str, limits: Limits, now: float
 ) -> str:
-    """The dashboard state of an article not done: its phase (phases.decide), from its files, its
-    state record, the journal's last step for it, the quota and the daily limit."""
+    """The dashboard state of an article not done: its phase (phases.phase_of, as decide sees
+    it), from its files, its state record, the journal's last step for it, the quota and the
+    daily limit."""
     failing = not last_event or last_event in FAILURE_EVENTS
-    return decide(Facts(view.seen, Record.of(state, failing=failing), limits, now)).phase.value
+    return phase_of(view.seen, Record.of(state, failing=failing), limits, now).value
 
 
 def sort_rows(rows: list[Row], sort: str) -> list[Row]:
