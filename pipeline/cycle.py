@@ -31,7 +31,7 @@ from .batch import ArticleView, scan
 from .contract import Status, generate
 from .errors import SetupProblem, UsageProblem
 from .files import FileLock, LockBusy
-from .phases import Action, Facts, Limits, Phase, Reason, Record, decide, schedule
+from .phases import Action, Facts, Limits, Phase, Reason, Record, decide, schedule, settled
 from .prompts import load_prompt
 from .quota import SendBudget, sends_today
 from .workspace import Engines, Workspace, default_chat_factory
@@ -189,13 +189,13 @@ def plan(
     polls, sends = [], []
     counted, planned = limits, 0  # the limits, counting the sends planned so far
     for view in views:
-        record = NO_RECORD
-        if view.phase in (Phase.GENERATING, Phase.SENDING, Phase.PENDING):
+        decision = settled(view.seen)
+        if decision is None:
             record = Record.of(view.state)  # a state file in an unusable form makes it alone invalid
-        if planned != len(sends):
-            planned = len(sends)
-            counted = replace(limits, sends_today=limits.sends_today + planned, cycle_sends=planned)
-        decision = decide(Facts(view.seen, record, counted, now, planning=True))
+            if planned != len(sends):
+                planned = len(sends)
+                counted = replace(limits, sends_today=limits.sends_today + planned, cycle_sends=planned)
+            decision = decide(Facts(view.seen, record, counted, now, planning=True))
         if decision.replan:
             _replan(view, qwen, now)
         action, reason = decision.action, decision.reason
@@ -213,8 +213,6 @@ def plan(
             report.counts[REASON_BUCKETS[reason]] += 1
     return polls, sends
 
-
-NO_RECORD = Record()
 
 # The report's buckets: an article's phase when no step moves it, else why it waits (the
 # plan's decision, or the Outcome.reason of its step).

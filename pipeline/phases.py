@@ -239,12 +239,25 @@ def phase_of(f: Files, r: Record = NO_RECORD, limits: Limits = NO_LIMITS, now: f
     return Phase.SENDING if f.sending else Phase.PENDING
 
 
+SETTLED = frozenset({Phase.INVALID, Phase.DONE, Phase.DEAD, Phase.ORPHAN})  # no step moves these
+
+
+def settled(f: Files) -> Decision | None:
+    """The decision when the files alone settle it (done, dead, orphan, invalid: nothing to do),
+    else None. decide's first rule, cheap enough for a batch of finished articles."""
+    phase = phase_of(f)
+    if phase not in SETTLED:
+        return None
+    return Decision(phase, Action.NOTHING, why=f.unsafe or f.bad_prompt if phase is Phase.INVALID else "")
+
+
 def decide(facts: Facts) -> Decision:
     """The article's phase and what its next step does, with the reason."""
     f, r, limits = facts.files, facts.record, facts.limits
+    done = settled(f)
+    if done:
+        return done
     phase = phase_of(f, r, limits, facts.now)
-    if phase in (Phase.INVALID, Phase.DONE, Phase.DEAD, Phase.ORPHAN):
-        return Decision(phase, Action.NOTHING, why=f.unsafe or f.bad_prompt if phase is Phase.INVALID else "")
     if facts.failure is not Failure.NONE:
         if facts.failure is Failure.CHAT and limits.engine != "qwen" and limits.router:
             return Decision(phase, Action.FALL_BACK, Reason.HARD)
