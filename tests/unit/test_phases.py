@@ -163,3 +163,18 @@ def test_a_state_record_edited_by_hand_reads_as_never_set():
     state = ArticleState()
     state.last_poll = "yesterday"  # type: ignore[assignment]
     assert Record.of(state).last_poll == 0.0
+
+
+def test_the_files_alone_settle_only_what_no_step_moves():
+    from pipeline.phases import settled
+
+    settling = [
+        (Files(done=True), Phase.DONE),
+        (Files(dead=True), Phase.DEAD),
+        (Files(prompt=False), Phase.ORPHAN),
+        (Files(bad_prompt="bad"), Phase.INVALID),
+    ]
+    for files, phase in settling:
+        decision = settled(files)
+        assert decision is not None and (decision.phase, decision.action) == (phase, Action.NOTHING)
+    assert all(settled(files) is None for files in (PENDING, SENT, MARKER))
