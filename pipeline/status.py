@@ -227,9 +227,9 @@ def collect(
         last_cycle=LastCycle.read(workspace.state_dir / CYCLE_RECORD),
         login=LoginInfo.read(workspace.config.path("browser", "storage_state")),
     )
-    places = Places(str(workspace.articles_dir))
+    places, limits = Places(str(workspace.articles_dir)), status.limits
     rows = [
-        build_row(view, index.summary(view.slug), now, status.limits, places)
+        build_row(view, index.summary(view.slug), now, limits, places)
         for view in batch.scan(workspace.prompts_dir, workspace.articles_dir)
     ]
     for row in rows:
