@@ -14,17 +14,8 @@ from pathlib import Path
 from . import files
 from .article import ArticleFiles, ArticleState
 from .errors import SetupProblem, UsageProblem
+from .phases import Files, Phase, phase_of
 from .prompts import SLUG_RE, is_folder_notes, is_slug, load_prompt, name_problem
-
-# Phases, in the order an article moves through them.
-PENDING = "pending"  # prompt, nothing sent
-SENDING = "sending"  # intent marker, no URL: a send was interrupted (recovery will look first)
-SENT = "sent"  # URL on disk: the chat is generating (or done and not yet collected)
-DONE = "done"
-DEAD = "dead"  # SLUG.md.failed: skipped until `qwenpipe replay`
-INVALID = "invalid"  # can never move as it is: a bad prompt (name, front matter, empty) or a file
-# of the article that is a symlink, a FIFO or a folder; `problem` says which, with the fix
-ORPHAN = "orphan"  # files in articles/ without a prompt (prompt deleted or renamed)
 
 
 @dataclass
@@ -42,22 +33,22 @@ class ArticleView:
     _state: ArticleState | None = field(default=None, repr=False)
 
     @property
-    def phase(self) -> str:
-        if self.file_problem:
-            return INVALID
-        if self.done:
-            return DONE
-        if self.dead:
-            return DEAD
-        if self.problem:
-            return INVALID
-        if self.prompt_mtime is None:
-            return ORPHAN
-        if self.sent:
-            return SENT
-        if self.sending:
-            return SENDING
-        return PENDING
+    def seen(self) -> Files:
+        """Its files, as the scan saw them (what phases.decide takes)."""
+        return Files(
+            prompt=self.prompt_mtime is not None,
+            done=self.done,
+            sent=self.sent,
+            sending=self.sending,
+            dead=self.dead,
+            unsafe=self.file_problem or "",
+            bad_prompt=self.problem or "",
+        )
+
+    @property
+    def phase(self) -> Phase:
+        """The phase its files alone show (its record, the quota and the time not considered)."""
+        return phase_of(self.seen)
 
     @property
     def state(self) -> ArticleState:
@@ -82,7 +73,7 @@ class ArticleView:
 
     @property
     def why_invalid(self) -> str:
-        """What makes the article INVALID (what is wrong and the fix); empty when it is not."""
+        """What makes the article invalid (what is wrong and the fix); empty when it is not."""
         return self.file_problem or self.problem or ""
 
 
@@ -92,7 +83,7 @@ SUFFIXES = (".md.url", ".md.sending", ".md.failed", ".md.rejected", ".md")
 def scan(prompts_dir: Path, articles_dir: Path, *, check_prompts: bool = True) -> list[ArticleView]:
     """Every article known from prompts/ or articles/, sorted oldest prompt first, then by slug.
 
-    A prompt that could never be sent is INVALID, with its problem: a file name that is not a
+    A prompt that could never be sent is invalid, with its problem: a file name that is not a
     slug (its view is named by the file's stem), or, for an article not done, a prompt that
     does not load (bad front matter, empty, not UTF-8...): that is read only with
     `check_prompts` (status); a cycle checks the prompts it picks (ArticleView.check_prompt).

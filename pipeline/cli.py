@@ -158,18 +158,19 @@ def _quiet_browser_on_interrupt():
 
 def _interrupted(workspace, slug: str) -> str:
     """What an interrupted `generate` leaves behind, and the command that carries on from there."""
-    from .batch import DONE, SENDING, SENT, one
+    from .batch import one
+    from .phases import Phase
 
     view = one(workspace.prompts_dir, workspace.articles_dir, slug)
     again = f"`qwenpipe generate {slug} --wait`"
-    if view.phase == DONE:
+    if view.phase is Phase.DONE:
         return f"qwenpipe: interrupted; {slug} is written all the same: {view.files.md}"
-    if view.phase == SENT:
+    if view.phase is Phase.GENERATING:
         return (
             f"qwenpipe: interrupted; {slug} was sent (chat URL in {view.files.url}) and the chat "
             f"goes on writing: {again} (or the next cycle) collects the answer, never sending it again"
         )
-    if view.phase == SENDING:
+    if view.phase is Phase.SENDING:
         return (
             f"qwenpipe: interrupted while sending {slug}: the prompt may have reached the chat; "
             f"{again} looks for its chat before it sends anything"

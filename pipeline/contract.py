@@ -39,6 +39,21 @@ from .engines.base import (
 )
 from .errors import UsageProblem
 from .files import FileLock, LockBusy
+from .phases import (
+    CYCLE_LIMIT,
+    DAILY_LIMIT,
+    Action,
+    Decision,
+    Facts,
+    Failure,
+    Files,
+    Limits,
+    Phase,
+    Reason,
+    Record,
+    backoff_delay,
+    decide,
+)
 from .prompts import Prompt, check_slug, load_prompt
 from .quota import SendBudget, sends_today
 from .redact import mask, mask_data
@@ -46,12 +61,16 @@ from .render import article_body, render_article
 from .workspace import Engines, Workspace
 
 ENGINE_CHOICES = ("auto", "qwen", "router")
-MAX_BACKOFF = 3600.0
 ACCOUNT = "default"  # the chat account an intent marker's send went to (one, until accounts exist)
 RECOVERY_CLOCK_SLACK = 10.0  # s: the site's clock (chat creation times) may run this far behind ours
 
 
 class Status(Enum):
+    """The outcome of one step (what `generate` exits with), not the article's phase: phases.decide
+    says where the article is and what the step does; the step ends DONE (phase done), QUEUED
+    (it sent), WORKING (it waits: generating, sending, backoff, quota... Outcome.reason says
+    which) or FAILED (a hard failure with no engine left, or phase dead)."""
+
     DONE = "done"
     QUEUED = "queued"  # sent just now
     WORKING = "working"  # still generating, backing off, throttled, or locked elsewhere
@@ -136,27 +155,13 @@ class Step:
         self.state = ArticleState.load(article.state)
         self.chat_url: str | None = None
         self.chat_error = ""
+        self.recovered = False  # the intent marker was answered in this step
 
     # -- the steps ---------------------------------------------------------------------------
 
     def run(self) -> Outcome:
-        if self.article.md.exists():  # finished by another process while we waited for nothing
-            return self.outcome(Status.DONE, f"{self.article.md} is already done")
-        if self.article.failed.exists():
-            return self.outcome(
-                Status.FAILED,
-                f"{self.slug} is dead-lettered ({self.dead_letter_reason()}); "
-                f"run `qwenpipe replay {self.slug}` to try again",
-            )
-        if self.choice == "router":
-            return self.fallback("asked for the router (--engine router)", chat_error=None)
         try:
-            self.chat_url = read_chat_url(self.article, self.qwen["base_url"])
-            if self.chat_url is None and self.article.sending.exists():
-                self.chat_url = self.recover()
-            if self.chat_url:
-                return self.poll()
-            return self.send()
+            return self.carry_out(self.decide())
         except EngineBusy as busy:
             # Raised by prepare() before any marker or keystroke: nothing to undo.
             self.log("busy", engine="qwen", error=str(busy))
@@ -166,47 +171,104 @@ class Step:
         except HardError as err:
             return self.hard(err)
 
-    def sends_stopped(self, what: str) -> Outcome | None:
-        """An Outcome when nothing may be sent to the chat now, else None.
-
-        The chat's own quota is spent: the router takes over (auto), or the article waits. Our
-        daily limit (qwen.max_sends_per_day) is reached: it waits for tomorrow. The cycle's
-        limit (qwen.max_sends_per_cycle) is reached: it waits for the next cycle. Passing the
-        last check reserves this send in the cycle's budget.
-        """
+    def decide(
+        self, *, next_turn: int = 0, failure: Failure = Failure.NONE, budget_spent: bool = False
+    ) -> Decision:
+        """What the article's next step is, from its files as they are now (the chat URL is read
+        once, and only when the chat is to be used), its record, and, when a send may be next, the
+        chat's quota and the send limits."""
+        done, dead = self.article.md.exists(), self.article.failed.exists()
+        seen = Files(done=done, dead=dead)
+        if not (done or dead or self.choice == "router" or failure is not Failure.NONE):
+            if self.chat_url is None:
+                self.chat_url = read_chat_url(self.article, self.qwen["base_url"])
+            sending = not self.recovered and self.article.sending.exists()
+            seen = Files(sent=self.chat_url is not None, sending=sending)
+        wants_send = failure is Failure.NONE and (next_turn or not (seen.sent or seen.sending))
+        limits = Limits(
+            router=bool(self.ws.config.router["enabled"]),
+            engine=self.choice,
+            poll_interval=self.qwen["poll_interval"],
+            max_attempts=self.qwen["max_attempts"],
+        )
         now = self.clock()
+        if wants_send and not (done or dead):
+            limits = self.send_limits(limits, now, budget_spent)
+        record = Record.of(self.state)
+        return decide(Facts(seen, record, limits, now, wait=self.wait, next_turn=next_turn, failure=failure))
+
+    def send_limits(self, limits: Limits, now: float, budget_spent: bool) -> Limits:
+        """`limits` with the chat's quota and the send counts: read only when a send may be next.
+        The daily count is read only when the quota lets a send through (as the gate asks)."""
         blocked = self.ws.chat_quota.blocked_until(now)
         if blocked:
-            until, reason = blocked
-            if self.choice == "auto" and self.ws.config.router["enabled"]:
-                return self.fallback(
-                    f"the chat's daily quota is spent until {_clock(until)} ({reason})", chat_error=None
-                )
+            return replace(limits, quota_until=blocked[0], quota_reason=blocked[1])
+        per_day = self.qwen["max_sends_per_day"]
+        budget = self.budget
+        return replace(
+            limits,
+            max_sends_per_day=per_day,
+            sends_today=sends_today(self.ws.journal, now) if per_day else 0,
+            max_sends_per_cycle=budget.limit if budget else 0,
+            cycle_sends=budget.limit if budget and budget_spent else (budget.used if budget else 0),
+        )
+
+    def carry_out(self, decision: Decision, what: str = "the prompt") -> Outcome:
+        """Do what the decision says; a send first reserves its place in the cycle's budget."""
+        if decision.replan:
+            self.state.next_try, self.state.last_poll = decision.replan
+            self.save()
+            self.say(f"{self.slug}: the clock moved back since its last look; its next look is re-planned")
+        action = decision.action
+        if decision.phase is Phase.DONE:  # finished by another process while we waited for nothing
+            return self.outcome(Status.DONE, f"{self.article.md} is already done")
+        if decision.phase is Phase.DEAD:
             return self.outcome(
-                Status.WORKING,
-                f"{self.slug}: {what} waits for the chat's quota (spent until {_clock(until)}; no fallback)",
-                reason="quota",
+                Status.FAILED,
+                f"{self.slug} is dead-lettered ({self.dead_letter_reason()}); "
+                f"run `qwenpipe replay {self.slug}` to try again",
             )
-        limit = self.qwen["max_sends_per_day"]
-        if limit and sends_today(self.ws.journal, now) >= limit:
-            return self.outcome(
-                Status.WORKING,
-                f"{self.slug}: {what} waits: daily send limit reached ({limit}, qwen.max_sends_per_day)",
-                reason="limit",
+        if action is Action.FALL_BACK:
+            if decision.reason is Reason.QUOTA:
+                why = f"the chat's daily quota is spent until {_clock(decision.until)} ({decision.why})"
+                return self.fallback(why, chat_error=None)
+            return self.fallback(decision.why, chat_error=None)
+        if action is Action.WAIT:
+            return self.waiting(decision, what)
+        if action is Action.RECOVER:
+            self.chat_url = self.recover()
+            self.recovered = True  # the marker is answered: adopted, or in doubt and sent again
+            return self.carry_out(self.decide())
+        if action is Action.POLL:
+            return self.poll()
+        assert action is Action.SEND, decision
+        if self.budget is not None and not self.budget.take():  # another thread took the last one
+            return self.carry_out(self.decide(budget_spent=True), what)
+        return self.send()
+
+    def waiting(self, decision: Decision, what: str) -> Outcome:
+        """The WORKING outcome of an article that must wait, saying why and until when."""
+        until, reason = decision.until, decision.reason
+        if reason is Reason.BACKOFF:
+            message = f"{self.slug}: retrying after {_clock(until)} (last error: {self.state.last_error})"
+        elif reason is Reason.SPACING:
+            message = f"{self.slug}: generating; next look in {until - self.clock():.0f} s"
+        elif reason is Reason.QUOTA:
+            spent = f"spent until {_clock(until)}; no fallback"
+            message = f"{self.slug}: {what} waits for the chat's quota ({spent})"
+        elif decision.why == DAILY_LIMIT:
+            message = (
+                f"{self.slug}: {what} waits: daily send limit reached "
+                f"({self.qwen['max_sends_per_day']}, {DAILY_LIMIT})"
             )
-        if self.budget is not None and not self.budget.take():
-            return self.outcome(
-                Status.WORKING,
+        else:
+            message = (
                 f"{self.slug}: {what} waits for the next cycle: this cycle's send limit is reached "
-                f"({self.budget.limit}, qwen.max_sends_per_cycle)",
-                reason="limit",
+                f"({self.budget.limit if self.budget else 0}, {CYCLE_LIMIT})"
             )
-        return None
+        return self.outcome(Status.WORKING, message, reason=str(reason))
 
     def send(self) -> Outcome:
-        stopped = self.sends_stopped("the prompt")
-        if stopped:
-            return stopped
         self.engines.chat().prepare()  # a busy or missing browser stops us before the marker
         # What recovery needs to tell this send's chat from any other: see adoptable_chat.
         marker = {
@@ -279,9 +341,7 @@ class Step:
         return url
 
     def poll(self) -> Outcome:
-        waiting = None if self.wait else self.too_soon(self.clock())
-        if waiting:
-            return waiting
+        """Look at the sent chat (the decision says it is due)."""
         if len(self.prompt.turns) > 1:
             return self.poll_turns()
         started = time.monotonic()
@@ -304,27 +364,6 @@ class Step:
         return self.outcome(
             Status.WORKING, f"{self.slug}: {result.progress} ({self.chat_url})", reason="generating"
         )
-
-    def too_soon(self, now: float) -> Outcome | None:
-        """WORKING when the article is backing off or its chat was looked at less than
-        poll_interval ago (cron runs must not hammer the site), else None."""
-        planned = schedule(self.state, self.qwen, now, spaced=True)
-        if planned.replanned:
-            self.save()
-            self.say(f"{self.slug}: the clock moved back since its last look; its next look is re-planned")
-        if planned.reason == "backoff":
-            return self.outcome(
-                Status.WORKING,
-                f"{self.slug}: retrying after {_clock(planned.until)} (last error: {self.state.last_error})",
-                reason="backoff",
-            )
-        if planned.reason == "spacing":
-            return self.outcome(
-                Status.WORKING,
-                f"{self.slug}: generating; next look in {planned.until - now:.0f} s",
-                reason="spacing",
-            )
-        return None
 
     def poll_turns(self) -> Outcome:
         """A multi-turn prompt: the chat itself says how far it got; send the next turn only when
@@ -386,9 +425,11 @@ class Step:
 
     def send_next_turn(self, number: int) -> Outcome | None:
         """Send turn `number` in the existing chat; an Outcome when a quota stops it."""
-        stopped = self.sends_stopped(f"turn {number}")
-        if stopped:
-            return stopped
+        decision = self.decide(next_turn=number)
+        if decision.action is Action.SEND and self.budget is not None and not self.budget.take():
+            decision = self.decide(next_turn=number, budget_spent=True)
+        if decision.action is not Action.SEND:
+            return self.carry_out(decision, f"turn {number}")
         total = len(self.prompt.turns)
         self.log("sending", engine="qwen", turn=number, chat_url=self.chat_url)
         self.say(f"{self.slug}: sending turn {number} of {total}")
@@ -520,10 +561,10 @@ class Step:
             until = self.ws.chat_quota.block(now, err.retry_after, str(err))
             self.log("quota", engine="qwen", until=_clock(until), error=str(err))
             self.say(f"the chat's daily quota is spent: no sends to the chat until {_clock(until)}")
-        if self.choice == "qwen" or not self.ws.config.router["enabled"]:
-            why = "--engine qwen" if self.choice == "qwen" else "router.enabled = false"
-            return self.give_up(err, f"{err} (no fallback: {why})")
-        return self.fallback(str(err), chat_error=err)
+        decision = self.decide(failure=Failure.CHAT)
+        if decision.action is Action.FALL_BACK:
+            return self.fallback(str(err), chat_error=err)
+        return self.give_up(err, f"{err} (no fallback: {decision.why})")
 
     def fallback(self, reason: str, *, chat_error: EngineError | None) -> Outcome:
         self.log("fallback", engine="router", reason=reason)
@@ -555,11 +596,12 @@ class Step:
         return answers[self.prompt.article_turn - 1]
 
     def give_up(self, err: EngineError, message: str) -> Outcome:
+        last = self.decide(failure=Failure.ALL).action is Action.DEAD_LETTER
         self.state.hard_failures += 1
         self.state.attempts = 0
         limit = self.qwen["max_attempts"]
         self.save()
-        if self.state.hard_failures >= limit:
+        if last:
             self.dead_letter(err, message)
             return self.outcome(
                 Status.FAILED,
@@ -649,45 +691,6 @@ def replay(workspace: Workspace, slug: str) -> str:
     return f"{slug}: cleared {article.failed.name}; the next run " + (
         "polls its chat first" if article.url.exists() else "sends it"
     )
-
-
-def backoff_delay(qwen: dict, attempts: int) -> float:
-    """How long an article waits after `attempts` transient failures in a row."""
-    return min(qwen["poll_interval"] * 2 ** (max(attempts, 1) - 1), MAX_BACKOFF)
-
-
-@dataclass(frozen=True)
-class Schedule:
-    """When an article may next be stepped: `reason` "backoff" or "spacing" until `until`, or
-    "" when it is due now."""
-
-    reason: str
-    until: float
-    replanned: bool = False  # a time was pulled in (the clock moved back): save the state
-
-
-def schedule(state: ArticleState, qwen: dict, now: float, *, spaced: bool) -> Schedule:
-    """The one rule the contract and the cycle both follow. `spaced`: polls of its chat are
-    kept poll_interval apart.
-
-    No time lies further ahead of `now` than its own wait allows: a retry no further than its
-    backoff delay, the next poll no further than poll_interval. A time beyond that was set
-    before the clock moved back (a day, or two days forward and back again): it is pulled in
-    to that limit, in `state`, and `replanned` says the caller should save it (whoever holds
-    the article's lock), so the article waits its own wait once and never for days.
-    """
-    longest = backoff_delay(qwen, state.attempts) if state.attempts else MAX_BACKOFF
-    replanned = False
-    if state.next_try > now + longest:
-        state.next_try, replanned = now + longest, True
-    if state.last_poll > now:
-        state.last_poll, replanned = now, True
-    if state.next_try > now:
-        return Schedule("backoff", state.next_try, replanned)
-    next_look = state.last_poll + qwen["poll_interval"]
-    if spaced and next_look > now:
-        return Schedule("spacing", next_look, replanned)
-    return Schedule("", now, replanned)
 
 
 def read_marker(path) -> dict | None:

@@ -23,17 +23,18 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import ExitStack, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from queue import Empty, SimpleQueue
 
 from . import files
 from .article import ArticleState, make_private
-from .batch import DEAD, DONE, INVALID, ORPHAN, PENDING, SENDING, SENT, ArticleView, scan
-from .contract import Status, generate, schedule
+from .batch import ArticleView, scan
+from .contract import Status, generate
 from .engines.base import ChatEngine
 from .errors import SetupProblem, UsageProblem
 from .exitcodes import ExitCode
 from .files import FileLock, LockBusy
+from .phases import Action, Facts, Limits, Phase, Reason, Record, decide, schedule, settled
 from .prompts import load_prompt
 from .quota import SendBudget, sends_today
 from .workspace import Engines, Workspace
@@ -171,58 +172,68 @@ def run_cycle(
 def plan(
     workspace: Workspace, views: list[ArticleView], report: CycleReport, now: float
 ) -> tuple[list[ArticleView], list[ArticleView]]:
-    """(articles to poll, articles to send), counting everything else into the report."""
+    """(articles to poll, articles to send), counting everything else into the report.
+
+    Each article's next action is phases.decide's; the sends planned so far count against
+    the send limits of the ones after them (oldest prompt first)."""
     qwen = workspace.config.qwen
-    polls, pending = [], []
-    for view in views:
-        phase = view.phase
-        if phase in (SENT, SENDING, PENDING):
-            _ = view.state  # a state file in an unusable form makes this article alone invalid
-            phase = view.phase
-        if phase == DONE:
-            report.counts["done"] += 1
-        elif phase == DEAD:
-            report.counts["dead"] += 1
-        elif phase == ORPHAN:
-            continue
-        elif phase == INVALID:
-            _count_invalid(report, view)
-        elif phase in (SENT, SENDING, PENDING):
-            planned = schedule(view.state, qwen, now, spaced=phase == SENT)
-            if planned.replanned:
-                _replan(view, qwen, now)
-            if planned.reason == "backoff":
-                report.counts["backoff"] += 1
-            elif planned.reason == "spacing":
-                report.counts["waiting"] += 1
-            elif phase == PENDING:
-                pending.append(view)
-            else:
-                polls.append(view)
-    allowed = len(pending)
     blocked = workspace.chat_quota.blocked_until(now)
+    limits = Limits(
+        quota_until=blocked[0] if blocked else None,
+        quota_reason=blocked[1] if blocked else "",
+        router=bool(workspace.config.router["enabled"]),
+        poll_interval=qwen["poll_interval"],
+        max_attempts=qwen["max_attempts"],
+    )
     if not blocked:  # while the chat's quota is spent, "sending" means the router: no chat limits
-        if qwen["max_sends_per_cycle"]:
-            allowed = min(allowed, qwen["max_sends_per_cycle"])
-        if qwen["max_sends_per_day"]:
-            allowed = min(allowed, max(0, qwen["max_sends_per_day"] - sends_today(workspace.journal, now)))
-    sends, bad = [], 0
-    for view in pending:  # in order, until the limits are met: a bad prompt takes no send slot
-        if len(sends) == allowed:
-            break
-        if view.check_prompt(workspace.prompts_dir):
-            sends.append(view)
+        per_day = int(qwen["max_sends_per_day"])
+        today = sends_today(workspace.journal, now) if per_day else 0
+        per_cycle = int(qwen["max_sends_per_cycle"])
+        limits = replace(limits, max_sends_per_day=per_day, sends_today=today, max_sends_per_cycle=per_cycle)
+    polls, sends = [], []
+    counted, planned = limits, 0  # the limits, counting the sends planned so far
+    for view in views:
+        decision = settled(view.seen)
+        if decision is None:
+            record = Record.of(view.state)  # a state file in an unusable form makes it alone invalid
+            if planned != len(sends):
+                planned = len(sends)
+                counted = replace(limits, sends_today=limits.sends_today + planned, cycle_sends=planned)
+            decision = decide(Facts(view.seen, record, counted, now, planning=True))
+        if decision.replan:
+            _replan(view, qwen, now)
+        action, reason = decision.action, decision.reason
+        if action is Action.NOTHING:
+            if decision.phase is Phase.INVALID:
+                report.invalid.append(view.slug)
+                report.problems.append(invalid_line(view))
+            if decision.phase is not Phase.ORPHAN:
+                report.counts[PHASE_BUCKETS[decision.phase]] += 1
+        elif action in (Action.POLL, Action.RECOVER):
+            polls.append(view)
+        elif action in (Action.SEND, Action.FALL_BACK) or reason is Reason.QUOTA:
+            if view.check_prompt(workspace.prompts_dir):  # only now: a bad prompt takes no send slot
+                sends.append(view)  # one waiting for the quota too: its step says until when
+            else:
+                report.invalid.append(view.slug)
+                report.problems.append(invalid_line(view))
+                report.counts["invalid"] += 1
         else:
-            _count_invalid(report, view)
-            bad += 1
-    report.counts["throttled"] += len(pending) - len(sends) - bad
+            report.counts[REASON_BUCKETS[reason]] += 1
     return polls, sends
 
 
-def _count_invalid(report: CycleReport, view: ArticleView) -> None:
-    report.invalid.append(view.slug)
-    report.problems.append(invalid_line(view))
-    report.counts["invalid"] += 1
+# The report's buckets: an article's phase when no step moves it, else why it waits (the
+# plan's decision, or the Outcome.reason of its step).
+PHASE_BUCKETS = {Phase.DONE: "done", Phase.DEAD: "dead", Phase.INVALID: "invalid"}
+REASON_BUCKETS = {
+    Reason.LOCKED: "working",
+    Reason.BACKOFF: "backoff",
+    Reason.SPACING: "waiting",
+    Reason.QUOTA: "throttled",
+    Reason.LIMIT: "throttled",
+    Reason.GENERATING: "generating",
+}
 
 
 def invalid_line(view: ArticleView) -> str:
@@ -241,7 +252,9 @@ def _replan(view: ArticleView, qwen: dict, now: float) -> None:
         return
     try:
         state = ArticleState.load(view.files.state)
-        if schedule(state, qwen, now, spaced=False).replanned:
+        planned = schedule(state, qwen["poll_interval"], now, spaced=False)
+        if planned.replanned:
+            planned.apply_to(state)
             state.save(view.files.state)
     finally:
         lock.release()
@@ -350,7 +363,7 @@ def _poll_side_by_side(
 
 
 def _may_poll_side_by_side(workspace: Workspace, view: ArticleView) -> bool:
-    if view.phase != SENT:
+    if view.phase is not Phase.GENERATING:
         return False
     if not workspace.config.qwen["max_sends_per_day"]:
         return True
@@ -381,7 +394,7 @@ def _step(
     except (UsageProblem, SetupProblem) as problem:  # this article's own problem: the rest go on
         with guard or nullcontext():
             report.invalid.append(slug)
-            report.counts["invalid"] += 1
+            report.counts[PHASE_BUCKETS[Phase.INVALID]] += 1
         say(f"{slug}: skipped: {problem}")
         return
     say(outcome.message)
@@ -406,14 +419,7 @@ def _count(report: CycleReport, slug: str, outcome) -> None:
         report.failed.append(slug)
         report.counts["failed"] += 1
     else:
-        bucket = {
-            "locked": "working",
-            "backoff": "backoff",
-            "spacing": "waiting",
-            "quota": "throttled",
-            "limit": "throttled",
-        }.get(outcome.reason, "generating")
-        report.counts[bucket] += 1
+        report.counts[REASON_BUCKETS.get(outcome.reason, "generating")] += 1
 
 
 def _browser_launches() -> int:

@@ -20,25 +20,13 @@ from . import batch, files
 from .article import STATE_DIR, ArticleState
 from .errors import SetupProblem, UsageProblem
 from .journal_index import FAILURE_EVENTS, JournalIndex, SlugSummary
+from .phases import UNFINISHED, Limits, Phase, Record, phase_of
 from .quota import local_day_start
 from .workspace import Workspace
 
 SCHEMA_VERSION = 1
 
-# States, in the order the dashboard lists them: what needs a person first.
-INVALID = "invalid"  # a bad prompt (name or content), or a file of the article that is a symlink,
-# a FIFO or a folder: last_error says which, with the fix
-FAILED = "failed"  # hard failure on every engine, not yet dead-lettered
-DEAD = "dead"  # SLUG.md.failed: skipped until `qwenpipe replay`
-BACKOFF = "backoff"  # a transient failure: next try in the future
-QUOTA = "quota"  # pending, but the chat's quota is spent or the daily send limit reached
-SENDING = "sending"  # intent marker without a URL: a send in progress or interrupted
-GENERATING = "generating"  # sent: the chat is writing (or done and not yet collected)
-PENDING = "pending"  # nothing sent yet
-DONE = "done"
-ORPHAN = "orphan"  # files in articles/ without a prompt
-STATES = (INVALID, FAILED, DEAD, BACKOFF, QUOTA, SENDING, GENERATING, PENDING, DONE, ORPHAN)
-UNFINISHED = frozenset({FAILED, BACKOFF, QUOTA, SENDING, GENERATING, PENDING})
+STATES = tuple(phase.value for phase in Phase)  # in the order the dashboard lists them
 SORTS = ("state", "age", "slug")
 
 CYCLE_RECORD = "last_cycle.json"
@@ -162,10 +150,18 @@ class BatchStatus:
     filters: str = ""  # what `rows` is limited to, in words ("" = every article)
 
     @property
-    def sends_stopped(self) -> bool:
-        return self.quota_blocked_until is not None or bool(
-            self.sends_limit and self.sends_today >= self.sends_limit
+    def limits(self) -> Limits:
+        """The chat's quota and the daily send limit, as every article's phase sees them."""
+        return Limits(
+            quota_until=self.quota_blocked_until,
+            quota_reason=self.quota_reason or "",
+            sends_today=self.sends_today,
+            max_sends_per_day=self.sends_limit,
         )
+
+    @property
+    def sends_stopped(self) -> bool:
+        return self.limits.sends_stopped
 
     def to_json(self) -> dict:
         limit = self.sends_limit or None
@@ -231,14 +227,14 @@ def collect(
         last_cycle=LastCycle.read(workspace.state_dir / CYCLE_RECORD),
         login=LoginInfo.read(workspace.config.path("browser", "storage_state")),
     )
-    places = Places(str(workspace.articles_dir))
+    places, limits = Places(str(workspace.articles_dir)), status.limits
     rows = [
-        build_row(view, index.summary(view.slug), now, status.sends_stopped, places)
+        build_row(view, index.summary(view.slug), now, limits, places)
         for view in batch.scan(workspace.prompts_dir, workspace.articles_dir)
     ]
     for row in rows:
         status.totals[row.state] += 1
-    status.invalid = [row.last_error or row.slug for row in rows if row.state == INVALID]
+    status.invalid = [row.last_error or row.slug for row in rows if row.state == Phase.INVALID]
     shown_by = [f"slugs matching {pattern!r}"] if pattern else []
     status.filters = "; ".join(shown_by + ([f"state {', '.join(wanted)}"] if wanted else []))
     status.warnings = warnings(status, workspace.config.qwen["poll_interval"])
@@ -254,26 +250,26 @@ def collect(
 
 
 def build_row(
-    view: batch.ArticleView, summary: SlugSummary | None, now: float, sends_stopped: bool, places: Places
+    view: batch.ArticleView, summary: SlugSummary | None, now: float, limits: Limits, places: Places
 ) -> Row:
     """One article's row. Done articles are described by the journal alone (no file read)."""
     phase = view.phase
     journal = summary or SlugSummary()
-    row = Row(slug=view.slug, state=DONE, path=places.md(view.slug))
+    row = Row(slug=view.slug, state=Phase.DONE.value, path=places.md(view.slug))
     row.engine = journal.engine or None
     row.chat_url = journal.chat_url or None
     sent_at = journal.sent_ts
-    if phase == batch.INVALID:
-        row.state, row.last_error = INVALID, view.why_invalid
+    if phase is Phase.INVALID:
+        row.state, row.last_error = Phase.INVALID.value, view.why_invalid
         return row
     if journal.turns > 1:  # a done multi-turn article: its "done" step says how many
         row.turns = journal.turns
-    if phase != batch.DONE:
+    if phase is not Phase.DONE:
         try:
             state = places.state(view.slug)
-            chat_url = places.chat_url(view.slug) if phase == batch.SENT else None
+            chat_url = places.chat_url(view.slug) if phase is Phase.GENERATING else None
         except SetupProblem as problem:  # this article's problem alone: the rest are listed
-            row.state, row.last_error = INVALID, str(problem)
+            row.state, row.last_error = Phase.INVALID.value, str(problem)
             return row
         row.engine = state.engine or row.engine
         row.attempts, row.hard_failures = state.attempts, state.hard_failures
@@ -282,10 +278,10 @@ def build_row(
         sent_at = state.sent_at or sent_at
         if int(getattr(state, "turns", 1) or 1) > 1:
             row.turn, row.turns = int(state.turn or 1), int(state.turns)
-        if phase == batch.SENT:
+        if phase is Phase.GENERATING:
             row.chat_url = chat_url or row.chat_url
-        row.state = state_of(phase, state.hard_failures, journal.last_event, row.next_try, sends_stopped)
-    row.age_seconds = int(now - sent_at) if sent_at and phase != batch.PENDING else None
+        row.state = state_of(view, state, journal.last_event, limits, now)
+    row.age_seconds = int(now - sent_at) if sent_at and phase is not Phase.PENDING else None
     return row
 
 
@@ -324,26 +320,13 @@ class Places:
 
 
 def state_of(
-    phase: str, hard_failures: int, last_event: str, next_try: float | None, sends_stopped: bool
+    view: batch.ArticleView, state: ArticleState, last_event: str, limits: Limits, now: float
 ) -> str:
-    """The dashboard state of an article not done: the most pressing thing about it wins.
-
-    `failed` needs both a hard-failure count and no progress since (a later successful poll
-    leaves the count but the article is generating again).
-    """
-    if phase == batch.DEAD:
-        return DEAD
-    if phase == batch.INVALID:
-        return INVALID
-    if phase == batch.ORPHAN:
-        return ORPHAN
-    if hard_failures and (not last_event or last_event in FAILURE_EVENTS):
-        return FAILED
-    if phase == batch.PENDING and sends_stopped:
-        return QUOTA
-    if next_try is not None:
-        return BACKOFF
-    return {batch.SENT: GENERATING, batch.SENDING: SENDING}.get(phase, PENDING)
+    """The dashboard state of an article not done: its phase (phases.phase_of, as decide sees
+    it), from its files, its state record, the journal's last step for it, the quota and the
+    daily limit."""
+    failing = not last_event or last_event in FAILURE_EVENTS
+    return phase_of(view.seen, Record.of(state, failing=failing), limits, now).value
 
 
 def sort_rows(rows: list[Row], sort: str) -> list[Row]:
@@ -371,8 +354,9 @@ def warnings(status: BatchStatus, poll_interval: float) -> list[str]:
             f"daily send limit reached ({status.sends_today} of {status.sends_limit},"
             " qwen.max_sends_per_day): new prompts wait for tomorrow"
         )
-    if status.totals[ORPHAN]:
-        found.append(f"{status.totals[ORPHAN]} orphan(s): files in articles/ without a prompt in prompts/")
+    orphans = status.totals[Phase.ORPHAN]
+    if orphans:
+        found.append(f"{orphans} orphan(s): files in articles/ without a prompt in prompts/")
     found += invalid_warnings(status.invalid)
     logged_out = logged_out_warning(status.last_cycle, status.login)
     login = logged_out or login_warning(status.login, status.now)

@@ -13,9 +13,10 @@ from project_files import add_prompt
 
 from pipeline.article import ArticleState
 from pipeline.config import load
-from pipeline.contract import MAX_BACKOFF, Status, backoff_delay, generate, schedule
+from pipeline.contract import Status, backoff_delay, generate
 from pipeline.cycle import run_cycle
 from pipeline.engines.base import Generating, QuotaSpent, TransientError
+from pipeline.phases import MAX_BACKOFF, schedule
 from pipeline.workspace import Engines, Workspace
 
 DAY = 86400.0
@@ -98,18 +99,17 @@ def test_the_cycle_re_plans_times_the_clock_left_ahead_and_polls_after_one_inter
 
 
 def test_schedule_pulls_in_only_what_lies_beyond_its_own_wait():
-    qwen = {"poll_interval": POLL}
     now = 1_800_000_000.0
     fine = ArticleState(attempts=2, next_try=now + 2 * POLL, last_poll=now - 1)
-    planned = schedule(fine, qwen, now, spaced=True)
+    planned = schedule(fine, POLL, now, spaced=True)
     assert planned.reason == "backoff" and planned.until == now + 2 * POLL and not planned.replanned
     ahead = ArticleState(attempts=2, next_try=now + DAY, last_poll=now + DAY)
-    planned = schedule(ahead, qwen, now, spaced=True)
-    assert planned.replanned and planned.until == now + 2 * POLL == ahead.next_try
-    assert ahead.last_poll == now
+    planned = schedule(ahead, POLL, now, spaced=True)
+    assert planned.replanned and planned.until == now + 2 * POLL == planned.next_try
+    assert planned.last_poll == now and ahead.last_poll == now + DAY, "the record is never changed"
     after_give_up = ArticleState(attempts=0, next_try=now + 2 * DAY)  # attempts reset by a hard failure
-    assert schedule(after_give_up, qwen, now, spaced=False).until == now + MAX_BACKOFF
-    spacing = schedule(ArticleState(last_poll=now + 3 * DAY), qwen, now, spaced=True)
+    assert schedule(after_give_up, POLL, now, spaced=False).until == now + MAX_BACKOFF
+    spacing = schedule(ArticleState(last_poll=now + 3 * DAY), POLL, now, spaced=True)
     assert spacing.reason == "spacing" and spacing.until == now + POLL
 
 
