@@ -2,38 +2,19 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import signal
-import struct
-import subprocess
-import sys
-import termios
 import time
 
 from project_files import add_prompt
-from pty_helpers import Screen
+from pty_helpers import spawn
 
 
 def test_watch_redraws_shows_a_new_article_and_exits_0_on_ctrl_c(project):
     add_prompt(project, "tea")
     add_prompt(project, "coffee", "Write about coffee.")
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
-    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS", "LINES")}
-    env["TERM"] = "xterm-256color"
-    child = subprocess.Popen(
-        [sys.executable, "-m", "pipeline", "status", "--watch", "--interval", "0.5"],
-        cwd=project,
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        env=env,
-        start_new_session=True,
-    )
-    os.close(slave)
-    screen = Screen(master)
+    child, screen = spawn(["status", "--watch", "--interval", "0.5"], project, columns=160, rows=40)
     try:
         assert screen.wait_for(r"2 articles:\s+pending 2"), screen.text()
         assert "\x1b[" in screen.raw.decode(), "a terminal gets colour"
@@ -55,4 +36,4 @@ def test_watch_redraws_shows_a_new_article_and_exits_0_on_ctrl_c(project):
         if child.poll() is None:
             child.kill()
             child.wait()
-        os.close(master)
+        os.close(screen.fd)
