@@ -351,7 +351,7 @@ def _register_more_commands() -> None:
     # Commands that live in their own modules (kept out of this file to keep it thin).
     import importlib
 
-    for module in ("pipeline.cli_status", "pipeline.cli_setup"):
+    for module in ("pipeline.cli_status", "pipeline.cli_setup", "pipeline.cli_log"):
         try:
             importlib.import_module(module).register(app)
         except ModuleNotFoundError as missing:

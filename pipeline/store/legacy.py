@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..article import ArticleState
-from ..journal import Journal
+from ..journal import read_lines
 from ..quota import ChatQuota
 from .protocol import DEFAULT_ACCOUNT, SEND_EVENT, ArticleRecord, Event, Intent, QuotaBlock, Store, dumps
 
@@ -45,8 +45,10 @@ def import_once(store: Store, state_dir: Path) -> ImportReport | None:
     if store.meta(IMPORT_KEY) is not None:
         return None  # the usual case: one read, no file touched
     state_dir = Path(state_dir)
-    entries = list(Journal(state_dir / "journal.jsonl").read())
-    states = {path.stem: ArticleState.load(path) for path in sorted((state_dir / "state").glob("*.json"))}
+    entries = list(read_lines(state_dir / "journal.jsonl"))
+    states = {
+        path.stem: ArticleState.read_file(path) for path in sorted((state_dir / "state").glob("*.json"))
+    }
     sends = _sends(entries)
     markers = {
         slug: intent

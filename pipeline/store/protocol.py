@@ -27,6 +27,7 @@ from typing import Protocol
 
 DEFAULT_ACCOUNT = "default"  # the one account of a setup without [accounts.*] tables
 SEND_EVENT = "sending"  # the step before a click: what the daily send counts count
+UNSENT_EVENT = "unsent"  # the engine proved a send never reached the site: it takes one back
 
 
 class StoreError(Exception):
@@ -233,8 +234,8 @@ class Store(Protocol):
     def events(self, slug: str | None = None, *, after: int = 0, since: float = 0.0) -> Iterator[Event]:
         """Events with seq > `after` and ts >= `since`, oldest first; one article's with `slug`."""
 
-    def last_events(self) -> dict[str, Event]:
-        """Each slug's newest event."""
+    def last_events(self, kinds: tuple[str, ...] = ()) -> dict[str, Event]:
+        """Each slug's newest event; with `kinds`, its newest among those events."""
 
     def article(self, slug: str) -> ArticleRecord | None:
         """The article's record, None when the store knows nothing of it."""
@@ -246,7 +247,8 @@ class Store(Protocol):
         """The article's sends, by turn; every article's (by slug, then turn) with no slug."""
 
     def send_counts(self, start: float, end: float = float("inf")) -> SendCounts:
-        """Sends with start <= ts < end (a local day: quota.local_day_start and the next one)."""
+        """Sends with start <= ts < end (a local day: quota.local_day_start and the next one),
+        less those an `unsent` step in the range took back."""
 
     def quota_block(self, account: str, now: float) -> QuotaBlock | None:
         """The account's quota block while it lasts (until > now), else None."""

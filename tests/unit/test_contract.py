@@ -355,11 +355,10 @@ def test_replay_of_an_article_that_is_not_dead_lettered_is_refused(project, work
         replay(workspace, "tea")
 
 
-def test_journal_lines_have_the_documented_fields(project, workspace, engines, chat):
+def test_journal_events_have_the_documented_fields(project, workspace, engines, chat):
     add_prompt(project, "tea")
     generate(workspace, "tea", engines)
-    lines = (project / "articles" / ".qwenpipe" / "journal.jsonl").read_text().splitlines()
-    sent = json.loads(lines[-1])
+    sent = list(workspace.journal.read())[-1]
     assert {"time", "ts", "slug", "event", "pid", "engine", "chat_url", "duration"} <= set(sent)
 
 
