@@ -220,16 +220,17 @@ def collect(
     if sort not in SORTS:
         raise UsageProblem(f"--sort {sort!r}: choose one of {', '.join(SORTS)}")
     files.check_folder(workspace.state_dir)  # read nothing through a link of .qwenpipe
-    store = workspace.store
-    histories = History.of_batch(store)
-    blocked = workspace.chat_quota.blocked_until(now, replan=False)  # status never writes
+    # A project that never ran has no store: status, a reader, does not create one.
+    store = workspace.store if workspace.state_dir.exists() else None
+    histories = History.of_batch(store) if store else {}
+    blocked = workspace.chat_quota.blocked_until(now, replan=False) if store else None  # never writes
     status = BatchStatus(
         now=now,
         prompts_dir=workspace.prompts_dir,
         articles_dir=workspace.articles_dir,
         rows=[],
         totals=dict.fromkeys(STATES, 0),
-        sends_today=store.send_counts(local_day_start(now)).total,
+        sends_today=store.send_counts(local_day_start(now)).total if store else 0,
         sends_limit=int(workspace.config.qwen["max_sends_per_day"]),
         quota_blocked_until=blocked[0] if blocked else None,
         quota_reason=blocked[1] if blocked else None,
@@ -528,7 +529,11 @@ def collect_story(workspace: Workspace, slug: str, now: float | None = None) -> 
         ("state", article.state),
     ]
     found = [(label, path, _size(path)) for label, path in paths]
-    return ArticleStory(row=row, files=found, entries=list(workspace.journal.read(slug=slug)))
+    return ArticleStory(
+        row=row,
+        files=found,
+        entries=list(workspace.journal.read(slug=slug)) if workspace.state_dir.exists() else [],
+    )
 
 
 def _size(path: Path) -> int | None:

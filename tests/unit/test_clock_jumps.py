@@ -5,7 +5,6 @@ The clock is injected (generate and run_cycle take `clock=`); a jump is a test m
 
 from __future__ import annotations
 
-import json
 import time
 
 from fakes import answer
