@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from . import batch, files
-from .article import ArticleState
+from .article import STATE_DIR, ArticleState
 from .errors import SetupProblem, UsageProblem
 from .quota import local_day_start
 from .workspace import Workspace
@@ -219,7 +219,7 @@ def collect(
     wanted = check_states(state_filter)
     if sort not in SORTS:
         raise UsageProblem(f"--sort {sort!r}: choose one of {', '.join(SORTS)}")
-    files.check_folder(workspace.state_dir)  # read nothing through a link of .qwenpipe
+    files.check_folder(workspace.state_dir / "state")  # read nothing through a link of .qwenpipe
     # A project that never ran has no store: status, a reader, does not create one.
     store = workspace.store if workspace.state_dir.exists() else None
     histories = History.of_batch(store) if store else {}
@@ -305,6 +305,7 @@ def build_row(
         row.turns = journal.turns
     if phase != batch.DONE:
         try:
+            places.check_state(view.slug)
             state = journal.record or ArticleState()
             chat_url = places.chat_url(view.slug) if phase == batch.SENT else None
         except SetupProblem as problem:  # this article's problem alone: the rest are listed
@@ -341,6 +342,10 @@ class Places:
                 return first_line(handle.read(4096).decode("utf-8", errors="replace")) or None
         except OSError:
             return None
+
+    def check_state(self, slug: str) -> None:
+        """UnsafeFile when the old state file (imported into the store) is a link or a FIFO."""
+        files.is_regular(f"{self.articles}/{STATE_DIR}/state/{slug}.json")
 
 
 def state_of(

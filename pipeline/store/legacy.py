@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..article import ArticleState
+from ..errors import SetupProblem
 from ..journal import read_lines
 from ..quota import ChatQuota
 from .protocol import DEFAULT_ACCOUNT, SEND_EVENT, ArticleRecord, Event, Intent, QuotaBlock, Store, dumps
@@ -46,9 +47,12 @@ def import_once(store: Store, state_dir: Path) -> ImportReport | None:
         return None  # the usual case: one read, no file touched
     state_dir = Path(state_dir)
     entries = list(read_lines(state_dir / "journal.jsonl"))
-    states = {
-        path.stem: ArticleState.read_file(path) for path in sorted((state_dir / "state").glob("*.json"))
-    }
+    states = {}
+    for path in sorted((state_dir / "state").glob("*.json")):
+        try:
+            states[path.stem] = ArticleState.read_file(path)
+        except SetupProblem:  # a link or a FIFO: that article's problem (it says so), not the import's
+            continue
     sends = _sends(entries)
     markers = {
         slug: intent
