@@ -25,13 +25,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from ..errors import SetupProblem
+
 DEFAULT_ACCOUNT = "default"  # the one account of a setup without [accounts.*] tables
 SEND_EVENT = "sending"  # the step before a click: what the daily send counts count
 UNSENT_EVENT = "unsent"  # the engine proved a send never reached the site: it takes one back
 
 
-class StoreError(Exception):
-    """The store cannot do what was asked; the message says what and the fix."""
+class StoreError(SetupProblem):
+    """The store cannot do what was asked; the message says what and the fix (a SetupProblem:
+    a person must look, exit 1, one line)."""
 
 
 class AlreadySent(StoreError):
