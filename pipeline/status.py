@@ -20,6 +20,7 @@ from . import batch, files
 from .article import STATE_DIR, ArticleState
 from .errors import SetupProblem, UsageProblem
 from .quota import local_day_start
+from .store.protocol import SENT_EVENTS
 from .workspace import Workspace
 
 SCHEMA_VERSION = 1
@@ -42,7 +43,6 @@ SORTS = ("state", "age", "slug")
 
 # Events after which an article with hard failures is still "failed" (no newer progress).
 FAILURE_EVENTS = frozenset({"hard", "quota", "router_failed", "dead_letter"})
-SENT_EVENTS = ("sent", "recovered")  # the steps that learned a chat URL
 ENGINE_EVENTS = ("sent", "recovered", "fallback", "done")  # the steps that say which engine wrote it
 
 CYCLE_RECORD = "last_cycle.json"

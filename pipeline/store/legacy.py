@@ -19,10 +19,19 @@ from ..article import ArticleState
 from ..errors import SetupProblem
 from ..journal import read_lines
 from ..quota import ChatQuota
-from .protocol import DEFAULT_ACCOUNT, SEND_EVENT, ArticleRecord, Event, Intent, QuotaBlock, Store, dumps
+from .protocol import (
+    DEFAULT_ACCOUNT,
+    SEND_EVENT,
+    SENT_EVENTS,
+    ArticleRecord,
+    Event,
+    Intent,
+    QuotaBlock,
+    Store,
+    dumps,
+)
 
 IMPORT_KEY = "legacy_import"
-SENT_EVENTS = ("sent", "recovered")  # the steps that learned a chat URL
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from ..errors import SetupProblem
 
 DEFAULT_ACCOUNT = "default"  # the one account of a setup without [accounts.*] tables
 SEND_EVENT = "sending"  # the step before a click: what the daily send counts count
+SENT_EVENTS = ("sent", "recovered")  # the steps that learned a chat URL
 UNSENT_EVENT = "unsent"  # the engine proved a send never reached the site: it takes one back
 
 
