@@ -275,8 +275,8 @@ class History:
         found: dict[str, History] = {}
         for slug, record in store.articles().items():
             found[slug] = cls(record=ArticleState.from_record(record))
-        for slug, event in store.last_events().items():
-            found.setdefault(slug, cls()).last_event = event.event
+        for slug, event in store.last_event_names().items():
+            found.setdefault(slug, cls()).last_event = event
         for slug, event in store.last_events(SENT_EVENTS).items():
             history = found.setdefault(slug, cls())
             history.sent_ts, history.chat_url = event.ts, str(event.fields.get("chat_url") or "")

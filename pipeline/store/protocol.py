@@ -241,6 +241,9 @@ class Store(Protocol):
     def last_events(self, kinds: tuple[str, ...] = ()) -> dict[str, Event]:
         """Each slug's newest event; with `kinds`, its newest among those events."""
 
+    def last_event_names(self) -> dict[str, str]:
+        """Each slug's newest event's name (what `status` needs of it, without its fields)."""
+
     def article(self, slug: str) -> ArticleRecord | None:
         """The article's record, None when the store knows nothing of it."""
 

@@ -126,6 +126,13 @@ class SQLiteStore:
         )
         return {row[2]: _event(row) for row in rows}
 
+    def last_event_names(self) -> dict[str, str]:
+        return dict(
+            self._rows(
+                "SELECT slug, event FROM events WHERE seq IN (SELECT max(seq) FROM events GROUP BY slug)"
+            )
+        )
+
     def article(self, slug: str) -> ArticleRecord | None:
         with self._lock:
             try:
