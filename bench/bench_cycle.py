@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -20,7 +21,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-TARGET = 1.0  # seconds, each
+TARGET = 0.3  # seconds, each (issue 13)
 # Loopback addresses that nothing listens on: a bug that starts a browser or a router call
 # fails fast instead of reaching the internet.
 CONFIG = """[qwen]
@@ -68,8 +69,13 @@ def build_throttled(root: Path, articles: int, limit: int = 50) -> Path:
     return root
 
 
-def time_cycle(root: Path) -> tuple[float, str]:
-    started = time.perf_counter()
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def time_cycle(root: Path) -> tuple[float, str, float]:
+    started, cpu = time.perf_counter(), _children_cpu()
     result = subprocess.run(
         [sys.executable, "-m", "pipeline", "cycle"],
         cwd=root,
@@ -78,15 +84,15 @@ def time_cycle(root: Path) -> tuple[float, str]:
         env={**os.environ, "NO_COLOR": "1"},
         timeout=300,
     )
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, _children_cpu() - cpu
     summary = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
     if "no browser" not in summary:
         raise SystemExit(f"the no-op cycle used a browser or failed: exit {result.returncode}: {summary}")
-    return elapsed, summary
+    return elapsed, summary, cpu
 
 
-def measure(articles: int = 10_000, repeat: int = 3) -> list[tuple[str, float, str]]:
-    """[(what, median seconds, the cycle's own summary)] for the two no-op cycles."""
+def measure(articles: int = 10_000, repeat: int = 3) -> list[tuple[str, float, str, float]]:
+    """[(what, median seconds, the cycle's own summary, median CPU seconds)] for the two no-op cycles."""
     rows = []
     for label, build in (
         (f"no-op cycle, {articles:,} finished", build_finished),
@@ -96,7 +102,14 @@ def measure(articles: int = 10_000, repeat: int = 3) -> list[tuple[str, float, s
             root = build(Path(folder), articles)
             time_cycle(root)  # warm the page cache, as cron's every-5-minutes runs are
             figures = [time_cycle(root) for _ in range(repeat)]
-            rows.append((label, statistics.median(f[0] for f in figures), figures[-1][1]))
+            rows.append(
+                (
+                    label,
+                    statistics.median(f[0] for f in figures),
+                    figures[-1][1],
+                    statistics.median(f[2] for f in figures),
+                )
+            )
     return rows
 
 
@@ -107,10 +120,10 @@ def main() -> None:
     args = parser.parse_args()
     rows = measure(args.articles, args.repeat)
     print(f"median of {args.repeat} `qwenpipe cycle` processes; {os.cpu_count()} CPUs")
-    print(f"{'what':<36}{'seconds':>9}  {'target':>8}  ok  cycle says")
-    for label, seconds, summary in rows:
-        verdict = "yes" if seconds < TARGET else "NO"
-        print(f"{label:<36}{seconds:>9.3f}  {'< ' + str(TARGET):>8}  {verdict:<3} {summary}")
+    print(f"{'what':<36}{'seconds':>9}{'CPU s':>8}  {'target':>8}  ok  cycle says")
+    for label, seconds, summary, cpu in rows:
+        verdict = "yes" if seconds <= TARGET else ("cpu" if cpu <= TARGET else "NO")
+        print(f"{label:<36}{seconds:>9.3f}{cpu:>8.3f}  {'<= ' + str(TARGET):>8}  {verdict:<3} {summary}")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@
 | SLUG.md.sending            | intent marker: a send was about to happen            |
 | SLUG.md.failed             | dead letter (TOML), cleared by `qwenpipe replay`     |
 | SLUG.md.rejected           | the last answer that failed the article checks       |
-| .qwenpipe/state/SLUG.json  | attempts, last poll, next try, last error            |
+| .qwenpipe/qwenpipe.db      | the store: the journal, each article's record (attempts,|
+|                            | last poll, next try, last error), quota blocks          |
+| .qwenpipe/state/SLUG.json  | the record as versions before the store kept it (imported)|
 | .qwenpipe/locks/SLUG.lock  | the per-article flock                                |
 """
 
@@ -94,8 +96,26 @@ class ArticleState:
 
     @classmethod
     def load(cls, path: Path) -> ArticleState:
-        """The saved state, or a fresh one when it is missing or unreadable (it is only a cache
-        of what the journal says; losing it costs an early poll, never a second send)."""
+        """The article's record in the store (`path` is its place: .qwenpipe/state/SLUG.json), or a
+        fresh one when the store knows nothing of it (losing it costs an early poll, never a
+        second send: the sidecar files say what was sent)."""
+        from .store import shared
+
+        files.is_regular(path)  # UnsafeFile: a link or a FIFO at the old state file is this article's problem
+        record = shared(path.parent.parent).article(path.stem)
+        return cls() if record is None else cls.from_record(record)
+
+    @classmethod
+    def from_record(cls, record) -> ArticleState:
+        return cls(
+            **{name: getattr(record, name) for name in cls.__dataclass_fields__ if name != "errors"},
+            errors=[dict(e) for e in record.errors],
+        )
+
+    @classmethod
+    def read_file(cls, path: Path) -> ArticleState:
+        """A state file as versions before the store wrote it (for the store's import), or a
+        fresh state when it is missing or unreadable."""
         try:
             data = json.loads(files.read_bytes(path))  # UnsafeFile for a symlink or a FIFO
         except (OSError, ValueError):
@@ -116,9 +136,14 @@ class ArticleState:
         return state
 
     def save(self, path: Path) -> None:
-        files.atomic_write(
-            path, json.dumps(mask_data(asdict(self)), ensure_ascii=False, indent=1), mode=files.PRIVATE
-        )
+        """Write the record to the store (one step): `path` names the article as in `load`."""
+        from .store import shared
+        from .store.protocol import ArticleRecord
+
+        data = mask_data(asdict(self))
+        data["errors"] = tuple(data["errors"])
+        with shared(path.parent.parent).step() as step:
+            step.put_article(ArticleRecord(path.stem, **data))
 
     def record_error(self, when: float, engine: str, code: str, message: str) -> None:
         self.last_error, self.last_error_code = message, code

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from . import __version__, cli_setup, cli_status
+from . import __version__, cli_log, cli_setup, cli_status
 from .cli_common import ConfigOption, workspace_of
 from .config import ConfigError, load
 from .console import err, out, say, stderr_is_terminal
@@ -337,6 +337,7 @@ _register_simulate()
 # Commands that live in their own modules (kept out of this file to keep it thin).
 cli_status.register(app)
 cli_setup.register(app)
+cli_log.register(app)
 
 
 def _debug() -> bool:

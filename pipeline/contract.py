@@ -58,6 +58,7 @@ from .prompts import Prompt, check_slug, load_prompt
 from .quota import SendBudget, sends_today
 from .redact import mask, mask_data
 from .render import article_body, render_article
+from .store.protocol import StoreBusy
 from .workspace import Engines, Workspace
 
 ENGINE_CHOICES = ("auto", "qwen", "router")
@@ -128,6 +129,8 @@ def generate(
             workspace, article, prompt, engines, wait=wait, choice=engine, say=say, clock=clock, budget=budget
         )
         return step.run()
+    except StoreBusy as busy:  # nothing of the step was written, nothing sent after it: try later
+        return Outcome(Status.WORKING, slug, f"{slug}: {busy}", reason="store_busy")
     finally:
         lock.release()
 

@@ -1,8 +1,9 @@
-"""The journal: one JSON line per step, appended by every command, read by status and quotas.
+"""The journal: one event per step, appended by every command, read by status, show and `log`.
 
-Appends use O_APPEND with one write() per line, so concurrent writers never interleave. A writer
-killed mid-line leaves a torn line: readers skip lines that do not parse, and the next writer
-starts on a fresh line so that its own line stays whole.
+The events live in the store (`articles/.qwenpipe/qwenpipe.db`), each one its own short
+transaction: a writer killed mid-step leaves nothing of that step, never a torn line.
+`journal.jsonl` is what versions before the store wrote; `read_lines` reads it once, for the
+store's import (pipeline/store/legacy.py), and nothing writes it any more.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 from . import files
@@ -22,74 +22,62 @@ from .redact import mask_data
 
 @dataclass
 class Journal:
-    path: Path
+    path: Path  # articles/.qwenpipe/journal.jsonl: the old journal, beside the store
 
     def check(self) -> None:
-        """UnsafeFile when the journal (or its folder) is a symlink, a FIFO or a folder: asked
-        before a step that must log, so that nothing is marked or sent that could not be logged."""
+        """UnsafeFile when the journal's folder (or the old journal the store imports) is a
+        symlink, a FIFO or a folder: asked before a step that must log, so that nothing is
+        marked or sent that could not be logged."""
         files.check_folder(self.path.parent)
         files.is_regular(self.path)
 
+    @property
+    def store(self):
+        from .store import shared
+
+        return shared(self.path.parent)
+
     def append(self, slug: str, event: str, **fields: object) -> dict:
-        """Record one step. None-valued fields are left out to keep lines short."""
-        now = time.time()
-        entry = {
-            "time": datetime.fromtimestamp(now).astimezone().isoformat(timespec="seconds"),
-            "ts": round(now, 3),
-            "slug": slug,
-            "event": event,
-            "pid": os.getpid(),
-        }
-        entry.update({k: v for k, v in fields.items() if v is not None})
-        line = json.dumps(mask_data(entry), ensure_ascii=False, default=str) + "\n"
-        files.ensure_folder(self.path.parent)
-        try:
-            # Never through a symlink (the lines would land in whatever it points to), never
-            # blocking on a FIFO; private, as the journal holds chat URLs and errors.
-            fd = files.open_regular(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, private=True)
-        except OSError as err:
-            raise files.cannot("append to the journal", self.path, err) from None
-        try:
-            size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                line = "\n" + line
-            data = line.encode("utf-8")
-            if "mid_journal" in os.environ.get("QWENPIPE_CRASH_AT", ""):  # chaos: leave a torn line
-                os.write(fd, data[: len(data) // 2])
-                crashpoint("mid_journal")
-                data = data[len(data) // 2 :]
-            os.write(fd, data)
-        except OSError as err:
-            raise files.cannot("append to the journal", self.path, err) from None
-        finally:
-            os.close(fd)
-        return entry
+        """Record one step. None-valued fields are left out to keep events short."""
+        from .store.protocol import DEFAULT_ACCOUNT, Event
 
-    def read(self, *, offset: int = 0, slug: str | None = None) -> Iterator[dict]:
-        """Entries from byte `offset` on, oldest first; torn or foreign lines are skipped."""
-        for _end, entry in self.read_with_offsets(offset=offset):
-            if slug is None or entry.get("slug") == slug:
+        kept = mask_data({k: v for k, v in fields.items() if v is not None})
+        record = Event(
+            slug,
+            event,
+            round(time.time(), 3),
+            pid=os.getpid(),
+            account=DEFAULT_ACCOUNT if kept.get("engine") == "qwen" else "",
+            fields=kept,
+        )
+        store = self.store
+        with store.step() as step:
+            record.seq = step.append(record)
+            crashpoint("mid_journal")  # chaos: killed inside the step, nothing of it is written
+        return record.to_entry()
+
+    def read(self, *, slug: str | None = None, after: int = 0) -> Iterator[dict]:
+        """Entries (the journal-line form, with `seq`) after event `after`, oldest first."""
+        for event in self.store.events(slug, after=after):
+            yield {**event.to_entry(), "seq": event.seq}
+
+
+def read_lines(path: Path) -> Iterator[dict]:
+    """The entries of an old `journal.jsonl`, oldest first; torn or foreign lines are skipped."""
+    try:
+        handle = files.open_read(path)
+    except FileNotFoundError:
+        return
+    with handle:
+        for raw in handle:
+            if not raw.endswith(b"\n"):
+                break  # a line left torn by a killed writer
+            try:
+                entry = json.loads(raw)
+            except ValueError:
+                continue
+            if is_entry(entry):
                 yield entry
-
-    def read_with_offsets(self, *, offset: int = 0) -> Iterator[tuple[int, dict]]:
-        """(offset after the line, entry) pairs: lets a reader resume where it stopped."""
-        try:
-            handle = files.open_read(self.path)
-        except FileNotFoundError:
-            return
-        with handle:
-            handle.seek(offset)
-            position = offset
-            for raw in handle:
-                if not raw.endswith(b"\n"):
-                    break  # a line still being written (or torn): not ours to read yet
-                position += len(raw)
-                try:
-                    entry = json.loads(raw)
-                except ValueError:
-                    continue
-                if is_entry(entry):
-                    yield position, entry
 
 
 MAX_TS = 1e11  # the year 5138: anything later is a corrupt line, not a time

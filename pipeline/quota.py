@@ -1,7 +1,7 @@
 """The chat's quotas: the site's own daily limit (learned when it says so) and ours (config).
 
 When the site says the daily quota is spent, nothing is sent to the chat by any process until
-the time it names (or the next local midnight): `articles/.qwenpipe/quota.json` records that.
+the time it names (or the next local midnight): the store's quota block records that.
 """
 
 from __future__ import annotations
@@ -20,7 +20,13 @@ LONGEST_BLOCK = 86400.0  # s: a block the site gave no hours for lasts until mid
 
 @dataclass
 class ChatQuota:
-    path: Path
+    path: Path  # quota.json: where versions before the store kept the block (imported once)
+
+    @property
+    def store(self):
+        from .store import shared
+
+        return shared(self.path.parent)
 
     def blocked_until(self, now: float, *, replan: bool = True) -> tuple[float, str] | None:
         """(until, reason) while sends to the chat are stopped, else None.
@@ -29,12 +35,13 @@ class ChatQuota:
         under a clock that has since moved back would otherwise stop the chat for days. Such a
         block is re-planned from `now` and, when `replan`, saved (readers such as `status` pass
         False: they never write)."""
-        record = self.read()
-        if record is None:
+        from .store.protocol import DEFAULT_ACCOUNT
+
+        block = self.store.quota_block(DEFAULT_ACCOUNT, now)
+        if block is None:
             return None
-        until, since, reason = record
-        if not until > now:
-            return None
+        until, reason = block.until, block.reason
+        since = block.since or until - LONGEST_BLOCK  # 0: imported from a quota.json without it
         if since > now:
             until = now + min(max(until - since, 0.0), LONGEST_BLOCK)
             if replan:
@@ -42,7 +49,7 @@ class ChatQuota:
         return (until, reason) if until > now else None
 
     def read(self) -> tuple[float, float, str] | None:
-        """The record as written, (until, since, reason), or None when there is none to trust."""
+        """The old quota.json as written, (until, since, reason), or None when there is none to trust."""
         try:
             data = json.loads(files.read_bytes(self.path))  # UnsafeFile for a symlink or a FIFO
             until, reason = float(data["blocked_until"]), str(data.get("reason", ""))
@@ -52,7 +59,10 @@ class ChatQuota:
         return until, since, reason
 
     def _save(self, until: float, since: float, reason: str) -> None:
-        files.atomic_write(self.path, json.dumps({"blocked_until": until, "since": since, "reason": reason}))
+        from .store.protocol import DEFAULT_ACCOUNT, QuotaBlock
+
+        with self.store.step() as step:
+            step.block_quota(QuotaBlock(DEFAULT_ACCOUNT, until=until, reason=reason, since=since))
 
     def block(self, now: float, retry_after: float | None, reason: str) -> float:
         until = now + retry_after if retry_after else next_local_midnight(now)
@@ -102,7 +112,5 @@ def local_day_start(now: float) -> float:
 
 def sends_today(journal: Journal, now: float) -> int:
     """Prompts sent to the chat since local midnight: each `sending` step that may have reached
-    it (one the engine proved unsent, an `unsent` step, does not count)."""
-    from .journal_index import sends_since  # an incremental index: O(new lines), not O(history)
-
-    return sends_since(journal, local_day_start(now))
+    it (one the engine proved unsent, an `unsent` step, does not count): one query of the store."""
+    return journal.store.send_counts(local_day_start(now)).total

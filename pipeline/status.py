@@ -2,8 +2,8 @@
 
 Read-only on the project's files (no lock, ever: a dashboard must never block a cycle). It
 lists prompts/ and articles/ once (batch.scan), reads the small state file of unfinished
-articles only, and learns the rest from the journal index, which reads only what the journal
-gained since the last call. `to_json()` is the `status --json` document; its field names are
+articles only, and learns the rest from the store (a few queries: the records, each article's
+last events, today's sends, the quota block). `to_json()` is the `status --json` document; its field names are
 stable and documented in docs/status.md.
 """
 
@@ -19,15 +19,19 @@ from pathlib import Path
 from . import batch, files
 from .article import STATE_DIR, ArticleState
 from .errors import SetupProblem, UsageProblem
-from .journal_index import FAILURE_EVENTS, JournalIndex, SlugSummary
 from .phases import UNFINISHED, Limits, Phase, Record, phase_of
 from .quota import local_day_start
+from .store.protocol import SENT_EVENTS
 from .workspace import Workspace
 
 SCHEMA_VERSION = 1
 
 STATES = tuple(phase.value for phase in Phase)  # in the order the dashboard lists them
 SORTS = ("state", "age", "slug")
+
+# Events after which an article with hard failures is still "failed" (no newer progress).
+FAILURE_EVENTS = frozenset({"hard", "quota", "router_failed", "dead_letter"})
+ENGINE_EVENTS = ("sent", "recovered", "fallback", "done")  # the steps that say which engine wrote it
 
 CYCLE_RECORD = "last_cycle.json"
 CRON_PERIOD = 5 * 60  # the cron line the README suggests: a cycle every 5 minutes
@@ -206,21 +210,23 @@ def collect(
     pattern: str | None = None,
     sort: str = "state",
 ) -> BatchStatus:
-    """The whole batch as data: one scan of the folders, one incremental read of the journal."""
+    """The whole batch as data: one scan of the folders, a few queries of the store."""
     now = time.time() if now is None else now
     wanted = check_states(state_filter)
     if sort not in SORTS:
         raise UsageProblem(f"--sort {sort!r}: choose one of {', '.join(SORTS)}")
     files.check_folder(workspace.state_dir / "state")  # read nothing through a link of .qwenpipe
-    index = JournalIndex.beside(workspace.journal).refresh()
-    blocked = workspace.chat_quota.blocked_until(now, replan=False)  # status never writes
+    # A project that never ran has no store: status, a reader, does not create one.
+    store = workspace.store if workspace.state_dir.exists() else None
+    histories = History.of_batch(store) if store else {}
+    blocked = workspace.chat_quota.blocked_until(now, replan=False) if store else None  # never writes
     status = BatchStatus(
         now=now,
         prompts_dir=workspace.prompts_dir,
         articles_dir=workspace.articles_dir,
         rows=[],
         totals=dict.fromkeys(STATES, 0),
-        sends_today=index.sends_since(local_day_start(now)),
+        sends_today=store.send_counts(local_day_start(now)).total if store else 0,
         sends_limit=int(workspace.config.qwen["max_sends_per_day"]),
         quota_blocked_until=blocked[0] if blocked else None,
         quota_reason=blocked[1] if blocked else None,
@@ -229,7 +235,7 @@ def collect(
     )
     places, limits = Places(str(workspace.articles_dir)), status.limits
     rows = [
-        build_row(view, index.summary(view.slug), now, limits, places)
+        build_row(view, histories.get(view.slug), now, limits, places)
         for view in batch.scan(workspace.prompts_dir, workspace.articles_dir)
     ]
     for row in rows:
@@ -249,12 +255,41 @@ def collect(
     return status
 
 
+@dataclass
+class History:
+    """What the store says about one article: its record, its last event, its last send."""
+
+    record: ArticleState | None = None
+    last_event: str = ""
+    engine: str = ""  # engine of the last sent/recovered/fallback/done step
+    sent_ts: float = 0.0  # last "sent" or "recovered"
+    chat_url: str = ""
+    turns: int = 0  # the prompt's number of turns, from its "done" step (0: not said)
+
+    @classmethod
+    def of_batch(cls, store) -> dict[str, History]:
+        found: dict[str, History] = {}
+        for slug, record in store.articles().items():
+            found[slug] = cls(record=ArticleState.from_record(record))
+        for slug, event in store.last_event_names().items():
+            found.setdefault(slug, cls()).last_event = event
+        for slug, event in store.last_events(SENT_EVENTS).items():
+            history = found.setdefault(slug, cls())
+            history.sent_ts, history.chat_url = event.ts, str(event.fields.get("chat_url") or "")
+        for slug, event in store.last_events(ENGINE_EVENTS).items():
+            history = found.setdefault(slug, cls())
+            history.engine = str(event.fields.get("engine") or "")
+            turns = event.fields.get("turns") if event.event == "done" else 0
+            history.turns = turns if isinstance(turns, int) and 0 < turns <= 1000 else 0
+        return found
+
+
 def build_row(
-    view: batch.ArticleView, summary: SlugSummary | None, now: float, limits: Limits, places: Places
+    view: batch.ArticleView, history: History | None, now: float, limits: Limits, places: Places
 ) -> Row:
-    """One article's row. Done articles are described by the journal alone (no file read)."""
+    """One article's row. Done articles are described by the store alone (no file read)."""
     phase = view.phase
-    journal = summary or SlugSummary()
+    journal = history or History()
     row = Row(slug=view.slug, state=Phase.DONE.value, path=places.md(view.slug))
     row.engine = journal.engine or None
     row.chat_url = journal.chat_url or None
@@ -266,7 +301,8 @@ def build_row(
         row.turns = journal.turns
     if phase is not Phase.DONE:
         try:
-            state = places.state(view.slug)
+            places.check_state(view.slug)
+            state = journal.record or ArticleState()
             chat_url = places.chat_url(view.slug) if phase is Phase.GENERATING else None
         except SetupProblem as problem:  # this article's problem alone: the rest are listed
             row.state, row.last_error = Phase.INVALID.value, str(problem)
@@ -303,20 +339,9 @@ class Places:
         except OSError:
             return None
 
-    def state(self, slug: str) -> ArticleState:
-        """Like ArticleState.load (a missing or bad file is a fresh state; a symlink or a FIFO is
-        UnsafeFile), from a string path."""
-        try:
-            with files.open_read(f"{self.articles}/{STATE_DIR}/state/{slug}.json") as handle:
-                data = json.loads(handle.read())
-            known = {k: v for k, v in data.items() if k in ArticleState.__dataclass_fields__}
-            state = ArticleState(**known)
-            state.attempts, state.hard_failures = int(state.attempts), int(state.hard_failures)
-            state.next_try, state.sent_at = float(state.next_try), float(state.sent_at)
-            state.last_error, state.engine = str(state.last_error or ""), str(state.engine or "")
-            return state
-        except (OSError, ValueError, TypeError, AttributeError):
-            return ArticleState()
+    def check_state(self, slug: str) -> None:
+        """UnsafeFile when the old state file (imported into the store) is a link or a FIFO."""
+        files.is_regular(f"{self.articles}/{STATE_DIR}/state/{slug}.json")
 
 
 def state_of(
@@ -463,7 +488,7 @@ def _int_or_none(value: object) -> int | None:
 
 @dataclass
 class ArticleStory:
-    """`show SLUG`: the article's row, its files, and every journal entry about it."""
+    """`show SLUG`: the article's row, its files, and every journal event about it."""
 
     row: Row | None
     files: list[tuple[str, Path, int | None]]  # (what it is, path, size or None when absent)
@@ -477,7 +502,6 @@ class ArticleStory:
 
 
 def collect_story(workspace: Workspace, slug: str, now: float | None = None) -> ArticleStory:
-    from .journal_index import read_slug_entries
     from .prompts import check_slug
 
     check_slug(slug)
@@ -494,7 +518,11 @@ def collect_story(workspace: Workspace, slug: str, now: float | None = None) -> 
         ("state", article.state),
     ]
     found = [(label, path, _size(path)) for label, path in paths]
-    return ArticleStory(row=row, files=found, entries=list(read_slug_entries(workspace.journal, slug)))
+    return ArticleStory(
+        row=row,
+        files=found,
+        entries=list(workspace.journal.read(slug=slug)) if workspace.state_dir.exists() else [],
+    )
 
 
 def _size(path: Path) -> int | None:

@@ -43,6 +43,13 @@ class Workspace:
         return Journal(self.state_dir / "journal.jsonl")
 
     @property
+    def store(self):
+        """The batch's store (articles/.qwenpipe/qwenpipe.db), opened on first use, once a process."""
+        from .store import shared
+
+        return shared(self.state_dir)
+
+    @property
     def chat_quota(self) -> ChatQuota:
         return ChatQuota(self.state_dir / "quota.json")
 

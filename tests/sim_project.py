@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import tomllib
 from pathlib import Path
 
@@ -45,5 +44,8 @@ def read_article(path: Path) -> tuple[dict, str]:
 
 
 def journal(folder: Path) -> list[dict]:
-    path = folder / "articles" / ".qwenpipe" / "journal.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """Every journal event of the project's store, oldest first (as `qwenpipe log --json` prints them)."""
+    from pipeline.store import open_store
+
+    with open_store(folder / "articles" / ".qwenpipe") as store:
+        return [event.to_entry() for event in store.events()]

@@ -26,3 +26,25 @@ def open_store(state_dir: Path) -> Store:
         store.close()
         raise
     return store
+
+
+_OPEN: dict[str, Store] = {}
+KEEP_OPEN = 8  # stores a process keeps open (a long-lived process may see many workspaces)
+
+
+def shared(state_dir: Path) -> Store:
+    """The process's one open store of `state_dir`, opened on first use (every reader and writer
+    of a workspace shares it: one connection, one import check). SQLiteStore is thread-safe."""
+    key = str(state_dir)
+    store = _OPEN.get(key)
+    if store is None:
+        store = _OPEN[key] = open_store(Path(state_dir))
+        while len(_OPEN) > KEEP_OPEN:
+            _OPEN.pop(next(iter(_OPEN))).close()
+    return store
+
+
+def close_shared() -> None:
+    """Close every store `shared` opened (before a workspace's database is moved or deleted)."""
+    while _OPEN:
+        _OPEN.popitem()[1].close()

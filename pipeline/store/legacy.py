@@ -16,12 +16,22 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..article import ArticleState
-from ..journal import Journal
+from ..errors import SetupProblem
+from ..journal import read_lines
 from ..quota import ChatQuota
-from .protocol import DEFAULT_ACCOUNT, SEND_EVENT, ArticleRecord, Event, Intent, QuotaBlock, Store, dumps
+from .protocol import (
+    DEFAULT_ACCOUNT,
+    SEND_EVENT,
+    SENT_EVENTS,
+    ArticleRecord,
+    Event,
+    Intent,
+    QuotaBlock,
+    Store,
+    dumps,
+)
 
 IMPORT_KEY = "legacy_import"
-SENT_EVENTS = ("sent", "recovered")  # the steps that learned a chat URL
 
 
 @dataclass(frozen=True)
@@ -45,8 +55,13 @@ def import_once(store: Store, state_dir: Path) -> ImportReport | None:
     if store.meta(IMPORT_KEY) is not None:
         return None  # the usual case: one read, no file touched
     state_dir = Path(state_dir)
-    entries = list(Journal(state_dir / "journal.jsonl").read())
-    states = {path.stem: ArticleState.load(path) for path in sorted((state_dir / "state").glob("*.json"))}
+    entries = list(read_lines(state_dir / "journal.jsonl"))
+    states = {}
+    for path in sorted((state_dir / "state").glob("*.json")):
+        try:
+            states[path.stem] = ArticleState.read_file(path)
+        except SetupProblem:  # a link or a FIFO: that article's problem (it says so), not the import's
+            continue
     sends = _sends(entries)
     markers = {
         slug: intent

@@ -25,12 +25,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from ..errors import SetupProblem
+
 DEFAULT_ACCOUNT = "default"  # the one account of a setup without [accounts.*] tables
 SEND_EVENT = "sending"  # the step before a click: what the daily send counts count
+SENT_EVENTS = ("sent", "recovered")  # the steps that learned a chat URL
+UNSENT_EVENT = "unsent"  # the engine proved a send never reached the site: it takes one back
 
 
-class StoreError(Exception):
-    """The store cannot do what was asked; the message says what and the fix."""
+class StoreError(SetupProblem):
+    """The store cannot do what was asked; the message says what and the fix (a SetupProblem:
+    a person must look, exit 1, one line)."""
 
 
 class AlreadySent(StoreError):
@@ -233,8 +238,11 @@ class Store(Protocol):
     def events(self, slug: str | None = None, *, after: int = 0, since: float = 0.0) -> Iterator[Event]:
         """Events with seq > `after` and ts >= `since`, oldest first; one article's with `slug`."""
 
-    def last_events(self) -> dict[str, Event]:
-        """Each slug's newest event."""
+    def last_events(self, kinds: tuple[str, ...] = ()) -> dict[str, Event]:
+        """Each slug's newest event; with `kinds`, its newest among those events."""
+
+    def last_event_names(self) -> dict[str, str]:
+        """Each slug's newest event's name (what `status` needs of it, without its fields)."""
 
     def article(self, slug: str) -> ArticleRecord | None:
         """The article's record, None when the store knows nothing of it."""
@@ -246,7 +254,8 @@ class Store(Protocol):
         """The article's sends, by turn; every article's (by slug, then turn) with no slug."""
 
     def send_counts(self, start: float, end: float = float("inf")) -> SendCounts:
-        """Sends with start <= ts < end (a local day: quota.local_day_start and the next one)."""
+        """Sends with start <= ts < end (a local day: quota.local_day_start and the next one),
+        less those an `unsent` step in the range took back."""
 
     def quota_block(self, account: str, now: float) -> QuotaBlock | None:
         """The account's quota block while it lasts (until > now), else None."""

@@ -20,6 +20,7 @@ from pathlib import Path
 from . import dbfile, schema
 from .protocol import (
     SEND_EVENT,
+    UNSENT_EVENT,
     AlreadySent,
     ArticleRecord,
     Event,
@@ -116,11 +117,21 @@ class SQLiteStore:
         rows = self._rows(f"SELECT {EVENT_COLUMNS} FROM events WHERE {where} ORDER BY seq", tuple(params))
         return iter([_event(row) for row in rows])
 
-    def last_events(self) -> dict[str, Event]:
+    def last_events(self, kinds: tuple[str, ...] = ()) -> dict[str, Event]:
+        among = f"WHERE event IN ({', '.join('?' * len(kinds))}) " if kinds else ""
         rows = self._rows(
-            f"SELECT {EVENT_COLUMNS} FROM events WHERE seq IN (SELECT max(seq) FROM events GROUP BY slug)"
+            f"SELECT {EVENT_COLUMNS} FROM events WHERE seq IN "
+            f"(SELECT max(seq) FROM events {among}GROUP BY slug)",
+            tuple(kinds),
         )
         return {row[2]: _event(row) for row in rows}
+
+    def last_event_names(self) -> dict[str, str]:
+        return dict(
+            self._rows(
+                "SELECT slug, event FROM events WHERE seq IN (SELECT max(seq) FROM events GROUP BY slug)"
+            )
+        )
 
     def article(self, slug: str) -> ArticleRecord | None:
         with self._lock:
@@ -150,9 +161,13 @@ class SQLiteStore:
         ]
 
     def send_counts(self, start: float, end: float = float("inf")) -> SendCounts:
+        # A send is taken back by the article's next send step when that one is `unsent`.
         rows = self._rows(
-            "SELECT account, count(*) FROM events WHERE event = ? AND ts >= ? AND ts < ? GROUP BY account",
-            (SEND_EVENT, start, min(end, 1e300)),
+            "SELECT account, count(*) FROM (SELECT account, event, "
+            "lead(event) OVER (PARTITION BY slug ORDER BY seq) AS next FROM events "
+            "WHERE event IN (?, ?) AND ts >= ? AND ts < ?) "
+            "WHERE event = ? AND (next IS NULL OR next != ?) GROUP BY account",
+            (SEND_EVENT, UNSENT_EVENT, start, min(end, 1e300), SEND_EVENT, UNSENT_EVENT),
         )
         return SendCounts(dict(rows))
 

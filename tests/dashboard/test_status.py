@@ -18,7 +18,6 @@ from pipeline.cli import run
 from pipeline.config import load
 from pipeline.contract import Status, generate
 from pipeline.engines.base import Answer, HardError, QuotaSpent, TransientError
-from pipeline.journal_index import JournalIndex
 from pipeline.status import STATES, collect
 from pipeline.workspace import Engines, Workspace
 
@@ -386,72 +385,30 @@ def test_show_of_an_unknown_or_bad_slug_is_exit_2(project):
     assert qwenpipe("show", "../etc", cwd=project).returncode == 2
 
 
-# -- the journal index ----------------------------------------------------------------------------
+# -- the store ------------------------------------------------------------------------------------
 
 
-def test_the_index_reads_only_new_lines_and_survives_truncation_and_corruption(batch):
-    journal = batch.journal
-    total = sum(1 for _ in journal.read())
-    first = JournalIndex.beside(journal).refresh()
-    assert first.path.exists() and first.offset == journal.path.stat().st_size
-    assert JournalIndex.beside(journal).refresh().lines_read == 0
-    journal.append("tea", "sending", engine="qwen")
-    again = JournalIndex.beside(journal).refresh()
-    assert again.lines_read == 1 and again.summary("tea").sends == 1
-    assert JournalIndex.beside(journal).refresh().lines_read == 1, "a few new lines are not worth a save"
+def test_status_sees_a_step_as_soon_as_it_is_in_the_store(batch):
+    from pipeline.article import ArticleState
 
-    first.path.write_text("{not json")  # corrupt: rebuilt, and saved
-    rebuilt = JournalIndex.beside(journal).refresh()
-    assert rebuilt.lines_read == total + 1 and rebuilt.summary("tea").sends == 1
-    assert JournalIndex.beside(journal).refresh().lines_read == 0
-
-    journal.path.write_text("")  # truncated (rotated in place): read again from the start
-    journal.append("new", "sending")
-    fresh = JournalIndex.beside(journal).refresh()
-    assert fresh.lines_read == 1 and set(fresh.slugs) == {"new"}
-
-    journal.path.unlink()  # rotated away: a new journal under the same name
-    journal.append("newer", "done", engine="router")
-    assert set(JournalIndex.beside(journal).refresh().slugs) == {"newer"}
+    assert {row.slug: row for row in collect(batch).rows}["generating"].state == "generating"
+    batch.journal.append("generating", "hard", engine="qwen", error="boom", code="x")
+    state = ArticleState.load(batch.article("generating").state)
+    state.hard_failures = 1
+    state.save(batch.article("generating").state)
+    assert {row.slug: row for row in collect(batch).rows}["generating"].state == "failed"
 
 
-def test_many_new_lines_are_saved_in_the_index(project, monkeypatch):
-    import pipeline.journal_index as journal_index
-
-    ws = make_workspace(project)
-    ws.journal.append("tea", "sending")
-    JournalIndex.beside(ws.journal).refresh()
-    monkeypatch.setattr(journal_index, "SAVE_AFTER_LINES", 3)
-    for _ in range(3):
-        ws.journal.append("tea", "poll")
-    assert JournalIndex.beside(ws.journal).refresh().lines_read == 3
-    assert JournalIndex.beside(ws.journal).refresh().lines_read == 0
-
-
-def test_a_torn_last_line_is_left_for_later(project):
-    ws = make_workspace(project)
-    ws.journal.append("tea", "sending")
-    with open(ws.journal.path, "a") as handle:
-        handle.write('{"ts": 1, "slug": "tea", "event": "se')
-    index = JournalIndex.beside(ws.journal).refresh()
-    assert index.lines_read == 1 and index.offset < ws.journal.path.stat().st_size
-    ws.journal.append("tea", "sent", chat_url="https://chat.qwen.ai/c/x")  # starts on a fresh line
-    index = JournalIndex.beside(ws.journal).refresh()
-    assert index.summary("tea").last_event == "sent" and index.summary("tea").events == 2
-
-
-def test_sends_since_counts_sending_steps(project):
+def test_sends_today_counts_sending_steps(project):
     ws = make_workspace(project)
     for _ in range(3):
         ws.journal.append("tea", "sending")
     ws.journal.append("tea", "sent")
-    index = JournalIndex.beside(ws.journal).refresh()
-    assert index.sends_since(time.time() - 60) == 3
-    assert index.sends_since(time.time() + 60) == 0
-    from pipeline.journal_index import sends_since
-    from pipeline.quota import local_day_start, sends_today
+    from pipeline.quota import sends_today
 
-    assert sends_since(ws.journal, local_day_start(time.time())) == sends_today(ws.journal, time.time()) == 3
+    assert ws.store.send_counts(time.time() - 60).total == 3
+    assert ws.store.send_counts(time.time() + 60).total == 0
+    assert sends_today(ws.journal, time.time()) == collect(ws).sends_today == 3
 
 
 def test_status_does_not_create_files_in_an_empty_project(project):

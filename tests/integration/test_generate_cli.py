@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -156,8 +155,11 @@ def test_hard_failure_at_send_falls_back_to_the_router(fresh, tmp_path, scenario
     assert not [e for e in fresh.sends() if e["prompt"] == text], "a refused prompt counted as sent"
     assert code in [e.get("code") for e in journal(project)]
     if scenario == "quota":  # the chat is left alone for the hours the site names (data.num = 5)
-        block = json.loads((project / "articles" / ".qwenpipe" / "quota.json").read_text())
-        assert block["blocked_until"] - block["since"] == pytest.approx(5 * 3600)
+        from pipeline.store import open_store
+
+        with open_store(project / "articles" / ".qwenpipe") as store:
+            (block,) = store.quota_blocks(0)
+        assert block.until - block.since == pytest.approx(5 * 3600)
 
 
 def test_hard_failure_without_router_is_exit_1(fresh, tmp_path):

@@ -267,9 +267,9 @@ def test_records_are_0600_in_a_0700_folder_and_the_article_follows_the_umask(pro
 
     state = state_dir(project)
     assert mode(project / "articles" / "tea.md") == 0o640, "the article follows the umask"
-    for folder in (state, state / "state", state / "locks"):
+    for folder in (state, state / "locks"):
         assert mode(folder) == 0o700, folder
-    private = [state / "journal.jsonl", state / "state" / "tea.json", state / "locks" / "tea.lock"]
+    private = [state / "qwenpipe.db", state / "locks" / "tea.lock"]
     assert all(mode(path) == 0o600 for path in private), {str(p): oct(mode(p)) for p in private}
 
 

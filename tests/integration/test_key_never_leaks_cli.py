@@ -70,7 +70,7 @@ def test_an_echoed_200_char_key_appears_nowhere_the_cli_writes(sim, tmp_path):
         assert not prefixes_found(run.stderr), f"{name} stderr: {run.stderr}"
     written = [p for p in (project / "articles").rglob("*") if p.is_file()]
     names = {p.name for p in written}
-    assert {"journal.jsonl", "tea.json", "tea.md.failed"} <= names, names
+    assert {"qwenpipe.db", "tea.md.failed"} <= names, names
     for path in written:
         assert not prefixes_found(path.read_text(encoding="utf-8", errors="replace")), path
 

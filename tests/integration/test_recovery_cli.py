@@ -133,12 +133,17 @@ def test_times_a_clock_jump_left_days_ahead_are_re_planned_by_generate_and_cycle
     prompt(project, "tea", "Write about tea across clock jumps.")
     prompt(project, "coffee", "Write about coffee across clock jumps.")
     assert qwenpipe("cycle", cwd=project).returncode == 42
-    states = project / "articles" / ".qwenpipe" / "state"
+    from dataclasses import replace
+
+    from pipeline.store import open_store
 
     def shift(slug, **fields):
-        path = states / f"{slug}.json"
-        state = json.loads(path.read_text())
-        path.write_text(json.dumps({**state, **fields}))
+        with open_store(project / "articles" / ".qwenpipe") as store, store.step() as step:
+            step.put_article(replace(step.article(slug), **fields))
+
+    def record(slug):
+        with open_store(project / "articles" / ".qwenpipe") as store:
+            return store.article(slug)
 
     # As if the last look and the last error happened with the clock two days ahead.
     ahead = time.time() + 2 * 86400
@@ -151,5 +156,5 @@ def test_times_a_clock_jump_left_days_ahead_are_re_planned_by_generate_and_cycle
     cycled = qwenpipe("cycle", cwd=project)
     assert cycled.returncode == 3, cycled.stderr
     for slug in ("tea", "coffee"):
-        state = json.loads((states / f"{slug}.json").read_text())
-        assert state["last_poll"] <= time.time() and state["next_try"] <= time.time() + 60, (slug, state)
+        state = record(slug)
+        assert state.last_poll <= time.time() and state.next_try <= time.time() + 60, (slug, state)

@@ -13,8 +13,7 @@ import pytest
 import store_workers
 
 from pipeline.article import ArticleState
-from pipeline.journal import Journal
-from pipeline.journal_index import JournalIndex
+from pipeline.journal import Journal, read_lines
 from pipeline.quota import ChatQuota, local_day_start, next_local_midnight, sends_today
 from pipeline.store import legacy, open_store
 from pipeline.store.dbfile import DB_NAME
@@ -43,7 +42,7 @@ def store(state_dir):
 
 
 def journal_entries(state_dir: Path) -> list[dict]:
-    return list(Journal(state_dir / "journal.jsonl").read())
+    return list(read_lines(state_dir / "journal.jsonl"))
 
 
 def files_of(workspace: Path) -> dict[str, bytes]:
@@ -74,7 +73,7 @@ def test_imported_events_are_the_journal_as_journal_py_reads_it(store, state_dir
 
 def test_imported_records_are_the_state_files_as_article_state_reads_them(store, state_dir):
     records = store.articles()
-    states = {p.stem: ArticleState.load(p) for p in (state_dir / "state").glob("*.json")}
+    states = {p.stem: ArticleState.read_file(p) for p in (state_dir / "state").glob("*.json")}
     assert len(states) == 7
     for slug, state in states.items():
         record = asdict(records[slug])
@@ -120,7 +119,7 @@ def test_every_sent_article_has_its_send_with_the_chat_url_of_its_sidecar(store,
 def test_the_quota_block_and_the_sends_of_the_day_are_what_quota_py_says(store, state_dir):
     entries = journal_entries(state_dir)
     now = entries[-1]["ts"]
-    until, reason = ChatQuota(state_dir / "quota.json").blocked_until(now)
+    until, _since, reason = ChatQuota(state_dir / "quota.json").read()
     block = store.quota_block(DEFAULT_ACCOUNT, now)
     assert (block.until, block.reason) == (until, reason)
     counts = store.send_counts(local_day_start(now), next_local_midnight(now))
@@ -132,12 +131,12 @@ def test_the_quota_block_and_the_sends_of_the_day_are_what_quota_py_says(store, 
     )
 
 
-def test_each_articles_last_event_is_the_journal_index_s(store, state_dir):
-    index = JournalIndex.beside(Journal(state_dir / "journal.jsonl")).refresh()
+def test_each_articles_last_event_is_its_last_journal_line(store, state_dir):
+    lines = {entry["slug"]: entry for entry in journal_entries(state_dir)}
     last = store.last_events()
-    assert set(last) == set(index.slugs)
+    assert set(last) == set(lines)
     for slug, event in last.items():
-        assert (event.event, event.ts) == (index.summary(slug).last_event, index.summary(slug).last_ts), slug
+        assert (event.event, event.ts) == (lines[slug]["event"], lines[slug]["ts"]), slug
 
 
 def test_a_second_import_adds_nothing(store, state_dir):

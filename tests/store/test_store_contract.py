@@ -364,3 +364,16 @@ def test_the_implementation_has_every_method_of_the_protocol_with_its_parameters
         assert method is not None, f"{type(implementation).__name__} lacks {name}"
         expected = list(inspect.signature(wanted).parameters)[1:]
         assert list(inspect.signature(method).parameters) == expected, name
+
+
+def test_last_event_names_are_the_last_events_names(store):
+    with store.step() as step:
+        step.append(Event("a", "sending", 1.0, fields={"engine": "qwen"}))
+        step.append(Event("b", "sent", 2.0, fields={"chat_url": "u"}))
+        step.append(Event("a", "poll", 3.0))
+    assert store.last_event_names() == {slug: e.event for slug, e in store.last_events().items()}
+    assert store.last_event_names() == {"a": "poll", "b": "sent"}
+    assert {slug: e.event for slug, e in store.last_events(("sent", "sending")).items()} == {
+        "a": "sending",
+        "b": "sent",
+    }

@@ -5,7 +5,6 @@ The clock is injected (generate and run_cycle take `clock=`); a jump is a test m
 
 from __future__ import annotations
 
-import json
 import time
 
 from fakes import answer
@@ -120,8 +119,8 @@ def test_a_quota_block_recorded_before_the_clock_went_back_lasts_its_own_hours(p
     now = ahead - 2 * DAY
     until, _reason = quota.blocked_until(now)
     assert until == now + 5 * 3600
-    saved = json.loads(quota.path.read_text())
-    assert saved["since"] == now and saved["blocked_until"] == until, "re-planned on disk"
+    saved = workspace.store.quota_block("default", now)
+    assert saved.since == now and saved.until == until, "re-planned in the store"
     assert quota.blocked_until(now + 5 * 3600) is None
 
 
@@ -148,7 +147,7 @@ def test_status_reads_a_quota_block_left_ahead_without_rewriting_it(project, wor
 
     ahead = time.time() + 2 * 86400
     workspace.chat_quota.block(ahead, 5 * 3600, "RateLimited")
-    before = workspace.chat_quota.path.read_bytes()
+    before = workspace.store.quota_blocks(0)
     status = collect(workspace)
     assert status.sends_stopped  # blocked for its own five hours from now...
-    assert workspace.chat_quota.path.read_bytes() == before  # ...and status, a reader, wrote nothing
+    assert workspace.store.quota_blocks(0) == before  # ...and status, a reader, wrote nothing

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import tomllib
 
 import pytest
@@ -355,11 +354,10 @@ def test_replay_of_an_article_that_is_not_dead_lettered_is_refused(project, work
         replay(workspace, "tea")
 
 
-def test_journal_lines_have_the_documented_fields(project, workspace, engines, chat):
+def test_journal_events_have_the_documented_fields(project, workspace, engines, chat):
     add_prompt(project, "tea")
     generate(workspace, "tea", engines)
-    lines = (project / "articles" / ".qwenpipe" / "journal.jsonl").read_text().splitlines()
-    sent = json.loads(lines[-1])
+    sent = list(workspace.journal.read())[-1]
     assert {"time", "ts", "slug", "event", "pid", "engine", "chat_url", "duration"} <= set(sent)
 
 
@@ -381,3 +379,25 @@ def test_a_busy_browser_is_in_progress_elsewhere_and_costs_nothing(project, work
     chat.enqueue_check(EngineBusy("busy again"))
     assert generate(workspace, "tea", engines).reason == "locked"
     assert (project / "articles" / "tea.md.url").read_text().strip() == url
+
+
+def test_a_store_held_by_another_process_is_in_progress_and_never_a_second_send(
+    project, workspace, engines, chat
+):
+    import sqlite3
+
+    add_prompt(project, "tea")
+    store = workspace.store
+    store._conn.execute("PRAGMA busy_timeout = 50")  # the 5 s of a real run, shortened
+    holder = sqlite3.connect(store.path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process's step, held
+    try:
+        outcome = generate(workspace, "tea", engines)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert outcome.status is Status.WORKING and outcome.reason == "store_busy", outcome
+    assert "another process holds the store" in outcome.message
+    assert [call for call in chat.history if call[0] == "send"] == []
+    assert generate(workspace, "tea", engines).status is Status.QUEUED
+    assert [call[0] for call in chat.history].count("send") == 1

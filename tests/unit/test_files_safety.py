@@ -105,13 +105,11 @@ def test_private_folders_are_0700_and_an_older_0755_is_tightened(tmp_path):
     assert mode(tmp_path / "articles") == 0o755, "the user's own folder is left as it is"
 
 
-def test_an_existing_0644_journal_becomes_0600_on_the_next_line(tmp_path):
+def test_the_store_that_holds_the_journal_is_0600(tmp_path):
     path = tmp_path / ".qwenpipe" / "journal.jsonl"
     path.parent.mkdir()
-    path.write_text("")
-    path.chmod(0o644)
     Journal(path).append("tea", "sending")
-    assert mode(path) == 0o600
+    assert mode(path.parent / "qwenpipe.db") == 0o600
 
 
 def test_atomic_write_is_private_unless_shared(tmp_path):
