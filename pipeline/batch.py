@@ -8,14 +8,16 @@ files are read only for unfinished articles.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import files
+from . import __version__, files
 from .article import ArticleFiles, ArticleState
 from .errors import SetupProblem, UsageProblem
 from .phases import Files, Phase, phase_of
 from .prompts import SLUG_RE, is_folder_notes, is_slug, load_prompt, name_problem
+from .store.protocol import PromptCheck
 
 
 @dataclass
@@ -23,6 +25,7 @@ class ArticleView:
     slug: str
     files: ArticleFiles
     prompt_mtime: float | None = None
+    prompt_stamp: str = ""  # what identifies this version of the prompt file (see PromptCheck)
     done: bool = False
     sent: bool = False
     sending: bool = False
@@ -106,7 +109,9 @@ def scan(prompts_dir: Path, articles_dir: Path, *, check_prompts: bool = True) -
                 item.problem = _problem(entry)
             continue
         item = view(entry.name[:-3])
-        item.prompt_mtime = entry.stat().st_mtime
+        info = entry.stat()
+        item.prompt_mtime = info.st_mtime
+        item.prompt_stamp = f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{__version__}"
         if not is_slug(item.slug):
             item.problem = name_problem(prompts_dir / entry.name)
     for entry in _entries(articles_dir):
@@ -133,11 +138,41 @@ def scan(prompts_dir: Path, articles_dir: Path, *, check_prompts: bool = True) -
                 else:
                     item.dead = True
                 break
+    found = sorted(views.values(), key=lambda v: (v.prompt_mtime or 0.0, v.slug))
     if check_prompts:
-        for item in views.values():
-            if item.prompt_mtime is not None and not (item.problem or item.done or item.dead):
-                item.check_prompt(prompts_dir)
-    return sorted(views.values(), key=lambda v: (v.prompt_mtime or 0.0, v.slug))
+        check_waiting_prompts(found, prompts_dir)
+    return found
+
+
+def check_waiting_prompts(
+    views: list[ArticleView], prompts_dir: Path, remembered: Mapping[str, PromptCheck] | None = None
+) -> list[PromptCheck]:
+    """Check the prompt of every article not finished (`problem` set where it could never be
+    sent). A prompt whose file is as a remembered check saw it is not read again; returns the
+    checks made now, for the caller to remember."""
+    remembered = remembered or {}
+    learned = []
+    for item in views:
+        if item.prompt_mtime is None or item.problem or item.done or item.dead:
+            continue
+        known = remembered.get(item.slug)
+        if known is not None and known.stamp == item.prompt_stamp and item.prompt_stamp:
+            item.problem = known.problem or None
+            continue
+        item.check_prompt(prompts_dir)
+        if item.prompt_stamp:
+            learned.append(PromptCheck(item.slug, item.prompt_stamp, item.problem or ""))
+    return learned
+
+
+def unsafe_entries(folder: Path, suffix: str) -> dict[str, str]:
+    """Slug -> problem for each entry NAME{suffix} of `folder` that is not a regular file (a
+    link, a FIFO, a folder), from one listing: no file is opened or followed."""
+    found = {}
+    for entry in _entries(folder):
+        if entry.name.endswith(suffix) and not entry.is_file(follow_symlinks=False):
+            found[entry.name[: -len(suffix)]] = _problem(entry)
+    return found
 
 
 def one(prompts_dir: Path, articles_dir: Path, slug: str) -> ArticleView:

@@ -12,16 +12,17 @@ from __future__ import annotations
 import fnmatch
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from . import batch, files
-from .article import STATE_DIR, ArticleState
+from .article import ArticleState
 from .errors import SetupProblem, UsageProblem
 from .phases import UNFINISHED, Limits, Phase, Record, phase_of
 from .quota import local_day_start
-from .store.protocol import SENT_EVENTS
+from .store.protocol import StoreBusy, Summary
 from .workspace import Workspace
 
 SCHEMA_VERSION = 1
@@ -31,7 +32,6 @@ SORTS = ("state", "age", "slug")
 
 # Events after which an article with hard failures is still "failed" (no newer progress).
 FAILURE_EVENTS = frozenset({"hard", "quota", "router_failed", "dead_letter"})
-ENGINE_EVENTS = ("sent", "recovered", "fallback", "done")  # the steps that say which engine wrote it
 
 CYCLE_RECORD = "last_cycle.json"
 CRON_PERIOD = 5 * 60  # the cron line the README suggests: a cycle every 5 minutes
@@ -233,11 +233,16 @@ def collect(
         last_cycle=LastCycle.read(workspace.state_dir / CYCLE_RECORD),
         login=LoginInfo.read(workspace.config.path("browser", "storage_state")),
     )
-    places, limits = Places(str(workspace.articles_dir)), status.limits
-    rows = [
-        build_row(view, histories.get(view.slug), now, limits, places)
-        for view in batch.scan(workspace.prompts_dir, workspace.articles_dir)
-    ]
+    # An old state file (imported into the store) that is a link or a FIFO stays its article's problem.
+    unsafe_states = batch.unsafe_entries(workspace.state_dir / "state", ".json")
+    places, limits = Places(str(workspace.articles_dir), unsafe_states), status.limits
+    views = batch.scan(workspace.prompts_dir, workspace.articles_dir, check_prompts=False)
+    learned = batch.check_waiting_prompts(
+        views, workspace.prompts_dir, store.prompt_checks() if store else None
+    )
+    if learned and store:
+        remember_prompt_checks(store, learned)
+    rows = [build_row(view, histories.get(view.slug), now, limits, places) for view in views]
     for row in rows:
         status.totals[row.state] += 1
     status.invalid = [row.last_error or row.slug for row in rows if row.state == Phase.INVALID]
@@ -257,31 +262,27 @@ def collect(
 
 @dataclass
 class History:
-    """What the store says about one article: its record, its last event, its last send."""
+    """What the store says about one article: its record and the summary of its steps."""
 
     record: ArticleState | None = None
-    last_event: str = ""
-    engine: str = ""  # engine of the last sent/recovered/fallback/done step
-    sent_ts: float = 0.0  # last "sent" or "recovered"
-    chat_url: str = ""
-    turns: int = 0  # the prompt's number of turns, from its "done" step (0: not said)
+    summary: Summary | None = None
 
     @classmethod
     def of_batch(cls, store) -> dict[str, History]:
-        found: dict[str, History] = {}
-        for slug, record in store.articles().items():
-            found[slug] = cls(record=ArticleState.from_record(record))
-        for slug, event in store.last_event_names().items():
-            found.setdefault(slug, cls()).last_event = event
-        for slug, event in store.last_events(SENT_EVENTS).items():
-            history = found.setdefault(slug, cls())
-            history.sent_ts, history.chat_url = event.ts, str(event.fields.get("chat_url") or "")
-        for slug, event in store.last_events(ENGINE_EVENTS).items():
-            history = found.setdefault(slug, cls())
-            history.engine = str(event.fields.get("engine") or "")
-            turns = event.fields.get("turns") if event.event == "done" else 0
-            history.turns = turns if isinstance(turns, int) and 0 < turns <= 1000 else 0
+        found = {slug: cls(record=ArticleState.from_record(r)) for slug, r in store.articles().items()}
+        for slug, summary in store.summaries().items():
+            found.setdefault(slug, cls()).summary = summary
         return found
+
+
+def remember_prompt_checks(store, learned: list) -> None:
+    """Keep the prompt checks made now, so that the next status reads only changed prompts. A
+    cache: a busy store skips it, never status."""
+    try:
+        with store.step() as step:
+            step.put_prompt_checks(learned)
+    except StoreBusy:
+        pass
 
 
 def build_row(
@@ -289,7 +290,8 @@ def build_row(
 ) -> Row:
     """One article's row. Done articles are described by the store alone (no file read)."""
     phase = view.phase
-    journal = history or History()
+    history = history or History()
+    journal = history.summary or Summary(view.slug)
     row = Row(slug=view.slug, state=Phase.DONE.value, path=places.md(view.slug))
     row.engine = journal.engine or None
     row.chat_url = journal.chat_url or None
@@ -301,9 +303,12 @@ def build_row(
         row.turns = journal.turns
     if phase is not Phase.DONE:
         try:
-            places.check_state(view.slug)
-            state = journal.record or ArticleState()
-            chat_url = places.chat_url(view.slug) if phase is Phase.GENERATING else None
+            if view.slug in places.unsafe_states:
+                raise SetupProblem(places.unsafe_states[view.slug])
+            state = history.record or ArticleState()
+            chat_url = None
+            if phase is Phase.GENERATING:
+                chat_url = journal.chat_url or places.chat_url(view.slug)
         except SetupProblem as problem:  # this article's problem alone: the rest are listed
             row.state, row.last_error = Phase.INVALID.value, str(problem)
             return row
@@ -327,6 +332,7 @@ class Places:
     joins cost more than the reads themselves."""
 
     articles: str
+    unsafe_states: Mapping[str, str]  # slug -> problem: old state files that are links or FIFOs
 
     def md(self, slug: str) -> str:
         return f"{self.articles}/{slug}.md"
@@ -338,10 +344,6 @@ class Places:
                 return first_line(handle.read(4096).decode("utf-8", errors="replace")) or None
         except OSError:
             return None
-
-    def check_state(self, slug: str) -> None:
-        """UnsafeFile when the old state file (imported into the store) is a link or a FIFO."""
-        files.is_regular(f"{self.articles}/{STATE_DIR}/state/{slug}.json")
 
 
 def state_of(

@@ -30,6 +30,7 @@ from ..errors import SetupProblem
 DEFAULT_ACCOUNT = "default"  # the one account of a setup without [accounts.*] tables
 SEND_EVENT = "sending"  # the step before a click: what the daily send counts count
 SENT_EVENTS = ("sent", "recovered")  # the steps that learned a chat URL
+ENGINE_EVENTS = ("sent", "recovered", "fallback", "done")  # the steps that say which engine wrote it
 UNSENT_EVENT = "unsent"  # the engine proved a send never reached the site: it takes one back
 
 
@@ -161,6 +162,30 @@ class ArticleRecord:
     intent: Intent | None = None
 
 
+@dataclass
+class Summary:
+    """What status needs of an article's history, kept up to date by every `append` (the
+    store's own index: status reads one row per article, never the events)."""
+
+    slug: str
+    last_event: str = ""  # the article's last step
+    sent_ts: float = 0.0  # its last SENT_EVENTS step
+    chat_url: str = ""  # the chat URL that step named
+    engine: str = ""  # the engine of its last ENGINE_EVENTS step
+    turns: int = 0  # the turns its last ENGINE_EVENTS step said, when that was a "done" (else 0)
+
+
+@dataclass(frozen=True)
+class PromptCheck:
+    """Whether a prompt file could be sent, as last read: valid while `stamp` (its size, its
+    mtime and the code that judged it) is unchanged. Status reads 10,000 waiting prompts
+    in the time of a few hundred this way."""
+
+    slug: str
+    stamp: str
+    problem: str = ""  # empty: the prompt loads
+
+
 @dataclass(frozen=True)
 class QuotaBlock:
     """The site said an account's daily quota is spent: no sends from it until `until`."""
@@ -226,6 +251,9 @@ class Step(Protocol):
     def check_lease(self, slug: str, owner: str, now: float) -> None:
         """LeaseLost unless `owner` holds the article's lease at `now` (checked inside this step)."""
 
+    def put_prompt_checks(self, checks: list[PromptCheck]) -> None:
+        """Remember prompt checks (replacing the earlier ones of the same slugs)."""
+
     def claim_meta(self, key: str, value: str) -> bool:
         """Write a named value once: False (nothing written) when `key` is already there. Lets two
         processes race to do a one-time job (the legacy import) and only one do it."""
@@ -241,8 +269,11 @@ class Store(Protocol):
     def last_events(self, kinds: tuple[str, ...] = ()) -> dict[str, Event]:
         """Each slug's newest event; with `kinds`, its newest among those events."""
 
-    def last_event_names(self) -> dict[str, str]:
-        """Each slug's newest event's name (what `status` needs of it, without its fields)."""
+    def summaries(self) -> dict[str, Summary]:
+        """Every article's Summary (articles without events have none)."""
+
+    def prompt_checks(self) -> dict[str, PromptCheck]:
+        """The remembered prompt checks, by slug."""
 
     def article(self, slug: str) -> ArticleRecord | None:
         """The article's record, None when the store knows nothing of it."""

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import sqlite3
 
-from .protocol import StoreError
+from .protocol import ENGINE_EVENTS, SENT_EVENTS, StoreError
+
+
+def _listed(names: tuple[str, ...]) -> str:
+    return ", ".join(f"'{name}'" for name in names)
+
 
 MIGRATIONS: tuple[str, ...] = (
     # 0 -> 1: the first store.
@@ -61,6 +66,31 @@ MIGRATIONS: tuple[str, ...] = (
         reason TEXT NOT NULL DEFAULT ''
     );
     CREATE TABLE leases (slug TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL);
+    """,
+    # 1 -> 2: one summary row per article (kept by every append), remembered prompt checks.
+    f"""
+    CREATE TABLE summaries (
+        slug TEXT PRIMARY KEY,
+        last_event TEXT NOT NULL DEFAULT '',
+        sent_ts REAL NOT NULL DEFAULT 0,
+        chat_url TEXT NOT NULL DEFAULT '',
+        engine TEXT NOT NULL DEFAULT '',
+        turns INTEGER NOT NULL DEFAULT 0
+    );
+    INSERT INTO summaries (slug, last_event)
+        SELECT slug, event FROM events WHERE seq IN (SELECT max(seq) FROM events GROUP BY slug);
+    UPDATE summaries SET (sent_ts, chat_url) = (
+        SELECT ts, coalesce(json_extract(fields, '$.chat_url'), '') FROM events
+        WHERE events.slug = summaries.slug AND event IN ({_listed(SENT_EVENTS)}) ORDER BY seq DESC LIMIT 1
+    ) WHERE slug IN (SELECT slug FROM events WHERE event IN ({_listed(SENT_EVENTS)}));
+    UPDATE summaries SET (engine, turns) = (
+        SELECT coalesce(json_extract(fields, '$.engine'), ''),
+            CASE WHEN event = 'done' AND json_type(fields, '$.turns') = 'integer'
+                THEN json_extract(fields, '$.turns') ELSE 0 END
+        FROM events
+        WHERE events.slug = summaries.slug AND event IN ({_listed(ENGINE_EVENTS)}) ORDER BY seq DESC LIMIT 1
+    ) WHERE slug IN (SELECT slug FROM events WHERE event IN ({_listed(ENGINE_EVENTS)}));
+    CREATE TABLE prompt_checks (slug TEXT PRIMARY KEY, stamp TEXT NOT NULL, problem TEXT NOT NULL);
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

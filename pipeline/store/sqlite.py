@@ -19,7 +19,9 @@ from pathlib import Path
 
 from . import dbfile, schema
 from .protocol import (
+    ENGINE_EVENTS,
     SEND_EVENT,
+    SENT_EVENTS,
     UNSENT_EVENT,
     AlreadySent,
     ArticleRecord,
@@ -27,11 +29,13 @@ from .protocol import (
     Intent,
     Lease,
     LeaseLost,
+    PromptCheck,
     QuotaBlock,
     Send,
     SendCounts,
     StoreBusy,
     StoreError,
+    Summary,
     dumps,
 )
 
@@ -126,12 +130,14 @@ class SQLiteStore:
         )
         return {row[2]: _event(row) for row in rows}
 
-    def last_event_names(self) -> dict[str, str]:
-        return dict(
-            self._rows(
-                "SELECT slug, event FROM events WHERE seq IN (SELECT max(seq) FROM events GROUP BY slug)"
-            )
-        )
+    def summaries(self) -> dict[str, Summary]:
+        rows = self._rows("SELECT slug, last_event, sent_ts, chat_url, engine, turns FROM summaries")
+        return {row[0]: Summary(*row) for row in rows}
+
+    def prompt_checks(self) -> dict[str, PromptCheck]:
+        return {
+            row[0]: PromptCheck(*row) for row in self._rows("SELECT slug, stamp, problem FROM prompt_checks")
+        }
 
     def article(self, slug: str) -> ArticleRecord | None:
         with self._lock:
@@ -242,7 +248,37 @@ class SQLiteStep:
             "INSERT INTO events (ts, slug, event, pid, account, fields) VALUES (?, ?, ?, ?, ?, ?)",
             (event.ts, event.slug, event.event, event.pid, event.account, dumps(dict(event.fields))),
         )
+        self._summarize(event)
         return int(cursor.lastrowid or 0)
+
+    def _summarize(self, event: Event) -> None:
+        """The article's summary row, in the same transaction as its event."""
+        execute, slug = self._conn.execute, event.slug
+        execute(
+            "INSERT INTO summaries (slug, last_event) VALUES (?, ?) "
+            "ON CONFLICT (slug) DO UPDATE SET last_event = excluded.last_event",
+            (slug, event.event),
+        )
+        if event.event in SENT_EVENTS:
+            url = event.fields.get("chat_url")
+            execute(
+                "UPDATE summaries SET sent_ts = ?, chat_url = ? WHERE slug = ?",
+                (event.ts, url if isinstance(url, str) else "", slug),
+            )
+        if event.event in ENGINE_EVENTS:
+            engine, turns = event.fields.get("engine"), event.fields.get("turns")
+            if event.event != "done" or not isinstance(turns, int) or isinstance(turns, bool):
+                turns = 0
+            execute(
+                "UPDATE summaries SET engine = ?, turns = ? WHERE slug = ?",
+                (engine if isinstance(engine, str) else "", turns, slug),
+            )
+
+    def put_prompt_checks(self, checks: list[PromptCheck]) -> None:
+        self._conn.executemany(
+            "INSERT OR REPLACE INTO prompt_checks (slug, stamp, problem) VALUES (?, ?, ?)",
+            [astuple(check) for check in checks],
+        )
 
     def article(self, slug: str) -> ArticleRecord | None:
         return _read_article(self._conn, slug)

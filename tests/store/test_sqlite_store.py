@@ -10,7 +10,7 @@ import pytest
 
 from pipeline.store import schema
 from pipeline.store.dbfile import DB_NAME
-from pipeline.store.protocol import Event, StoreBusy, StoreError
+from pipeline.store.protocol import Event, StoreBusy, StoreError, Summary
 from pipeline.store.sqlite import SQLiteStore
 
 
@@ -127,3 +127,28 @@ def test_a_store_folder_that_cannot_be_made_gets_a_clear_error(tmp_path):
     (tmp_path / "articles").write_text("a file where the folder should be")
     with pytest.raises(StoreError, match="cannot make the store's folder"):
         SQLiteStore.open(tmp_path / "articles" / ".qwenpipe")
+
+
+def test_a_first_version_store_gains_the_summaries_of_its_events(tmp_path):
+    """Migration 1 -> 2 builds each article's summary from the events already there."""
+    conn = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+    conn.execute("BEGIN")
+    for statement in schema.statements(schema.MIGRATIONS[0]):
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute("COMMIT")
+    rows = [
+        (1.0, "a", "sending", '{"engine": "qwen"}'),
+        (2.0, "a", "sent", '{"engine": "qwen", "chat_url": "u-a"}'),
+        (3.0, "b", "done", '{"engine": "router", "turns": 2}'),
+        (4.0, "a", "poll", "{}"),
+        (5.0, "c", "done", '{"engine": "qwen", "turns": "two"}'),
+    ]
+    conn.executemany("INSERT INTO events (ts, slug, event, fields) VALUES (?, ?, ?, ?)", rows)
+    conn.close()
+    with SQLiteStore(tmp_path / "x.db") as store:
+        assert store.summaries() == {
+            "a": Summary("a", last_event="poll", sent_ts=2.0, chat_url="u-a", engine="qwen"),
+            "b": Summary("b", last_event="done", engine="router", turns=2),
+            "c": Summary("c", last_event="done", engine="qwen", turns=0),
+        }

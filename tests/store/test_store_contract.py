@@ -22,10 +22,12 @@ from pipeline.store.protocol import (
     Event,
     Intent,
     LeaseLost,
+    PromptCheck,
     QuotaBlock,
     Step,
     Store,
     StoreError,
+    Summary,
 )
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -366,14 +368,37 @@ def test_the_implementation_has_every_method_of_the_protocol_with_its_parameters
         assert list(inspect.signature(method).parameters) == expected, name
 
 
-def test_last_event_names_are_the_last_events_names(store):
+def test_summaries_follow_every_append_as_the_events_say(store):
     with store.step() as step:
         step.append(Event("a", "sending", 1.0, fields={"engine": "qwen"}))
-        step.append(Event("b", "sent", 2.0, fields={"chat_url": "u"}))
-        step.append(Event("a", "poll", 3.0))
-    assert store.last_event_names() == {slug: e.event for slug, e in store.last_events().items()}
-    assert store.last_event_names() == {"a": "poll", "b": "sent"}
-    assert {slug: e.event for slug, e in store.last_events(("sent", "sending")).items()} == {
-        "a": "sending",
-        "b": "sent",
+        step.append(Event("b", "sent", 2.0, fields={"chat_url": "u-b", "engine": "qwen"}))
+        step.append(Event("a", "sent", 3.0, fields={"chat_url": "u-a", "engine": "qwen"}))
+        step.append(Event("a", "poll", 4.0))
+        step.append(Event("b", "done", 5.0, fields={"engine": "qwen", "turns": 3}))
+        step.append(Event("c", "fallback", 6.0, fields={"engine": "router"}))
+    got = store.summaries()
+    assert got["a"] == Summary("a", last_event="poll", sent_ts=3.0, chat_url="u-a", engine="qwen", turns=0)
+    assert got["b"] == Summary("b", last_event="done", sent_ts=2.0, chat_url="u-b", engine="qwen", turns=3)
+    assert got["c"] == Summary("c", last_event="fallback", engine="router")
+    assert {slug: s.last_event for slug, s in got.items()} == {
+        slug: e.event for slug, e in store.last_events().items()
+    }
+
+
+def test_summaries_of_a_step_cut_off_are_not_written(store):
+    with pytest.raises(RuntimeError), store.step() as step:
+        step.append(Event("a", "sent", 1.0, fields={"chat_url": "u"}))
+        raise RuntimeError("killed")
+    assert store.summaries() == {}
+
+
+def test_prompt_checks_are_remembered_and_replaced(store):
+    assert store.prompt_checks() == {}
+    with store.step() as step:
+        step.put_prompt_checks([PromptCheck("a", "1:2:3", ""), PromptCheck("b", "4:5:6", "b.md: empty")])
+    with store.step() as step:
+        step.put_prompt_checks([PromptCheck("a", "7:8:9", "a.md: not UTF-8")])
+    assert store.prompt_checks() == {
+        "a": PromptCheck("a", "7:8:9", "a.md: not UTF-8"),
+        "b": PromptCheck("b", "4:5:6", "b.md: empty"),
     }
