@@ -415,3 +415,28 @@ def test_status_does_not_create_files_in_an_empty_project(project):
     ws = make_workspace(project)
     collect(ws)
     assert not (project / "articles" / ".qwenpipe").exists()
+
+
+def test_a_prompt_is_judged_again_whenever_its_file_changes(project, monkeypatch):
+    """Status remembers which waiting prompts load (a cache of 10,000 reads): an edit, a fix or
+    a replacement of the file is seen at once, and an unchanged prompt is not read again."""
+    ws = make_workspace(project)
+    ws.journal.append("*", "cycle_start")  # the store exists, as after any run
+    add_prompt(project, "tea", "Write about tea.")
+    add_prompt(project, "coffee", "")
+    assert {r.slug: r.state for r in collect(ws).rows} == {"tea": "pending", "coffee": "invalid"}
+    assert set(ws.store.prompt_checks()) == {"tea", "coffee"}
+
+    (project / "prompts" / "coffee.md").write_text("Write about coffee, at last.", encoding="utf-8")
+    (project / "prompts" / "tea.md").write_bytes(b"\xff\xfe not UTF-8")
+    rows = {r.slug: r for r in collect(ws).rows}
+    assert rows["coffee"].state == "pending"
+    assert rows["tea"].state == "invalid" and "UTF-8" in rows["tea"].last_error
+
+    import pipeline.batch
+
+    loaded = []
+    original = pipeline.batch.load_prompt
+    monkeypatch.setattr(pipeline.batch, "load_prompt", lambda *a: loaded.append(a) or original(*a))
+    assert {r.slug: r.state for r in collect(ws).rows} == {"tea": "invalid", "coffee": "pending"}
+    assert loaded == []  # nothing changed: nothing read
