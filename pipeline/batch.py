@@ -34,6 +34,7 @@ class ArticleView:
     problem: str | None = None  # why the prompt is invalid (the message names the file and the fix)
     file_problem: str | None = None  # one of its own files is unsafe: wins even over "done"
     _state: ArticleState | None = field(default=None, repr=False)
+    _state_problem: str = field(default="", repr=False)  # its old state file is a link or a FIFO
 
     @property
     def seen(self) -> Files:
@@ -55,6 +56,9 @@ class ArticleView:
 
     @property
     def state(self) -> ArticleState:
+        if self._state_problem:  # this article alone is invalid; asked only of one not settled
+            self.file_problem = self.file_problem or self._state_problem
+            self._state_problem, self._state = "", ArticleState()
         if self._state is None:
             try:
                 self._state = ArticleState.load(self.files.state)
@@ -163,6 +167,19 @@ def check_waiting_prompts(
         if item.prompt_stamp:
             learned.append(PromptCheck(item.slug, item.prompt_stamp, item.problem or ""))
     return learned
+
+
+def attach_records(views: list[ArticleView], state_dir: Path, store) -> None:
+    """Give every view its record from one read of the store (`store` None: a project that
+    never ran), instead of one query per article when its `state` is asked for. An old state
+    file (state/SLUG.json, imported into the store) that is a link or a FIFO stays that
+    article's problem, found from one listing of the folder."""
+    unsafe = unsafe_entries(state_dir / "state", ".json")
+    records = store.articles() if store is not None else {}
+    for view in views:
+        record = records.get(view.slug)
+        view._state = ArticleState.from_record(record) if record is not None else ArticleState()
+        view._state_problem = unsafe.get(view.slug, "")
 
 
 def unsafe_entries(folder: Path, suffix: str) -> dict[str, str]:

@@ -28,7 +28,7 @@ from queue import Empty, SimpleQueue
 
 from . import files
 from .article import ArticleState, make_private
-from .batch import ArticleView, scan
+from .batch import ArticleView, attach_records, scan
 from .contract import Status, generate
 from .engines.base import ChatEngine
 from .errors import SetupProblem, UsageProblem
@@ -133,6 +133,7 @@ def run_cycle(
         )
         workspace.journal.append("*", "cycle_start")
         views = scan(workspace.prompts_dir, workspace.articles_dir, check_prompts=False)
+        attach_records(views, workspace.state_dir, workspace.store)
         polls, sends = plan(workspace, views, report, clock())
         for problem in report.problems:
             say(problem)

@@ -12,14 +12,13 @@ from __future__ import annotations
 import fnmatch
 import json
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from . import batch, files
 from .article import ArticleState
-from .errors import SetupProblem, UsageProblem
+from .errors import UsageProblem
 from .phases import UNFINISHED, Limits, Phase, Record, phase_of
 from .quota import local_day_start
 from .store.protocol import StoreBusy, Summary
@@ -218,7 +217,7 @@ def collect(
     files.check_folder(workspace.state_dir / "state")  # read nothing through a link of .qwenpipe
     # A project that never ran has no store: status, a reader, does not create one.
     store = workspace.store if workspace.state_dir.exists() else None
-    histories = History.of_batch(store) if store else {}
+    summaries = store.summaries() if store else {}
     blocked = workspace.chat_quota.blocked_until(now, replan=False) if store else None  # never writes
     status = BatchStatus(
         now=now,
@@ -233,16 +232,15 @@ def collect(
         last_cycle=LastCycle.read(workspace.state_dir / CYCLE_RECORD),
         login=LoginInfo.read(workspace.config.path("browser", "storage_state")),
     )
-    # An old state file (imported into the store) that is a link or a FIFO stays its article's problem.
-    unsafe_states = batch.unsafe_entries(workspace.state_dir / "state", ".json")
-    places, limits = Places(str(workspace.articles_dir), unsafe_states), status.limits
+    places, limits = Places(str(workspace.articles_dir)), status.limits
     views = batch.scan(workspace.prompts_dir, workspace.articles_dir, check_prompts=False)
+    batch.attach_records(views, workspace.state_dir, store)
     learned = batch.check_waiting_prompts(
         views, workspace.prompts_dir, store.prompt_checks() if store else None
     )
     if learned and store:
         remember_prompt_checks(store, learned)
-    rows = [build_row(view, histories.get(view.slug), now, limits, places) for view in views]
+    rows = [build_row(view, summaries.get(view.slug), now, limits, places) for view in views]
     for row in rows:
         status.totals[row.state] += 1
     status.invalid = [row.last_error or row.slug for row in rows if row.state == Phase.INVALID]
@@ -260,21 +258,6 @@ def collect(
     return status
 
 
-@dataclass
-class History:
-    """What the store says about one article: its record and the summary of its steps."""
-
-    record: ArticleState | None = None
-    summary: Summary | None = None
-
-    @classmethod
-    def of_batch(cls, store) -> dict[str, History]:
-        found = {slug: cls(record=ArticleState.from_record(r)) for slug, r in store.articles().items()}
-        for slug, summary in store.summaries().items():
-            found.setdefault(slug, cls()).summary = summary
-        return found
-
-
 def remember_prompt_checks(store, learned: list) -> None:
     """Keep the prompt checks made now, so that the next status reads only changed prompts. A
     cache: a busy store skips it, never status."""
@@ -286,12 +269,11 @@ def remember_prompt_checks(store, learned: list) -> None:
 
 
 def build_row(
-    view: batch.ArticleView, history: History | None, now: float, limits: Limits, places: Places
+    view: batch.ArticleView, summary: Summary | None, now: float, limits: Limits, places: Places
 ) -> Row:
     """One article's row. Done articles are described by the store alone (no file read)."""
     phase = view.phase
-    history = history or History()
-    journal = history.summary or Summary(view.slug)
+    journal = summary or Summary(view.slug)
     row = Row(slug=view.slug, state=Phase.DONE.value, path=places.md(view.slug))
     row.engine = journal.engine or None
     row.chat_url = journal.chat_url or None
@@ -302,16 +284,13 @@ def build_row(
     if journal.turns > 1:  # a done multi-turn article: its "done" step says how many
         row.turns = journal.turns
     if phase is not Phase.DONE:
-        try:
-            if view.slug in places.unsafe_states:
-                raise SetupProblem(places.unsafe_states[view.slug])
-            state = history.record or ArticleState()
-            chat_url = None
-            if phase is Phase.GENERATING:
-                chat_url = journal.chat_url or places.chat_url(view.slug)
-        except SetupProblem as problem:  # this article's problem alone: the rest are listed
-            row.state, row.last_error = Phase.INVALID.value, str(problem)
+        state = view.state
+        if view.file_problem:  # its old state file is a link or a FIFO: its problem alone
+            row.state, row.last_error = Phase.INVALID.value, view.file_problem
             return row
+        chat_url = None
+        if phase is Phase.GENERATING:
+            chat_url = journal.chat_url or places.chat_url(view.slug)
         row.engine = state.engine or row.engine
         row.attempts, row.hard_failures = state.attempts, state.hard_failures
         row.last_error = first_line(state.last_error) or None
@@ -332,7 +311,6 @@ class Places:
     joins cost more than the reads themselves."""
 
     articles: str
-    unsafe_states: Mapping[str, str]  # slug -> problem: old state files that are links or FIFOs
 
     def md(self, slug: str) -> str:
         return f"{self.articles}/{slug}.md"
