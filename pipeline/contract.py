@@ -281,7 +281,7 @@ class Step:
             "account": ACCOUNT,
         }
         files.atomic_write(self.article.sending, json.dumps(marker) + "\n")
-        self.log("sending", engine="qwen", attempt=self.state.attempts + 1)
+        self.log("sending", engine="qwen", attempt=self.state.attempts + 1, prompt_sha256=self.prompt.sha256)
         self.say(f"{self.slug}: sending the prompt to the chat")
         started = time.monotonic()
         crashpoint("before_send")
