@@ -15,6 +15,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .. import files
 from ..article import ArticleState
 from ..errors import SetupProblem
 from ..journal import read_lines
@@ -116,10 +117,10 @@ def _markers(articles_dir: Path) -> dict[str, Intent]:
     found = {}
     for path in sorted(articles_dir.glob("*.md.sending")):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(files.read_bytes(path))  # a link or a FIFO is refused, never followed
             if not isinstance(data, dict):
                 raise ValueError("not an object")
-        except (OSError, ValueError):
+        except (OSError, ValueError, SetupProblem):
             data = {}  # the marker's presence is what counts; its details may be lost
         when = data.get("time")
         pid = data.get("pid")

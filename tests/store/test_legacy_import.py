@@ -5,6 +5,7 @@ story as today's readers of the same files, once, all or nothing, and leaves the
 from __future__ import annotations
 
 import multiprocessing
+import os
 import shutil
 from dataclasses import asdict
 from pathlib import Path
@@ -247,3 +248,19 @@ def test_each_article_has_what_status_showed_before_the_upgrade(store):
         assert ((sends[0].chat_url if sends else "") or None) == row["chat_url"], row["slug"]
         assert (record.attempts, record.hard_failures) == (row["attempts"], row["hard_failures"]), row["slug"]
         assert (record.intent is not None) == (row["state"] == "sending"), row["slug"]
+
+
+@pytest.mark.timeout(30)
+def test_a_fifo_or_a_link_at_an_old_intent_marker_is_never_opened_by_the_import(tmp_path):
+    """The marker's presence still counts as an open intent; its contents are not read through
+    a FIFO (that would hang) or a link (that would read another file)."""
+    articles = tmp_path / "articles"
+    (articles / ".qwenpipe").mkdir(parents=True)
+    os.mkfifo(articles / "tea.md.sending")
+    secret = tmp_path / "elsewhere.json"
+    secret.write_text('{"time": 5, "pid": 7, "prompt_sha256": "not-this-one"}')
+    (articles / "coffee.md.sending").symlink_to(secret)
+    with open_store(articles / ".qwenpipe") as store:
+        intents = {slug: record.intent for slug, record in store.articles().items()}
+    assert set(intents) == {"tea", "coffee"}
+    assert intents["coffee"].prompt_sha256 == "" and intents["coffee"].pid == 0
