@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from .engines.qwen.browser import (
     state_tokens,
     token_expiry,
 )
+from .engines.qwen.display import NoDisplay, has_display
 from .engines.qwen.login import read_login_state, read_settled_login_state, site_origin
 from .errors import SetupProblem, UsageProblem
 from .files import atomic_write, read_bytes
@@ -42,10 +42,6 @@ POLL_SECONDS = 0.5
 
 class LoginFailed(Exception):
     """The login could not be completed or checked (exit 1); the message says what to do."""
-
-
-class NoDisplay(UsageProblem):
-    """A visible browser was needed and there is no screen (exit 2): the message says the ways."""
 
 
 @dataclass
@@ -71,15 +67,6 @@ def headless_requested(env: Mapping[str, str] | None = None) -> bool:
     return (os.environ if env is None else env).get(HEADLESS_ENV, "") not in ("", "0")
 
 
-def has_display(env: Mapping[str, str] | None = None, platform: str | None = None) -> bool:
-    """Whether a visible browser can open: always on macOS and Windows, on Linux with X or Wayland."""
-    env = os.environ if env is None else env
-    platform = sys.platform if platform is None else platform
-    if not platform.startswith("linux") and "bsd" not in platform:
-        return True
-    return bool(env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"))
-
-
 def no_display_help(config: Config) -> str:
     """The three ways to log in on a machine without a screen, with this config's exact names."""
     where = config.describe()
@@ -92,8 +79,8 @@ def no_display_help(config: Config) -> str:
         "  2. attach to a Chrome you run and are signed in to: start it with "
         "--remote-debugging-port=9222, then `qwenpipe --cdp http://127.0.0.1:9222 login` "
         "(or set browser.cdp_url);\n"
-        "  3. run under a virtual screen with browser.headless = false: "
-        "`xvfb-run -a qwenpipe login` (apt-get install xvfb), signing in through a VNC view of it."
+        "  3. run under a virtual screen: `xvfb-run -a qwenpipe login` (apt-get install -y xvfb), "
+        'signing in through a VNC view of it (browser.display = "xvfb" starts one for the login too).'
     )
 
 
@@ -182,7 +169,8 @@ def run_login(
     attached = bool(browser.get("cdp_url"))
     if not attached:
         headless = headless_requested()
-        if not headless and not has_display():
+        # A person signs in by hand, so only a forced Xvfb (watched over VNC) stands in for a screen.
+        if not headless and not has_display() and browser.get("display") != "xvfb":
             raise NoDisplay(no_display_help(config))
         browser["headless"] = headless
     path = state_path(config)
