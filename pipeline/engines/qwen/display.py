@@ -51,8 +51,8 @@ def has_display(env: Mapping[str, str] | None = None, platform: str | None = Non
 
 
 def find_xvfb() -> str | None:
-    """Where Xvfb is (Debian's `xvfb` package puts it in /usr/bin), or None."""
-    return shutil.which(XVFB_NAME) or ("/usr/bin/Xvfb" if os.access("/usr/bin/Xvfb", os.X_OK) else None)
+    """Where Xvfb is on PATH (Debian's `xvfb` package puts it in /usr/bin, on cron's PATH), or None."""
+    return shutil.which(XVFB_NAME)
 
 
 @dataclass(frozen=True)
