@@ -80,8 +80,9 @@ def no_display_help(config: Config) -> str:
         "  2. attach to a Chrome you run and are signed in to: start it with "
         "--remote-debugging-port=9222, then `qwenpipe --cdp http://127.0.0.1:9222 login` "
         "(or set browser.cdp_url);\n"
-        "  3. run under a virtual screen: `xvfb-run -a qwenpipe login` (apt-get install -y xvfb), "
-        'signing in through a VNC view of it (browser.display = "xvfb" starts one for the login too).'
+        "  3. run under a virtual screen with browser.headless = false: "
+        "`xvfb-run -a qwenpipe login` (apt-get install -y xvfb), signing in through a VNC view of it "
+        '(or set browser.display = "xvfb": qwenpipe starts the Xvfb itself).'
     )
 
 
