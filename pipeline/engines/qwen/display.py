@@ -107,7 +107,10 @@ def no_display_message(plan: DisplayPlan) -> str:
 
 
 def _die_with_parent() -> None:
-    """Runs in the child before exec: the kernel sends it SIGTERM when qwenpipe dies."""
+    """Runs in the child before exec: the kernel sends it SIGTERM when qwenpipe dies.
+
+    Strictly, when the thread that started it ends: a browser session is started and closed by
+    one thread (its Playwright objects belong to that thread anyway), so that is the same here."""
     _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
