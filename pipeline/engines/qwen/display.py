@@ -83,11 +83,9 @@ def plan_display(
     if screen and mode != "xvfb":
         return DisplayPlan(mode, "screen", "headed, on this session's screen (DISPLAY)", xvfb)
     if mode == "none":
-        return DisplayPlan(mode, "missing", 'headed, no screen, and browser.display = "none"', xvfb)
+        return DisplayPlan(mode, "missing", "headed, no screen (no DISPLAY), no Xvfb allowed", xvfb)
     if xvfb is None:
-        return DisplayPlan(
-            mode, "missing", f'headed, no screen, browser.display = "{mode}", and Xvfb is not installed', xvfb
-        )
+        return DisplayPlan(mode, "missing", "headed, no screen (no DISPLAY), and no Xvfb to start", xvfb)
     return DisplayPlan(mode, "xvfb", f"headed, on an Xvfb started for the run ({xvfb})", xvfb)
 
 
