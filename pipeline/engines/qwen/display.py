@@ -110,6 +110,11 @@ def _die_with_parent() -> None:
     Strictly, when the thread that started it ends: a browser session is started and closed by
     one thread (its Playwright objects belong to that thread anyway), so that is the same here."""
     _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != _PARENT[0]:  # qwenpipe died between the fork and the prctl
+        os._exit(1)
+
+
+_PARENT = [0]  # set just before each start: the pid the child must outlive
 
 
 # Looked up before any fork: the child must not load libraries between fork and exec.
@@ -137,6 +142,7 @@ class VirtualDisplay:
         """
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as Xvfb; closed in stop()
         read_end, write_end = os.pipe()
+        _PARENT[0] = os.getpid()
         command = [self.executable, "-displayfd", str(write_end), "-screen", "0", SCREEN, "-nolisten", "tcp"]
         try:
             self.process = subprocess.Popen(
