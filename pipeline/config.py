@@ -91,6 +91,12 @@ def _language(value: str) -> str | None:
     return None if value in ("", *LANGUAGES) else f"must be empty (any) or one of {', '.join(LANGUAGES)}"
 
 
+def _display_mode(value: str) -> str | None:
+    from .engines.qwen.display import MODES
+
+    return None if value in MODES else f"must be one of {', '.join(map(repr, MODES))}"
+
+
 def _string_list(value: list) -> str | None:
     return (
         None if all(isinstance(v, str) and v.strip() for v in value) else "entries must be non-empty strings"
@@ -144,6 +150,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
     "browser": {
         "executable": Key(str, "", None, "empty = auto: Playwright's Chromium, else chromium/google-chrome"),
         "headless": Key(bool, True, None, "false for a visible browser (desktop or Xvfb)"),
+        "display": Key(str, "auto", _display_mode, "headed without a screen: auto/xvfb start Xvfb"),
         "profile_dir": Key(str, ".qwenpipe/profile", _not_empty, "persistent browser profile (the login)"),
         "storage_state": Key(str, ".qwenpipe/state.json", _not_empty, "saved login (mode 0600)"),
         "cdp_url": Key(str, "", _ws_or_http_url_or_empty, "attach to a running Chrome instead of launching"),
@@ -173,6 +180,14 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "strip_title": Key(bool, False, None, "drop the first heading from the body when it is the title"),
         "answer_turn": Key(
             int, 0, _between(0, 1000), "multi-turn prompts: the turn whose answer is the article (0 = last)"
+        ),
+    },
+    "login": {
+        "refresh_hours": Key(
+            (int, float),
+            24,
+            _between(0, 24 * 365),
+            "save the site's renewed login when the saved one ends within this (0 = never)",
         ),
     },
     "notify": {

@@ -123,6 +123,7 @@ def run_doctor(
         chromium = None
     try:
         executable = check_browser_found(report, config, chromium)
+        check_display(report, config)
         check_profile(report, config, now)
         step("chat page")
         check_chat(report, config, executable, attached)
@@ -180,6 +181,23 @@ def check_browser_found(
     detail = f"{description}: {version}" if version else description
     report.add("browser", OK, detail, path=path, version=version)
     return path, description
+
+
+def check_display(report: Report, config: Config) -> None:
+    """Which screen a run's browser will use (browser.display), and whether Xvfb is installed."""
+    from .engines.qwen.display import XVFB_INSTALL, no_display_message, plan_display
+
+    plan = plan_display(config.browser)
+    installed = f"Xvfb installed ({plan.xvfb})" if plan.xvfb else f"Xvfb not installed (`{XVFB_INSTALL}`)"
+    detail = f'browser.display = "{plan.mode}": {plan.detail}; {installed}'
+    extra = {"mode": plan.mode, "use": plan.use, "xvfb": plan.xvfb}
+    if plan.use == "missing":
+        report.add("display", FAIL, detail, no_display_message(plan), **extra)
+    elif plan.xvfb is None and plan.mode != "none":
+        fix = f"`{XVFB_INSTALL}` so that a headed run (browser.headless = false) works without a screen"
+        report.add("display", OK, detail, fix, **extra)
+    else:
+        report.add("display", OK, detail, **extra)
 
 
 def browser_version(path: str) -> str | None:
@@ -289,6 +307,7 @@ def check_chat(report: Report, config: Config, executable: Any, attached: bool) 
 
     from .engines.base import EngineError
     from .engines.qwen.selectors import SelectorError, merge_overrides
+    from .errors import UsageProblem
 
     base_url = str(config.qwen["base_url"]).rstrip("/")
     timeout = float(config.qwen["page_timeout"])
@@ -314,7 +333,7 @@ def check_chat(report: Report, config: Config, executable: Any, attached: bool) 
             check_selectors(report, page, selector_sets, timeout)
         else:
             _skip_selectors(report, "needs a logged-in chat page")
-    except (EngineError, PlaywrightError) as err:
+    except (EngineError, PlaywrightError, UsageProblem) as err:  # UsageProblem: no screen, no Xvfb
         what = mask(str(getattr(err, "message", "") or err)).strip().splitlines()[0][:200]
         report.add("login", FAIL, f"could not open {base_url}: {what}", _open_fix(err, attached))
         _skip_selectors(report, "the page did not open")
@@ -335,9 +354,12 @@ def _add_version(report: Report, version: str) -> None:
 
 def _open_fix(err: BaseException, attached: bool) -> str:
     from .engines.base import EngineBusy
+    from .errors import UsageProblem
 
     if isinstance(err, EngineBusy):
         return "a run is using the profile: run doctor again when it has finished"
+    if isinstance(err, UsageProblem):
+        return "see the display check above"
     if attached:
         return "is the browser at browser.cdp_url running with --remote-debugging-port?"
     return "check qwen.base_url and the network; browser.args for proxies"

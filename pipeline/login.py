@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -30,7 +30,8 @@ from .engines.qwen.browser import (
     state_tokens,
     token_expiry,
 )
-from .engines.qwen.login import read_login_state, read_settled_login_state, site_origin
+from .engines.qwen.display import NoDisplay, has_display
+from .engines.qwen.login import read_login_state, read_settled_login_state, renew_login, site_origin
 from .errors import SetupProblem, UsageProblem
 from .files import atomic_write, read_bytes
 from .workspace import browser_session
@@ -42,10 +43,6 @@ POLL_SECONDS = 0.5
 
 class LoginFailed(Exception):
     """The login could not be completed or checked (exit 1); the message says what to do."""
-
-
-class NoDisplay(UsageProblem):
-    """A visible browser was needed and there is no screen (exit 2): the message says the ways."""
 
 
 @dataclass
@@ -71,15 +68,6 @@ def headless_requested(env: Mapping[str, str] | None = None) -> bool:
     return (os.environ if env is None else env).get(HEADLESS_ENV, "") not in ("", "0")
 
 
-def has_display(env: Mapping[str, str] | None = None, platform: str | None = None) -> bool:
-    """Whether a visible browser can open: always on macOS and Windows, on Linux with X or Wayland."""
-    env = os.environ if env is None else env
-    platform = sys.platform if platform is None else platform
-    if not platform.startswith("linux") and "bsd" not in platform:
-        return True
-    return bool(env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"))
-
-
 def no_display_help(config: Config) -> str:
     """The three ways to log in on a machine without a screen, with this config's exact names."""
     where = config.describe()
@@ -93,7 +81,8 @@ def no_display_help(config: Config) -> str:
         "--remote-debugging-port=9222, then `qwenpipe --cdp http://127.0.0.1:9222 login` "
         "(or set browser.cdp_url);\n"
         "  3. run under a virtual screen with browser.headless = false: "
-        "`xvfb-run -a qwenpipe login` (apt-get install xvfb), signing in through a VNC view of it."
+        "`xvfb-run -a qwenpipe login` (apt-get install -y xvfb), signing in through a VNC view of it "
+        '(or set browser.display = "xvfb": qwenpipe starts the Xvfb itself).'
     )
 
 
@@ -134,6 +123,12 @@ def save_state(context: Any, path: Path, *, only_for: str | None = None) -> floa
     path = Path(path)
     if not path.parent.exists():
         path.parent.mkdir(mode=0o700, parents=True)
+    atomic_write(path, json.dumps(context_state(context, only_for), indent=1), mode=0o600)
+    return state_token_expiry(path)
+
+
+def context_state(context: Any, only_for: str | None = None) -> dict:
+    """The context's storage state; with `only_for` (a base URL) just that site's part."""
     state = context.storage_state()
     if only_for:
         host = urlsplit(only_for).hostname or ""
@@ -141,8 +136,7 @@ def save_state(context: Any, path: Path, *, only_for: str | None = None) -> floa
             "cookies": [c for c in state.get("cookies", []) if _domain_matches(c.get("domain", ""), host)],
             "origins": [o for o in state.get("origins", []) if o.get("origin") == site_origin(only_for)],
         }
-    atomic_write(path, json.dumps(state, indent=1), mode=0o600)
-    return state_token_expiry(path)
+    return state
 
 
 def state_token_expiry(state_path: Path) -> float | None:
@@ -158,6 +152,68 @@ def state_token_expiry(state_path: Path) -> float | None:
     except (OSError, ValueError, RecursionError, SetupProblem):  # RecursionError: [[[[... too deep
         return None
     return token_expiry(state)
+
+
+# -- keeping it fresh ----------------------------------------------------------------------------
+
+
+class LoginRefresh:
+    """Keeps the saved login (browser.storage_state) from running out on a server.
+
+    Called by the engine with each page that shows the chat app; acts once per run. When the
+    saved token ends within `login.refresh_hours`, it asks the site for a renewed one (the page
+    renews it too) and, when the browser then holds a token that lives longer, saves the state
+    (mode 0600, atomically) and says so. Never raises: a refresh that fails leaves the file as
+    it was, says why, and the run goes on (the send is never held up by it).
+    """
+
+    def __init__(self, config: Config, *, say: Callable[[str], None], clock: Callable[[], float] = time.time):
+        self.path = state_path(config)
+        self.window = float(config.get("login", "refresh_hours")) * 3600
+        self.base_url = str(config.qwen["base_url"]).rstrip("/")
+        self.only_for = self.base_url if config.browser.get("cdp_url") else None
+        self.timeout = float(config.qwen["page_timeout"])
+        self.say, self.clock = say, clock
+        self._lock = threading.Lock()  # a cycle's poll threads share one
+        self._done = False
+
+    def __call__(self, page: Any) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+            before = state_token_expiry(self.path)
+            if self.window <= 0 or before is None or before - self.clock() > self.window:
+                return
+            self._refresh(page, before)
+
+    def _refresh(self, page: Any, before: float) -> None:
+        from playwright.sync_api import Error as PlaywrightError
+
+        try:
+            renewal = renew_login(page, self.base_url, self.timeout)
+            held = token_expiry(context_state(page.context, self.only_for))
+            after = (
+                save_state(page.context, self.path, only_for=self.only_for) if (held or 0) > before else None
+            )
+        except (PlaywrightError, OSError, SetupProblem) as err:
+            why = str(getattr(err, "message", "") or err).strip().splitlines()
+            self.say(
+                f"could not refresh the saved chat login ({why[0] if why else type(err).__name__}); "
+                f"it {describe_expiry(before)}, {self.path} is unchanged"
+            )
+            return
+        if after is not None and after > before:
+            self.say(
+                f"the chat login was renewed: {self.path} now {describe_expiry(after)} "
+                f"(it was to end {_when(before)})"
+            )
+        else:
+            why = renewal.problem or "the site gave no newer token"
+            self.say(
+                f"could not refresh the saved chat login ({why}); "
+                f"it {describe_expiry(before)}: if it runs out, run `qwenpipe login`"
+            )
 
 
 # -- the flows -----------------------------------------------------------------------------------
@@ -182,7 +238,8 @@ def run_login(
     attached = bool(browser.get("cdp_url"))
     if not attached:
         headless = headless_requested()
-        if not headless and not has_display():
+        # A person signs in by hand, so only a forced Xvfb (watched over VNC) stands in for a screen.
+        if not headless and not has_display() and browser.get("display") != "xvfb":
             raise NoDisplay(no_display_help(config))
         browser["headless"] = headless
     path = state_path(config)

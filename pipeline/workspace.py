@@ -88,11 +88,19 @@ def browser_session(config: Config, browser: dict | None = None) -> BrowserSessi
 
 
 def default_chat_factory(config: Config) -> ChatEngine:
+    from .console import say
     from .engines.qwen.engine import QwenEngine  # Playwright is imported only when a chat is needed
     from .engines.qwen.selectors import SelectorError
+    from .login import LoginRefresh
 
     try:
-        return QwenEngine(config.qwen, config.browser, root=config.root, lock_profile=lock_browser_profile)
+        return QwenEngine(
+            config.qwen,
+            config.browser,
+            root=config.root,
+            lock_profile=lock_browser_profile,
+            keep_login=LoginRefresh(config, say=say),
+        )
     except SelectorError as err:
         raise ConfigError(str(err)) from None
 

@@ -35,21 +35,41 @@ def _b64(data: dict) -> str:
     return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
 
 
-def make_token(now: float | None = None) -> str:
-    """A fake JWT shaped like the site's: header.payload.signature with `exp` 7 days ahead."""
+def make_token(now: float | None = None, *, hours: float = TOKEN_DAYS * 24) -> str:
+    """A fake JWT shaped like the site's: header.payload.signature with `exp` `hours` ahead
+    (7 days unless the run's Settings.token_hours says otherwise)."""
     now = time.time() if now is None else now
-    payload = {"id": "sim-user", "last_password_change": int(now), "exp": int(now + TOKEN_DAYS * 86400)}
+    payload = {"id": "sim-user", "last_password_change": int(now), "exp": int(now + hours * 3600)}
     return f"{_b64({'alg': 'HS256', 'typ': 'JWT'})}.{_b64(payload)}.c2ltdWxhdG9y"
+
+
+def token_exp(token: str | None) -> float | None:
+    """A token's `exp` (epoch seconds), None when it is not one of ours."""
+    try:
+        payload = token.split(".")[1]
+        data = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        return float(data["exp"])
+    except (AttributeError, IndexError, ValueError, KeyError, TypeError):
+        return None
 
 
 def token_valid(token: str | None) -> bool:
     """A token counts while its `exp` is in the future (so tests can make expired ones)."""
-    try:
-        payload = token.split(".")[1]
-        data = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-        return float(data["exp"]) > time.time()
-    except (AttributeError, IndexError, ValueError, KeyError, TypeError):
-        return False
+    exp = token_exp(token)
+    return exp is not None and exp > time.time()
+
+
+def renewed_token(settings: chats.Settings, headers) -> str | None:
+    """A fresh token when the request's own is valid and ends within Settings.renew_hours."""
+    exp = token_exp(request_token(headers))
+    now = time.time()
+    if exp is None or exp <= now or exp - now >= settings.renew_hours * 3600:
+        return None
+    return make_token(now, hours=settings.token_hours)
+
+
+def token_cookie(token: str, settings: chats.Settings) -> tuple[str, str]:
+    return "Set-Cookie", f"token={token}; Path=/; Max-Age={int(settings.token_hours * 3600)}; SameSite=Lax"
 
 
 def request_token(headers) -> str | None:
@@ -88,6 +108,8 @@ def handle(store: chats.ChatStore, method: str, path: str, query: str, body: byt
     if method == "POST" and path == "/api/v1/auths/signin":
         return sign_in(settings)
     blocked = gate(settings, headers)
+    if method == "GET" and path in ("/api/v1/auths/", "/api/v1/auths") and not blocked:
+        return session_user(settings, headers)
     if path == "/api/v2/users/status" and blocked == "logged_out":
         return json_response({"success": True, "data": False})
     if blocked:
@@ -137,14 +159,26 @@ def _send_args(query: str, body: bytes) -> tuple[str, str, str | None]:
 
 
 def sign_in(settings: chats.Settings) -> Response:
-    """The sign-in form posts here; any email/password works. The cookie lives 7 days."""
-    token = make_token()
-    cookie = f"token={token}; Path=/; Max-Age={TOKEN_DAYS * 86400}; SameSite=Lax"
+    """The sign-in form posts here; any email/password works. The token lives token_hours (7 days)."""
+    token = make_token(hours=settings.token_hours)
     body = {
         "success": True,
-        "data": {"token": token, "token_type": "Bearer", "expires_at": time.time() + TOKEN_DAYS * 86400},
+        "data": {"token": token, "token_type": "Bearer", "expires_at": token_exp(token)},
     }
-    return json_response(body, headers=[("Set-Cookie", cookie)])
+    return json_response(body, headers=[token_cookie(token, settings)])
+
+
+def session_user(settings: chats.Settings, headers) -> Response:
+    """GET /api/v1/auths/: the signed-in user with a token and its expiry, renewed (and set as
+    the cookie) when the request's token is near its end."""
+    fresh = renewed_token(settings, headers)
+    token = fresh or request_token(headers)
+    if not token_valid(token):
+        return json_response(chats.UNAUTHORIZED_BODY)
+    user = {"id": "sim-user", "email": "writer@example.com", "name": "Sim Writer", "role": "user"}
+    session = {"token": token, "token_type": "Bearer", "expires_at": token_exp(token)}
+    body = {"success": True, "data": {**user, **session}}
+    return json_response(body, headers=[token_cookie(fresh, settings)] if fresh else [])
 
 
 def _int(text: str, default: int) -> int:

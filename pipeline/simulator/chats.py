@@ -89,6 +89,10 @@ class Settings:
     # Answers stop just short of their end (still generating) until this is set back to False:
     # a test decides when they finish, whatever the speed of the machine.
     hold_answers: bool = False
+    # Login tokens: how long one the site hands out lives, and how close to its end a token is
+    # renewed (a fresh one in a Set-Cookie) on a page load and on GET /api/v1/auths/ (0 = never).
+    token_hours: float = 168.0
+    renew_hours: float = 24.0
 
     def validated(self) -> Settings:
         checks = [
@@ -100,6 +104,8 @@ class Settings:
                 "times must be >= 0",
             ),
             (abs(self.clock_offset) < 10 * 365 * 86400, "clock_offset must be within 10 years"),
+            (0 < self.token_hours <= 24 * 365, "token_hours must be more than 0 and at most 8760"),
+            (0 <= self.renew_hours <= 24 * 365, "renew_hours must be 0 to 8760"),
             (isinstance(self.hold_answers, bool), "hold_answers must be true or false"),
         ]
         for ok, message in checks:

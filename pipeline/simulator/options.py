@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 DEFAULT_PORT = 8765
 MAX_SECONDS = 3600.0
+MAX_HOURS = 24 * 365.0
 _SETTINGS = Settings()
 
 
@@ -41,6 +42,10 @@ class SimulatorOptions:
     ui: str = _option(_SETTINGS.ui, "the chat page's markup", UIS)
     ledger: Path | None = _option(None, "also write the ledger of received prompts to this JSON file")
     require_login: bool = _option(_SETTINGS.require_login, "serve logged out until signed in on /auth")
+    token_hours: float = _option(_SETTINGS.token_hours, "how long a login token the site hands out lives")
+    renew_hours: float = _option(
+        _SETTINGS.renew_hours, "a token with less left is renewed (page load, GET /api/v1/auths/; 0 = never)"
+    )
 
     def checked(self) -> SimulatorOptions:
         """These options, or UsageProblem (exit 2) naming the option, its value and what it accepts."""
@@ -57,6 +62,11 @@ class SimulatorOptions:
                 raise UsageProblem(
                     f"--{name.replace('_', '-')} {seconds}: choose 0 to {MAX_SECONDS:g} seconds"
                 )
+        for name, low in (("token_hours", 0.01), ("renew_hours", 0.0)):
+            hours = getattr(self, name)
+            if not (math.isfinite(hours) and low <= hours <= MAX_HOURS):
+                flag = "--" + name.replace("_", "-")
+                raise UsageProblem(f"{flag} {hours}: choose {low:g} to {MAX_HOURS:g} hours")
         return self
 
     def start(self) -> Simulator:
@@ -73,6 +83,8 @@ class SimulatorOptions:
             ui=self.ui,
             ledger_path=self.ledger,
             require_login=self.require_login,
+            token_hours=self.token_hours,
+            renew_hours=self.renew_hours,
         )
         try:
             return sim.start()

@@ -27,6 +27,8 @@ SETTING_KEYS = {
     "require_login",
     "clock_offset",
     "hold_answers",
+    "token_hours",
+    "renew_hours",
 }
 
 
@@ -44,6 +46,8 @@ class Simulator:
         ui: str = "current",
         ledger_path=None,
         require_login: bool = False,
+        token_hours: float = 168.0,
+        renew_hours: float = 24.0,
     ):
         settings = Settings(
             scenario=scenario,
@@ -53,6 +57,8 @@ class Simulator:
             url_delay=url_delay,
             ui=ui,
             require_login=require_login,
+            token_hours=token_hours,
+            renew_hours=renew_hours,
         )
         self.store = ChatStore(settings, ledger_path)
         self.port = port
@@ -216,7 +222,9 @@ class Handler(BaseHTTPRequestHandler):
             return api.html_response("<h1>404 Not Found</h1>", status=404)
         if blocked == "logged_out":
             return 302, "text/html", b"", [("Location", "/auth?action=signin")]
-        return api.html_response(pages.app_page(settings))
+        status, kind, html, headers = api.html_response(pages.app_page(settings))
+        fresh = api.renewed_token(settings, self.headers)  # the app renews a token near its end
+        return status, kind, html, [api.token_cookie(fresh, settings)] if fresh else headers
 
     def _static(self, name: str) -> None:
         found = pages.static_file(name)

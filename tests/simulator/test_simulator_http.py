@@ -253,6 +253,27 @@ def test_require_login_uses_the_token_cookie():
         assert get_json(sim, "/api/v2/users/status", {"Authorization": f"Bearer {token}"})["data"] is True
 
 
+def test_a_token_near_its_end_is_renewed_on_auths_and_on_page_load():
+    with Simulator(require_login=True, token_hours=10, renew_hours=2, **FAST).start() as sim:
+        soon = make_token(time.time() - 9 * 3600, hours=10)  # an hour left: inside the window
+        status, headers, text = raw(sim, "GET", "/api/v1/auths/", headers={"Cookie": f"token={soon}"})
+        body = json.loads(text)["data"]
+        assert body["token"] != soon and body["expires_at"] > time.time() + 9.9 * 3600
+        assert f"token={body['token']}" in headers["Set-Cookie"] and "Max-Age=36000" in headers["Set-Cookie"]
+        status, headers, _ = raw(sim, "GET", "/", headers={"Authorization": f"Bearer {soon}"})
+        assert status == 200 and "token=" in headers.get("Set-Cookie", "")
+
+        far = make_token(hours=10)
+        status, headers, text = raw(sim, "GET", "/api/v1/auths/", headers={"Cookie": f"token={far}"})
+        assert json.loads(text)["data"]["token"] == far and "Set-Cookie" not in headers
+        assert "Set-Cookie" not in raw(sim, "GET", "/", headers={"Cookie": f"token={far}"})[1]
+
+        sim.set(renew_hours=0)  # a site that never renews
+        status, headers, text = raw(sim, "GET", "/api/v1/auths/", headers={"Cookie": f"token={soon}"})
+        assert json.loads(text)["data"]["token"] == soon and "Set-Cookie" not in headers
+        assert get_json(sim, "/api/v1/auths/") == {"success": False, "data": {"code": "Unauthorized"}}
+
+
 def test_waf_after_sending(sim):
     chat_id, _ = send(sim, PROMPT)
     sim.set(scenario="waf")

@@ -44,6 +44,8 @@ def test_env_var_picks_the_file(tmp_path, monkeypatch):
         ("[qwen]\nmax_attempts = '5'\n", "qwen.max_attempts = '5' must be an integer"),
         ("[qwen]\nmax_attempts = 0\n", "must be 1 to 1000"),
         ("[browser]\nheadless = 'no'\n", "browser.headless = 'no' must be true or false"),
+        ("[browser]\ndisplay = 'vnc'\n", "browser.display = 'vnc' must be one of 'auto', 'xvfb', 'none'"),
+        ("[login]\nrefresh_hours = -1\n", "login.refresh_hours = -1 must be 0 to 8760"),
         ("[qwen]\npoll_interval = true\n", "must be an integer or a number"),
         ("[router]\napi_key_env = 'sk-abc 123'\n", "NAME of an environment variable"),
         ("qwen = 3\n", "must be a table"),

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.engines.base import EngineBusy, HardError, LockProfile
+from pipeline.engines.qwen.display import NoDisplay, VirtualDisplay, no_display_message, plan_display
 
 PATH_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 INSTALL_HINT = (
@@ -270,6 +271,7 @@ class BrowserSession:
         self._context = None
         self._owns_context = False
         self._pages: list[Any] = []
+        self._xvfb: VirtualDisplay | None = None  # started for a headed launch without a screen
 
     def _path(self, key: str) -> Path:
         return (self.root / os.path.expanduser(self.config.get(key) or "")).resolve()
@@ -343,8 +345,10 @@ class BrowserSession:
                 executable_path=executable,
                 headless=bool(self.config.get("headless", True)),
                 args=args,
+                env=self._screen_env(),
             )
         except Exception as err:
+            self._stop_xvfb()
             self._unlock_profile()
             if any(sign in str(err) for sign in PROFILE_IN_USE):
                 raise EngineBusy(
@@ -361,6 +365,23 @@ class BrowserSession:
             # A new profile, or a state file copied in since (a login done on another machine).
             load_storage_state(self._context, state)
             loaded.touch()
+
+    def _screen_env(self) -> dict | None:
+        """The browser's environment when it needs a screen of ours (DISPLAY of a fresh Xvfb);
+        None: it inherits ours. NoDisplay (exit 2) when it needs a screen and may have none."""
+        plan = plan_display(self.config)
+        if plan.use == "missing":
+            raise NoDisplay(no_display_message(plan))
+        if not plan.starts_xvfb:
+            return None
+        self._xvfb = VirtualDisplay(plan.xvfb or "")
+        display = self._xvfb.start()
+        return {**os.environ, "DISPLAY": display}
+
+    def _stop_xvfb(self) -> None:
+        xvfb, self._xvfb = self._xvfb, None
+        if xvfb is not None:
+            xvfb.stop()
 
     def cdp_endpoint(self, timeout: float = 5.0) -> str | None:
         """Where other threads (their own Playwright each) attach to this session's browser.
@@ -396,6 +417,7 @@ class BrowserSession:
             self._context = None
             self._cdp_endpoint = None
             self._stop_playwright()
+            self._stop_xvfb()
             self._unlock_profile()
 
     def _lock_profile(self, profile: Path) -> None:

@@ -139,10 +139,13 @@ class QwenEngine:
         *,
         root: Path | None = None,
         lock_profile: LockProfile | None = None,
+        keep_login: Callable[[Any], None] | None = None,
     ):
         """`qwen` and `browser` are the config's sections; `browser` may be a session to use
         (then never closed here). `lock_profile` guards the profile a launched browser uses.
-        A bad [qwen.selectors] raises SelectorError (a ValueError naming the key)."""
+        `keep_login` is called with every page once it shows the chat app (it keeps the saved
+        login fresh, and must not raise). A bad [qwen.selectors] raises SelectorError (a
+        ValueError naming the key)."""
         self.settings = qwen
         self.base_url = str(qwen["base_url"]).rstrip("/")
         self.page_timeout = float(qwen.get("page_timeout", 30))
@@ -150,6 +153,7 @@ class QwenEngine:
         self.stable_reads = max(1, int(qwen.get("stable_reads", 3)))
         self.read_interval = 1.0
         self.selector_sets = merge_overrides(qwen.get("selectors"))
+        self.keep_login = keep_login
         if isinstance(browser, BrowserSession):
             self.session, self._owns_session = browser, False
         else:
@@ -291,7 +295,11 @@ class QwenEngine:
         browser = {**session.config, "cdp_url": endpoint}
 
         def attach() -> QwenEngine:
-            engine = QwenEngine(self.settings, BrowserSession(browser, root=session.root, borrowed=True))
+            engine = QwenEngine(
+                self.settings,
+                BrowserSession(browser, root=session.root, borrowed=True),
+                keep_login=self.keep_login,
+            )
             engine._owns_session = True  # its own session: closing it closes only its pages
             return engine
 
@@ -364,6 +372,8 @@ class QwenEngine:
                 raise failure
             selectors = detect_ui(page, self.selector_sets)
             if selectors is not None:
+                if self.keep_login is not None:
+                    self.keep_login(page)
                 return selectors
             if time.monotonic() >= deadline:
                 names = ", ".join(s.composer for s in self.selector_sets)

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from pipeline.engines.base import EngineError, HardError
 from pipeline.engines.qwen.api import LOGIN_HINT, classify_api_error, is_logged_in_status
+from pipeline.engines.qwen.browser import jwt_expiry
 from pipeline.engines.qwen.page import evaluate, refusal_in
 from pipeline.engines.qwen.selectors import CURRENT
 
@@ -109,6 +110,66 @@ def read_settled_login_state(page: Any, timeout: float) -> LoginSeen | None:
             break
         time.sleep(SETTLE_PAUSE)
     return seen
+
+
+AUTHS_PATH = "/api/v1/auths/"
+
+# What public clients do to renew: ask the site for the session user (it answers with a token
+# and its expiry, fresh when the old one is near its end) and keep that token where the site's
+# own frontend reads it. Never throws: a failure comes back as {problem} or {json}.
+_RENEW_JS = """
+async ({path, ms}) => {
+  const old = localStorage.getItem('token');
+  const headers = {source: 'web'};
+  if (old) headers.Authorization = 'Bearer ' + old;
+  let body;
+  try {
+    const r = await fetch(path, {credentials: 'include', headers, signal: AbortSignal.timeout(ms)});
+    body = await r.text();
+  } catch (e) { return {problem: 'no answer (' + e + ')'}; }
+  let json;
+  try { json = JSON.parse(body); } catch (e) { return {problem: 'an answer that is not JSON'}; }
+  const data = json && typeof json.data === 'object' && json.data ? json.data : json;
+  const token = data && typeof data.token === 'string' ? data.token : '';
+  if (!token) return {json};
+  if (token !== old) localStorage.setItem('token', token);
+  return {token};
+}
+"""
+
+
+@dataclass(frozen=True)
+class Renewal:
+    """What the site answered when asked for a renewed login token."""
+
+    token: str | None = None  # the token it gave (now in the page's localStorage and cookie)
+    problem: str | None = None  # why there is none, in words
+
+
+def renew_login(page: Any, base_url: str, timeout: float = 10) -> Renewal:
+    """Ask the site (from the page, as its own frontend does) for the session's token, fresh
+    when the old one is near its end, and keep it in the page's localStorage and `token` cookie.
+    Raises only Playwright's errors (the page or the browser went away)."""
+    seen = evaluate(page, _RENEW_JS, {"path": AUTHS_PATH, "ms": int(timeout * 1000)})
+    token = seen.get("token")
+    if not token:
+        if "problem" in seen:
+            return Renewal(problem=f"{AUTHS_PATH} gave {seen['problem']}")
+        error = classify_api_error(seen.get("json"))
+        return Renewal(problem=f"{AUTHS_PATH}: {error}" if error else f"{AUTHS_PATH} gave no token")
+    _keep_token_cookie(page.context, base_url, token)
+    return Renewal(token=token)
+
+
+def _keep_token_cookie(context: Any, base_url: str, token: str) -> None:
+    """The `token` cookie carries the renewed token too, when the site did not set it itself."""
+    cookies = [c for c in context.cookies(base_url) if c.get("name") == "token"]
+    stale = [c for c in cookies if c.get("value") != token]
+    if cookies and len(stale) == len(cookies):
+        expires = jwt_expiry(token)
+        context.add_cookies(
+            [{**c, "value": token, **({"expires": expires} if expires else {})} for c in stale]
+        )
 
 
 def site_origin(url: str) -> str:
