@@ -61,6 +61,11 @@ def request_token(headers) -> str | None:
         pass
     if "token" in cookie:
         return cookie["token"].value
+    return bearer_token(headers)
+
+
+def bearer_token(headers) -> str | None:
+    """The token of an `Authorization: Bearer` header, or None."""
     auth = headers.get("Authorization", "")
     return auth[7:] if auth.startswith("Bearer ") else None
 
@@ -87,6 +92,11 @@ def handle(store: chats.ChatStore, method: str, path: str, query: str, body: byt
     settings = store.snapshot()
     if method == "POST" and path == "/api/v1/auths/signin":
         return sign_in(settings)
+    if settings.require_auth_header and not token_valid(bearer_token(headers)):
+        # The late-2026 site: cookies alone are not enough, API calls carry the JWT as a header.
+        if method == "POST" and path == "/api/v2/chat/completions":
+            store.send(*_send_args(query, body), gate="logged_out")
+        return json_response(chats.UNAUTHORIZED_BODY)
     blocked = gate(settings, headers)
     if path == "/api/v2/users/status" and blocked == "logged_out":
         return json_response({"success": True, "data": False})

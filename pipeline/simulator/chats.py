@@ -83,6 +83,8 @@ class Settings:
     toast_seconds: float = 10.0  # how long an error toast stays on the page
     ui: str = "current"
     require_login: bool = False
+    # API calls without `Authorization: Bearer <valid token>` are refused (Unauthorized).
+    require_auth_header: bool = False
     # The site's clock minus ours, in seconds: the times it stamps on chats and messages
     # (`created_at`, `timestamp`). Negative: what is sent now looks made that long ago.
     clock_offset: float = 0.0

@@ -41,6 +41,9 @@ class SimulatorOptions:
     ui: str = _option(_SETTINGS.ui, "the chat page's markup", UIS)
     ledger: Path | None = _option(None, "also write the ledger of received prompts to this JSON file")
     require_login: bool = _option(_SETTINGS.require_login, "serve logged out until signed in on /auth")
+    require_auth_header: bool = _option(
+        _SETTINGS.require_auth_header, "refuse API calls without Authorization: Bearer <token>"
+    )
 
     def checked(self) -> SimulatorOptions:
         """These options, or UsageProblem (exit 2) naming the option, its value and what it accepts."""
@@ -73,6 +76,7 @@ class SimulatorOptions:
             ui=self.ui,
             ledger_path=self.ledger,
             require_login=self.require_login,
+            require_auth_header=self.require_auth_header,
         )
         try:
             return sim.start()

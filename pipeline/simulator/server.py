@@ -25,6 +25,7 @@ SETTING_KEYS = {
     "toast_seconds",
     "ui",
     "require_login",
+    "require_auth_header",
     "clock_offset",
     "hold_answers",
 }
@@ -44,6 +45,7 @@ class Simulator:
         ui: str = "current",
         ledger_path=None,
         require_login: bool = False,
+        require_auth_header: bool = False,
     ):
         settings = Settings(
             scenario=scenario,
@@ -53,6 +55,7 @@ class Simulator:
             url_delay=url_delay,
             ui=ui,
             require_login=require_login,
+            require_auth_header=require_auth_header,
         )
         self.store = ChatStore(settings, ledger_path)
         self.port = port

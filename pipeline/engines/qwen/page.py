@@ -71,10 +71,24 @@ _DOM_STATE_JS = """
 }
 """
 
-_FETCH_JS = """
+# The headers of every in-page API read, as the site's own frontend sends them: its cookies go
+# by themselves, `source: web`, and the login's JWT from localStorage as a Bearer token (the
+# late-2026 site refuses API reads without it). A JS expression, shared by every read.
+API_HEADERS_JS = """(() => {
+  const headers = {source: 'web'};
+  let token = null;
+  try { token = localStorage.getItem('token'); } catch (e) { /* storage blocked: cookies only */ }
+  if (token) headers.Authorization = 'Bearer ' + token;
+  return headers;
+})()"""
+
+_FETCH_JS = (
+    """
 async ({paths, ms}) => Promise.all(paths.map(async (path) => {
   try {
-    const init = {credentials: 'include', headers: {source: 'web'}, signal: AbortSignal.timeout(ms)};
+    const init = {credentials: 'include', headers: """
+    + API_HEADERS_JS
+    + """, signal: AbortSignal.timeout(ms)};
     const r = await fetch(path, init);
     const body = await r.text();
     try { return {json: JSON.parse(body)}; }
@@ -82,6 +96,7 @@ async ({paths, ms}) => Promise.all(paths.map(async (path) => {
   } catch (e) { return {error: String(e)}; }
 }))
 """
+)
 
 
 _PRESENT_JS = "(selectors) => selectors.map((s) => !!s && !!document.querySelector(s))"

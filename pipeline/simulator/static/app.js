@@ -18,7 +18,10 @@
 
   // -- the API ---------------------------------------------------------------------------------
   async function api(path, options) {
-    const init = Object.assign({credentials: "include", headers: {source: "web", "Content-Type": "application/json"}}, options || {});
+    const headers = {source: "web", "Content-Type": "application/json"};
+    const token = localStorage.getItem("token");
+    if (token) headers.Authorization = "Bearer " + token; // as the site's own frontend does
+    const init = Object.assign({credentials: "include", headers}, options || {});
     const res = await fetch(path, init);
     const text = await res.text();
     try {
