@@ -91,6 +91,13 @@ def _language(value: str) -> str | None:
     return None if value in ("", *LANGUAGES) else f"must be empty (any) or one of {', '.join(LANGUAGES)}"
 
 
+def _one_of(*choices: str) -> Callable[[str], str | None]:
+    def check(value: str) -> str | None:
+        return None if value in choices else f"must be one of {', '.join(repr(c) for c in choices)}"
+
+    return check
+
+
 def _string_list(value: list) -> str | None:
     return (
         None if all(isinstance(v, str) and v.strip() for v in value) else "entries must be non-empty strings"
@@ -140,6 +147,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "stop a cycle/generate running longer (safe: the next run resumes)",
         ),
         "selectors": Key(dict, {}, _string_table, "CSS selectors that replace the built-in ones"),
+        "model": Key(str, "", None, 'as the site\'s model picker names it, e.g. "Qwen3.7-Max"; "" = default'),
+        "thinking": Key(str, "auto", _one_of("auto", "on", "off"), '"on"/"off" sets the thinking toggle'),
+        "web_search": Key(bool, False, None, "turn the site's web search on for each new chat"),
     },
     "browser": {
         "executable": Key(str, "", None, "empty = auto: Playwright's Chromium, else chromium/google-chrome"),

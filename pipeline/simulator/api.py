@@ -95,7 +95,7 @@ def handle(store: chats.ChatStore, method: str, path: str, query: str, body: byt
     if settings.require_auth_header and not token_valid(bearer_token(headers)):
         # The late-2026 site: cookies alone are not enough, API calls carry the JWT as a header.
         if method == "POST" and path == "/api/v2/chat/completions":
-            store.send(*_send_args(query, body), gate="logged_out")
+            store.send(*_send_args(query, body), gate="logged_out", choice=send_choice(body))
         return json_response(chats.UNAUTHORIZED_BODY)
     blocked = gate(settings, headers)
     if path == "/api/v2/users/status" and blocked == "logged_out":
@@ -103,7 +103,7 @@ def handle(store: chats.ChatStore, method: str, path: str, query: str, body: byt
     if blocked:
         if method == "POST" and path == "/api/v2/chat/completions":
             # The prompt reached the server: it goes in the ledger as refused.
-            store.send(*_send_args(query, body), gate=blocked)
+            store.send(*_send_args(query, body), gate=blocked, choice=send_choice(body))
         return gated_api(blocked)
     return _route(store, settings, method, path, query, body)
 
@@ -114,7 +114,7 @@ def _route(store, settings, method, path, query, body) -> Response:
     if method == "POST" and path == "/api/v2/chats/new":
         return json_response({"success": True, "data": {"id": store.new_chat()}})
     if method == "POST" and path == "/api/v2/chat/completions":
-        reply = store.send(*_send_args(query, body), gate=None)
+        reply = store.send(*_send_args(query, body), gate=None, choice=send_choice(body))
         return html_response(pages.WAF_PAGE) if reply is None else json_response(reply)
     if method == "GET" and path in ("/api/v2/chats", "/api/v2/chats/"):
         page = _int(parse_qs(query).get("page", ["1"])[0], 1)
@@ -144,6 +144,24 @@ def _send_args(query: str, body: bytes) -> tuple[str, str, str | None]:
     users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
     prompt = str(users[-1].get("content", "")) if users else ""
     return chat_id, prompt, data.get("parent_id")
+
+
+def send_choice(body: bytes) -> dict:
+    """What the page chose for a completions request: the model id, whether thinking is on
+    (`feature_config.thinking_enabled`), whether web search is (`chat_type: "search"`)."""
+    try:
+        data = json.loads(body or b"{}")
+    except ValueError:
+        data = {}
+    if not isinstance(data, dict):
+        return {}
+    features = data.get("feature_config") if isinstance(data.get("feature_config"), dict) else {}
+    choice = {"web_search": data.get("chat_type") == "search"}
+    if isinstance(data.get("model"), str) and data["model"]:
+        choice["model"] = data["model"]
+    if isinstance(features.get("thinking_enabled"), bool):
+        choice["thinking"] = features["thinking_enabled"]
+    return choice
 
 
 def sign_in(settings: chats.Settings) -> Response:

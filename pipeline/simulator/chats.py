@@ -41,6 +41,14 @@ REFUSING_SCENARIOS = (*GATE_SCENARIOS, "quota")
 CONTENT_SCENARIOS = ("error_banner", "slow", "refusal", "short", "chatter", "wrong_language")
 API_SHAPES = ("2026-06", "2026-08")
 UIS = ("current", "legacy")
+# The model picker's models: (the id the chat's JSON names, the name the picker shows).
+MODELS = (
+    ("qwen3.7-plus", "Qwen3.7-Plus"),
+    ("qwen3.7-max", "Qwen3.7-Max"),
+    ("qwen3.6-plus", "Qwen3.6-Plus"),
+    ("qwen3.5-flash", "Qwen3.5-Flash"),
+)
+DEFAULT_MODEL = MODELS[0][0]
 SLOW_FACTOR = 100
 # The stored `done` flag flips when the last chunk is stored; the stream's status says
 # "finished" only this much later (and the page settles later still: app.js).
@@ -57,6 +65,10 @@ BOT_BODY = {
 UNAUTHORIZED_BODY = {"success": False, "data": {"code": "Unauthorized"}}
 IN_PROGRESS_BODY = {"success": False, "data": {"code": "Bad_Request", "details": "The chat is in progress!"}}
 ERROR_OBJECT = {"code": "internal_error", "details": "Something went wrong, please try again later."}
+
+
+# What a send chose when its request does not say: the default model, thinking on, no search.
+SEND_DEFAULTS = {"model": DEFAULT_MODEL, "thinking": True, "web_search": False}
 
 
 def not_found_body(ident: str) -> dict:
@@ -91,6 +103,9 @@ class Settings:
     # Answers stop just short of their end (still generating) until this is set back to False:
     # a test decides when they finish, whatever the speed of the machine.
     hold_answers: bool = False
+    # "" = chats answer with the model the page chose; a model id = with that one whatever was
+    # chosen (a site that did not keep the choice).
+    serve_model: str = ""
 
     def validated(self) -> Settings:
         checks = [
@@ -103,6 +118,10 @@ class Settings:
             ),
             (abs(self.clock_offset) < 10 * 365 * 86400, "clock_offset must be within 10 years"),
             (isinstance(self.hold_answers, bool), "hold_answers must be true or false"),
+            (
+                self.serve_model in ("", *(m for m, _ in MODELS)),
+                f"serve_model must be empty or one of {', '.join(m for m, _ in MODELS)}",
+            ),
         ]
         for ok, message in checks:
             if not ok:
@@ -124,6 +143,7 @@ class Message:
     answer_seconds: float = 0.0
     cut_short: bool = False  # error_banner: stops at about half, with an error
     stopped_at: float | None = None
+    model: str = DEFAULT_MODEL  # the model that answers (its id)
 
     def progress(self, now: float, held: bool = False) -> dict:
         """What the chat holds for this assistant message at monotonic time `now`; `held`
@@ -243,10 +263,12 @@ class ChatStore:
             "timestamp": message.timestamp,
             "turn": message.turn,
         }
+        view["model"] = message.model
         if message.role == "user":
             view["content"] = message.text
         else:
             view.update(self._progress(message, now))
+            view["thinking_enabled"] = bool(message.thinking)
         return view
 
     def _progress(self, message: Message, now: float) -> dict:
@@ -281,11 +303,15 @@ class ChatStore:
             return True
 
     # -- sending ----------------------------------------------------------------------------
-    def send(self, chat_id: str, prompt: str, parent_id: str | None, gate: str | None) -> dict | None:
+    def send(
+        self, chat_id: str, prompt: str, parent_id: str | None, gate: str | None, choice: dict | None = None
+    ) -> dict | None:
         """Receive one user message. Returns the JSON body, or None for a WAF page.
 
+        `choice`: what the page chose for it (model id, thinking on/off, web search on/off).
         Every call is a ledger entry: the prompt reached the server even when it is refused.
         """
+        choice = {**SEND_DEFAULTS, **(choice or {})}
         with self.lock:
             settings = self.settings
             chat = self.chats.get(chat_id)
@@ -295,10 +321,10 @@ class ChatStore:
             turn = (chat.user_turns() + 1) if chat else 1
             refused = self._refusal(chat, chat_id, parent_id, scenario, gate)
             if refused is not False:
-                self._record(chat_id, prompt, turn, False, scenario)
+                self._record(chat_id, prompt, turn, False, scenario, choice)
                 return refused
-            reply = self._accept(chat, prompt, parent_id, per_prompt, turn, settings)
-            self._record(chat_id, prompt, turn, True, scenario)
+            reply = self._accept(chat, prompt, parent_id, per_prompt, turn, settings, choice)
+            self._record(chat_id, prompt, turn, True, scenario, choice)
             return reply
 
     def _refusal(self, chat, chat_id, parent_id, scenario, gate) -> dict | None | bool:
@@ -315,7 +341,7 @@ class ChatStore:
             return not_found_body(parent_id)
         return False
 
-    def _accept(self, chat, prompt, parent_id, per_prompt, turn, settings) -> dict:
+    def _accept(self, chat, prompt, parent_id, per_prompt, turn, settings, choice) -> dict:
         now_epoch = self.site_time()
         if not chat.messages:
             chat.override = per_prompt
@@ -331,6 +357,8 @@ class ChatStore:
             turn=turn,
         )
         factor = SLOW_FACTOR if content == "slow" else 1
+        model = settings.serve_model or choice["model"]
+        user.model = model
         reply = Message(
             id=str(uuid.uuid4()),
             role="assistant",
@@ -339,10 +367,11 @@ class ChatStore:
             text=answers.expected_answer(prompt, turn, content or "ok"),
             turn=turn,
             started=time.monotonic(),
-            thinking=answers.thinking_text(prompt, turn),
-            thinking_seconds=settings.thinking_seconds,
+            thinking=answers.thinking_text(prompt, turn) if choice["thinking"] else "",
+            thinking_seconds=settings.thinking_seconds if choice["thinking"] else 0.0,
             answer_seconds=settings.answer_seconds * factor,
             cut_short=content == "error_banner",
+            model=model,
         )
         chat.messages += [user, reply]
         chat.updated = now_epoch
@@ -350,7 +379,9 @@ class ChatStore:
         return {"success": True, "data": {"chat_id": chat.id, "parent_id": user.id, "message_id": reply.id}}
 
     # -- ledger -----------------------------------------------------------------------------
-    def _record(self, chat_id: str, prompt: str, turn: int, accepted: bool, scenario: str) -> None:
+    def _record(
+        self, chat_id: str, prompt: str, turn: int, accepted: bool, scenario: str, choice: dict
+    ) -> None:
         self._ledger.append(
             {
                 "time": time.time(),
@@ -359,6 +390,9 @@ class ChatStore:
                 "turn": turn,
                 "accepted": accepted,
                 "scenario": scenario,
+                "model": choice["model"],  # as the page chose it
+                "thinking": choice["thinking"],
+                "web_search": choice["web_search"],
             }
         )
         self._write_ledger()

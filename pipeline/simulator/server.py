@@ -28,6 +28,7 @@ SETTING_KEYS = {
     "require_auth_header",
     "clock_offset",
     "hold_answers",
+    "serve_model",
 }
 
 

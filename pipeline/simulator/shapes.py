@@ -6,7 +6,6 @@ in one place and only the packaging differs.
 
 from __future__ import annotations
 
-MODEL = "qwen3-max"
 
 
 def chat_body(view: dict, shape: str) -> dict:
@@ -27,7 +26,7 @@ def chat_body(view: dict, shape: str) -> dict:
         "created_at": view["created_at"],
         "updated_at": view["updated_at"],
         "chat_type": "t2t",
-        "models": [MODEL],
+        "models": [view["messages"][-1]["model"]] if view["messages"] else [],
         "chat": chat,
     }
     return {"success": True, "data": data}
@@ -48,13 +47,13 @@ def _message(m: dict, children: dict[str, list[str]], shape: str) -> dict:
         "parentId": m["parent_id"],
         "childrenIds": children.get(m["id"], []),
         "timestamp": m["timestamp"],
-        "models": [MODEL],
+        "models": [m["model"]],
         "chat_type": "t2t",
     }
     if m["role"] == "user":
         out["content"] = m["content"]
         return out
-    out["model"] = MODEL
+    out["model"] = m["model"]
     out["done"] = m["done"]
     # 2026-06 keeps the body only in content_list; 2026-08 also has a top-level copy.
     out["content"] = "" if shape == "2026-06" else m["answer"]
@@ -66,14 +65,16 @@ def _message(m: dict, children: dict[str, list[str]], shape: str) -> dict:
 
 def _content_list(m: dict, shape: str) -> list[dict]:
     """Phases in order; later phases appear only once the thinking phase is over."""
-    items = [
-        {
-            "phase": "thinking_summary",
-            "content": m["thinking"],
-            "status": "finished" if m["thinking_done"] else "typing",
-            "extra": {"summary_title": {"content": ["Thinking"]}},
-        }
-    ]
+    items = []
+    if m["thinking_enabled"]:
+        items.append(
+            {
+                "phase": "thinking_summary",
+                "content": m["thinking"],
+                "status": "finished" if m["thinking_done"] else "typing",
+                "extra": {"summary_title": {"content": ["Thinking"]}},
+            }
+        )
     if not m["answer_started"]:
         return items
     if shape == "2026-08":

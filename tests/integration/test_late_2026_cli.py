@@ -23,6 +23,7 @@ RESET = {
     "url_delay": 0.1,
     "hold_answers": False,
     "require_auth_header": False,
+    "serve_model": "",
 }
 
 
@@ -83,3 +84,72 @@ def test_api_reads_carry_the_saved_token_as_a_bearer_header(site, tmp_path):
     _, body = read_article(project / "articles" / "bearer.md")
     assert body == site.expected_answer(text).strip()
     assert [e["accepted"] for e in sends_of(site, text)] == [True]
+
+
+# -- item 3: the model, thinking and web search, chosen on the page ----------------------------
+
+
+def test_model_and_modes_come_from_config_and_the_prompt_front_matter(site, tmp_path):
+    project = make_project(tmp_path, site, router=False, extra='model = "Qwen3.6-Plus"\n')
+    plain = prompt(project, "plain", "Write an article about the default choices.")
+    chosen_body = "Write an article about a chosen model."
+    prompt(
+        project,
+        "chosen",
+        f'+++\ntitle = "Chosen"\n[qwen]\nmodel = "qwen3.7-max"\nthinking = "off"\nweb_search = true\n+++\n{chosen_body}\n',
+    )
+
+    for slug in ("plain", "chosen"):
+        codes, last = generate_until_done(project, slug)
+        assert codes[0] == 42 and last.returncode == 0, (slug, codes, last.stderr)
+
+    (sent_plain,) = sends_of(site, plain)
+    (sent_chosen,) = sends_of(site, chosen_body)
+    assert (sent_plain["model"], sent_plain["thinking"], sent_plain["web_search"]) == ("qwen3.6-plus", True, False)
+    assert (sent_chosen["model"], sent_chosen["thinking"], sent_chosen["web_search"]) == ("qwen3.7-max", False, True)
+    meta, _ = read_article(project / "articles" / "chosen.md")
+    assert meta["model"] == "qwen3.7-max" and meta["title"] == "Chosen" and "qwen" not in meta
+    assert read_article(project / "articles" / "plain.md")[0]["model"] == "qwen3.6-plus"
+
+
+def test_a_model_the_picker_does_not_offer_fails_hard_before_anything_is_sent(site, tmp_path):
+    project = make_project(tmp_path, site, router=False, extra='model = "Qwen9-Ultra"\n')
+    text = prompt(project, "ultra", "Write an article about a model that does not exist.")
+
+    result = qwenpipe("generate", "ultra", cwd=project)
+
+    assert result.returncode == 1, result.stderr
+    assert "'Qwen9-Ultra' is not a model the site offers" in result.stderr
+    assert "'Qwen3.7-Max'" in result.stderr and "Traceback" not in result.stderr
+    assert sends_of(site, text) == []
+    assert sorted(p.name for p in (project / "articles").glob("ultra*")) == []  # no marker, no URL
+    events = [json.loads(line)["event"] for line in (project / "articles" / ".qwenpipe" / "journal.jsonl").open()]
+    assert "unsent" in events and "sent" not in events
+
+
+def test_an_answer_from_another_model_is_never_the_article(site, tmp_path):
+    # The site did not keep the choice: the chat's JSON names another model.
+    site.set(serve_model="qwen3.5-flash")
+    project = make_project(tmp_path, site, router=False, extra='model = "Qwen3.7-Max"\n')
+    text = prompt(project, "swapped", "Write an article about swapped models.")
+
+    codes, last = generate_until_done(project, "swapped")
+
+    assert codes[0] == 42 and last.returncode == 1, (codes, last.stderr)
+    assert "answered with model 'qwen3.5-flash', not qwen.model = 'Qwen3.7-Max'" in last.stderr
+    assert not (project / "articles" / "swapped.md").exists()
+    assert [e["model"] for e in sends_of(site, text)] == ["qwen3.7-max"]
+
+
+def test_a_bad_qwen_table_in_the_front_matter_is_exit_2_naming_file_key_and_value(site, tmp_path):
+    project = make_project(tmp_path, site, router=False)
+    prompt(project, "bad", '+++\n[qwen]\nthinking = "maybe"\n+++\nWrite about anything.\n')
+    prompt(project, "unknown", '+++\n[qwen]\nbase_url = "http://elsewhere"\n+++\nWrite about anything.\n')
+
+    bad = qwenpipe("generate", "bad", cwd=project)
+    unknown = qwenpipe("generate", "unknown", cwd=project)
+
+    assert bad.returncode == 2 and unknown.returncode == 2
+    assert "bad.md: qwen.thinking = 'maybe' must be one of 'auto', 'on', 'off'" in bad.stderr
+    assert "unknown.md: unknown key qwen.base_url in the front matter" in unknown.stderr
+    assert not list((project / "articles").glob("*.md*"))

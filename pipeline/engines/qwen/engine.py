@@ -24,6 +24,7 @@ from typing import Any
 
 from pipeline.engines.base import (
     Answer,
+    ChatChoice,
     ChatTurns,
     EngineError,
     FoundChat,
@@ -45,6 +46,7 @@ from pipeline.engines.qwen.api import (
     parse_chat,
 )
 from pipeline.engines.qwen.browser import BrowserSession
+from pipeline.engines.qwen.choices import apply_choice
 from pipeline.engines.qwen.login import read_login_state
 from pipeline.engines.qwen.page import (
     ApiUnusable,
@@ -167,12 +169,14 @@ class QwenEngine:
         is reported before the contract writes its intent marker."""
         _ = self.session.context
 
-    def send(self, text: str) -> str:
-        """Open a new chat, send `text`, return `{base_url}/c/<id>` once the address shows it."""
+    def send(self, text: str, choice: ChatChoice | None = None) -> str:
+        """Open a new chat, choose its model and modes, send `text`, return `{base_url}/c/<id>`
+        once the address shows it."""
         submit = _Submit()
         with submit, self._page() as page:
             self._open(page, self.base_url + "/")
             selectors = self._ready_to_type(page)
+            apply_choice(page, selectors, choice or ChatChoice())
             turns_before = read_dom_state(page, selectors).assistant_turns
             page.locator(selectors.composer).first.fill(text)
             with self._replies(page) as replies:
