@@ -7,7 +7,6 @@ in one place and only the packaging differs.
 from __future__ import annotations
 
 
-
 def chat_body(view: dict, shape: str) -> dict:
     """{"success": true, "data": {...}} for a chat view in the "2026-06" or "2026-08" shape."""
     children = _children(view["messages"])

@@ -5,10 +5,9 @@ setting. One simulator for the module; each test sets what it needs and the fixt
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
-from sim_project import make_project, prompt, read_article
+from sim_project import journal, make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe
 
 from pipeline.simulator import Simulator
@@ -52,15 +51,12 @@ def save_login(project, sim) -> str:
     return token
 
 
-def generate_until_done(project, slug, *, limit=40):
-    codes = []
-    for _ in range(limit):
-        result = qwenpipe("generate", slug, cwd=project)
-        codes.append(result.returncode)
-        if result.returncode not in (3, 42):
-            return codes, result
-        time.sleep(0.3)
-    raise AssertionError(f"never finished: {codes}")
+def generate_waiting(project, slug):
+    """`generate --wait`: send, stay on the chat, finish (one process, one browser)."""
+    return qwenpipe("generate", slug, "--wait", cwd=project)
+
+
+CHOSEN = ("model", "thinking", "web_search")  # what the ledger says the page chose
 
 
 def sends_of(sim, text):
@@ -78,9 +74,9 @@ def test_api_reads_carry_the_saved_token_as_a_bearer_header(site, tmp_path):
     save_login(project, site)
     text = prompt(project, "bearer", "Write an article about bearer tokens.")
 
-    codes, last = generate_until_done(project, "bearer")
+    done = generate_waiting(project, "bearer")
 
-    assert codes[0] == 42 and last.returncode == 0, (codes, last.stderr)
+    assert done.returncode == 0, done.stderr
     _, body = read_article(project / "articles" / "bearer.md")
     assert body == site.expected_answer(text).strip()
     assert [e["accepted"] for e in sends_of(site, text)] == [True]
@@ -96,17 +92,18 @@ def test_model_and_modes_come_from_config_and_the_prompt_front_matter(site, tmp_
     prompt(
         project,
         "chosen",
-        f'+++\ntitle = "Chosen"\n[qwen]\nmodel = "qwen3.7-max"\nthinking = "off"\nweb_search = true\n+++\n{chosen_body}\n',
+        '+++\ntitle = "Chosen"\n[qwen]\nmodel = "qwen3.7-max"\nthinking = "off"\nweb_search = true\n'
+        f"+++\n{chosen_body}\n",
     )
 
     for slug in ("plain", "chosen"):
-        codes, last = generate_until_done(project, slug)
-        assert codes[0] == 42 and last.returncode == 0, (slug, codes, last.stderr)
+        done = generate_waiting(project, slug)
+        assert done.returncode == 0, (slug, done.stderr)
 
     (sent_plain,) = sends_of(site, plain)
     (sent_chosen,) = sends_of(site, chosen_body)
-    assert (sent_plain["model"], sent_plain["thinking"], sent_plain["web_search"]) == ("qwen3.6-plus", True, False)
-    assert (sent_chosen["model"], sent_chosen["thinking"], sent_chosen["web_search"]) == ("qwen3.7-max", False, True)
+    assert [sent_plain[k] for k in CHOSEN] == ["qwen3.6-plus", True, False]
+    assert [sent_chosen[k] for k in CHOSEN] == ["qwen3.7-max", False, True]
     meta, _ = read_article(project / "articles" / "chosen.md")
     assert meta["model"] == "qwen3.7-max" and meta["title"] == "Chosen" and "qwen" not in meta
     assert read_article(project / "articles" / "plain.md")[0]["model"] == "qwen3.6-plus"
@@ -123,7 +120,7 @@ def test_a_model_the_picker_does_not_offer_fails_hard_before_anything_is_sent(si
     assert "'Qwen3.7-Max'" in result.stderr and "Traceback" not in result.stderr
     assert sends_of(site, text) == []
     assert sorted(p.name for p in (project / "articles").glob("ultra*")) == []  # no marker, no URL
-    events = [json.loads(line)["event"] for line in (project / "articles" / ".qwenpipe" / "journal.jsonl").open()]
+    events = [e["event"] for e in journal(project)]
     assert "unsent" in events and "sent" not in events
 
 
@@ -133,10 +130,10 @@ def test_an_answer_from_another_model_is_never_the_article(site, tmp_path):
     project = make_project(tmp_path, site, router=False, extra='model = "Qwen3.7-Max"\n')
     text = prompt(project, "swapped", "Write an article about swapped models.")
 
-    codes, last = generate_until_done(project, "swapped")
+    result = generate_waiting(project, "swapped")
 
-    assert codes[0] == 42 and last.returncode == 1, (codes, last.stderr)
-    assert "answered with model 'qwen3.5-flash', not qwen.model = 'Qwen3.7-Max'" in last.stderr
+    assert result.returncode == 1, result.stderr
+    assert "answered with model 'qwen3.5-flash', not qwen.model = 'Qwen3.7-Max'" in result.stderr
     assert not (project / "articles" / "swapped.md").exists()
     assert [e["model"] for e in sends_of(site, text)] == ["qwen3.7-max"]
 

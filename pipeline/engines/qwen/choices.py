@@ -63,7 +63,7 @@ def choose_model(page: Any, selectors: Selectors, wanted: str) -> None:
         offered = ", ".join(repr(n) for n in names if n) or "no models"
         raise HardError(
             f"qwen.model = {wanted!r} is not a model the site offers (its picker shows {offered}); "
-            "set qwen.model, or the prompt's [qwen] model, to one of them, or to \"\" for the default",
+            'set qwen.model, or the prompt\'s [qwen] model, to one of them, or to "" for the default',
             code="model_not_offered",
         )
     if not _shows(lambda: same_model(wanted, chosen())):
