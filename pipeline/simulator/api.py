@@ -125,9 +125,11 @@ def _route(store, settings, method, path, query, body) -> Response:
     match = CHAT_PATH.match(path)
     if method == "GET" and match:
         view = store.chat_view(match.group(1))
+        if view is None and settings.not_found_header:
+            return json_response({"detail": "Not Found"}, headers=[("x-actual-status-code", "404")])
         if view is None:
             return json_response(chats.not_found_body(match.group(1)))
-        return json_response(shapes.chat_body(view, settings.api_shape))
+        return json_response(shapes.chat_body(view, settings.api_shape, stream_status=settings.stream_status))
     return json_response({"success": False, "data": {"code": "NOT_FOUND", "details": path}}, status=404)
 
 

@@ -40,7 +40,10 @@ REFUSING_SCENARIOS = (*GATE_SCENARIOS, "quota")
 # Scenarios that shape the answer; fixed for a chat at the moment its message is accepted.
 CONTENT_SCENARIOS = ("error_banner", "slow", "refusal", "short", "chatter", "wrong_language")
 API_SHAPES = ("2026-06", "2026-08")
-UIS = ("current", "legacy")
+# "late-2026": the current UI as public clients saw it late in 2026: the send button (no
+# send-button class) inside .message-input-right-button-send, a stop button known only by its
+# aria-label "Stop", the copy button in a footer hidden until the turn is hovered.
+UIS = ("current", "legacy", "late-2026")
 # The model picker's models: (the id the chat's JSON names, the name the picker shows).
 MODELS = (
     ("qwen3.7-plus", "Qwen3.7-Plus"),
@@ -106,6 +109,15 @@ class Settings:
     # "" = chats answer with the model the page chose; a model id = with that one whatever was
     # chosen (a site that did not keep the choice).
     serve_model: str = ""
+    # The next this many sends are refused with "The chat is in progress!" (each refusal counts
+    # one down): the answer the site gives a send while the chat is busy.
+    in_progress_sends: int = 0
+    # A chat that is not there answers HTTP 200 with `x-actual-status-code: 404` and a body that
+    # says nothing (instead of CHAT_NOT_FOUND), and the page shows an empty chat.
+    not_found_header: bool = False
+    # Assistant messages carry only the stream's last `phase` and `status` (no `done`, no status
+    # per phase): a finished thinking phase reads `finished` until the answer's own finish.
+    stream_status: bool = False
 
     def validated(self) -> Settings:
         checks = [
@@ -118,6 +130,10 @@ class Settings:
             ),
             (abs(self.clock_offset) < 10 * 365 * 86400, "clock_offset must be within 10 years"),
             (isinstance(self.hold_answers, bool), "hold_answers must be true or false"),
+            (
+                isinstance(self.in_progress_sends, int) and self.in_progress_sends >= 0,
+                "in_progress_sends must be a count >= 0",
+            ),
             (
                 self.serve_model in ("", *(m for m, _ in MODELS)),
                 f"serve_model must be empty or one of {', '.join(m for m, _ in MODELS)}",
@@ -331,6 +347,9 @@ class ChatStore:
         """Why a send is refused (a body, or None for WAF), or False when it is accepted."""
         if gate or scenario in REFUSING_SCENARIOS:
             return refusal_body(gate or scenario)
+        if self.settings.in_progress_sends > 0:
+            self.settings = replace(self.settings, in_progress_sends=self.settings.in_progress_sends - 1)
+            return dict(IN_PROGRESS_BODY)
         if chat is None or (chat.messages and self.opens_as_missing(chat)):
             return not_found_body(parent_id or chat_id)
         last = chat.last_assistant()

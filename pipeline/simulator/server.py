@@ -29,6 +29,9 @@ SETTING_KEYS = {
     "clock_offset",
     "hold_answers",
     "serve_model",
+    "in_progress_sends",
+    "not_found_header",
+    "stream_status",
 }
 
 

@@ -7,17 +7,24 @@ in one place and only the packaging differs.
 from __future__ import annotations
 
 
-def chat_body(view: dict, shape: str) -> dict:
-    """{"success": true, "data": {...}} for a chat view in the "2026-06" or "2026-08" shape."""
+def chat_body(view: dict, shape: str, *, stream_status: bool = False) -> dict:
+    """{"success": true, "data": {...}} for a chat view in the "2026-06" or "2026-08" shape.
+
+    `stream_status`: assistant messages say only what the stream said last (see _stream_only)."""
     children = _children(view["messages"])
+
+    def message(m: dict) -> dict:
+        out = _message(m, children, shape)
+        return _stream_only(out, m) if stream_status and m["role"] == "assistant" else out
+
     if shape == "2026-06":
-        keyed = {m["id"]: _message(m, children, shape) for m in view["messages"]}
+        keyed = {m["id"]: message(m) for m in view["messages"]}
         current = view["messages"][-1]["id"] if view["messages"] else None
         chat = {"history": {"currentId": current, "messages": keyed}}
     else:
         chat = {
             "history": {"messages": {}},
-            "messages": [_message(m, children, shape) for m in view["messages"]],
+            "messages": [message(m) for m in view["messages"]],
         }
     data = {
         "id": view["id"],
@@ -59,6 +66,21 @@ def _message(m: dict, children: dict[str, list[str]], shape: str) -> dict:
     out["content_list"] = _content_list(m, shape)
     if m["error"]:
         out["error"] = m["error"]
+    return out
+
+
+def _stream_only(out: dict, m: dict) -> dict:
+    """A message that carries the stream's last `phase` and `status` and nothing else about its
+    completion: once thinking ends it reads `thinking_summary` / `finished` until the answer's
+    own finish (a `finished` that ends only the thinking)."""
+    out.pop("done", None)
+    for item in out["content_list"]:
+        item.pop("status", None)
+    if m["finished"]:
+        out["phase"], out["status"] = "answer", "finished"
+    else:
+        out["phase"] = "thinking_summary"
+        out["status"] = "finished" if m["thinking_done"] else "typing"
     return out
 
 

@@ -5,11 +5,16 @@ setting. One simulator for the module; each test sets what it needs and the fixt
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
+from browser_helpers import browser_config
 from sim_project import journal, make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe
 
+from pipeline.engines.qwen.browser import BrowserSession
+from pipeline.engines.qwen.page import read_dom_state
+from pipeline.engines.qwen.selectors import CURRENT
 from pipeline.simulator import Simulator
 from pipeline.simulator.api import make_token
 
@@ -23,6 +28,10 @@ RESET = {
     "hold_answers": False,
     "require_auth_header": False,
     "serve_model": "",
+    "in_progress_sends": 0,
+    "not_found_header": False,
+    "stream_status": False,
+    "ui": "current",
 }
 
 
@@ -150,3 +159,80 @@ def test_a_bad_qwen_table_in_the_front_matter_is_exit_2_naming_file_key_and_valu
     assert "bad.md: qwen.thinking = 'maybe' must be one of 'auto', 'on', 'off'" in bad.stderr
     assert "unknown.md: unknown key qwen.base_url in the front matter" in unknown.stderr
     assert not list((project / "articles").glob("*.md*"))
+
+
+# -- item 5: the site's other late-2026 answers ----------------------------------------------
+
+
+def test_a_send_the_site_calls_in_progress_is_clicked_again_shortly(site, tmp_path):
+    site.set(in_progress_sends=1)  # the first click meets "The chat is in progress!"
+    project = make_project(tmp_path, site, router=False)
+    text = prompt(project, "busy", "Write an article about busy chats.")
+
+    done = generate_waiting(project, "busy")
+
+    assert done.returncode == 0, done.stderr
+    assert [e["accepted"] for e in sends_of(site, text)] == [False, True]
+
+
+def test_http_200_with_x_actual_status_code_404_is_chat_not_found(site, tmp_path):
+    # The body says nothing the API classifier knows, and the page shows an empty chat: only the
+    # header tells that the chat is gone.
+    site.set(not_found_header=True)
+    project = make_project(tmp_path, site, router=False)
+    prompt(project, "gone", "Write an article about a chat that is gone.")
+    url = f"{site.base_url}/c/{uuid.uuid4()}"
+    (project / "articles" / "gone.md.url").write_text(url + "\n", encoding="utf-8")
+
+    result = qwenpipe("generate", "gone", cwd=project)
+
+    assert result.returncode == 1, result.stderr
+    assert "the chat no longer exists" in result.stderr and "x-actual-status-code: 404" in result.stderr
+    assert [e["code"] for e in journal(project) if e["event"] == "hard"] == ["chat_not_found"]
+
+
+def test_a_finished_thinking_phase_is_not_a_finished_answer(site, tmp_path):
+    # The chat's JSON says only the stream's last phase and status: "thinking_summary" /
+    # "finished" while the answer is still being written (held one word short of its end). The
+    # legacy page shows no stop or copy button, so the JSON is all there is to tell.
+    site.set(ui="legacy", stream_status=True, hold_answers=True)
+    project = make_project(tmp_path, site, router=False)
+    text = prompt(project, "thought", "Write an article about thinking before answering.")
+
+    assert qwenpipe("generate", "thought", cwd=project).returncode == 42
+    working = qwenpipe("generate", "thought", cwd=project)
+    assert working.returncode == 3, working.stderr
+    assert not (project / "articles" / "thought.md").exists()
+
+    site.set(hold_answers=False)
+    done = generate_waiting(project, "thought")
+    assert done.returncode == 0, done.stderr
+    assert read_article(project / "articles" / "thought.md")[1] == site.expected_answer(text).strip()
+
+
+def test_the_late_2026_page_send_stop_and_hidden_copy_buttons(site, tmp_path):
+    # Send inside .message-input-right-button-send (no send-button class), a stop button known by
+    # its aria-label only, the copy button in a footer hidden until hover.
+    site.set(ui="late-2026", hold_answers=True)
+    project = make_project(tmp_path, site, router=False)
+    text = prompt(project, "late", "Write an article about the late 2026 page.")
+
+    queued = qwenpipe("generate", "late", cwd=project)
+    assert queued.returncode == 42, queued.stderr
+    url = (project / "articles" / "late.md.url").read_text().strip()
+    with BrowserSession(browser_config(tmp_path / "look")) as session:
+        page = session.new_page()
+        page.goto(url)
+        page.wait_for_selector(".qwen-chat-message-assistant")
+        generating = read_dom_state(page, CURRENT)
+        site.set(hold_answers=False)
+        page.wait_for_selector(".copy-response-button", state="attached", timeout=15000)
+        done = read_dom_state(page, CURRENT)
+        copy_hidden = not page.locator(".copy-response-button").is_visible()
+    assert generating.stop_visible and not generating.copy_button
+    assert done.copy_button and copy_hidden and not done.stop_visible
+
+    finished = generate_waiting(project, "late")
+    assert finished.returncode == 0, finished.stderr
+    assert read_article(project / "articles" / "late.md")[1] == site.expected_answer(text).strip()
+    assert [e["accepted"] for e in sends_of(site, text)] == [True]

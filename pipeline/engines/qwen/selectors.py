@@ -55,14 +55,16 @@ class Selectors:
 CURRENT = Selectors(
     name="current",
     composer="textarea.message-input-textarea",
-    send_button="button.send-button",
-    stop_button="button.stop-button",
+    # Late 2026: the send button may sit inside .message-input-right-button-send (where the stop
+    # button replaces it while generating), and the stop button may be known only by its label.
+    send_button='button.send-button, .message-input-right-button-send button:not([aria-label="Stop"])',
+    stop_button='button.stop-button, [aria-label="Stop"]',
     user_turn=".qwen-chat-message-user",
     assistant_turn=".qwen-chat-message-assistant",
     answer=".response-message-content.phase-answer",
     answer_markdown=".qwen-markdown",
     thinking=".response-message-content.phase-thinking",
-    copy_button=".copy-response-button",
+    copy_button=".copy-response-button",  # its presence counts: it stays hidden until a hover
     model_picker='#qwen-chat-header-left [aria-label="Select Model"]',
     model_label='[class*="model-selector-text"]',
     model_option='[role="listbox"] [role="option"]',

@@ -27,6 +27,9 @@
     const init = Object.assign({credentials: "include", headers}, options || {});
     const res = await fetch(path, init);
     const text = await res.text();
+    // Some chat-gone answers are HTTP 200 whose real status is this header (the page then shows
+    // an empty chat, no banner).
+    if (res.headers.get("x-actual-status-code") === "404") return {success: false, missing: true};
     try {
       return JSON.parse(text);
     } catch (err) {
@@ -44,6 +47,7 @@
   }
 
   function handleFailure(body) {
+    if (body && body.missing) return;
     const data = (body && body.data) || {};
     if (data.code === "Unauthorized") location.href = "/auth?action=signin";
     else if (data.code === "FAIL_SYS_USER_VALIDATE") location.href = data.url || "/punish?x5step=1";
@@ -77,7 +81,8 @@
     return {
       id: m.id, role: "assistant", error: m.error || null,
       answer: answer ? answer.content : "", answerStarted: !!answer,
-      answerStatus: answer ? answer.status : "typing",
+      // Without a status per phase, the message's own (the stream's last) counts for the answer.
+      answerStatus: answer ? answer.status || (m.phase === "answer" && m.status) || "typing" : "typing",
       thinking: thinking ? thinking.content : "",
       thinkingDone: thinking ? thinking.status === "finished" : true,
       hasThinking: !!thinking || !answer, // no thinking phase at all: thinking was off

@@ -29,13 +29,20 @@
     return Object.assign({list, banner, messages, toasts}, parts);
   }
 
+  // The late-2026 markup (see chats.py UIS): other send/stop buttons, a copy button hidden until hover.
+  const LATE = ((window.__SIM__ || {}).ui || "") === "late-2026";
+
   function currentComposer() {
     const input = h("textarea", {class: "message-input-textarea", placeholder: "Ask Qwen", rows: "2"});
-    const send = h("button", {class: "send-button", type: "button", "aria-label": "Send", text: "\u2191"});
-    const stop = h("button", {class: "stop-button", type: "button", "aria-label": "Stop", text: "\u25A0"});
+    const buttonClass = (name) => (LATE ? "omni-button-content" : name);
+    const send = h("button", {class: buttonClass("send-button"), type: "button", "aria-label": "Send", text: "\u2191"});
+    const stop = h("button", {class: buttonClass("stop-button"), type: "button", "aria-label": "Stop", text: "\u25A0"});
     send.disabled = true;
     stop.hidden = true;
-    const box = h("div", {class: "message-input-container"}, [input, send, stop]);
+    const buttons = LATE
+      ? [h("div", {class: "message-input-right-button"}, [h("div", {class: "message-input-right-button-send"}, [send, stop])])]
+      : [send, stop];
+    const box = h("div", {class: "message-input-container"}, [input, ...buttons]);
     const thinking = h("button", {class: "chat-input-feature-btn", type: "button", "aria-label": "Thinking",
       "aria-pressed": "true", text: "Thinking"});
     const mode = modeMenu();
@@ -145,7 +152,8 @@
     if (complete && !copy) {
       copy = h("button", {class: "copy-response-button", type: "button", "aria-label": "Copy", text: "Copy"});
       copy.addEventListener("click", () => onCopy(message));
-      node.appendChild(h("div", {class: "message-footer"}, [copy]));
+      const footer = LATE ? "message-footer response-message-footer response-message-footer-none" : "message-footer";
+      node.appendChild(h("div", {class: footer}, [copy]));
     } else if (!complete && copy) {
       copy.parentElement.remove();
     }
