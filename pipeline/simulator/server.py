@@ -50,6 +50,10 @@ class Simulator:
         ledger_path=None,
         require_login: bool = False,
         require_auth_header: bool = False,
+        in_progress_sends: int = 0,
+        not_found_header: bool = False,
+        stream_status: bool = False,
+        serve_model: str = "",
     ):
         settings = Settings(
             scenario=scenario,
@@ -60,6 +64,10 @@ class Simulator:
             ui=ui,
             require_login=require_login,
             require_auth_header=require_auth_header,
+            in_progress_sends=in_progress_sends,
+            not_found_header=not_found_header,
+            stream_status=stream_status,
+            serve_model=serve_model,
         )
         self.store = ChatStore(settings, ledger_path)
         self.port = port
