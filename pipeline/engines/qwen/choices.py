@@ -29,7 +29,10 @@ def apply_choice(page: Any, selectors: Selectors, choice: ChatChoice) -> None:
         choose_model(page, selectors, choice.model)
     if choice.thinking != "auto":
         set_thinking(page, selectors, choice.thinking == "on")
-    set_web_search(page, selectors, choice.web_search)
+    if choice.web_search:
+        # Only ever turned on: a new chat starts without it, and reading a mode menu's state is
+        # a guess that must not stand between the default setup and every send.
+        set_web_search(page, selectors, on=True)
 
 
 def choose_model(page: Any, selectors: Selectors, wanted: str) -> None:
@@ -92,14 +95,11 @@ def set_thinking(page: Any, selectors: Selectors, on: bool) -> None:
 
 
 def set_web_search(page: Any, selectors: Selectors, on: bool) -> None:
-    """Turn web search on or off in the mode menu (whose label names the chosen mode). A page
-    without the menu has no web search to turn off."""
+    """Turn web search on or off in the mode menu (whose label names the chosen mode)."""
     menu = _control(page, selectors.mode_menu)
     if menu is None:
-        if not on:
-            return
         raise HardError(
-            "qwen.web_search = true: the chat page shows no mode menu "
+            f"qwen.web_search = {'true' if on else 'false'}: the chat page shows no mode menu "
             f"({_which(selectors, 'mode_menu')}); set qwen.selectors.mode_menu, or qwen.web_search = false",
             code="no_web_search",
         )
