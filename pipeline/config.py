@@ -95,6 +95,11 @@ def _display_mode(value: str) -> str | None:
     from .engines.qwen.display import MODES
 
     return None if value in MODES else f"must be one of {', '.join(map(repr, MODES))}"
+def _one_of(*choices: str) -> Callable[[str], str | None]:
+    def check(value: str) -> str | None:
+        return None if value in choices else f"must be one of {', '.join(repr(c) for c in choices)}"
+
+    return check
 
 
 def _string_list(value: list) -> str | None:
@@ -146,6 +151,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "stop a cycle/generate running longer (safe: the next run resumes)",
         ),
         "selectors": Key(dict, {}, _string_table, "CSS selectors that replace the built-in ones"),
+        "model": Key(str, "", None, 'as the site\'s model picker names it, e.g. "Qwen3.7-Max"; "" = default'),
+        "thinking": Key(str, "auto", _one_of("auto", "on", "off"), '"on"/"off" sets the thinking toggle'),
+        "web_search": Key(bool, False, None, "turn the site's web search on for each new chat"),
     },
     "browser": {
         "executable": Key(str, "", None, "empty = auto: Playwright's Chromium, else chromium/google-chrome"),

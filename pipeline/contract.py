@@ -29,6 +29,7 @@ from .checks import Verdict, check_answer, count_words
 from .crashpoints import crashpoint
 from .engines.base import (
     Answer,
+    ChatChoice,
     EngineBusy,
     EngineError,
     FoundChat,
@@ -36,6 +37,7 @@ from .engines.base import (
     HardError,
     QuotaSpent,
     TransientError,
+    same_model,
 )
 from .errors import UsageProblem
 from .files import FileLock, LockBusy
@@ -54,7 +56,7 @@ from .phases import (
     backoff_delay,
     decide,
 )
-from .prompts import Prompt, check_slug, load_prompt
+from .prompts import PROMPT_QWEN_KEYS, Prompt, check_slug, load_prompt
 from .quota import SendBudget, sends_today
 from .redact import mask, mask_data
 from .render import article_body, render_article
@@ -286,7 +288,7 @@ class Step:
         started = time.monotonic()
         crashpoint("before_send")
         try:
-            url = self.engines.chat().send(self.prompt.turns[0])
+            url = self.engines.chat().send(self.prompt.turns[0], self.chat_choice())
         except EngineError as err:
             if err.nothing_sent:
                 files.remove(self.article.sending)  # nothing reached the site: nothing to look for
@@ -453,7 +455,30 @@ class Step:
         self.log("sent", engine="qwen", turn=number, chat_url=self.chat_url, duration=_since(started))
         return None
 
+    def chat_choice(self) -> ChatChoice:
+        """The model and modes the chat is to answer with: config.toml's [qwen], then the prompt's."""
+        return ChatChoice.of({**{k: self.qwen[k] for k in PROMPT_QWEN_KEYS}, **self.prompt.qwen})
+
+    def check_model(self, answer: Answer) -> None:
+        """A chat answer must come from the model asked for (qwen.model): never a silent article
+        from another one. Raises HardError when the chat names another model."""
+        wanted = self.chat_choice().model
+        if answer.engine != "qwen" or not wanted or same_model(wanted, answer.model):
+            return
+        if not answer.model:
+            raise TransientError(
+                f"the chat does not say which model answered, so qwen.model = {wanted!r} "
+                "cannot be confirmed (the site's JSON was not readable)",
+                code="model_unknown",
+            )
+        raise HardError(
+            f"the chat answered with model {answer.model!r}, not qwen.model = {wanted!r} "
+            "(the site did not keep the choice); not writing it as the article",
+            code="wrong_model",
+        )
+
     def finish(self, answer: Answer) -> Outcome:
+        self.check_model(answer)
         settings = {**self.ws.config.values["article"], **self.prompt.settings}
         verdict = check_answer(answer.markdown, settings)
         if verdict.problem:

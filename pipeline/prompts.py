@@ -15,6 +15,8 @@ SLUG_RE = re.compile(r"[a-z0-9][a-z0-9._-]*")
 FENCE = "+++"
 TURN_SEPARATOR = "=== next turn ==="  # a line of its own between the turns of a multi-turn prompt
 MAX_PROMPT_BYTES = 1_000_000
+# The [qwen] keys a prompt's front matter may override: how its chat answers.
+PROMPT_QWEN_KEYS = ("model", "thinking", "web_search")
 
 
 MAX_SLUG = 200  # SLUG.md.sending and friends must stay within a file system's 255-byte names
@@ -69,6 +71,7 @@ class Prompt:
     text: str
     meta: dict = field(default_factory=dict)  # carried into the article's front matter
     settings: dict = field(default_factory=dict)  # the prompt's [article] table: overrides config
+    qwen: dict = field(default_factory=dict)  # the prompt's [qwen] table (PROMPT_QWEN_KEYS)
     turns: tuple[str, ...] = ()  # the messages to send, in order (one for most prompts)
 
     def __post_init__(self) -> None:
@@ -138,13 +141,14 @@ def load_prompt(prompts_dir: Path, slug: str) -> Prompt:
     text = body.strip()
     if not text:
         raise UsageProblem(f"{path}: the prompt is empty (write the request below the front matter)")
-    settings = _article_settings(meta.pop("article", {}), path)
+    settings = _table_settings("article", meta.pop("article", {}), path)
+    qwen = _table_settings("qwen", meta.pop("qwen", {}), path, PROMPT_QWEN_KEYS)
     turns = split_turns(text, path)
     if settings.get("answer_turn", 0) > len(turns):
         raise UsageProblem(
             f"{path}: article.answer_turn = {settings['answer_turn']} but the prompt has {len(turns)} turn(s)"
         )
-    return Prompt(slug=slug, path=path, text=text, meta=meta, settings=settings, turns=turns)
+    return Prompt(slug=slug, path=path, text=text, meta=meta, settings=settings, qwen=qwen, turns=turns)
 
 
 def split_turns(text: str, where: Path) -> tuple[str, ...]:
@@ -166,21 +170,22 @@ def split_turns(text: str, where: Path) -> tuple[str, ...]:
     return tuple(turns)
 
 
-def _article_settings(table: object, where: Path) -> dict:
-    """The prompt's own `[article]` table, checked against the config schema's [article] keys."""
+def _table_settings(section: str, table: object, where: Path, keys: tuple[str, ...] = ()) -> dict:
+    """The prompt's own `[section]` table, checked against the config schema's keys of that
+    section (only `keys` of them, when given)."""
     from .config import SCHEMA, ConfigError, check_value
 
     if not isinstance(table, dict):
-        raise UsageProblem(f"{where}: `article` in the front matter must be a table [article]")
-    known = SCHEMA["article"]
+        raise UsageProblem(f"{where}: `{section}` in the front matter must be a table [{section}]")
+    known = {k: v for k, v in SCHEMA[section].items() if not keys or k in keys}
     settings = {}
     for key, value in table.items():
         if key not in known:
             raise UsageProblem(
-                f"{where}: unknown key article.{key} in the front matter (known: {', '.join(known)})"
+                f"{where}: unknown key {section}.{key} in the front matter (known: {', '.join(known)})"
             )
         try:
-            settings[key] = check_value(f"article.{key}", known[key], value, where)
+            settings[key] = check_value(f"{section}.{key}", known[key], value, where)
         except ConfigError as err:
             raise UsageProblem(str(err)) from None
     return settings

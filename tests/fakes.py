@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from pipeline.engines.base import Answer, ChatTurns, FoundChat, Generating, TurnState
+from pipeline.engines.base import Answer, ChatChoice, ChatTurns, FoundChat, Generating, TurnState
 
 
 @dataclass
@@ -29,6 +29,7 @@ class FakeChat:
     crash_after_send: BaseException | None = None
     closed: bool = False
     sends: int = 0
+    choices: list[ChatChoice | None] = field(default_factory=list)  # what each send asked for
     messages: dict[str, list[str]] = field(default_factory=dict)  # chat url -> user messages received
     last_turn_complete: deque = field(default_factory=deque)  # scripted; empty = complete
     crash_after_send_turn: BaseException | None = None
@@ -72,8 +73,9 @@ class FakeChat:
         if self.prepare_error:
             raise self.prepare_error
 
-    def send(self, text: str) -> str:
+    def send(self, text: str, choice: ChatChoice | None = None) -> str:
         self.history.append(("send", text))
+        self.choices.append(choice)
         if self.send_error:
             raise self.send_error
         self.sends += 1

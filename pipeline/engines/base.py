@@ -58,6 +58,39 @@ class QuotaSpent(HardError):
         self.retry_after = retry_after
 
 
+THINKING_CHOICES = ("auto", "on", "off")
+
+
+@dataclass(frozen=True)
+class ChatChoice:
+    """How a new chat is to answer, chosen on the site before the first send (qwen.model,
+    qwen.thinking, qwen.web_search; a prompt's front matter `[qwen]` overrides them)."""
+
+    model: str = ""  # as the site's model picker names it ("Qwen3.7-Max"); "" = the site's default
+    thinking: str = "auto"  # "auto" leaves the site's toggle as it is
+    web_search: bool = False
+
+    @classmethod
+    def of(cls, settings: dict) -> ChatChoice:
+        """From a table holding (some of) the keys model, thinking, web_search."""
+        default = cls()
+        return cls(
+            model=str(settings.get("model", default.model)).strip(),
+            thinking=str(settings.get("thinking", default.thinking)),
+            web_search=bool(settings.get("web_search", default.web_search)),
+        )
+
+
+def same_model(wanted: str, named: str | None) -> bool:
+    """Whether a model named as the picker shows it ("Qwen3.7-Max") and as the chat's JSON names
+    it ("qwen3.7-max") are the same: case, spaces and underscores aside."""
+
+    def plain(name: str) -> str:
+        return "-".join(name.replace("_", " ").lower().split())
+
+    return bool(named) and plain(wanted) == plain(named)
+
+
 @dataclass(frozen=True)
 class Answer:
     """A complete answer: the raw markdown of the article and what is known about it."""
@@ -121,11 +154,13 @@ class ChatEngine(Protocol):
         """Start what sending needs (the browser) so that EngineBusy / HardError come before any
         intent marker is written or anything typed."""
 
-    def send(self, text: str) -> str:
-        """Open a new chat, send `text`, return the chat URL once the site shows it.
+    def send(self, text: str, choice: ChatChoice | None = None) -> str:
+        """Open a new chat, choose its model and modes (`choice`), send `text`, return the chat
+        URL once the site shows it (None: the site's defaults).
 
-        Raises TransientError / HardError. Never sends when the session is not usable; an error
-        raised before the prompt was submitted carries `nothing_sent = True`.
+        Raises TransientError / HardError (a model the site does not offer is a HardError,
+        before anything is sent). Never sends when the session is not usable; an error raised
+        before the prompt was submitted carries `nothing_sent = True`.
         """
 
     def check(self, chat_url: str) -> Answer | Generating:

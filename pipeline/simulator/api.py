@@ -81,6 +81,11 @@ def request_token(headers) -> str | None:
         pass
     if "token" in cookie:
         return cookie["token"].value
+    return bearer_token(headers)
+
+
+def bearer_token(headers) -> str | None:
+    """The token of an `Authorization: Bearer` header, or None."""
     auth = headers.get("Authorization", "")
     return auth[7:] if auth.startswith("Bearer ") else None
 
@@ -107,6 +112,11 @@ def handle(store: chats.ChatStore, method: str, path: str, query: str, body: byt
     settings = store.snapshot()
     if method == "POST" and path == "/api/v1/auths/signin":
         return sign_in(settings)
+    if settings.require_auth_header and not token_valid(bearer_token(headers)):
+        # The late-2026 site: cookies alone are not enough, API calls carry the JWT as a header.
+        if method == "POST" and path == "/api/v2/chat/completions":
+            store.send(*_send_args(query, body), gate="logged_out", choice=send_choice(body))
+        return json_response(chats.UNAUTHORIZED_BODY)
     blocked = gate(settings, headers)
     if method == "GET" and path in ("/api/v1/auths/", "/api/v1/auths") and not blocked:
         return session_user(settings, headers)
@@ -115,7 +125,7 @@ def handle(store: chats.ChatStore, method: str, path: str, query: str, body: byt
     if blocked:
         if method == "POST" and path == "/api/v2/chat/completions":
             # The prompt reached the server: it goes in the ledger as refused.
-            store.send(*_send_args(query, body), gate=blocked)
+            store.send(*_send_args(query, body), gate=blocked, choice=send_choice(body))
         return gated_api(blocked)
     return _route(store, settings, method, path, query, body)
 
@@ -126,7 +136,7 @@ def _route(store, settings, method, path, query, body) -> Response:
     if method == "POST" and path == "/api/v2/chats/new":
         return json_response({"success": True, "data": {"id": store.new_chat()}})
     if method == "POST" and path == "/api/v2/chat/completions":
-        reply = store.send(*_send_args(query, body), gate=None)
+        reply = store.send(*_send_args(query, body), gate=None, choice=send_choice(body))
         return html_response(pages.WAF_PAGE) if reply is None else json_response(reply)
     if method == "GET" and path in ("/api/v2/chats", "/api/v2/chats/"):
         page = _int(parse_qs(query).get("page", ["1"])[0], 1)
@@ -137,9 +147,11 @@ def _route(store, settings, method, path, query, body) -> Response:
     match = CHAT_PATH.match(path)
     if method == "GET" and match:
         view = store.chat_view(match.group(1))
+        if view is None and settings.not_found_header:
+            return json_response({"detail": "Not Found"}, headers=[("x-actual-status-code", "404")])
         if view is None:
             return json_response(chats.not_found_body(match.group(1)))
-        return json_response(shapes.chat_body(view, settings.api_shape))
+        return json_response(shapes.chat_body(view, settings.api_shape, stream_status=settings.stream_status))
     return json_response({"success": False, "data": {"code": "NOT_FOUND", "details": path}}, status=404)
 
 
@@ -156,6 +168,24 @@ def _send_args(query: str, body: bytes) -> tuple[str, str, str | None]:
     users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
     prompt = str(users[-1].get("content", "")) if users else ""
     return chat_id, prompt, data.get("parent_id")
+
+
+def send_choice(body: bytes) -> dict:
+    """What the page chose for a completions request: the model id, whether thinking is on
+    (`feature_config.thinking_enabled`), whether web search is (`chat_type: "search"`)."""
+    try:
+        data = json.loads(body or b"{}")
+    except ValueError:
+        data = {}
+    if not isinstance(data, dict):
+        return {}
+    features = data.get("feature_config") if isinstance(data.get("feature_config"), dict) else {}
+    choice = {"web_search": data.get("chat_type") == "search"}
+    if isinstance(data.get("model"), str) and data["model"]:
+        choice["model"] = data["model"]
+    if isinstance(features.get("thinking_enabled"), bool):
+        choice["thinking"] = features["thinking_enabled"]
+    return choice
 
 
 def sign_in(settings: chats.Settings) -> Response:

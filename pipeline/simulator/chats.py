@@ -40,7 +40,18 @@ REFUSING_SCENARIOS = (*GATE_SCENARIOS, "quota")
 # Scenarios that shape the answer; fixed for a chat at the moment its message is accepted.
 CONTENT_SCENARIOS = ("error_banner", "slow", "refusal", "short", "chatter", "wrong_language")
 API_SHAPES = ("2026-06", "2026-08")
-UIS = ("current", "legacy")
+# "late-2026": the current UI as public clients saw it late in 2026: the send button (no
+# send-button class) inside .message-input-right-button-send, a stop button known only by its
+# aria-label "Stop", the copy button in a footer hidden until the turn is hovered.
+UIS = ("current", "legacy", "late-2026")
+# The model picker's models: (the id the chat's JSON names, the name the picker shows).
+MODELS = (
+    ("qwen3.7-plus", "Qwen3.7-Plus"),
+    ("qwen3.7-max", "Qwen3.7-Max"),
+    ("qwen3.6-plus", "Qwen3.6-Plus"),
+    ("qwen3.5-flash", "Qwen3.5-Flash"),
+)
+DEFAULT_MODEL = MODELS[0][0]
 SLOW_FACTOR = 100
 # The stored `done` flag flips when the last chunk is stored; the stream's status says
 # "finished" only this much later (and the page settles later still: app.js).
@@ -57,6 +68,10 @@ BOT_BODY = {
 UNAUTHORIZED_BODY = {"success": False, "data": {"code": "Unauthorized"}}
 IN_PROGRESS_BODY = {"success": False, "data": {"code": "Bad_Request", "details": "The chat is in progress!"}}
 ERROR_OBJECT = {"code": "internal_error", "details": "Something went wrong, please try again later."}
+
+
+# What a send chose when its request does not say: the default model, thinking on, no search.
+SEND_DEFAULTS = {"model": DEFAULT_MODEL, "thinking": True, "web_search": False}
 
 
 def not_found_body(ident: str) -> dict:
@@ -83,6 +98,8 @@ class Settings:
     toast_seconds: float = 10.0  # how long an error toast stays on the page
     ui: str = "current"
     require_login: bool = False
+    # API calls without `Authorization: Bearer <valid token>` are refused (Unauthorized).
+    require_auth_header: bool = False
     # The site's clock minus ours, in seconds: the times it stamps on chats and messages
     # (`created_at`, `timestamp`). Negative: what is sent now looks made that long ago.
     clock_offset: float = 0.0
@@ -93,6 +110,18 @@ class Settings:
     # renewed (a fresh one in a Set-Cookie) on a page load and on GET /api/v1/auths/ (0 = never).
     token_hours: float = 168.0
     renew_hours: float = 24.0
+    # "" = chats answer with the model the page chose; a model id = with that one whatever was
+    # chosen (a site that did not keep the choice).
+    serve_model: str = ""
+    # The next this many sends are refused with "The chat is in progress!" (each refusal counts
+    # one down): the answer the site gives a send while the chat is busy.
+    in_progress_sends: int = 0
+    # A chat that is not there answers HTTP 200 with `x-actual-status-code: 404` and a body that
+    # says nothing (instead of CHAT_NOT_FOUND), and the page shows an empty chat.
+    not_found_header: bool = False
+    # Assistant messages carry only the stream's last `phase` and `status` (no `done`, no status
+    # per phase): a finished thinking phase reads `finished` until the answer's own finish.
+    stream_status: bool = False
 
     def validated(self) -> Settings:
         checks = [
@@ -107,6 +136,14 @@ class Settings:
             (0 < self.token_hours <= 24 * 365, "token_hours must be more than 0 and at most 8760"),
             (0 <= self.renew_hours <= 24 * 365, "renew_hours must be 0 to 8760"),
             (isinstance(self.hold_answers, bool), "hold_answers must be true or false"),
+            (
+                isinstance(self.in_progress_sends, int) and self.in_progress_sends >= 0,
+                "in_progress_sends must be a count >= 0",
+            ),
+            (
+                self.serve_model in ("", *(m for m, _ in MODELS)),
+                f"serve_model must be empty or one of {', '.join(m for m, _ in MODELS)}",
+            ),
         ]
         for ok, message in checks:
             if not ok:
@@ -128,6 +165,7 @@ class Message:
     answer_seconds: float = 0.0
     cut_short: bool = False  # error_banner: stops at about half, with an error
     stopped_at: float | None = None
+    model: str = DEFAULT_MODEL  # the model that answers (its id)
 
     def progress(self, now: float, held: bool = False) -> dict:
         """What the chat holds for this assistant message at monotonic time `now`; `held`
@@ -247,10 +285,12 @@ class ChatStore:
             "timestamp": message.timestamp,
             "turn": message.turn,
         }
+        view["model"] = message.model
         if message.role == "user":
             view["content"] = message.text
         else:
             view.update(self._progress(message, now))
+            view["thinking_enabled"] = bool(message.thinking)
         return view
 
     def _progress(self, message: Message, now: float) -> dict:
@@ -285,11 +325,15 @@ class ChatStore:
             return True
 
     # -- sending ----------------------------------------------------------------------------
-    def send(self, chat_id: str, prompt: str, parent_id: str | None, gate: str | None) -> dict | None:
+    def send(
+        self, chat_id: str, prompt: str, parent_id: str | None, gate: str | None, choice: dict | None = None
+    ) -> dict | None:
         """Receive one user message. Returns the JSON body, or None for a WAF page.
 
+        `choice`: what the page chose for it (model id, thinking on/off, web search on/off).
         Every call is a ledger entry: the prompt reached the server even when it is refused.
         """
+        choice = {**SEND_DEFAULTS, **(choice or {})}
         with self.lock:
             settings = self.settings
             chat = self.chats.get(chat_id)
@@ -299,16 +343,19 @@ class ChatStore:
             turn = (chat.user_turns() + 1) if chat else 1
             refused = self._refusal(chat, chat_id, parent_id, scenario, gate)
             if refused is not False:
-                self._record(chat_id, prompt, turn, False, scenario)
+                self._record(chat_id, prompt, turn, False, scenario, choice)
                 return refused
-            reply = self._accept(chat, prompt, parent_id, per_prompt, turn, settings)
-            self._record(chat_id, prompt, turn, True, scenario)
+            reply = self._accept(chat, prompt, parent_id, per_prompt, turn, settings, choice)
+            self._record(chat_id, prompt, turn, True, scenario, choice)
             return reply
 
     def _refusal(self, chat, chat_id, parent_id, scenario, gate) -> dict | None | bool:
         """Why a send is refused (a body, or None for WAF), or False when it is accepted."""
         if gate or scenario in REFUSING_SCENARIOS:
             return refusal_body(gate or scenario)
+        if self.settings.in_progress_sends > 0:
+            self.settings = replace(self.settings, in_progress_sends=self.settings.in_progress_sends - 1)
+            return dict(IN_PROGRESS_BODY)
         if chat is None or (chat.messages and self.opens_as_missing(chat)):
             return not_found_body(parent_id or chat_id)
         last = chat.last_assistant()
@@ -319,7 +366,7 @@ class ChatStore:
             return not_found_body(parent_id)
         return False
 
-    def _accept(self, chat, prompt, parent_id, per_prompt, turn, settings) -> dict:
+    def _accept(self, chat, prompt, parent_id, per_prompt, turn, settings, choice) -> dict:
         now_epoch = self.site_time()
         if not chat.messages:
             chat.override = per_prompt
@@ -335,6 +382,8 @@ class ChatStore:
             turn=turn,
         )
         factor = SLOW_FACTOR if content == "slow" else 1
+        model = settings.serve_model or choice["model"]
+        user.model = model
         reply = Message(
             id=str(uuid.uuid4()),
             role="assistant",
@@ -343,10 +392,11 @@ class ChatStore:
             text=answers.expected_answer(prompt, turn, content or "ok"),
             turn=turn,
             started=time.monotonic(),
-            thinking=answers.thinking_text(prompt, turn),
-            thinking_seconds=settings.thinking_seconds,
+            thinking=answers.thinking_text(prompt, turn) if choice["thinking"] else "",
+            thinking_seconds=settings.thinking_seconds if choice["thinking"] else 0.0,
             answer_seconds=settings.answer_seconds * factor,
             cut_short=content == "error_banner",
+            model=model,
         )
         chat.messages += [user, reply]
         chat.updated = now_epoch
@@ -354,7 +404,9 @@ class ChatStore:
         return {"success": True, "data": {"chat_id": chat.id, "parent_id": user.id, "message_id": reply.id}}
 
     # -- ledger -----------------------------------------------------------------------------
-    def _record(self, chat_id: str, prompt: str, turn: int, accepted: bool, scenario: str) -> None:
+    def _record(
+        self, chat_id: str, prompt: str, turn: int, accepted: bool, scenario: str, choice: dict
+    ) -> None:
         self._ledger.append(
             {
                 "time": time.time(),
@@ -363,6 +415,9 @@ class ChatStore:
                 "turn": turn,
                 "accepted": accepted,
                 "scenario": scenario,
+                "model": choice["model"],  # as the page chose it
+                "thinking": choice["thinking"],
+                "web_search": choice["web_search"],
             }
         )
         self._write_ledger()

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args, get_type_hints
 
 from pipeline.errors import UsageProblem
-from pipeline.simulator.chats import API_SHAPES, SCENARIOS, UIS, Settings
+from pipeline.simulator.chats import API_SHAPES, MODELS, SCENARIOS, UIS, Settings
 
 if TYPE_CHECKING:
     from pipeline.simulator.server import Simulator
@@ -25,6 +25,7 @@ DEFAULT_PORT = 8765
 MAX_SECONDS = 3600.0
 MAX_HOURS = 24 * 365.0
 _SETTINGS = Settings()
+MODEL_IDS = tuple(model for model, _ in MODELS)
 
 
 def _option(default, help: str, choices: tuple[str, ...] = ()):  # noqa: A002 - the option's help
@@ -46,6 +47,21 @@ class SimulatorOptions:
     renew_hours: float = _option(
         _SETTINGS.renew_hours, "a token with less left is renewed (page load, GET /api/v1/auths/; 0 = never)"
     )
+    require_auth_header: bool = _option(
+        _SETTINGS.require_auth_header, "refuse API calls without Authorization: Bearer <token>"
+    )
+    in_progress_sends: int = _option(
+        _SETTINGS.in_progress_sends, 'refuse the next N sends with "The chat is in progress!"'
+    )
+    not_found_header: bool = _option(
+        _SETTINGS.not_found_header, "a missing chat answers HTTP 200 with x-actual-status-code: 404"
+    )
+    stream_status: bool = _option(
+        _SETTINGS.stream_status, "chat JSON holds only the stream's last phase/status (no done flag)"
+    )
+    serve_model: str = _option(
+        _SETTINGS.serve_model, f"answer with this model whatever the page chose ({', '.join(MODEL_IDS)})"
+    )
 
     def checked(self) -> SimulatorOptions:
         """These options, or UsageProblem (exit 2) naming the option, its value and what it accepts."""
@@ -54,6 +70,10 @@ class SimulatorOptions:
             flag = "--" + option.name.replace("_", "-")
             if choices and value not in choices:
                 raise UsageProblem(f"{flag} {value!r}: choose one of {', '.join(choices)}")
+        if self.serve_model not in ("", *MODEL_IDS):
+            raise UsageProblem(f"--serve-model {self.serve_model!r}: choose one of {', '.join(MODEL_IDS)}")
+        if not 0 <= self.in_progress_sends <= 1000:
+            raise UsageProblem(f"--in-progress-sends {self.in_progress_sends}: choose 0 to 1000")
         if not 0 <= self.port <= 65535:
             raise UsageProblem(f"--port {self.port}: choose 1 to 65535, or 0 for any free port")
         for name in ("answer_seconds", "thinking_seconds", "url_delay"):
@@ -85,6 +105,11 @@ class SimulatorOptions:
             require_login=self.require_login,
             token_hours=self.token_hours,
             renew_hours=self.renew_hours,
+            require_auth_header=self.require_auth_header,
+            in_progress_sends=self.in_progress_sends,
+            not_found_header=self.not_found_header,
+            stream_status=self.stream_status,
+            serve_model=self.serve_model,
         )
         try:
             return sim.start()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pipeline.simulator.chats import Settings
+from pipeline.simulator.chats import MODELS, Settings
 
 STATIC = Path(__file__).parent / "static"
 CONTENT_TYPES = {
@@ -34,7 +34,12 @@ BOT_PAGE = """<!DOCTYPE html>
 
 def app_page(settings: Settings) -> str:
     """The single-page app; the run's UI generation, URL delay and toast time are baked into the page."""
-    config = {"ui": settings.ui, "url_delay": settings.url_delay, "toast_seconds": settings.toast_seconds}
+    config = {
+        "ui": settings.ui,
+        "url_delay": settings.url_delay,
+        "toast_seconds": settings.toast_seconds,
+        "models": [{"id": model, "name": name} for model, name in MODELS],
+    }
     html = (STATIC / "index.html").read_text(encoding="utf-8")
     return html.replace("__SIM_CONFIG__", json.dumps(config))
 

@@ -25,10 +25,15 @@ SETTING_KEYS = {
     "toast_seconds",
     "ui",
     "require_login",
+    "require_auth_header",
     "clock_offset",
     "hold_answers",
     "token_hours",
     "renew_hours",
+    "serve_model",
+    "in_progress_sends",
+    "not_found_header",
+    "stream_status",
 }
 
 
@@ -48,6 +53,11 @@ class Simulator:
         require_login: bool = False,
         token_hours: float = 168.0,
         renew_hours: float = 24.0,
+        require_auth_header: bool = False,
+        in_progress_sends: int = 0,
+        not_found_header: bool = False,
+        stream_status: bool = False,
+        serve_model: str = "",
     ):
         settings = Settings(
             scenario=scenario,
@@ -59,6 +69,11 @@ class Simulator:
             require_login=require_login,
             token_hours=token_hours,
             renew_hours=renew_hours,
+            require_auth_header=require_auth_header,
+            in_progress_sends=in_progress_sends,
+            not_found_header=not_found_header,
+            stream_status=stream_status,
+            serve_model=serve_model,
         )
         self.store = ChatStore(settings, ledger_path)
         self.port = port

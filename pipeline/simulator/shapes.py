@@ -6,20 +6,25 @@ in one place and only the packaging differs.
 
 from __future__ import annotations
 
-MODEL = "qwen3-max"
 
+def chat_body(view: dict, shape: str, *, stream_status: bool = False) -> dict:
+    """{"success": true, "data": {...}} for a chat view in the "2026-06" or "2026-08" shape.
 
-def chat_body(view: dict, shape: str) -> dict:
-    """{"success": true, "data": {...}} for a chat view in the "2026-06" or "2026-08" shape."""
+    `stream_status`: assistant messages say only what the stream said last (see _stream_only)."""
     children = _children(view["messages"])
+
+    def message(m: dict) -> dict:
+        out = _message(m, children, shape)
+        return _stream_only(out, m) if stream_status and m["role"] == "assistant" else out
+
     if shape == "2026-06":
-        keyed = {m["id"]: _message(m, children, shape) for m in view["messages"]}
+        keyed = {m["id"]: message(m) for m in view["messages"]}
         current = view["messages"][-1]["id"] if view["messages"] else None
         chat = {"history": {"currentId": current, "messages": keyed}}
     else:
         chat = {
             "history": {"messages": {}},
-            "messages": [_message(m, children, shape) for m in view["messages"]],
+            "messages": [message(m) for m in view["messages"]],
         }
     data = {
         "id": view["id"],
@@ -27,7 +32,7 @@ def chat_body(view: dict, shape: str) -> dict:
         "created_at": view["created_at"],
         "updated_at": view["updated_at"],
         "chat_type": "t2t",
-        "models": [MODEL],
+        "models": [view["messages"][-1]["model"]] if view["messages"] else [],
         "chat": chat,
     }
     return {"success": True, "data": data}
@@ -48,13 +53,13 @@ def _message(m: dict, children: dict[str, list[str]], shape: str) -> dict:
         "parentId": m["parent_id"],
         "childrenIds": children.get(m["id"], []),
         "timestamp": m["timestamp"],
-        "models": [MODEL],
+        "models": [m["model"]],
         "chat_type": "t2t",
     }
     if m["role"] == "user":
         out["content"] = m["content"]
         return out
-    out["model"] = MODEL
+    out["model"] = m["model"]
     out["done"] = m["done"]
     # 2026-06 keeps the body only in content_list; 2026-08 also has a top-level copy.
     out["content"] = "" if shape == "2026-06" else m["answer"]
@@ -64,16 +69,33 @@ def _message(m: dict, children: dict[str, list[str]], shape: str) -> dict:
     return out
 
 
+def _stream_only(out: dict, m: dict) -> dict:
+    """A message that carries the stream's last `phase` and `status` and nothing else about its
+    completion: once thinking ends it reads `thinking_summary` / `finished` until the answer's
+    own finish (a `finished` that ends only the thinking)."""
+    out.pop("done", None)
+    for item in out["content_list"]:
+        item.pop("status", None)
+    if m["finished"]:
+        out["phase"], out["status"] = "answer", "finished"
+    else:
+        out["phase"] = "thinking_summary"
+        out["status"] = "finished" if m["thinking_done"] else "typing"
+    return out
+
+
 def _content_list(m: dict, shape: str) -> list[dict]:
     """Phases in order; later phases appear only once the thinking phase is over."""
-    items = [
-        {
-            "phase": "thinking_summary",
-            "content": m["thinking"],
-            "status": "finished" if m["thinking_done"] else "typing",
-            "extra": {"summary_title": {"content": ["Thinking"]}},
-        }
-    ]
+    items = []
+    if m["thinking_enabled"]:
+        items.append(
+            {
+                "phase": "thinking_summary",
+                "content": m["thinking"],
+                "status": "finished" if m["thinking_done"] else "typing",
+                "extra": {"summary_title": {"content": ["Thinking"]}},
+            }
+        )
     if not m["answer_started"]:
         return items
     if shape == "2026-08":

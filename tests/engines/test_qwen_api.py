@@ -152,6 +152,23 @@ def test_done_false_wins_over_a_finished_phase():
     assert parse_chat(shape_2026_08(messages)).turns[0].finished is False
 
 
+def test_a_finished_thinking_phase_is_not_a_finished_answer():
+    # Only the stream's last phase and status are stored: "finished" there ended the thinking.
+    messages = conversation(answer="# Title\n\nThe answer so far")
+    answer_part = messages[1]["content_list"][-1]
+    del answer_part["status"]
+    messages[1].update(phase="thinking_summary", status="finished")
+    assert parse_chat(shape_2026_08(messages)).turns[0].finished is False
+    messages[1].update(phase="answer")
+    assert parse_chat(shape_2026_08(messages)).turns[0].finished is True
+
+
+def test_the_chat_is_in_progress_is_a_transient_refusal():
+    body = {"success": False, "data": {"code": "Bad_Request", "details": "The chat is in progress!"}}
+    error = classify_api_error(body)
+    assert isinstance(error, TransientError) and error.code == "chat_in_progress"
+
+
 def test_thinking_only_has_no_answer_yet():
     messages = conversation(answer=None)
     messages[1]["status"] = "typing"

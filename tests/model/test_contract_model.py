@@ -97,7 +97,7 @@ class ModelChat:
     def prepare(self) -> None:
         pass
 
-    def send(self, text: str) -> str:
+    def send(self, text: str, choice=None) -> str:
         mode, self.send_mode = self.send_mode, "ok"
         if mode == "crash_before_site":
             raise self.kill("killed while typing")

@@ -53,7 +53,7 @@ class FuzzChat:
     def prepare(self) -> None:
         pass
 
-    def send(self, text: str) -> str:
+    def send(self, text: str, choice=None) -> str:
         url = f"{self.base_url}/c/{len(self.messages) + 1:08d}-0000-4000-8000-000000000000"
         self.messages[url] = [text]
         return url

@@ -401,3 +401,62 @@ def test_a_store_held_by_another_process_is_in_progress_and_never_a_second_send(
     assert [call for call in chat.history if call[0] == "send"] == []
     assert generate(workspace, "tea", engines).status is Status.QUEUED
     assert [call[0] for call in chat.history].count("send") == 1
+
+
+def model_project(folder, chat, router, qwen: str):
+    """A project whose [qwen] table holds `qwen` (besides no poll spacing), with the fakes."""
+    from project_files import write_config
+
+    from pipeline.config import load
+    from pipeline.workspace import Engines, Workspace
+
+    write_config(folder, f"[qwen]\npoll_interval = 0\n{qwen}\n[article]\nmin_words = 0\n")
+    (folder / "prompts").mkdir()
+    (folder / "articles").mkdir()
+    workspace = Workspace(load(folder / "config.toml"))
+    engines = Engines(workspace.config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)
+    return workspace, engines
+
+
+def test_the_chat_choice_is_config_then_the_prompt_qwen_table(tmp_path, chat, router):
+    from pipeline.engines.base import ChatChoice
+
+    workspace, engines = model_project(tmp_path, chat, router, 'model = "Qwen3.6-Plus"\nthinking = "on"')
+    add_prompt(tmp_path, "plain")
+    add_prompt(tmp_path, "max", meta='[qwen]\nmodel = "Qwen3.7-Max"\nweb_search = true')
+
+    generate(workspace, "plain", engines)
+    generate(workspace, "max", engines)
+
+    assert chat.choices == [
+        ChatChoice(model="Qwen3.6-Plus", thinking="on", web_search=False),
+        ChatChoice(model="Qwen3.7-Max", thinking="on", web_search=True),
+    ]
+
+
+def test_an_answer_from_another_model_falls_back_and_is_never_the_article(tmp_path, chat, router):
+    from dataclasses import replace
+
+    workspace, engines = model_project(tmp_path, chat, router, 'model = "Qwen3.7-Max"')
+    add_prompt(tmp_path, "tea")
+    generate(workspace, "tea", engines)
+    chat.enqueue_check(replace(answer(), model="qwen3.5-flash"))
+
+    outcome = generate(workspace, "tea", engines)
+
+    meta, _ = front_matter(tmp_path / "articles" / "tea.md")
+    assert outcome.status is Status.DONE and meta["engine"] == "router"
+    hard = [e for e in workspace.journal.read(slug="tea") if e["event"] == "hard"]
+    assert [e["code"] for e in hard] == ["wrong_model"]
+
+
+def test_the_model_asked_for_is_the_article_model(tmp_path, chat, router):
+    from dataclasses import replace
+
+    workspace, engines = model_project(tmp_path, chat, router, 'model = "Qwen3.7-Max"')
+    add_prompt(tmp_path, "tea")
+    generate(workspace, "tea", engines)
+    chat.enqueue_check(replace(answer(), model="qwen3.7-max"))
+
+    assert generate(workspace, "tea", engines).status is Status.DONE
+    assert front_matter(tmp_path / "articles" / "tea.md")[0]["model"] == "qwen3.7-max"

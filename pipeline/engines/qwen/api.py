@@ -186,9 +186,13 @@ def _assistant_reply(message: dict) -> tuple[str, bool, str | None]:
 def _is_finished(message: dict, answer_parts: list[dict]) -> bool:
     """What the stored message says of its own completion.
 
-    A "typing" status or `done: false` anywhere that matters means not finished. With no marker
-    at all the API cannot tell, and the page's signals plus stable reads decide alone.
+    A "typing" status or `done: false` anywhere that matters means not finished. A message whose
+    own `phase` is not "answer" is not finished either, whatever its `status` says: the stream's
+    `finished` in the thinking phase ends only the thinking. With no marker at all the API cannot
+    tell, and the page's signals plus stable reads decide alone.
     """
+    if message.get("phase") not in (None, "answer") and message.get("done") is not True:
+        return False
     statuses = [message.get("status")] + [p.get("status") for p in answer_parts]
     if message.get("done") is False or "typing" in statuses:
         return False
@@ -219,6 +223,9 @@ def classify_api_error(payload: Any) -> EngineError | None:
     data = payload.get("data") if isinstance(payload.get("data"), dict) else {}
     code = str(data.get("code") or payload.get("code") or "")
     details = str(data.get("details") or data.get("message") or payload.get("message") or "")
+    if "in progress" in details.lower():
+        # A send while the chat is still answering: the site took nothing; again in a few seconds.
+        return TransientError(f"the site says the chat is busy ({details})", code="chat_in_progress")
     if code == "CHAT_NOT_FOUND":
         return HardError(f"the chat no longer exists ({details or code})", code="chat_not_found")
     if code == "RateLimited":
@@ -231,6 +238,12 @@ def classify_api_error(payload: Any) -> EngineError | None:
     if _means_logged_out(code, details):
         return HardError(f"not logged in to the chat site: {LOGIN_HINT}", code="logged_out")
     return TransientError(f"the chat API failed: {code or 'no code'} {details}".strip(), code="api_error")
+
+
+def missing_chat_body(what: str) -> dict:
+    """The body a chat read means when the site answers it "not found" some other way (the
+    x-actual-status-code header): what classify_api_error calls chat_not_found."""
+    return {"success": False, "data": {"code": "CHAT_NOT_FOUND", "details": f"{what} is not there"}}
 
 
 def _means_logged_out(code: str, details: str) -> bool:

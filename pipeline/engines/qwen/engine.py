@@ -24,6 +24,7 @@ from typing import Any
 
 from pipeline.engines.base import (
     Answer,
+    ChatChoice,
     ChatTurns,
     EngineError,
     FoundChat,
@@ -45,6 +46,7 @@ from pipeline.engines.qwen.api import (
     parse_chat,
 )
 from pipeline.engines.qwen.browser import BrowserSession
+from pipeline.engines.qwen.choices import apply_choice
 from pipeline.engines.qwen.login import read_login_state
 from pipeline.engines.qwen.page import (
     ApiUnusable,
@@ -66,6 +68,8 @@ POLL_SECONDS = 0.25  # while waiting for the app or the chat address
 PAGE_SETTLE_SECONDS = 3  # a fresh page may show "busy" this long before drawing a done answer
 CONFIRMED_SECONDS = 60  # how long an answer seen complete and stable counts as such
 REPLY_GRACE_SECONDS = 2  # a quota toast seen: how long its API reply (with the hours) may lag
+BUSY_PAUSE_SECONDS = 3  # "The chat is in progress": the wait before clicking send again
+BUSY_CLICKS = 3  # clicks that may meet "in progress" before the send counts as a transient failure
 
 
 class Steadiness:
@@ -171,17 +175,19 @@ class QwenEngine:
         is reported before the contract writes its intent marker."""
         _ = self.session.context
 
-    def send(self, text: str) -> str:
-        """Open a new chat, send `text`, return `{base_url}/c/<id>` once the address shows it."""
+    def send(self, text: str, choice: ChatChoice | None = None) -> str:
+        """Open a new chat, choose its model and modes, send `text`, return `{base_url}/c/<id>`
+        once the address shows it."""
         submit = _Submit()
         with submit, self._page() as page:
             self._open(page, self.base_url + "/")
             selectors = self._ready_to_type(page)
+            apply_choice(page, selectors, choice or ChatChoice())
             turns_before = read_dom_state(page, selectors).assistant_turns
             page.locator(selectors.composer).first.fill(text)
             with self._replies(page) as replies:
-                submit.click(page.locator(selectors.send_button).first)
-                chat_id = self._wait_for_chat_id(page, replies)
+                resend = self._clicker(page, selectors, submit)
+                chat_id = self._wait_for_chat_id(page, replies, resend)
             self._turns_before[chat_id] = turns_before
             return self.chat_url(chat_id)
 
@@ -246,8 +252,8 @@ class QwenEngine:
             selectors = self._ready_to_type(page)
             page.locator(selectors.composer).first.fill(text)
             with self._replies(page) as replies:
-                submit.click(page.locator(selectors.send_button).first)
-                self._wait_for_user_turn(page, chat_id, len(chat.turns) + 1, text, replies)
+                resend = self._clicker(page, selectors, submit)
+                self._wait_for_user_turn(page, chat_id, len(chat.turns) + 1, text, replies, resend)
 
     def find_chats(self, text: str) -> list[FoundChat]:
         """Every recent chat (CHAT_LIST_PAGES pages) whose first user message is `text`, newest
@@ -423,7 +429,28 @@ class QwenEngine:
                     return late
         return failure
 
-    def _wait_for_chat_id(self, page: Any, replies: SendReplies) -> str:
+    def _clicker(self, page: Any, selectors: Selectors, submit: _Submit) -> Callable[[], None]:
+        """Clicks send now, and again each time it is called: the retries after the site said
+        "The chat is in progress" (a refusal: it took nothing), BUSY_CLICKS clicks in all."""
+        clicks = 0
+
+        def click() -> None:
+            nonlocal clicks
+            if clicks >= BUSY_CLICKS:
+                raise TransientError(
+                    f"the site still says the chat is in progress after {clicks} tries "
+                    f"{BUSY_PAUSE_SECONDS} s apart (a send while it is busy); trying again later",
+                    code="chat_in_progress",
+                )
+            if clicks:
+                page.wait_for_timeout(BUSY_PAUSE_SECONDS * 1000)
+            clicks += 1
+            submit.click(page.locator(selectors.send_button).first)
+
+        click()
+        return click
+
+    def _wait_for_chat_id(self, page: Any, replies: SendReplies, resend: Callable[[], None]) -> str:
         deadline = self._deadline(self.page_timeout)
         while time.monotonic() < deadline:
             chat_id = chat_id_from_url(page.url)
@@ -432,6 +459,9 @@ class QwenEngine:
             failure = self._sent_failure(page, replies)
             if failure is not None:
                 raise failure
+            if replies.refused_busy():
+                resend()
+                deadline = self._deadline(self.page_timeout)
             page.wait_for_timeout(POLL_SECONDS * 1000)
         raise TransientError(
             f"the prompt was sent but no chat address appeared within {self.page_timeout:g} s "
@@ -465,7 +495,13 @@ class QwenEngine:
                 yield item, view
 
     def _wait_for_user_turn(
-        self, page: Any, chat_id: str, number: int, text: str, replies: SendReplies
+        self,
+        page: Any,
+        chat_id: str,
+        number: int,
+        text: str,
+        replies: SendReplies,
+        resend: Callable[[], None],
     ) -> None:
         """Wait until the site's JSON shows `text` as user turn `number`, the chat's last."""
         deadline = self._deadline(self.page_timeout)
@@ -473,6 +509,9 @@ class QwenEngine:
             failure = self._sent_failure(page, replies)
             if failure is not None:
                 raise failure
+            if replies.refused_busy():
+                resend()
+                deadline = self._deadline(self.page_timeout)
             try:
                 view = parse_chat(fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=self.page_timeout))
             except (ApiUnusable, ChatShapeError):

@@ -16,14 +16,15 @@ from urllib.parse import urlsplit
 from pipeline.engines.base import EngineError, HardError
 from pipeline.engines.qwen.api import LOGIN_HINT, classify_api_error, is_logged_in_status
 from pipeline.engines.qwen.browser import jwt_expiry
-from pipeline.engines.qwen.page import evaluate, refusal_in
+from pipeline.engines.qwen.page import API_HEADERS_JS, evaluate, refusal_in
 from pipeline.engines.qwen.selectors import CURRENT
 
 STATUS_PATH = "/api/v2/users/status"
 SETTLE_PAUSE = 0.25  # between reads while the page is still on its way somewhere
 
 # Never throws: a body that is not JSON comes back as text, a failed fetch as nothing.
-_LOGIN_STATE_JS = """
+_LOGIN_STATE_JS = (
+    """
 async ({statusPath, loginSelector, ms}) => {
   const login = document.querySelector(loginSelector);
   const seen = {
@@ -31,7 +32,9 @@ async ({statusPath, loginSelector, ms}) => {
     login_form: !!(login && (!login.checkVisibility || login.checkVisibility())),
   };
   try {
-    const r = await fetch(statusPath, {credentials: 'include', headers: {source: 'web'},
+    const r = await fetch(statusPath, {credentials: 'include', headers: """
+    + API_HEADERS_JS
+    + """,
                                        signal: AbortSignal.timeout(ms)});
     const body = await r.text();
     try { seen.json = JSON.parse(body); } catch (e) { seen.text = body.slice(0, 4000); }
@@ -39,6 +42,7 @@ async ({statusPath, loginSelector, ms}) => {
   return seen;
 }
 """
+)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.engines.base import EngineError, HardError, QuotaSpent, TransientError
-from pipeline.engines.qwen.api import BOT_MARKERS, LOGIN_HINT, classify_api_error
+from pipeline.engines.qwen.api import BOT_MARKERS, LOGIN_HINT, classify_api_error, missing_chat_body
 from pipeline.engines.qwen.selectors import FAILURE_TEXTS, FailureTexts, Selectors
 
 # Visible text of the page minus the conversation itself, so a prompt or an article that
@@ -71,17 +71,34 @@ _DOM_STATE_JS = """
 }
 """
 
-_FETCH_JS = """
+# The headers of every in-page API read, as the site's own frontend sends them: its cookies go
+# by themselves, `source: web`, and the login's JWT from localStorage as a Bearer token (the
+# late-2026 site refuses API reads without it). A JS expression, shared by every read.
+API_HEADERS_JS = """(() => {
+  const headers = {source: 'web'};
+  let token = null;
+  try { token = localStorage.getItem('token'); } catch (e) { /* storage blocked: cookies only */ }
+  if (token) headers.Authorization = 'Bearer ' + token;
+  return headers;
+})()"""
+
+_FETCH_JS = (
+    """
 async ({paths, ms}) => Promise.all(paths.map(async (path) => {
   try {
-    const init = {credentials: 'include', headers: {source: 'web'}, signal: AbortSignal.timeout(ms)};
+    const init = {credentials: 'include', headers: """
+    + API_HEADERS_JS
+    + """, signal: AbortSignal.timeout(ms)};
     const r = await fetch(path, init);
     const body = await r.text();
+    const actual = r.headers.get('x-actual-status-code');
+    if (actual === '404') return {missing: true};
     try { return {json: JSON.parse(body)}; }
     catch (e) { return {text: body.slice(0, 4000), status: r.status}; }
   } catch (e) { return {error: String(e)}; }
 }))
 """
+)
 
 
 _PRESENT_JS = "(selectors) => selectors.map((s) => !!s && !!document.querySelector(s))"
@@ -224,6 +241,10 @@ def fetch_json(page: Any, paths: list[str], *, timeout: float = 30) -> list[Any]
     results = evaluate(page, _FETCH_JS, {"paths": paths, "ms": int(timeout * 1000)})
     bodies = []
     for path, result in zip(paths, results, strict=True):
+        if result.get("missing"):
+            # HTTP 200 whose real status (the header x-actual-status-code) is 404: the chat is gone.
+            bodies.append(missing_chat_body(f"{path} (x-actual-status-code: 404)"))
+            continue
         if "json" in result:
             bodies.append(result["json"])
             continue
@@ -268,6 +289,7 @@ class SendReplies:
         self._page = page
         self._unread: list[Any] = []
         self._failure: EngineError | None = None
+        self._busy = 0  # "The chat is in progress" replies not yet answered by a new click
         page.on("requestfinished", self._keep)
 
     def _keep(self, request: Any) -> None:
@@ -292,7 +314,16 @@ class SendReplies:
             error = classify_api_error(body)
             if isinstance(error, HardError):
                 self._failure = error
+            elif error is not None and error.code == "chat_in_progress":
+                self._busy += 1
         return self._failure
+
+    def refused_busy(self) -> bool:
+        """Whether the site refused the send since the last call: "The chat is in progress" (it
+        took nothing). Each refusal is reported once."""
+        self.failure()
+        refused, self._busy = self._busy > 0, 0
+        return refused
 
     def close(self) -> None:
         try:

@@ -32,6 +32,14 @@ class Selectors:
     thinking: str
     copy_button: str
     login: str = ".login-container"
+    # Chosen before the first send (qwen.model, qwen.thinking, qwen.web_search). The thinking
+    # toggle and the mode menu's web search item were not seen in public code: override them.
+    model_picker: str = ""  # clicked to open the model list
+    model_label: str = ""  # inside model_picker: names the chosen model ("" = the picker's text)
+    model_option: str = ""  # one model of the open list; its first line is the model's name
+    thinking_toggle: str = ""  # on when aria-pressed/aria-checked is "true" or it has class "active"
+    mode_menu: str = ""  # opens the mode list (web search, deep research...); names the chosen mode
+    mode_item: str = ""  # one mode of the open list ("Web Search", ...)
 
     def named(self) -> dict[str, str]:
         """Every selector by name (what `doctor` reports one by one)."""
@@ -47,14 +55,22 @@ class Selectors:
 CURRENT = Selectors(
     name="current",
     composer="textarea.message-input-textarea",
-    send_button="button.send-button",
-    stop_button="button.stop-button",
+    # Late 2026: the send button may sit inside .message-input-right-button-send (where the stop
+    # button replaces it while generating), and the stop button may be known only by its label.
+    send_button='button.send-button, .message-input-right-button-send button:not([aria-label="Stop"])',
+    stop_button='button.stop-button, [aria-label="Stop"]',
     user_turn=".qwen-chat-message-user",
     assistant_turn=".qwen-chat-message-assistant",
     answer=".response-message-content.phase-answer",
     answer_markdown=".qwen-markdown",
     thinking=".response-message-content.phase-thinking",
-    copy_button=".copy-response-button",
+    copy_button=".copy-response-button",  # its presence counts: it stays hidden until a hover
+    model_picker='#qwen-chat-header-left [aria-label="Select Model"]',
+    model_label='[class*="model-selector-text"]',
+    model_option='[role="listbox"] [role="option"]',
+    thinking_toggle='button[aria-label="Thinking"]',
+    mode_menu="div.mode-select-open",
+    mode_item=".mode-select-dropdown-item",
 )
 
 LEGACY = Selectors(
@@ -86,6 +102,9 @@ class FailureTexts:
 
 
 FAILURE_TEXTS = FailureTexts()
+
+# The mode menu's item that turns web search on (the menu shows it as its label once chosen).
+WEB_SEARCH_LABEL = "Web Search"
 
 
 def selector_names() -> list[str]:

@@ -14,13 +14,22 @@
   const GENERIC_ERROR = "Something went wrong, please try again later.";
 
   const state = {chatId: null, messages: [], finishedSeen: {}, timer: null, sending: false, dead: false};
+  // What the next send asks for: the model picker, the thinking toggle, the mode menu.
+  const MODELS = CFG.models || [];
+  const choice = {model: MODELS.length ? MODELS[0].id : "qwen3.7-plus", thinking: true, mode: ""};
   let ui = null;
 
   // -- the API ---------------------------------------------------------------------------------
   async function api(path, options) {
-    const init = Object.assign({credentials: "include", headers: {source: "web", "Content-Type": "application/json"}}, options || {});
+    const headers = {source: "web", "Content-Type": "application/json"};
+    const token = localStorage.getItem("token");
+    if (token) headers.Authorization = "Bearer " + token; // as the site's own frontend does
+    const init = Object.assign({credentials: "include", headers}, options || {});
     const res = await fetch(path, init);
     const text = await res.text();
+    // Some chat-gone answers are HTTP 200 whose real status is this header (the page then shows
+    // an empty chat, no banner).
+    if (res.headers.get("x-actual-status-code") === "404") return {success: false, missing: true};
     try {
       return JSON.parse(text);
     } catch (err) {
@@ -38,6 +47,7 @@
   }
 
   function handleFailure(body) {
+    if (body && body.missing) return;
     const data = (body && body.data) || {};
     if (data.code === "Unauthorized") location.href = "/auth?action=signin";
     else if (data.code === "FAIL_SYS_USER_VALIDATE") location.href = data.url || "/punish?x5step=1";
@@ -71,9 +81,11 @@
     return {
       id: m.id, role: "assistant", error: m.error || null,
       answer: answer ? answer.content : "", answerStarted: !!answer,
-      answerStatus: answer ? answer.status : "typing",
+      // Without a status per phase, the message's own (the stream's last) counts for the answer.
+      answerStatus: answer ? answer.status || (m.phase === "answer" && m.status) || "typing" : "typing",
       thinking: thinking ? thinking.content : "",
       thinkingDone: thinking ? thinking.status === "finished" : true,
+      hasThinking: !!thinking || !answer, // no thinking phase at all: thinking was off
     };
   }
 
@@ -134,6 +146,7 @@
     }
     if (!body.success) return handleFailure(body);
     state.messages = normalize(body.data);
+    if (Array.isArray(body.data.models) && body.data.models.length) showModel(body.data.models[0]); // a chat keeps its model
     document.title = body.data.title || "Qwen Chat";
     const turn = render();
     if (turn === "generating") schedule(POLL_MS);
@@ -172,15 +185,16 @@
     let chatId = state.chatId;
     if (!chatId) {
       const made = await api("/api/v2/chats/new", {method: "POST", body: JSON.stringify({
-        title: "New Chat", models: ["qwen3-max"], chat_mode: "normal", chat_type: "t2t", timestamp: Date.now(),
+        title: "New Chat", models: [choice.model], chat_mode: "normal", chat_type: chatType(), timestamp: Date.now(),
       })});
       if (!made.success) return handleFailure(made);
       chatId = made.data.id;
     }
     const previous = state.messages.length ? state.messages[state.messages.length - 1].id : null;
     const reply = await api("/api/v2/chat/completions?chat_id=" + chatId, {method: "POST", body: JSON.stringify({
-      stream: true, incremental_output: true, chat_id: chatId, chat_mode: "normal", model: "qwen3-max",
-      parent_id: previous, messages: [{role: "user", content: text, chat_type: "t2t"}],
+      stream: true, incremental_output: true, chat_id: chatId, chat_mode: "normal", model: choice.model,
+      chat_type: chatType(), feature_config: {thinking_enabled: choice.thinking, output_schema: "phase"},
+      parent_id: previous, messages: [{role: "user", content: text, chat_type: chatType()}],
       timestamp: Math.floor(Date.now() / 1000),
     })});
     if (!reply.success) return handleFailure(reply);
@@ -209,6 +223,43 @@
     schedule(0);
   }
 
+  // -- choosing the model and modes --------------------------------------------------------------
+  function chatType() {
+    return choice.mode === "search" ? "search" : "t2t";
+  }
+
+  function showModel(id) {
+    const found = MODELS.find((m) => m.id === id);
+    choice.model = id;
+    if (ui.header && found) ui.header.picker.label.textContent = found.name;
+  }
+
+  function wireChoices() {
+    if (!ui.header) return; // the legacy UI has no picker and no toggles
+    const picker = ui.header.picker;
+    picker.trigger.addEventListener("click", () => { picker.list.hidden = !picker.list.hidden; });
+    for (const option of picker.options) {
+      option.addEventListener("click", () => { showModel(option.dataset.model); picker.list.hidden = true; });
+    }
+    ui.thinking.addEventListener("click", () => {
+      choice.thinking = !choice.thinking;
+      ui.thinking.setAttribute("aria-pressed", String(choice.thinking));
+    });
+    const mode = ui.mode;
+    mode.button.addEventListener("click", () => { mode.dropdown.hidden = !mode.dropdown.hidden; });
+    for (const item of mode.items) {
+      item.addEventListener("click", () => {
+        choice.mode = choice.mode === item.dataset.mode ? "" : item.dataset.mode; // a second click turns it off
+        for (const other of mode.items) other.classList.toggle("mode-select-dropdown-item-active", other.dataset.mode === choice.mode);
+        mode.button.textContent = choice.mode ? item.textContent : "Mode";
+        mode.dropdown.hidden = true;
+      });
+    }
+    document.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") picker.list.hidden = mode.dropdown.hidden = true;
+    });
+  }
+
   // -- start ----------------------------------------------------------------------------------
   function start() {
     ui = V.shell(LEGACY);
@@ -221,6 +272,7 @@
     });
     ui.send.addEventListener("click", send);
     if (ui.stop) ui.stop.addEventListener("click", stop);
+    wireChoices();
     const match = location.pathname.match(CHAT_URL);
     if (match) {
       state.chatId = match[1];

@@ -22,20 +22,61 @@
     banner.hidden = true;
     const messages = h("div", {class: "chat-messages", id: "chat-messages"});
     const parts = legacy ? legacyComposer() : currentComposer();
-    const main = h("div", {class: "chat-container"}, [banner, messages, parts.container]);
+    const top = legacy ? [] : [parts.header];
+    const main = h("div", {class: "chat-container"}, [...top, banner, messages, parts.container]);
     const toasts = h("div", {class: "toast-container"});
     app.append(sidebar, main, toasts);
     return Object.assign({list, banner, messages, toasts}, parts);
   }
 
+  // The late-2026 markup (see chats.py UIS): other send/stop buttons, a copy button hidden until hover.
+  const LATE = ((window.__SIM__ || {}).ui || "") === "late-2026";
+
   function currentComposer() {
     const input = h("textarea", {class: "message-input-textarea", placeholder: "Ask Qwen", rows: "2"});
-    const send = h("button", {class: "send-button", type: "button", "aria-label": "Send", text: "\u2191"});
-    const stop = h("button", {class: "stop-button", type: "button", "aria-label": "Stop", text: "\u25A0"});
+    const buttonClass = (name) => (LATE ? "omni-button-content" : name);
+    const send = h("button", {class: buttonClass("send-button"), type: "button", "aria-label": "Send", text: "\u2191"});
+    const stop = h("button", {class: buttonClass("stop-button"), type: "button", "aria-label": "Stop", text: "\u25A0"});
     send.disabled = true;
     stop.hidden = true;
-    const box = h("div", {class: "message-input-container"}, [input, send, stop]);
-    return {container: h("div", {class: "chat-layout-input-container"}, [box]), input, send, stop};
+    const buttons = LATE
+      ? [h("div", {class: "message-input-right-button"}, [h("div", {class: "message-input-right-button-send"}, [send, stop])])]
+      : [send, stop];
+    const box = h("div", {class: "message-input-container"}, [input, ...buttons]);
+    const thinking = h("button", {class: "chat-input-feature-btn", type: "button", "aria-label": "Thinking",
+      "aria-pressed": "true", text: "Thinking"});
+    const mode = modeMenu();
+    const tools = h("div", {class: "message-input-toolbar"}, [thinking, mode.root]);
+    const container = h("div", {class: "chat-layout-input-container"}, [box, tools]);
+    return {container, input, send, stop, header: modelPicker(), thinking, mode};
+  }
+
+  // The header's model picker: a trigger naming the chosen model, and its list (a sibling, shown
+  // while open). Each option's first line is the model's name, the second a description.
+  function modelPicker() {
+    const models = (window.__SIM__ && window.__SIM__.models) || [];
+    const label = h("span", {class: "model-selector-text", text: models.length ? models[0].name : ""});
+    const trigger = h("div", {class: "ant-dropdown-trigger model-selector", role: "button",
+      "aria-label": "Select Model"}, [label, h("span", {class: "model-selector-arrow", text: "\u25BE"})]);
+    const options = models.map((m) => h("div", {role: "option", class: "model-item", "data-model": m.id,
+      "data-name": m.name}, [h("div", {class: "model-item-name", text: m.name}),
+      h("div", {class: "model-item-desc", text: "A simulated model"})]));
+    const list = h("div", {role: "listbox", class: "model-list"}, options);
+    list.hidden = true;
+    const left = h("div", {id: "qwen-chat-header-left"}, [trigger, list]);
+    const header = h("div", {class: "chat-header"}, [left]);
+    Object.assign(header, {picker: {trigger, label, list, options}});
+    return header;
+  }
+
+  // The mode menu: its label names the chosen mode; the dropdown lists the modes.
+  function modeMenu() {
+    const button = h("div", {class: "mode-select-open", role: "button", text: "Mode"});
+    const items = [["search", "Web Search"], ["research", "Deep Research"]].map(([mode, text]) =>
+      h("div", {class: "mode-select-dropdown-item", role: "menuitem", "data-mode": mode, text}));
+    const dropdown = h("div", {class: "mode-select-dropdown"}, items);
+    dropdown.hidden = true;
+    return {root: h("div", {class: "mode-select"}, [button, dropdown]), button, dropdown, items};
   }
 
   function legacyComposer() {
@@ -111,7 +152,8 @@
     if (complete && !copy) {
       copy = h("button", {class: "copy-response-button", type: "button", "aria-label": "Copy", text: "Copy"});
       copy.addEventListener("click", () => onCopy(message));
-      node.appendChild(h("div", {class: "message-footer"}, [copy]));
+      const footer = LATE ? "message-footer response-message-footer response-message-footer-none" : "message-footer";
+      node.appendChild(h("div", {class: footer}, [copy]));
     } else if (!complete && copy) {
       copy.parentElement.remove();
     }
@@ -122,7 +164,7 @@
   }
 
   function updateAssistant(legacy, node, message, turn, onCopy) {
-    if (!legacy) updateThinking(node, message);
+    if (!legacy && message.hasThinking !== false) updateThinking(node, message);
     updateAnswer(legacy, node, message);
     updateFooter(node, message, turn, onCopy);
   }
