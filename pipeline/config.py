@@ -169,6 +169,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "min_words": Key(int, 50, _between(0, 1_000_000), "shorter answers are rejected (0 = no minimum)"),
         "language": Key(str, "", _language, 'expected language, e.g. "en" (empty = any)'),
         "refusal_phrases": Key(list, [], _string_list, "more phrases that mark a refusal"),
+        "max_words": Key(int, 0, _between(0, 1_000_000), "longer answers are rejected (0 = no maximum)"),
+        "min_headings": Key(
+            int, 0, _between(0, 1000), "answers with fewer ## headings are rejected (0 = off)"
+        ),
+        "forbidden": Key(
+            list, [], _string_list, 'more phrases that reject an answer (built in: "lorem ipsum", ...)'
+        ),
         "strip_chatter": Key(bool, True, None, 'drop "Sure! Here is..." and a wrapping code fence'),
         "strip_title": Key(bool, False, None, "drop the first heading from the body when it is the title"),
         "answer_turn": Key(

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Set up everything qwenpipe needs on Debian/Ubuntu: Chromium, a venv, the package with its test extra.
+# Set up everything qwenpipe needs on Debian/Ubuntu: Chromium, Hugo (the publishing tests build a
+# site with it), a venv, the package with its test extra.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 \
-   && ! command -v google-chrome >/dev/null 2>&1; then
+if ! command -v hugo >/dev/null 2>&1 || { ! command -v chromium >/dev/null 2>&1 \
+   && ! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; }; then
   sudo=""
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
   $sudo apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium hugo >/dev/null
 fi
 
 if [ ! -x .venv/bin/python ]; then
