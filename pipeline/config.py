@@ -91,6 +91,19 @@ def _language(value: str) -> str | None:
     return None if value in ("", *LANGUAGES) else f"must be empty (any) or one of {', '.join(LANGUAGES)}"
 
 
+def _after_command(value: str) -> str | None:
+    import string
+
+    try:
+        fields = [name for _text, name, _spec, _conv in string.Formatter().parse(value) if name is not None]
+    except ValueError as err:
+        return f"is not a command template ({err}; write {{{{ and }}}} for a literal brace)"
+    unknown = [name for name in fields if name not in ("path", "slug")]
+    if unknown:
+        return f"uses {{{unknown[0]}}}: the placeholders are {{path}} and {{slug}}"
+    return None
+
+
 def _string_list(value: list) -> str | None:
     return (
         None if all(isinstance(v, str) and v.strip() for v in value) else "entries must be non-empty strings"
@@ -182,6 +195,16 @@ SCHEMA: dict[str, dict[str, Key]] = {
             int, 0, _between(0, 1000), "multi-turn prompts: the turn whose answer is the article (0 = last)"
         ),
     },
+    "publish": {
+        "dir": Key(str, "", None, 'copy done articles here, e.g. "site/content/posts" (empty = off)'),
+        "bundle": Key(bool, False, None, "true: Hugo page bundles, DIR/SLUG/index.md"),
+        "strip_title": Key(bool, True, None, "drop the body's first heading when it is the title"),
+        "draft": Key(bool, False, None, "publish with draft = true"),
+        "after": Key(str, "", _after_command, "command run after each publish, with {path} and {slug}"),
+        "after_timeout": Key(
+            (int, float), 60, _between(0, DAY, low_open=True), "seconds before `after` is stopped"
+        ),
+    },
     "notify": {
         "ping_url": Key(str, "", _http_url_or_empty, "healthchecks.io-style URL pinged by `cycle`"),
     },
@@ -219,6 +242,13 @@ class Config:
     @property
     def articles_dir(self) -> Path:
         return self.path("paths", "articles")
+
+    @property
+    def publish_dir(self) -> Path | None:
+        """Where done articles are published; None when publishing is off. Not resolved: a
+        symlink there is refused (publish.check_publish_dir), not silently followed."""
+        value = self.values["publish"]["dir"]
+        return Path(os.path.abspath(self.root / os.path.expanduser(value))) if value else None
 
     @property
     def qwen(self) -> dict[str, Any]:
@@ -269,6 +299,13 @@ class Config:
             raise ConfigError(f"{where}: {shown} are the same folder; give each its own")
         if articles.is_relative_to(prompts) or prompts.is_relative_to(articles):
             raise ConfigError(f"{where}: {shown}: one is inside the other; make them separate folders")
+        published = self.publish_dir
+        if published is not None and published.resolve() in (prompts, articles):
+            which = "paths.prompts" if published == prompts else "paths.articles"
+            raise ConfigError(
+                f"{where}: publish.dir = {self.values['publish']['dir']!r} ({published}) is {which}; "
+                "publish to a folder of its own, e.g. your Hugo site's content/posts"
+            )
         if prompts.exists() and not prompts.is_dir():
             raise ConfigError(
                 f"{where}: paths.prompts = {prompts} is a file, not a folder of SLUG.md prompts"

@@ -250,6 +250,40 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = PRIVATE, c
     fsync_dir(path.parent)
 
 
+def create_new(path: Path, data: str | bytes, *, mode: int | None = SHARED, sync_folder: bool = True) -> bool:
+    """Write `path` whole, but only if nothing is there: False, and nothing written, when a file
+    (or anything else) already is. Never half a file, never an overwrite, even when two writers
+    race (the finished temporary is hard-linked into place, which fails if the name is taken).
+
+    `sync_folder=False`: the caller fsyncs the folder once after many files (fsync_dir)."""
+    path = Path(path)
+    ensure_folder(path.parent)
+    if os.path.lexists(path):
+        return False
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{path.name}.", dir=path.parent)
+    except OSError as err:
+        raise cannot("write", path, err) from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(raw)
+            handle.flush()
+            os.fchmod(handle.fileno(), (0o666 & ~UMASK) if mode is None else mode)
+            os.fsync(handle.fileno())
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    except OSError as err:
+        raise cannot("write", path, err) from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    if sync_folder:
+        fsync_dir(path.parent)
+    return True
+
+
 def remove(path: Path) -> bool:
     """Delete `path` durably; False when it was not there. A symlink or a folder at `path` is
     not ours to delete: UnsafeFile."""
