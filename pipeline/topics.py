@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -102,12 +103,12 @@ def import_topics(
         except UsageProblem as problem:
             report.invalid.append(f"{where}: {problem}")
             continue
-        if not dry_run and not files.create_new(path, text, sync_folder=False):
+        if not dry_run and not files.create_new(path, text, sync=False):
             report.existing.append(f"{where}: skipped: {slug!r} exists already ({path})")
             continue
         report.written.append((slug, path))
     if report.written and not dry_run:
-        files.fsync_dir(prompts_dir)  # once for the lot: each file was fsynced before it was linked
+        os.sync()  # once for the lot: an fsync per file would cost more than the whole import
     return report
 
 
