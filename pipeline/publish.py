@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shlex
 import signal
 import stat
@@ -38,6 +39,7 @@ from .render import strip_title_heading
 
 RECORDS = "published"  # under articles/.qwenpipe/
 DROPPED_KEYS = ("chat_url",)  # never on a public site
+TOP_HEADING_RE = re.compile(r"^ {0,3}#[ \t]+\S")  # a level-1 markdown heading
 AFTER_OUTPUT_LINES = 3  # of a failing `after` command's output, in its message
 
 
@@ -88,10 +90,24 @@ def page_text(article: str, where: Path, settings: dict) -> str:
         meta.pop(key, None)
     meta["draft"] = bool(settings["draft"])
     body = body.strip()
-    title = meta.get("title")
-    if settings["strip_title"] and isinstance(title, str):
-        body = strip_title_heading(body, title)
+    if settings["strip_title"]:
+        body = without_title(body, meta.get("title"))
     return f"{FENCE}\n{tomli_w.dumps(meta)}{FENCE}\n\n{body}\n"
+
+
+def without_title(body: str, title: object) -> str:
+    """The body without its leading heading when that is the title, or is a `#` heading at all:
+    the theme shows the page's title, and a second title (worded a little differently by the
+    chat) is what made pages show it twice."""
+    if isinstance(title, str) and title.strip():
+        stripped = strip_title_heading(body, title)
+        if stripped != body:
+            return stripped
+    lines = body.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is not None and TOP_HEADING_RE.match(lines[first]):
+        return "\n".join(lines[first + 1 :]).strip()
+    return body
 
 
 def _sha(data: bytes) -> str:

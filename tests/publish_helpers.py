@@ -19,11 +19,11 @@ def done_article(project: Path, slug: str, title: str = "Green Tea, Brewed Well"
         "## Water\n\nAbout 80 degrees.\n\n## Time\n\nTwo minutes at most.\n"
     )
     prompt = Prompt(
-        slug=slug, path=project / "prompts" / f"{slug}.md", text="Write it.", meta={"tags": ["tea"]}
+        slug=slug, path=project / "prompts" / f"{slug}.md", text="Write it.", meta={"title": title, "tags": ["tea"]}
     )
     text = render_article(prompt, Answer(body, "qwen"), chat_url=CHAT_URL, when=datetime(2026, 11, 30, 9, 0))
     articles = project / "articles"
-    articles.mkdir(exist_ok=True)
+    articles.mkdir(parents=True, exist_ok=True)
     (articles / f"{slug}.md").write_text(text, encoding="utf-8")
     (articles / f"{slug}.md.url").write_text(CHAT_URL + "\n", encoding="utf-8")
     (articles / f"{slug}.md.rejected").write_text("+++\nreason = 'x'\n+++\nold answer\n", encoding="utf-8")

@@ -242,3 +242,13 @@ def test_publish_on_the_command_line(project):
     assert missing.returncode == 2 and "nope is not done" in missing.stderr
     done = qwenpipe("publish", "--all", cwd=project)
     assert done.returncode == 0 and "tea: published to" in done.stderr and page(project).exists()
+
+
+def test_strip_title_drops_a_leading_h1_worded_differently_from_the_title(project):
+    ws = setup(project)
+    done_article(
+        project, "tea", "Green Tea", body="# All About Green Tea\n\nIt is green.\n\n## More\n\nYes.\n"
+    )
+    publish_by_hand(ws, "tea", say=lambda _m: None)
+    _meta, body = front(page(project))
+    assert body.startswith("It is green.") and "## More" in body
