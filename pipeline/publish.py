@@ -2,11 +2,13 @@
 after done that never touches the contract.
 
 - Only the article (SLUG.md) is ever copied, never a sidecar; its `chat_url` is dropped,
-  `draft` is set, and with `strip_title` the body loses a first heading that repeats the title.
+  `draft` is set, and with `strip_title` the body loses its leading `#` heading (the theme
+  shows the title).
 - Atomically (the site never sees half a page), and again only when the article changed.
 - What was written is recorded (`articles/.qwenpipe/published/SLUG.json`: the sha256 of the
-  article read and of the page written). A page whose bytes are no longer what qwenpipe wrote
-  was edited by hand: it is left alone, and said so, until the person deletes it.
+  article read and of the page written; SLUG.lock beside it: one publisher at a time). A page
+  whose bytes are no longer what qwenpipe wrote was edited by hand: it is left alone, and said
+  so, until the person deletes it.
 - `publish.after` (e.g. `git add {path} && git commit ...`) runs after each page written, in
   its own process group, stopped whole after `publish.after_timeout`. Its failure is reported
   and recorded; the next cycle runs it again. The article is never at stake.
@@ -132,7 +134,8 @@ def publish_one(config: Config, journal, slug: str, folder: Path) -> Result:
     """Publish the done article `slug` to `folder` if it changed, then run publish.after when a
     page was written (or its last run failed). Never raises for a problem of this article."""
     articles = config.articles_dir
-    lock = FileLock(articles / files.STATE_DIR / "locks" / f"{slug}.publish.lock", purpose=f"publish {slug}")
+    # Beside the record, not among the article locks: `SLUG.publish.lock` could be another slug's.
+    lock = FileLock(record_path(articles, slug).with_suffix(".lock"), purpose=f"publish {slug}")
     try:
         lock.acquire()
     except LockBusy as busy:
@@ -190,7 +193,9 @@ def _publish_locked(config: Config, journal, slug: str, folder: Path) -> Result:
     error = run_after(config, target, slug) if after_due else None
     after = ("failed" if error else "ok") if after_due else record.get("after", "")
     outcome = {**base, "written_sha256": _sha(page), "time": time.time(), "after": after}
-    _save(articles, slug, {**outcome, "after_error": error or ""})
+    # A failed `after` is due again, and so is an article edited while it was being published.
+    again = bool(error) or _mtime(source) != mtime
+    _save(articles, slug, {**outcome, "after_error": error or ""}, due_again=again)
     if error:
         journal.append(slug, "publish_after_failed", path=str(target), error=error)
         what = f"published to {target}" if wrote else f"{target} is published"
@@ -202,8 +207,32 @@ def _publish_locked(config: Config, journal, slug: str, folder: Path) -> Result:
     return Result(slug, "published", f"{slug}: published to {target}")
 
 
-def _save(articles: Path, slug: str, record: dict) -> None:
-    files.atomic_write(record_path(articles, slug), json.dumps(record, ensure_ascii=False) + "\n")
+def _save(articles: Path, slug: str, record: dict, *, due_again: bool = False) -> None:
+    """Write the record. The cycle skips an article whose record is newer than it (one folder
+    listing, no record read); `due_again` dates the record 1970, so the next cycle looks again."""
+    path = record_path(articles, slug)
+    files.atomic_write(path, json.dumps(record, ensure_ascii=False) + "\n")
+    if due_again:
+        os.utime(path, ns=(0, 0))
+
+
+def _mtime(path: Path) -> float | None:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
+def record_times(articles_dir: Path) -> dict[str, float]:
+    """slug -> its record's mtime, from one listing of the records' folder."""
+    times: dict[str, float] = {}
+    folder = articles_dir / files.STATE_DIR / RECORDS
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.endswith(".json"):
+                with contextlib.suppress(OSError):
+                    times[entry.name[: -len(".json")]] = entry.stat(follow_symlinks=False).st_mtime
+    return times
 
 
 def run_after(config: Config, path: Path, slug: str) -> str | None:
@@ -299,11 +328,11 @@ def publish_done(
         return [Result("*", "failed", str(problem))]
     if folder is None:
         return []
+    recorded = record_times(config.articles_dir)
     results = []
     for slug, mtime in done:
-        record = read_record(config.articles_dir, slug)
-        if mtime is not None and record.get("source_mtime") == mtime and record.get("after") != "failed":
-            continue  # published as it is (or held): nothing changed since
+        if mtime is not None and recorded.get(slug, -1.0) >= mtime:
+            continue  # published (or held) since the article last changed, and nothing is due
         result = publish_one(config, workspace.journal, slug, folder)
         if result.status != "unchanged":
             say(result.message)

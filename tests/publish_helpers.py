@@ -18,9 +18,8 @@ def done_article(project: Path, slug: str, title: str = "Green Tea, Brewed Well"
         f"# {title}\n\nGreen tea wants water well below boiling and a short steep.\n\n"
         "## Water\n\nAbout 80 degrees.\n\n## Time\n\nTwo minutes at most.\n"
     )
-    prompt = Prompt(
-        slug=slug, path=project / "prompts" / f"{slug}.md", text="Write it.", meta={"title": title, "tags": ["tea"]}
-    )
+    meta = {"title": title, "tags": ["tea"]}
+    prompt = Prompt(slug=slug, path=project / "prompts" / f"{slug}.md", text="Write it.", meta=meta)
     text = render_article(prompt, Answer(body, "qwen"), chat_url=CHAT_URL, when=datetime(2026, 11, 30, 9, 0))
     articles = project / "articles"
     articles.mkdir(parents=True, exist_ok=True)

@@ -252,3 +252,17 @@ def test_strip_title_drops_a_leading_h1_worded_differently_from_the_title(projec
     publish_by_hand(ws, "tea", say=lambda _m: None)
     _meta, body = front(page(project))
     assert body.startswith("It is green.") and "## More" in body
+
+
+def test_the_cycle_publishes_again_only_an_article_that_changed(project, chat, router):
+    ws = setup(project)
+    article = done_article(project, "tea")
+    done_article(project, "oolong", "Oolong")
+    engines = Engines(ws.config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)
+    assert run_cycle(ws, engines).counts["published"] == 2
+    assert run_cycle(ws, engines).counts["published"] == 0
+    article.write_text(article.read_text().replace("Two minutes", "Three minutes"), encoding="utf-8")
+    later = os.stat(article).st_mtime + 5
+    os.utime(article, (later, later))  # a clock tick coarser than this test would hide the edit
+    report = run_cycle(ws, engines)
+    assert report.counts["published"] == 1 and "Three minutes" in page(project).read_text()
