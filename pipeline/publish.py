@@ -90,7 +90,7 @@ def page_text(article: str, where: Path, settings: dict) -> str:
     meta, body = split_front_matter(article, where)
     for key in DROPPED_KEYS:
         meta.pop(key, None)
-    meta["draft"] = bool(settings["draft"])
+    meta["draft"] = bool(settings["draft"]) or meta.get("draft") is True  # a prompt's own draft holds
     body = body.strip()
     if settings["strip_title"]:
         body = without_title(body, meta.get("title"))
@@ -142,7 +142,9 @@ def publish_one(config: Config, journal, slug: str, folder: Path) -> Result:
         return Result(slug, "busy", f"{slug}: being published by {busy.owner}; left to it")
     try:
         return _publish_locked(config, journal, slug, folder)
-    except (UsageProblem, SetupProblem) as problem:
+    except (UsageProblem, SetupProblem, OSError) as problem:
+        if isinstance(problem, OSError):
+            problem = files.cannot("publish", problem.filename or slug, problem)
         journal.append(slug, "publish_failed", error=str(problem))
         return Result(slug, "failed", f"{slug}: not published: {problem} (the article is kept)")
     finally:

@@ -266,3 +266,12 @@ def test_the_cycle_publishes_again_only_an_article_that_changed(project, chat, r
     os.utime(article, (later, later))  # a clock tick coarser than this test would hide the edit
     report = run_cycle(ws, engines)
     assert report.counts["published"] == 1 and "Three minutes" in page(project).read_text()
+
+
+def test_a_draft_article_stays_a_draft(project):
+    ws = setup(project)
+    article = done_article(project, "tea")
+    text = article.read_text().replace("+++\ntitle", "+++\ndraft = true\ntitle", 1)
+    article.write_text(text, encoding="utf-8")
+    publish_by_hand(ws, "tea", say=lambda _m: None)
+    assert front(page(project))[0]["draft"] is True
