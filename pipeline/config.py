@@ -198,7 +198,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
     "publish": {
         "dir": Key(str, "", None, 'copy done articles here, e.g. "site/content/posts" (empty = off)'),
         "bundle": Key(bool, False, None, "true: Hugo page bundles, DIR/SLUG/index.md"),
-        "strip_title": Key(bool, True, None, "drop the body's first heading when it is the title"),
+        "strip_title": Key(bool, True, None, "drop the body's leading # heading (the theme shows the title)"),
         "draft": Key(bool, False, None, "publish with draft = true"),
         "after": Key(str, "", _after_command, "command run after each publish, with {path} and {slug}"),
         "after_timeout": Key(
