@@ -1,8 +1,9 @@
 """Is a complete answer an article? Tidy it (chatter, a wrapping fence), then check it.
 
 Checks: minimum words, refusal phrases (several languages, extendable), expected language
-(a stop-word heuristic: no model, no download). Settings come from `[article]` in config.toml,
-overridden by an `[article]` table in the prompt's front matter.
+(a stop-word heuristic: no model, no download), and the quality gates: maximum words, minimum
+headings, forbidden phrases (placeholders and boilerplate, extendable). Settings come from
+`[article]` in config.toml, overridden by an `[article]` table in the prompt's front matter.
 """
 
 from __future__ import annotations
@@ -46,6 +47,21 @@ REFUSALS = (
     "извините, но я не могу",
 )
 
+# Phrases that mark an unfinished or boilerplate answer anywhere in it: a template's blanks, filler
+# text, a model talking about itself. article.forbidden adds to these.
+FORBIDDEN = (
+    "[your name]",
+    "[author name]",
+    "[company name]",
+    "[insert",
+    "[placeholder",
+    "lorem ipsum",
+    "as an ai language model",
+    "as a large language model",
+    "i am an ai language model",
+    "i'm an ai language model",
+)
+
 LEADING_CHATTER = re.compile(
     r"^\s*(sure|certainly|of course|absolutely|okay|ok|great|here is|here's|below is|alright)\b[^\n]{0,160}"
     r"(:|!|\.)\s*\n",
@@ -74,7 +90,7 @@ LANGUAGES = tuple(STOPWORDS) + tuple(SCRIPTS)
 class Verdict:
     markdown: str  # the tidied answer
     problem: str | None  # None when it is an article
-    code: str = ""  # short reason: refusal, too_short, wrong_language
+    code: str = ""  # short reason: refusal, too_short, wrong_language, too_long, few_headings, forbidden
 
 
 def tidy(markdown: str, *, strip_chatter: bool = True) -> str:
@@ -120,10 +136,29 @@ def count_words(markdown: str) -> int:
     return sum(1 for token in text.split() if any(c.isalnum() for c in token))
 
 
+SECTION_HEADING = re.compile(r"^ {0,3}#{2,6}\s+\S")  # a markdown heading of level 2 or more
+CODE_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+
+
+def count_headings(markdown: str) -> int:
+    """Headings of level 2 and more (`## ...`), those inside code blocks left out."""
+    count, in_code = 0, False
+    for line in markdown.splitlines():
+        if CODE_FENCE.match(line):
+            in_code = not in_code
+        elif not in_code and SECTION_HEADING.match(line):
+            count += 1
+    return count
+
+
+def _normalised(text: str) -> str:
+    return " ".join(text.lower().split()).replace("’", "'")
+
+
 def check_answer(markdown: str, settings: dict) -> Verdict:
     """Tidy `markdown` and judge it against `settings` (the merged [article] table)."""
     text = tidy(markdown, strip_chatter=settings.get("strip_chatter", True))
-    lowered = " ".join(text.lower().split()).replace("’", "'")
+    lowered = _normalised(text)
     head = lowered[:400]
     for phrase in (*REFUSALS, *settings.get("refusal_phrases", [])):
         if phrase.lower() in head:
@@ -134,6 +169,24 @@ def check_answer(markdown: str, settings: dict) -> Verdict:
         return Verdict(
             text, f"the answer has {words} words, fewer than article.min_words = {minimum}", "too_short"
         )
+    maximum = settings.get("max_words", 0)
+    if maximum and words > maximum:
+        return Verdict(
+            text, f"the answer has {words} words, more than article.max_words = {maximum}", "too_long"
+        )
+    headings = settings.get("min_headings", 0)
+    if headings and count_headings(text) < headings:
+        return Verdict(
+            text,
+            f"the answer has {count_headings(text)} section headings (## and deeper), fewer than "
+            f"article.min_headings = {headings}",
+            "few_headings",
+        )
+    for phrase in (*FORBIDDEN, *settings.get("forbidden", [])):
+        if _normalised(phrase) in lowered:
+            return Verdict(
+                text, f'the answer holds the forbidden phrase "{phrase}" (article.forbidden)', "forbidden"
+            )
     wanted = settings.get("language", "")
     if wanted:
         found = detect_language(text)

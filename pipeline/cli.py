@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from . import __version__, cli_log, cli_setup, cli_status
+from . import __version__, cli_log, cli_prompts, cli_setup, cli_status
 from .cli_common import ConfigOption, workspace_of
 from .config import ConfigError, load
 from .console import err, out, say, stderr_is_terminal
@@ -138,6 +138,10 @@ def generate(
     if outcome.status.value == "done":
         out().print(str(workspace.article(slug).md), markup=False)
     say(outcome.message)
+    if outcome.status.value == "done":
+        from .publish import publish_done
+
+        publish_done(workspace, [(slug, None)], say=say)  # a step after done: never the exit code
     raise typer.Exit(STATUS_EXIT[outcome.status.value])
 
 
@@ -338,6 +342,7 @@ _register_simulate()
 cli_status.register(app)
 cli_setup.register(app)
 cli_log.register(app)
+cli_prompts.register(app)
 
 
 def _debug() -> bool:

@@ -95,11 +95,26 @@ def _display_mode(value: str) -> str | None:
     from .engines.qwen.display import MODES
 
     return None if value in MODES else f"must be one of {', '.join(map(repr, MODES))}"
+
+
 def _one_of(*choices: str) -> Callable[[str], str | None]:
     def check(value: str) -> str | None:
         return None if value in choices else f"must be one of {', '.join(repr(c) for c in choices)}"
 
     return check
+
+
+def _after_command(value: str) -> str | None:
+    import string
+
+    try:
+        fields = [name for _text, name, _spec, _conv in string.Formatter().parse(value) if name is not None]
+    except ValueError as err:
+        return f"is not a command template ({err}; write {{{{ and }}}} for a literal brace)"
+    unknown = [name for name in fields if name not in ("path", "slug")]
+    if unknown:
+        return f"uses {{{unknown[0]}}}: the placeholders are {{path}} and {{slug}}"
+    return None
 
 
 def _string_list(value: list) -> str | None:
@@ -184,6 +199,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "min_words": Key(int, 50, _between(0, 1_000_000), "shorter answers are rejected (0 = no minimum)"),
         "language": Key(str, "", _language, 'expected language, e.g. "en" (empty = any)'),
         "refusal_phrases": Key(list, [], _string_list, "more phrases that mark a refusal"),
+        "max_words": Key(int, 0, _between(0, 1_000_000), "longer answers are rejected (0 = no maximum)"),
+        "min_headings": Key(
+            int, 0, _between(0, 1000), "answers with fewer ## headings are rejected (0 = off)"
+        ),
+        "forbidden": Key(
+            list, [], _string_list, 'more phrases that reject an answer (built in: "lorem ipsum", ...)'
+        ),
         "strip_chatter": Key(bool, True, None, 'drop "Sure! Here is..." and a wrapping code fence'),
         "strip_title": Key(bool, False, None, "drop the first heading from the body when it is the title"),
         "answer_turn": Key(
@@ -196,6 +218,16 @@ SCHEMA: dict[str, dict[str, Key]] = {
             24,
             _between(0, 24 * 365),
             "save the site's renewed login when the saved one ends within this (0 = never)",
+        ),
+    },
+    "publish": {
+        "dir": Key(str, "", None, 'copy done articles here, e.g. "site/content/posts" (empty = off)'),
+        "bundle": Key(bool, False, None, "true: Hugo page bundles, DIR/SLUG/index.md"),
+        "strip_title": Key(bool, True, None, "drop the body's leading # heading (the theme shows the title)"),
+        "draft": Key(bool, False, None, "publish with draft = true"),
+        "after": Key(str, "", _after_command, "command run after each publish, with {path} and {slug}"),
+        "after_timeout": Key(
+            (int, float), 60, _between(0, DAY, low_open=True), "seconds before `after` is stopped"
         ),
     },
     "notify": {
@@ -235,6 +267,13 @@ class Config:
     @property
     def articles_dir(self) -> Path:
         return self.path("paths", "articles")
+
+    @property
+    def publish_dir(self) -> Path | None:
+        """Where done articles are published; None when publishing is off. Not resolved: a
+        symlink there is refused (publish.check_publish_dir), not silently followed."""
+        value = self.values["publish"]["dir"]
+        return Path(os.path.abspath(self.root / os.path.expanduser(value))) if value else None
 
     @property
     def qwen(self) -> dict[str, Any]:
@@ -285,6 +324,13 @@ class Config:
             raise ConfigError(f"{where}: {shown} are the same folder; give each its own")
         if articles.is_relative_to(prompts) or prompts.is_relative_to(articles):
             raise ConfigError(f"{where}: {shown}: one is inside the other; make them separate folders")
+        published = self.publish_dir
+        if published is not None and published.resolve() in (prompts, articles):
+            which = "paths.prompts" if published == prompts else "paths.articles"
+            raise ConfigError(
+                f"{where}: publish.dir = {self.values['publish']['dir']!r} ({published}) is {which}; "
+                "publish to a folder of its own, e.g. your Hugo site's content/posts"
+            )
         if prompts.exists() and not prompts.is_dir():
             raise ConfigError(
                 f"{where}: paths.prompts = {prompts} is a file, not a folder of SLUG.md prompts"

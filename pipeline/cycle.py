@@ -48,6 +48,7 @@ class CycleReport:
     counts: Counter = field(default_factory=Counter)
     sent: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    finished: list[str] = field(default_factory=list)  # done in this cycle
     invalid: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # one line per invalid article: what and the fix
     logged_out: list[str] = field(default_factory=list)  # articles the chat refused: not logged in
@@ -90,6 +91,8 @@ class CycleReport:
             ("failed", "failed hard"),
             ("invalid", "invalid"),
             ("dead", "dead-lettered"),
+            ("published", "published"),
+            ("publish_failed", "not published (see above)"),
         ):
             if c[key]:
                 parts.append(f"{c[key]} {label}")
@@ -142,6 +145,7 @@ def run_cycle(
         polls = _poll_concurrently(workspace, engines, polls, report, say, clock, budget)
         for view in polls + sends:
             _step(workspace, engines, view, report, say, clock, budget)
+        _publish(workspace, views, report, say)
         report.browser_used = engines.chat_started
         report.browser_launches = _browser_launches()
     finally:
@@ -411,6 +415,7 @@ def _count(report: CycleReport, slug: str, outcome) -> None:
     elif outcome.sent or outcome.reason == "generating" or outcome.engine == "qwen":
         report.chat_worked = True
     if outcome.status is Status.DONE:
+        report.finished.append(slug)
         report.counts["finished"] += 1
         report.counts["done"] += 1
     elif outcome.status is Status.QUEUED:
@@ -421,6 +426,20 @@ def _count(report: CycleReport, slug: str, outcome) -> None:
         report.counts["failed"] += 1
     else:
         report.counts[REASON_BUCKETS.get(outcome.reason, "generating")] += 1
+
+
+def _publish(workspace: Workspace, views: list[ArticleView], report: CycleReport, say) -> None:
+    """After the steps: the done articles to publish.dir (when set). Publishing is a step after
+    done: its failures are counted and said, never the cycle's exit code or the article's fate."""
+    from .publish import publish_done
+
+    done = [(v.slug, v.done_mtime) for v in views if v.done and not v.file_problem]
+    done += [(slug, None) for slug in report.finished]
+    for result in publish_done(workspace, done, say=say):
+        if result.status == "published":
+            report.counts["published"] += 1
+        elif result.failed:
+            report.counts["publish_failed"] += 1
 
 
 def _browser_launches() -> int:

@@ -18,6 +18,7 @@ import fcntl
 import json
 import os
 import re
+import secrets
 import stat
 import tempfile
 import time
@@ -248,6 +249,44 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = PRIVATE, c
             raise cannot("write", path, err) from None
         raise
     fsync_dir(path.parent)
+
+
+def create_new(path: Path, data: str | bytes, *, mode: int | None = SHARED, sync: bool = True) -> bool:
+    """Write `path` whole, but only if nothing is there: False, and nothing written, when a file
+    (or anything else) already is. Never half a file, never an overwrite, even when two writers
+    race (the finished temporary is hard-linked into place, which fails if the name is taken).
+
+    `sync=False`, for many small files at once: no fsync per file (on a disk that is most of the
+    time); the caller flushes them all with one os.sync() at the end."""
+    path = Path(path)
+    ensure_folder(path.parent)
+    if os.path.lexists(path):
+        return False
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    # Named as mkstemp names them (so a sweep knows it), created with its mode (one syscall less).
+    tmp = str(path.parent / f"{TMP_PREFIX}{path.name}.{secrets.token_hex(4)}")
+    try:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        fd = os.open(tmp, flags, 0o666 if mode is None else mode)
+    except OSError as err:
+        raise cannot("write", path, err) from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(raw)
+            handle.flush()
+            if sync:
+                os.fsync(handle.fileno())
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    except OSError as err:
+        raise cannot("write", path, err) from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    if sync:
+        fsync_dir(path.parent)
+    return True
 
 
 def remove(path: Path) -> bool:

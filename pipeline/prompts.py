@@ -135,6 +135,14 @@ def load_prompt(prompts_dir: Path, slug: str) -> Prompt:
         raw = raw_bytes.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise UsageProblem(f"{path}: not UTF-8 text (byte {err.start}); save the file as UTF-8") from None
+    return parse_prompt(slug, path, raw)
+
+
+def parse_prompt(slug: str, path: Path, raw: str) -> Prompt:
+    """The prompt that the text `raw` of `path` makes (what load_prompt checks once the file is
+    read; `new` and `import` check what they are about to write with it). Raises UsageProblem."""
+    if len(raw.encode("utf-8")) > MAX_PROMPT_BYTES:
+        raise UsageProblem(f"{path}: too large for a chat prompt (max 1 MB)")
     if "\x00" in raw:
         raise UsageProblem(f"{path}: contains NUL bytes; is it really a text prompt?")
     meta, body = split_front_matter(raw, path)

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Set up everything qwenpipe needs on Debian/Ubuntu: Chromium, a venv, the package with its test extra.
+# Set up everything qwenpipe needs on Debian/Ubuntu: Chromium, Hugo (the publishing tests build a
+# site with it), a venv, the package with its test extra.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Xvfb: the virtual screen of headed runs on a server (browser.display), and of its tests.
-if ! command -v Xvfb >/dev/null 2>&1 || { ! command -v chromium >/dev/null 2>&1 \
+# Hugo: the real reader of published articles in the tests.
+if ! command -v Xvfb >/dev/null 2>&1 || ! command -v hugo >/dev/null 2>&1 || { ! command -v chromium >/dev/null 2>&1 \
    && ! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; }; then
   sudo=""
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
   $sudo apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium xvfb >/dev/null
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium xvfb hugo >/dev/null
 fi
 
 if [ ! -x .venv/bin/python ]; then

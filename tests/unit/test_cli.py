@@ -184,8 +184,9 @@ def test_the_command_modules_share_their_helpers_without_importing_the_cli():
     import sys
 
     script = (
-        "import sys, typer\nfrom pipeline import cli_setup, cli_status\n"
+        "import sys, typer\nfrom pipeline import cli_prompts, cli_setup, cli_status\n"
         "cli_status.register(typer.Typer())\ncli_setup.register(typer.Typer())\n"
+        "cli_prompts.register(typer.Typer())\n"
         "assert 'pipeline.cli' not in sys.modules, 'a command module imported pipeline.cli'\n"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)

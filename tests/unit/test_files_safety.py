@@ -174,3 +174,16 @@ def test_lock_owner_of_a_fifo_is_read_without_blocking(tmp_path):
     started = time.monotonic()
     outcome = finishes_quickly(lambda: (files.read_lock_owner(fifo), files.lock_holder_alive(fifo)))
     assert outcome["value"] == ("another process", False) and time.monotonic() - started < 10
+
+
+def test_create_new_never_replaces_what_is_there_and_leaves_no_temporary(tmp_path):
+    from pipeline.files import create_new
+
+    target = tmp_path / "prompts" / "tea.md"
+    assert create_new(target, "first") and target.read_text() == "first"
+    assert not create_new(target, "second") and target.read_text() == "first"
+    link = tmp_path / "prompts" / "link.md"
+    link.symlink_to(tmp_path / "nowhere.md")  # a dangling link is something there too
+    assert not create_new(link, "x") and not (tmp_path / "nowhere.md").exists()
+    assert create_new(tmp_path / "prompts" / "bulk.md", "y", sync=False)
+    assert sorted(p.name for p in (tmp_path / "prompts").iterdir()) == ["bulk.md", "link.md", "tea.md"]

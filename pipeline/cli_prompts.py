@@ -1,0 +1,94 @@
+"""`qwenpipe new`, `qwenpipe import` and `qwenpipe publish`: from topics to prompts, from
+articles to a site. The work is in templates.py, topics.py and publish.py.
+
+Exit codes: 0 done; 2 cannot run as asked (a bad slug, template, CSV file or row, a taken
+slug for `new`; nothing written for what was bad); 1 publishing failed (the article is kept).
+"""
+
+# No `from __future__ import annotations`: Typer reads these annotations at runtime.
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .cli_common import ConfigOption, workspace_of
+from .console import out, say
+from .errors import UsageProblem
+from .exitcodes import ExitCode
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("new")
+    def new_command(
+        ctx: typer.Context,
+        slug: Annotated[str, typer.Argument(help="the new prompt's name: prompts/SLUG.md")],
+        title: Annotated[str, typer.Option("--title", help="the article's title ({title})")],
+        tag: Annotated[
+            list[str] | None, typer.Option("--tag", help="a tag ({tags}); repeat for more")
+        ] = None,
+        template: Annotated[
+            str | None, typer.Option("--template", help="prompts/_templates/NAME.md (default: default)")
+        ] = None,
+        set_: Annotated[
+            list[str] | None, typer.Option("--set", help="another placeholder: --set keyword=matcha")
+        ] = None,
+        config: ConfigOption = None,
+    ) -> None:
+        """Write prompts/SLUG.md from a template (never overwrites: exit 2 if SLUG exists)."""
+        from .templates import new_prompt
+
+        workspace = workspace_of(ctx, config)
+        path = new_prompt(
+            workspace.prompts_dir,
+            workspace.articles_dir,
+            slug,
+            title=title,
+            tags=list(tag or []),
+            template=template,
+            sets=list(set_ or []),
+        )
+        out().print(str(path), markup=False)
+        say(f"wrote {path}; the next cycle (or `qwenpipe generate {slug}`) sends it")
+
+    @app.command("import")
+    def import_command(
+        ctx: typer.Context,
+        source: Annotated[Path, typer.Argument(help="a CSV file with a header: title, [slug], [tags], ...")],
+        template: Annotated[
+            str | None, typer.Option("--template", help="prompts/_templates/NAME.md (default: default)")
+        ] = None,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="check every row, write nothing")] = False,
+        config: ConfigOption = None,
+    ) -> None:
+        """One prompt per CSV row; rows whose slug exists are skipped, bad rows reported (exit 2)."""
+        from .topics import import_topics
+
+        workspace = workspace_of(ctx, config)
+        report = import_topics(
+            workspace.prompts_dir, workspace.articles_dir, source, template, dry_run=dry_run
+        )
+        printed = out()
+        for _slug, path in report.written:
+            printed.print(str(path), markup=False)
+        for line in report.existing + report.invalid:
+            say(line)
+        say(report.summary())
+        if report.invalid:
+            raise typer.Exit(ExitCode.USAGE)
+
+    @app.command("publish")
+    def publish_command(
+        ctx: typer.Context,
+        slug: Annotated[str | None, typer.Argument(help="the done article to publish")] = None,
+        all_done: Annotated[bool, typer.Option("--all", help="every done article")] = False,
+        config: ConfigOption = None,
+    ) -> None:
+        """Copy done articles to publish.dir (when changed, never over a hand edit), then publish.after."""
+        from .publish import publish_by_hand
+
+        if bool(slug) == all_done:
+            raise UsageProblem("give one SLUG or --all")
+        workspace = workspace_of(ctx, config)
+        results = publish_by_hand(workspace, slug, say=say)
+        if any(result.failed for result in results):
+            raise typer.Exit(ExitCode.FAILED)

@@ -1,0 +1,172 @@
+"""Topic lists: `qwenpipe import topics.csv`, one prompt per row, written from a template.
+
+The CSV has a header. `title` is required; `slug` is optional (else made from the title);
+`tags` is split on commas; every other column is a placeholder of the template. Each row is
+all or nothing: it is checked whole (its slug, its cells, the prompt it makes) before its file
+is written, whole, never over an existing one. A bad row is reported with its line number and
+the rest go on; a bad file (no header, no `title` column, a placeholder no column fills) stops
+the import before anything is written.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import files
+from .errors import UsageProblem
+from .prompts import check_slug
+from .templates import (
+    STANDARD,
+    exists,
+    load_template,
+    render_prompt,
+    slug_from_title,
+    split_tags,
+    values_for,
+)
+
+OWN_COLUMNS = ("title", "slug", "tags")  # columns with a meaning of their own (not only placeholders)
+
+
+@dataclass
+class ImportReport:
+    source: Path
+    dry_run: bool = False
+    written: list[tuple[str, Path]] = field(default_factory=list)  # (slug, prompt file)
+    existing: list[str] = field(default_factory=list)  # one line each: which row, which file
+    invalid: list[str] = field(default_factory=list)  # one line each: which row, what, the fix
+
+    def summary(self) -> str:
+        verb = "would write" if self.dry_run else "wrote"
+        parts = [f"{verb} {len(self.written)} prompt(s)"]
+        if self.existing:
+            parts.append(f"{len(self.existing)} skipped (slug exists)")
+        if self.invalid:
+            parts.append(f"{len(self.invalid)} invalid (nothing written for them)")
+        return f"import {self.source}: {', '.join(parts)}"
+
+
+def import_topics(
+    prompts_dir: Path, articles_dir: Path, source: Path, template: str | None, *, dry_run: bool = False
+) -> ImportReport:
+    """Write one prompt per row of the CSV file `source`. UsageProblem when the file itself
+    cannot be used (nothing written then); per-row problems are in the report."""
+    rows = _read_rows(source)
+    try:
+        header_line, header = next(rows)
+    except StopIteration:
+        raise UsageProblem(
+            f"{source} is empty: its first line must be a header naming the columns, e.g. title,slug,tags"
+        ) from None
+    columns = _check_header(source, header)
+    chosen = load_template(prompts_dir, template)
+    placeholders = set(STANDARD) | {c for c in columns if c.isidentifier()}
+    chosen.check(placeholders, f"add a `{{name}}` column to {source}")
+    report = ImportReport(source, dry_run=dry_run)
+    first_line_of: dict[str, int] = {}
+    for line, cells in rows:
+        if not any(cell.strip() for cell in cells):
+            continue  # a blank line
+        where = f"{source} line {line}"
+        if len(cells) != len(columns):
+            report.invalid.append(
+                f"{where}: {len(cells)} cells, but the header (line {header_line}) has "
+                f'{len(columns)} columns; fix the row (a comma inside a cell needs "quotes")'
+            )
+            continue
+        row = dict(zip(columns, cells, strict=True))
+        try:
+            slug = _row_slug(where, row)
+        except UsageProblem as problem:
+            report.invalid.append(str(problem))
+            continue
+        if slug in first_line_of:
+            report.invalid.append(
+                f"{where}: slug {slug!r} is also on line {first_line_of[slug]}; give this row its own slug"
+            )
+            continue
+        first_line_of[slug] = line
+        taken = exists(prompts_dir, articles_dir, slug)
+        if taken:
+            report.existing.append(f"{where}: skipped: {slug!r} exists already ({taken})")
+            continue
+        tags = split_tags(row.get("tags", ""))
+        extra = {k: v.strip() for k, v in row.items() if k not in OWN_COLUMNS}
+        try:
+            path, text, _prompt = render_prompt(
+                prompts_dir, chosen, slug, values_for(row["title"].strip(), slug, tags, extra), tags
+            )
+        except UsageProblem as problem:
+            report.invalid.append(f"{where}: {problem}")
+            continue
+        if not dry_run and not files.create_new(path, text, sync=False):
+            report.existing.append(f"{where}: skipped: {slug!r} exists already ({path})")
+            continue
+        report.written.append((slug, path))
+    if report.written and not dry_run:
+        os.sync()  # once for the lot: an fsync per file would cost more than the whole import
+    return report
+
+
+def _read_rows(source: Path):
+    """(line number where the record starts, cells) for each CSV record of `source`."""
+    try:
+        raw = files.read_bytes(source, follow=True)
+    except FileNotFoundError:
+        raise UsageProblem(f"{source}: no such file (give the path of a CSV file with a header)") from None
+    except files.UnsafeFile as bad:
+        raise UsageProblem(f"{source} is {bad.kind}, not a CSV file") from None
+    except OSError as err:
+        raise UsageProblem(f"{source}: cannot read: {err.strerror}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise UsageProblem(f"{source}: not UTF-8 text (byte {err.start}); save it as UTF-8 CSV") from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    ended = 0
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:
+            raise UsageProblem(f"{source} line {reader.line_num}: not valid CSV: {err}") from None
+        start, ended = ended + 1, reader.line_num
+        yield start, cells
+
+
+def _check_header(source: Path, header: list[str]) -> list[str]:
+    columns = [name.strip().lower() for name in header]
+    for number, name in enumerate(columns, 1):
+        if not name:
+            raise UsageProblem(f"{source} line 1: column {number} of the header has no name; name it")
+        if columns.index(name) != number - 1:
+            raise UsageProblem(f"{source} line 1: column {name!r} appears twice in the header; keep one")
+    if "title" not in columns:
+        raise UsageProblem(
+            f"{source} line 1: no `title` column (the header is: {','.join(header)}); "
+            "the first line must name the columns, one of them title"
+        )
+    return columns
+
+
+def _row_slug(where: str, row: dict[str, str]) -> str:
+    title = row["title"].strip()
+    if not title:
+        raise UsageProblem(f"{where}: field title is empty; give the row a title")
+    given = row.get("slug", "").strip()
+    if given:
+        try:
+            return check_slug(given)
+        except UsageProblem as problem:
+            raise UsageProblem(f"{where}: field slug = {given!r}: {problem}") from None
+    made = slug_from_title(title)
+    if not made:
+        raise UsageProblem(
+            f"{where}: field title = {title!r} has no a-z or 0-9 to make a slug from; give the row a slug"
+        )
+    return made
