@@ -119,7 +119,9 @@ def test_cron_every_under_an_hour_keeps_the_old_lines_and_says_when_gaps_differ(
 
 
 def test_shell_completion_can_be_shown_installed_and_completes(tmp_path):
-    env = {"SHELL": "/bin/bash", "HOME": str(tmp_path)}
+    # Typer guesses the shell from the process tree (shellingham), which a test runner's workers
+    # do not always show; its own switch makes it take the shell named on the command line.
+    env = {"SHELL": "/bin/bash", "HOME": str(tmp_path), "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
     shown = qwenpipe("--show-completion", "bash", cwd=tmp_path, env=env)
     assert shown.returncode == 0 and "_QWENPIPE_COMPLETE=complete_bash" in shown.stdout, shown.stderr
     installed = qwenpipe("--install-completion", "bash", cwd=tmp_path, env=env)
