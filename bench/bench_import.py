@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipeline.topics import import_topics  # noqa: E402
+from pipeline.publishing.topics import import_topics  # noqa: E402
 
 TARGET = 1.0  # seconds, for 1,000 rows
 

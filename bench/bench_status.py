@@ -111,7 +111,7 @@ def import_once(root: Path) -> float:
 
 
 def in_process(root: Path) -> tuple[float, float]:
-    from pipeline.cli import run
+    from pipeline.cli.app import run
 
     buffer = io.StringIO()
     started, cpu = time.perf_counter(), time.process_time()

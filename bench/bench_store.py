@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipeline.quota import local_day_start, next_local_midnight
+from pipeline.contract.quota import local_day_start, next_local_midnight
 from pipeline.store.protocol import ArticleRecord, Event, Intent, QuotaBlock
 from pipeline.store.sqlite import SQLiteStore
 

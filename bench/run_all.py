@@ -38,7 +38,7 @@ ENV = {**os.environ, "NO_COLOR": "1"}
 # The Python process of a cycle, its peak memory printed for us (and its largest child's).
 MEMORY_PROBE = (
     "import resource, sys\n"
-    "from pipeline.cli import run\n"
+    "from pipeline.cli.app import run\n"
     "code = run(['cycle'])\n"
     "mine = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
     "kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"

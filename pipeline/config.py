@@ -86,7 +86,7 @@ def _string_table(value: dict) -> str | None:
 
 
 def _language(value: str) -> str | None:
-    from .checks import LANGUAGES
+    from .contract.checks import LANGUAGES
 
     return None if value in ("", *LANGUAGES) else f"must be empty (any) or one of {', '.join(LANGUAGES)}"
 

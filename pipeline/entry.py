@@ -27,8 +27,8 @@ def already_done(argv: list[str]) -> str | None:
     if len(rest) != 2 or rest[0] != "generate":
         return None
     from .config import ConfigError, load
+    from .contract.prompts import check_slug
     from .errors import UsageProblem
-    from .prompts import check_slug
 
     slug = rest[1]
     try:
@@ -57,6 +57,6 @@ def main() -> None:
 
         sys.stderr.write(as_line(f"{done} is already done") + "\n")
         sys.exit(ExitCode.DONE)
-    from .cli import main as full
+    from .cli.app import main as full
 
     full()

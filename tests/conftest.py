@@ -8,7 +8,7 @@ from fakes import FakeChat, FakeRouter
 from project_files import add_prompt, snapshot, write_config  # noqa: F401 - re-exported for fixtures
 
 from pipeline.config import load
-from pipeline.workspace import Engines, Workspace
+from pipeline.contract.workspace import Engines, Workspace
 
 
 @pytest.fixture(autouse=True)

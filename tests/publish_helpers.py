@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
+from pipeline.contract.prompts import Prompt
+from pipeline.contract.render import render_article
 from pipeline.engines.base import Answer
-from pipeline.prompts import Prompt
-from pipeline.render import render_article
 
 CHAT_URL = "https://chat.qwen.ai/c/0a1b2c3d-0000-4000-8000-000000000000"
 

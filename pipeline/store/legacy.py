@@ -16,10 +16,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .. import files
-from ..article import ArticleState
+from ..contract.article import ArticleState
+from ..contract.journal import read_lines
+from ..contract.quota import ChatQuota
 from ..errors import SetupProblem
-from ..journal import read_lines
-from ..quota import ChatQuota
 from .protocol import (
     DEFAULT_ACCOUNT,
     SEND_EVENT,

@@ -356,7 +356,7 @@ def check_temporaries(trial: Trial, project: Path) -> None:
     trial.temp_from_kills = len(leftovers)
     if leftovers and not sum(trial.kills.values()):
         trial.problems.append(f"temporary files without any kill: {[p.name for p in leftovers]}")
-    from pipeline.batch import scan
+    from pipeline.batch.scan import scan
 
     known = {view.slug for view in scan(project / "prompts", out)}
     if known != set(trial.slugs):

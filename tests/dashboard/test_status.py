@@ -14,12 +14,12 @@ import pytest
 from fakes import FakeChat, FakeRouter
 from project_files import add_prompt
 
-from pipeline.cli import run
+from pipeline.batch.status import STATES, collect
+from pipeline.cli.app import run
 from pipeline.config import load
-from pipeline.contract import Status, generate
+from pipeline.contract.step import Status, generate
+from pipeline.contract.workspace import Engines, Workspace
 from pipeline.engines.base import Answer, HardError, QuotaSpent, TransientError
-from pipeline.status import STATES, collect
-from pipeline.workspace import Engines, Workspace
 
 ROW_FIELDS = [
     "slug",
@@ -389,7 +389,7 @@ def test_show_of_an_unknown_or_bad_slug_is_exit_2(project):
 
 
 def test_status_sees_a_step_as_soon_as_it_is_in_the_store(batch):
-    from pipeline.article import ArticleState
+    from pipeline.contract.article import ArticleState
 
     assert {row.slug: row for row in collect(batch).rows}["generating"].state == "generating"
     batch.journal.append("generating", "hard", engine="qwen", error="boom", code="x")
@@ -404,7 +404,7 @@ def test_sends_today_counts_sending_steps(project):
     for _ in range(3):
         ws.journal.append("tea", "sending")
     ws.journal.append("tea", "sent")
-    from pipeline.quota import sends_today
+    from pipeline.contract.quota import sends_today
 
     assert ws.store.send_counts(time.time() - 60).total == 3
     assert ws.store.send_counts(time.time() + 60).total == 0
@@ -433,10 +433,10 @@ def test_a_prompt_is_judged_again_whenever_its_file_changes(project, monkeypatch
     assert rows["coffee"].state == "pending"
     assert rows["tea"].state == "invalid" and "UTF-8" in rows["tea"].last_error
 
-    import pipeline.batch
+    import pipeline.batch.scan
 
     loaded = []
-    original = pipeline.batch.load_prompt
-    monkeypatch.setattr(pipeline.batch, "load_prompt", lambda *a: loaded.append(a) or original(*a))
+    original = pipeline.batch.scan.load_prompt
+    monkeypatch.setattr(pipeline.batch.scan, "load_prompt", lambda *a: loaded.append(a) or original(*a))
     assert {r.slug: r.state for r in collect(ws).rows} == {"tea": "invalid", "coffee": "pending"}
     assert loaded == []  # nothing changed: nothing read

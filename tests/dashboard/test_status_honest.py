@@ -13,10 +13,10 @@ from pty_helpers import spawn
 from rich.console import Console
 from tests_cli_helpers import qwenpipe
 
-from pipeline.contract import generate
-from pipeline.dashboard import rich_status
-from pipeline.journal import Journal
-from pipeline.status import collect
+from pipeline.batch.dashboard import rich_status
+from pipeline.batch.status import collect
+from pipeline.contract.journal import Journal
+from pipeline.contract.step import generate
 
 
 def test_show_caps_a_huge_journal_field_and_says_how_much_was_cut(project):

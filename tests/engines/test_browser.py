@@ -18,7 +18,7 @@ from pipeline.engines.qwen.browser import (
     launch_args,
     load_storage_state,
 )
-from pipeline.login import state_token_expiry
+from pipeline.setup.login import state_token_expiry
 
 
 def fake_executable(folder, name):

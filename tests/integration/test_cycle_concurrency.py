@@ -124,9 +124,9 @@ def test_concurrency_one_polls_one_chat_at_a_time(sim, tmp_path):
 def test_a_cycle_that_cannot_share_its_browser_polls_one_at_a_time(sim, tmp_path, monkeypatch, capsys):
     """No DevTools port announced: one line says so, and the sequential loop does the work."""
     from pipeline import config as config_module
-    from pipeline.cycle import run_cycle
+    from pipeline.batch.cycle import run_cycle
+    from pipeline.contract.workspace import Engines, Workspace
     from pipeline.engines.qwen.browser import BrowserSession
-    from pipeline.workspace import Engines, Workspace
 
     project = make_project(tmp_path, sim, extra="concurrency = 4")
     texts = {f"b{i}": prompt(project, f"b{i}", f"Write article {i} about one browser.") for i in range(3)}

@@ -13,10 +13,10 @@ import pytest
 from sim_project import make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe
 
-from pipeline.login import state_token_expiry
+from pipeline.batch.status import iso
+from pipeline.setup.login import state_token_expiry
 from pipeline.simulator import Simulator
 from pipeline.simulator.api import make_token
-from pipeline.status import iso
 
 pytestmark = pytest.mark.browser
 HOUR = 3600

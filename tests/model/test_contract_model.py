@@ -27,16 +27,16 @@ import pytest
 from hypothesis import HealthCheck, event, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-import pipeline.contract
+import pipeline.contract.journal
+import pipeline.contract.step
 import pipeline.files
-import pipeline.journal
 from pipeline.config import load
-from pipeline.contract import Status, generate, replay
+from pipeline.contract.journal import Journal
+from pipeline.contract.step import Status, generate, replay
+from pipeline.contract.workspace import Engines, Workspace
 from pipeline.engines.base import Answer, FoundChat, Generating, HardError, QuotaSpent, TransientError
 from pipeline.errors import UsageProblem
 from pipeline.files import FileLock
-from pipeline.journal import Journal
-from pipeline.workspace import Engines, Workspace
 
 SLUGS = ("alpha", "beta")
 MAX_ATTEMPTS = 3
@@ -184,9 +184,9 @@ def armed(point: str | None, kill):
 
     env = {"QWENPIPE_CRASH_AT": point} if point == "mid_journal" else {}
     with (
-        mock.patch.object(pipeline.contract, "crashpoint", crashpoint),
+        mock.patch.object(pipeline.contract.step, "crashpoint", crashpoint),
         mock.patch.object(pipeline.files, "crashpoint", crashpoint),
-        mock.patch.object(pipeline.journal, "crashpoint", crashpoint),
+        mock.patch.object(pipeline.contract.journal, "crashpoint", crashpoint),
         mock.patch.dict(os.environ, env),
     ):
         yield

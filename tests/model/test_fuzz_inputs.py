@@ -1,7 +1,7 @@
 """Fuzzing what users and crashes leave on disk: config files, prompt files, sidecars, journals.
 
 Every input either works or is refused with a clear one-line message and exit 2 (1 for a
-dead letter); never a traceback (the runs here set QWENPIPE_DEBUG, so `pipeline.cli.run`
+dead letter); never a traceback (the runs here set QWENPIPE_DEBUG, so `pipeline.cli.app.run`
 re-raises an unexpected exception and a bug fails here with its traceback), never a write
 outside articles/, nothing that existed lost.
 The engines are in-process fakes, patched into the CLI's lazy Engines: no browser, no network.
@@ -25,10 +25,10 @@ import pytest
 import tomli_w
 from hypothesis import HealthCheck, example, given, settings
 
-from pipeline.cli import run
+from pipeline.cli.app import run
 from pipeline.config import SCHEMA, ConfigError, load
+from pipeline.contract.workspace import Engines
 from pipeline.engines.base import Answer, ChatTurns, FoundChat, Generating, TurnState
-from pipeline.workspace import Engines
 
 pytestmark = pytest.mark.timeout(120)
 

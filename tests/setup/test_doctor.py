@@ -11,7 +11,7 @@ from sim_project import make_project
 from tests_cli_helpers import qwenpipe
 
 from pipeline.config import load
-from pipeline.doctor import FAIL, OK, SKIP, WARN, Report, check_profile, check_router
+from pipeline.setup.doctor import FAIL, OK, SKIP, WARN, Report, check_profile, check_router
 from pipeline.simulator import Simulator
 from pipeline.simulator.api import make_token
 

@@ -12,13 +12,13 @@ import pytest
 from sim_project import make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe
 
-from pipeline.cli import run
+from pipeline.batch.status import collect
+from pipeline.cli.app import run
 from pipeline.config import load
-from pipeline.login import run_login
+from pipeline.contract.workspace import Workspace
+from pipeline.setup.login import run_login
 from pipeline.simulator import Simulator
 from pipeline.simulator.api import make_token
-from pipeline.status import collect
-from pipeline.workspace import Workspace
 
 DAY = 86400
 

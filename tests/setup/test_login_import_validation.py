@@ -11,9 +11,9 @@ import pytest
 from sim_project import make_project
 from tests_cli_helpers import qwenpipe
 
-from pipeline.cli import run
+from pipeline.cli.app import run
 from pipeline.config import load
-from pipeline.doctor import Report, check_profile
+from pipeline.setup.doctor import Report, check_profile
 from pipeline.simulator import Simulator
 from pipeline.simulator.api import make_token
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import store_workers
 
-from pipeline.article import ArticleState
-from pipeline.journal import Journal, read_lines
-from pipeline.quota import ChatQuota, local_day_start, next_local_midnight, sends_today
+from pipeline.contract.article import ArticleState
+from pipeline.contract.journal import Journal, read_lines
+from pipeline.contract.quota import ChatQuota, local_day_start, next_local_midnight, sends_today
 from pipeline.store import legacy, open_store
 from pipeline.store.dbfile import DB_NAME
 from pipeline.store.protocol import DEFAULT_ACCOUNT, Event

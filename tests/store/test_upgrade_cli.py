@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from tests_cli_helpers import qwenpipe
 
+from pipeline.batch.status import collect, collect_story
 from pipeline.config import load
-from pipeline.journal import read_lines
-from pipeline.status import collect, collect_story
-from pipeline.workspace import Workspace
+from pipeline.contract.journal import read_lines
+from pipeline.contract.workspace import Workspace
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 BEFORE = json.loads((FIXTURES / "legacy_status.json").read_text())
@@ -88,7 +88,7 @@ def test_log_of_a_bad_slug_is_a_usage_error(legacy):
 
 
 def test_log_follow_prints_a_step_written_after_it_started(legacy):
-    from pipeline.journal import Journal
+    from pipeline.contract.journal import Journal
 
     process = subprocess.Popen(
         [sys.executable, "-m", "pipeline", "log", "--follow", "--json", "router-done"],

@@ -9,11 +9,11 @@ import pytest
 from fakes import answer
 from project_files import add_prompt
 
-from pipeline.checks import check_answer, detect_language, tidy
-from pipeline.contract import Status, generate
+from pipeline.contract.checks import check_answer, detect_language, tidy
+from pipeline.contract.prompts import Prompt
+from pipeline.contract.render import description, render_article
+from pipeline.contract.step import Status, generate
 from pipeline.engines.base import Answer
-from pipeline.prompts import Prompt
-from pipeline.render import description, render_article
 
 DEFAULTS = {
     "min_words": 50,
@@ -133,7 +133,7 @@ def test_rejected_chat_answer_is_kept_beside_and_the_router_writes_the_article(
 ):
     (project / "config.toml").write_text("[qwen]\npoll_interval = 0\n[article]\nmin_words = 20\n")
     from pipeline.config import load
-    from pipeline.workspace import Engines, Workspace
+    from pipeline.contract.workspace import Engines, Workspace
 
     ws = Workspace(load(project / "config.toml"))
     eng = Engines(ws.config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)

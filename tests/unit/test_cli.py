@@ -98,7 +98,7 @@ def test_replay_all_failed_reports_a_bad_name_and_replays_the_rest(project):
 
 
 def test_fast_path_for_a_done_article_matches_the_full_cli(project, capfd):
-    from pipeline.cli import run
+    from pipeline.cli.app import run
     from pipeline.entry import already_done
 
     add_prompt(project, "tea")
@@ -135,7 +135,8 @@ def _broken_core(*_args, **_kwargs):
 def test_an_unexpected_error_is_one_line_naming_it_and_qwenpipe_debug_without_traceback(
     project, monkeypatch, capfd
 ):
-    from pipeline import cli, contract
+    from pipeline.cli import app as cli
+    from pipeline.contract import step as contract
 
     add_prompt(project, "tea")
     monkeypatch.delenv("QWENPIPE_DEBUG", raising=False)
@@ -150,7 +151,8 @@ def test_an_unexpected_error_is_one_line_naming_it_and_qwenpipe_debug_without_tr
 
 
 def test_qwenpipe_debug_lets_an_unexpected_error_through_with_its_traceback(project, monkeypatch):
-    from pipeline import cli, contract
+    from pipeline.cli import app as cli
+    from pipeline.contract import step as contract
 
     add_prompt(project, "tea")
     monkeypatch.setenv("QWENPIPE_DEBUG", "1")
@@ -165,7 +167,7 @@ def test_qwenpipe_debug_prints_the_traceback_from_the_console_script(project):
 
     add_prompt(project, "tea")
     script = (
-        "import sys\nfrom pipeline import cli, contract\n"
+        "import sys\nfrom pipeline.cli import app as cli\nfrom pipeline.contract import step as contract\n"
         "def broken(*a, **k):\n    raise RuntimeError('the core broke')\n"
         "contract.generate = broken\nsys.argv = ['qwenpipe', 'generate', 'tea']\ncli.main()\n"
     )
@@ -184,19 +186,20 @@ def test_the_command_modules_share_their_helpers_without_importing_the_cli():
     import sys
 
     script = (
-        "import sys, typer\nfrom pipeline import cli_prompts, cli_setup, cli_status\n"
+        "import sys, typer\n"
+        "from pipeline.cli import prompts as cli_prompts, setup as cli_setup, status as cli_status\n"
         "cli_status.register(typer.Typer())\ncli_setup.register(typer.Typer())\n"
         "cli_prompts.register(typer.Typer())\n"
-        "assert 'pipeline.cli' not in sys.modules, 'a command module imported pipeline.cli'\n"
+        "assert 'pipeline.cli.app' not in sys.modules, 'a command module imported pipeline.cli.app'\n"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
 
 
 def test_cycle_and_doctor_exit_codes_are_the_exit_code_enum():
-    from pipeline.cycle import CycleReport
-    from pipeline.doctor import FAIL, Report
+    from pipeline.batch.cycle import CycleReport
     from pipeline.exitcodes import ExitCode
+    from pipeline.setup.doctor import FAIL, Report
 
     report = CycleReport()
     assert type(report.exit_code) is ExitCode and report.exit_code is ExitCode.DONE

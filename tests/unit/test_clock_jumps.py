@@ -10,13 +10,13 @@ import time
 from fakes import answer
 from project_files import add_prompt
 
-from pipeline.article import ArticleState
+from pipeline.batch.cycle import run_cycle
 from pipeline.config import load
-from pipeline.contract import Status, backoff_delay, generate
-from pipeline.cycle import run_cycle
+from pipeline.contract.article import ArticleState
+from pipeline.contract.phases import MAX_BACKOFF, schedule
+from pipeline.contract.step import Status, backoff_delay, generate
+from pipeline.contract.workspace import Engines, Workspace
 from pipeline.engines.base import Generating, QuotaSpent, TransientError
-from pipeline.phases import MAX_BACKOFF, schedule
-from pipeline.workspace import Engines, Workspace
 
 DAY = 86400.0
 POLL = 60.0
@@ -143,7 +143,7 @@ def test_a_send_after_a_quota_block_two_days_ahead_waits_hours_not_days(project,
 
 
 def test_status_reads_a_quota_block_left_ahead_without_rewriting_it(project, workspace):
-    from pipeline.status import collect
+    from pipeline.batch.status import collect
 
     ahead = time.time() + 2 * 86400
     workspace.chat_quota.block(ahead, 5 * 3600, "RateLimited")

@@ -8,7 +8,7 @@ import pytest
 from fakes import answer
 from project_files import add_prompt, snapshot
 
-from pipeline.contract import Status, generate, replay
+from pipeline.contract.step import Status, generate, replay
 from pipeline.engines.base import Generating, HardError, QuotaSpent, TransientError
 from pipeline.errors import UsageProblem
 from pipeline.files import FileLock
@@ -189,7 +189,7 @@ def test_hard_failure_without_fallback_is_exit_1_then_dead_letter(project, works
         "[qwen]\npoll_interval = 0\nmax_attempts = 2\n[router]\nenabled = false\n"
     )
     from pipeline.config import load
-    from pipeline.workspace import Engines, Workspace
+    from pipeline.contract.workspace import Engines, Workspace
 
     ws = Workspace(load(project / "config.toml"))
     eng = Engines(ws.config, chat_factory=lambda _c: chat)
@@ -256,7 +256,7 @@ def test_wait_sends_then_stays_until_complete(project, workspace, engines, chat)
 
 def test_polls_are_spaced_by_poll_interval(project, chat, router):
     from pipeline.config import load
-    from pipeline.workspace import Engines, Workspace
+    from pipeline.contract.workspace import Engines, Workspace
 
     (project / "config.toml").write_text("[qwen]\npoll_interval = 60\n")
     ws = Workspace(load(project / "config.toml"))
@@ -276,7 +276,7 @@ def test_polls_are_spaced_by_poll_interval(project, chat, router):
 
 def test_backoff_after_transient_failure(project, chat, router):
     from pipeline.config import load
-    from pipeline.workspace import Engines, Workspace
+    from pipeline.contract.workspace import Engines, Workspace
 
     (project / "config.toml").write_text("[qwen]\npoll_interval = 10\n")
     ws = Workspace(load(project / "config.toml"))
@@ -370,7 +370,7 @@ def test_a_busy_browser_is_in_progress_elsewhere_and_costs_nothing(project, work
     assert outcome.status is Status.WORKING and outcome.reason == "locked" and "pid 123" in outcome.message
     assert chat.sends == 0 and not (project / "articles" / "tea.md.sending").exists()
     assert "sending" not in events(workspace)
-    from pipeline.article import ArticleState
+    from pipeline.contract.article import ArticleState
 
     assert ArticleState.load(workspace.article("tea").state).attempts == 0
     chat.prepare_error = None
@@ -408,7 +408,7 @@ def model_project(folder, chat, router, qwen: str):
     from project_files import write_config
 
     from pipeline.config import load
-    from pipeline.workspace import Engines, Workspace
+    from pipeline.contract.workspace import Engines, Workspace
 
     write_config(folder, f"[qwen]\npoll_interval = 0\n{qwen}\n[article]\nmin_words = 0\n")
     (folder / "prompts").mkdir()

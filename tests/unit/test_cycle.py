@@ -9,11 +9,11 @@ import pytest
 from fakes import answer
 from project_files import add_prompt, snapshot
 
+from pipeline.batch.cycle import run_cycle
 from pipeline.config import load
-from pipeline.cycle import run_cycle
+from pipeline.contract.workspace import Engines, Workspace
 from pipeline.engines.base import Generating, HardError
 from pipeline.files import FileLock
-from pipeline.workspace import Engines, Workspace
 
 
 def setup(project, chat, router, extra=""):
@@ -201,7 +201,7 @@ def test_a_later_turn_sent_by_a_poll_counts_against_the_cycle_send_limit(project
 def test_the_send_budget_never_gives_more_than_its_limit_across_threads():
     from concurrent.futures import ThreadPoolExecutor
 
-    from pipeline.quota import SendBudget
+    from pipeline.contract.quota import SendBudget
 
     budget = SendBudget(3)
     with ThreadPoolExecutor(8) as pool:

@@ -7,9 +7,9 @@ import threading
 from fakes import answer
 from project_files import add_prompt
 
+from pipeline.batch.cycle import run_cycle
 from pipeline.config import load
-from pipeline.cycle import run_cycle
-from pipeline.workspace import Engines, Workspace
+from pipeline.contract.workspace import Engines, Workspace
 
 SLUGS = [f"article-{n}" for n in range(6)]
 

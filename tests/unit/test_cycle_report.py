@@ -21,9 +21,9 @@ def test_cycle_lines_off_a_terminal_start_with_an_iso_time(project):
 
 
 def test_cycle_names_each_invalid_prompt_once_and_sends_the_rest(project, chat, router):
+    from pipeline.batch.cycle import run_cycle
     from pipeline.config import load
-    from pipeline.cycle import run_cycle
-    from pipeline.workspace import Engines, Workspace
+    from pipeline.contract.workspace import Engines, Workspace
 
     ws = Workspace(load(project / "config.toml"))
     add_prompt(project, "tea")
@@ -43,11 +43,11 @@ def test_cycle_names_each_invalid_prompt_once_and_sends_the_rest(project, chat, 
 
 
 def test_a_logged_out_chat_is_said_plainly_by_the_cycle_and_status(project, chat, router):
+    from pipeline.batch.cycle import run_cycle
+    from pipeline.batch.status import collect
     from pipeline.config import load
-    from pipeline.cycle import run_cycle
+    from pipeline.contract.workspace import Engines, Workspace
     from pipeline.engines.base import HardError
-    from pipeline.status import collect
-    from pipeline.workspace import Engines, Workspace
 
     ws = Workspace(load(project / "config.toml"))
     add_prompt(project, "tea")
@@ -79,10 +79,10 @@ def test_a_logged_out_chat_is_said_plainly_by_the_cycle_and_status(project, chat
 
 
 def test_logged_out_with_the_router_off_says_what_could_not_be_written(project, chat, router):
+    from pipeline.batch.cycle import run_cycle
     from pipeline.config import load
-    from pipeline.cycle import run_cycle
+    from pipeline.contract.workspace import Engines, Workspace
     from pipeline.engines.base import HardError
-    from pipeline.workspace import Engines, Workspace
 
     (project / "config.toml").write_text(
         "[qwen]\npoll_interval = 0\nmax_attempts = 3\n[article]\nmin_words = 0\n[router]\nenabled = false\n"

@@ -11,10 +11,11 @@ import time
 
 import pytest
 
-from pipeline import cli, files
+from pipeline import files
+from pipeline.cli import app as cli
+from pipeline.contract.journal import Journal
 from pipeline.errors import SetupProblem
 from pipeline.files import FileLock, UnsafeFile
-from pipeline.journal import Journal
 
 
 def mode(path) -> int:

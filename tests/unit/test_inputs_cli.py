@@ -15,11 +15,11 @@ import pytest
 from sim_project import make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe
 
-from pipeline.cli import app, run
+from pipeline.cli.app import app, run
 from pipeline.config import load
-from pipeline.doctor import FAIL, OK, Report, check_prompts
+from pipeline.contract.prompts import split_front_matter
 from pipeline.errors import UsageProblem
-from pipeline.prompts import split_front_matter
+from pipeline.setup.doctor import FAIL, OK, Report, check_prompts
 from pipeline.simulator import Simulator
 from pipeline.simulator.__main__ import parse_args
 from pipeline.simulator.options import SimulatorOptions

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from project_files import add_prompt
 
-from pipeline.contract import Status, generate
+from pipeline.contract.step import Status, generate
 from pipeline.errors import UsageProblem
 
 THREE = "Outline an article on tea.\n=== next turn ===\nWrite it.\n=== next turn ===\nPolish it."
@@ -59,7 +59,7 @@ def test_named_answer_turn(project, workspace, engines, chat):
 
 
 def test_state_shows_the_turn(project, workspace, engines, chat):
-    from pipeline.article import ArticleState
+    from pipeline.contract.article import ArticleState
 
     add_prompt(project, "tea", THREE)
     generate(workspace, "tea", engines)
@@ -105,8 +105,8 @@ def test_answer_turn_beyond_the_prompt_is_refused(project, workspace, engines):
 
 
 def test_status_shows_turn_2_of_3(project, workspace, engines, chat):
-    from pipeline.dashboard import cells
-    from pipeline.status import collect
+    from pipeline.batch.dashboard import cells
+    from pipeline.batch.status import collect
 
     add_prompt(project, "tea", THREE)
     generate(workspace, "tea", engines)

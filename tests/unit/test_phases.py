@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.article import ArticleState
-from pipeline.phases import (
+from pipeline.batch.status import STATES
+from pipeline.contract.article import ArticleState
+from pipeline.contract.phases import (
     CYCLE_LIMIT,
     DAILY_LIMIT,
     MAX_BACKOFF,
@@ -23,7 +24,6 @@ from pipeline.phases import (
     Record,
     decide,
 )
-from pipeline.status import STATES
 
 NOW = 1_800_000_000.0
 POLL = 60.0
@@ -166,7 +166,7 @@ def test_a_state_record_edited_by_hand_reads_as_never_set():
 
 
 def test_the_files_alone_settle_only_what_no_step_moves():
-    from pipeline.phases import settled
+    from pipeline.contract.phases import settled
 
     settling = [
         (Files(done=True), Phase.DONE),

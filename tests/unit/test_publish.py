@@ -12,10 +12,10 @@ from project_files import snapshot, write_config
 from publish_helpers import CHAT_URL, done_article
 from tests_cli_helpers import qwenpipe
 
+from pipeline.batch.cycle import run_cycle
 from pipeline.config import ConfigError, load
-from pipeline.cycle import run_cycle
-from pipeline.publish import publish_by_hand, publish_done, read_record
-from pipeline.workspace import Engines, Workspace
+from pipeline.contract.workspace import Engines, Workspace
+from pipeline.publishing.publish import publish_by_hand, publish_done, read_record
 
 BASE = "[qwen]\npoll_interval = 0\nmax_attempts = 3\n[article]\nmin_words = 0\n"
 

@@ -8,9 +8,9 @@ import pytest
 from fakes import answer
 from project_files import add_prompt
 
-from pipeline.checks import FORBIDDEN, check_answer, count_headings
 from pipeline.config import ConfigError, validate
-from pipeline.contract import Status, generate
+from pipeline.contract.checks import FORBIDDEN, check_answer, count_headings
+from pipeline.contract.step import Status, generate
 from pipeline.engines.base import Answer
 
 BASE = {"min_words": 0, "language": "", "refusal_phrases": [], "strip_chatter": True}

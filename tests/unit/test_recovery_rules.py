@@ -13,8 +13,8 @@ import pytest
 from fakes import answer
 from project_files import add_prompt
 
-import pipeline.contract
-from pipeline.contract import RECOVERY_CLOCK_SLACK, Status, adoptable_chat, generate
+import pipeline.contract.step
+from pipeline.contract.step import RECOVERY_CLOCK_SLACK, Status, adoptable_chat, generate
 from pipeline.engines.base import FoundChat, HardError
 
 
@@ -65,7 +65,7 @@ def test_a_chat_article_without_a_model_does_not_take_the_prompts_model(project,
 
 def no_router(project):
     from pipeline.config import load
-    from pipeline.workspace import Workspace
+    from pipeline.contract.workspace import Workspace
 
     (project / "config.toml").write_text(
         "[qwen]\npoll_interval = 0\nmax_attempts = 5\nmax_sends_per_day = 1\n"
@@ -81,8 +81,8 @@ def logged_out_before_typing() -> HardError:
 
 
 def test_a_send_refused_before_typing_counts_no_send_and_leaves_no_marker(project, chat):
-    from pipeline.quota import sends_today
-    from pipeline.workspace import Engines
+    from pipeline.contract.quota import sends_today
+    from pipeline.contract.workspace import Engines
 
     ws = no_router(project)
     eng = Engines(ws.config, chat_factory=lambda _c: chat)
@@ -100,8 +100,8 @@ def test_a_send_refused_before_typing_counts_no_send_and_leaves_no_marker(projec
 
 
 def test_a_failure_after_the_click_still_counts_and_keeps_the_marker(project, chat):
-    from pipeline.quota import sends_today
-    from pipeline.workspace import Engines
+    from pipeline.contract.quota import sends_today
+    from pipeline.contract.workspace import Engines
 
     ws = no_router(project)
     eng = Engines(ws.config, chat_factory=lambda _c: chat)
@@ -113,7 +113,7 @@ def test_a_failure_after_the_click_still_counts_and_keeps_the_marker(project, ch
 
 
 def test_an_unsent_send_gives_its_place_in_the_cycle_budget_back(project, workspace, engines, chat):
-    from pipeline.quota import SendBudget
+    from pipeline.contract.quota import SendBudget
 
     budget = SendBudget(1)
     add_prompt(project, "tea")
@@ -150,7 +150,7 @@ def crash_at(point: str):
         if name == point:
             raise Crash(name)
 
-    with mock.patch.object(pipeline.contract, "crashpoint", crashpoint):
+    with mock.patch.object(pipeline.contract.step, "crashpoint", crashpoint):
         yield
 
 

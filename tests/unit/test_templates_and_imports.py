@@ -8,11 +8,11 @@ import pytest
 from project_files import snapshot
 from tests_cli_helpers import qwenpipe
 
-from pipeline.batch import scan
+from pipeline.batch.scan import scan
+from pipeline.contract.prompts import list_slugs, load_prompt
 from pipeline.errors import UsageProblem
-from pipeline.prompts import list_slugs, load_prompt
-from pipeline.templates import new_prompt, slug_from_title
-from pipeline.topics import import_topics
+from pipeline.publishing.templates import new_prompt, slug_from_title
+from pipeline.publishing.topics import import_topics
 
 BLOG = """+++
 title = "{title}"

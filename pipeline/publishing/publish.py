@@ -32,12 +32,12 @@ from pathlib import Path
 
 import tomli_w
 
-from . import files
-from .config import Config, ConfigError
-from .errors import SetupProblem, UsageProblem
-from .files import FileLock, LockBusy
-from .prompts import FENCE, check_slug, split_front_matter
-from .render import strip_title_heading
+from .. import files
+from ..config import Config, ConfigError
+from ..contract.prompts import FENCE, check_slug, split_front_matter
+from ..contract.render import strip_title_heading
+from ..errors import SetupProblem, UsageProblem
+from ..files import FileLock, LockBusy
 
 RECORDS = "published"  # under articles/.qwenpipe/
 DROPPED_KEYS = ("chat_url",)  # never on a public site
@@ -306,7 +306,7 @@ def publish_by_hand(workspace, slug: str | None, *, say: Callable[[str], None]) 
 
 
 def done_slugs(articles_dir: Path) -> list[str]:
-    from .prompts import is_slug
+    from ..contract.prompts import is_slug
 
     try:
         with os.scandir(articles_dir) as entries:

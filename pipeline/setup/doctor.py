@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import Config
-from .engines.qwen.browser import INSTALL_HINT, find_executable
-from .engines.qwen.login import read_settled_login_state
-from .exitcodes import ExitCode
+from ..config import Config
+from ..contract.workspace import browser_session
+from ..engines.qwen.browser import INSTALL_HINT, find_executable
+from ..engines.qwen.login import read_settled_login_state
+from ..exitcodes import ExitCode
+from ..redact import mask
 from .login import describe_expiry, state_token_expiry
-from .redact import mask
-from .workspace import browser_session
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 EXPIRY_WARN_SECONDS = 2 * 86400
@@ -115,7 +115,7 @@ def run_doctor(
     step("browser")
     # One Playwright driver for the whole run: asking where its Chromium lives and starting the
     # browser then cost one driver start, not two.
-    from .engines.qwen.browser import _PLAYWRIGHT
+    from ..engines.qwen.browser import _PLAYWRIGHT
 
     try:
         chromium = _PLAYWRIGHT.acquire().chromium
@@ -141,7 +141,7 @@ def run_doctor(
 
 
 def check_config(report: Report, config: Config) -> None:
-    from .engines.qwen.selectors import SelectorError, merge_overrides
+    from ..engines.qwen.selectors import SelectorError, merge_overrides
 
     if config.source is None:
         report.add("config", WARN, "no config.toml: built-in defaults", "write one with `qwenpipe init`")
@@ -166,7 +166,7 @@ def check_browser_found(
     report: Report, config: Config, chromium: Any = None
 ) -> tuple[str | None, str] | None:
     """Which browser would start (no start yet); its version from `--version` when it is a file."""
-    from .engines.base import EngineError
+    from ..engines.base import EngineError
 
     cdp = config.browser.get("cdp_url")
     if cdp:
@@ -185,7 +185,7 @@ def check_browser_found(
 
 def check_display(report: Report, config: Config) -> None:
     """Which screen a run's browser will use (browser.display), and whether Xvfb is installed."""
-    from .engines.qwen.display import XVFB_INSTALL, no_display_message, plan_display
+    from ..engines.qwen.display import XVFB_INSTALL, no_display_message, plan_display
 
     plan = plan_display(config.browser)
     installed = f"Xvfb installed ({plan.xvfb})" if plan.xvfb else f"Xvfb not installed (`{XVFB_INSTALL}`)"
@@ -258,8 +258,8 @@ def check_profile(report: Report, config: Config, now: float) -> None:
 
 
 def check_prompts(report: Report, config: Config) -> None:
-    from .config import ConfigError
-    from .prompts import list_slugs
+    from ..config import ConfigError
+    from ..contract.prompts import list_slugs
 
     try:
         folder = config.require_prompts_dir()
@@ -305,9 +305,9 @@ def check_chat(report: Report, config: Config, executable: Any, attached: bool) 
     """One browser, one new-chat page: the version (when not known), the login, each selector."""
     from playwright.sync_api import Error as PlaywrightError
 
-    from .engines.base import EngineError
-    from .engines.qwen.selectors import SelectorError, merge_overrides
-    from .errors import UsageProblem
+    from ..engines.base import EngineError
+    from ..engines.qwen.selectors import SelectorError, merge_overrides
+    from ..errors import UsageProblem
 
     base_url = str(config.qwen["base_url"]).rstrip("/")
     timeout = float(config.qwen["page_timeout"])
@@ -353,8 +353,8 @@ def _add_version(report: Report, version: str) -> None:
 
 
 def _open_fix(err: BaseException, attached: bool) -> str:
-    from .engines.base import EngineBusy
-    from .errors import UsageProblem
+    from ..engines.base import EngineBusy
+    from ..errors import UsageProblem
 
     if isinstance(err, EngineBusy):
         return "a run is using the profile: run doctor again when it has finished"
@@ -396,8 +396,8 @@ def check_login(report: Report, page: Any, base_url: str, timeout: float) -> boo
 
 def _screen_problem(page: Any) -> str | None:
     """A bot check or firewall page instead of the app (logged-out screens are the login check's)."""
-    from .engines.qwen.page import screen_failure
-    from .engines.qwen.selectors import BUILT_IN
+    from ..engines.qwen.page import screen_failure
+    from ..engines.qwen.selectors import BUILT_IN
 
     try:
         failure = screen_failure(page, BUILT_IN)
@@ -410,8 +410,8 @@ def _screen_problem(page: Any) -> str | None:
 
 def check_selectors(report: Report, page: Any, selector_sets: tuple, timeout: float) -> None:
     """Which UI generation the page is, then every selector of it by name."""
-    from .engines.qwen.page import detect_ui, present
-    from .engines.qwen.selectors import BUILT_IN
+    from ..engines.qwen.page import detect_ui, present
+    from ..engines.qwen.selectors import BUILT_IN
 
     deadline = time.monotonic() + timeout
     # The app draws itself after load. A built-in UI drawn while [qwen.selectors] does not match
@@ -466,7 +466,7 @@ def _skip_selectors(report: Report, why: str) -> None:
 
 
 def check_router(report: Report, config: Config) -> None:
-    from .engines.router import RouterEngine
+    from ..engines.router import RouterEngine
 
     settings = config.router
     if not settings["enabled"]:

@@ -13,8 +13,8 @@ from typing import Annotated
 
 import typer
 
-from .cli_common import ConfigOption, workspace_of
-from .exitcodes import ExitCode
+from ..exitcodes import ExitCode
+from .common import ConfigOption, workspace_of
 
 
 def register(app: typer.Typer) -> None:
@@ -33,10 +33,10 @@ def register(app: typer.Typer) -> None:
         config: ConfigOption = None,
     ) -> None:
         """Sign in to the chat once (a browser window opens) and keep the login (mode 0600)."""
-        from .console import say
-        from .engines.base import EngineBusy, EngineError
-        from .errors import UsageProblem
-        from .login import LoginFailed, describe_expiry, import_state, run_login
+        from ..console import say
+        from ..engines.base import EngineBusy, EngineError
+        from ..errors import UsageProblem
+        from ..setup.login import LoginFailed, describe_expiry, import_state, run_login
 
         if not 0 < timeout <= 86400:  # also refuses nan, which would wait forever
             raise UsageProblem(f"--timeout {timeout}: must be more than 0 and at most 86400 seconds")
@@ -67,9 +67,9 @@ def register(app: typer.Typer) -> None:
         config: ConfigOption = None,
     ) -> None:
         """Check the setup: config, browser, login, the page's selectors, router, articles. 0 = all pass."""
-        from .console import say
-        from .doctor import run_doctor
-        from .redact import mask, mask_data
+        from ..console import say
+        from ..redact import mask, mask_data
+        from ..setup.doctor import run_doctor
 
         workspace = workspace_of(ctx, config)  # a bad config is exit 2 before anything is checked
         progress = None if as_json or not sys.stderr.isatty() else (lambda step: say(f"checking {step}..."))

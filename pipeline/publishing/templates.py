@@ -17,9 +17,9 @@ from pathlib import Path
 
 import tomli_w
 
-from . import files
-from .errors import UsageProblem
-from .prompts import FENCE, SLUG_RE, Prompt, check_slug, parse_prompt, split_front_matter
+from .. import files
+from ..contract.prompts import FENCE, SLUG_RE, Prompt, check_slug, parse_prompt, split_front_matter
+from ..errors import UsageProblem
 
 TEMPLATES_DIR = "_templates"
 DEFAULT_TEMPLATE = "default"

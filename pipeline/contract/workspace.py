@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..config import Config, ConfigError
+from ..engines.base import ChatEngine, DirectEngine, EngineBusy
+from ..files import FileLock, LockBusy
+from ..redact import router_key
 from .article import STATE_DIR, ArticleFiles
-from .config import Config, ConfigError
-from .engines.base import ChatEngine, DirectEngine, EngineBusy
-from .files import FileLock, LockBusy
 from .journal import Journal
 from .quota import ChatQuota
-from .redact import router_key
 
 
 @dataclass
@@ -45,7 +45,7 @@ class Workspace:
     @property
     def store(self):
         """The batch's store (articles/.qwenpipe/qwenpipe.db), opened on first use, once a process."""
-        from .store import shared
+        from ..store import shared
 
         return shared(self.state_dir)
 
@@ -62,7 +62,7 @@ class Workspace:
 
 
 if TYPE_CHECKING:
-    from .engines.qwen.browser import BrowserSession
+    from ..engines.qwen.browser import BrowserSession
 
 
 def lock_browser_profile(profile: Path) -> Callable[[], None]:
@@ -80,7 +80,7 @@ def lock_browser_profile(profile: Path) -> Callable[[], None]:
 
 def browser_session(config: Config, browser: dict | None = None) -> BrowserSession:
     """A browser session on the config's profile (`browser` overrides [browser]), its lock given."""
-    from .engines.qwen.browser import BrowserSession
+    from ..engines.qwen.browser import BrowserSession
 
     return BrowserSession(
         config.browser if browser is None else browser, root=config.root, lock_profile=lock_browser_profile
@@ -88,10 +88,10 @@ def browser_session(config: Config, browser: dict | None = None) -> BrowserSessi
 
 
 def default_chat_factory(config: Config) -> ChatEngine:
-    from .console import say
-    from .engines.qwen.engine import QwenEngine  # Playwright is imported only when a chat is needed
-    from .engines.qwen.selectors import SelectorError
-    from .login import LoginRefresh
+    from ..console import say
+    from ..engines.qwen.engine import QwenEngine  # Playwright is imported only when a chat is needed
+    from ..engines.qwen.selectors import SelectorError
+    from ..setup.login import LoginRefresh
 
     try:
         return QwenEngine(
@@ -106,7 +106,7 @@ def default_chat_factory(config: Config) -> ChatEngine:
 
 
 def default_router_factory(config: Config) -> DirectEngine:
-    from .engines.router import RouterEngine
+    from ..engines.router import RouterEngine
 
     return RouterEngine(config.router)
 

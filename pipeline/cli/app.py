@@ -10,13 +10,17 @@ from typing import Annotated, Literal
 
 import typer
 
-from . import __version__, cli_log, cli_prompts, cli_setup, cli_status
-from .cli_common import ConfigOption, workspace_of
-from .config import ConfigError, load
-from .console import err, out, say, stderr_is_terminal
-from .errors import SetupProblem, UsageProblem
-from .exitcodes import ExitCode
-from .files import LockBusy
+from .. import __version__
+from ..config import ConfigError, load
+from ..console import err, out, say, stderr_is_terminal
+from ..errors import SetupProblem, UsageProblem
+from ..exitcodes import ExitCode
+from ..files import LockBusy
+from . import log as cli_log
+from . import prompts as cli_prompts
+from . import setup as cli_setup
+from . import status as cli_status
+from .common import ConfigOption, workspace_of
 
 app = typer.Typer(
     name="qwenpipe",
@@ -118,8 +122,8 @@ def generate(
     config: ConfigOption = None,
 ) -> None:
     """Move one article along the contract: 0 done, 42 sent, 3 still working, 1 failed, 2 bad input."""
-    from .contract import generate as run_contract
-    from .workspace import Engines
+    from ..contract.step import generate as run_contract
+    from ..contract.workspace import Engines
 
     workspace = workspace_of(ctx, config)
     qwen = workspace.config.qwen
@@ -139,7 +143,7 @@ def generate(
         out().print(str(workspace.article(slug).md), markup=False)
     say(outcome.message)
     if outcome.status.value == "done":
-        from .publish import publish_done
+        from ..publishing.publish import publish_done
 
         publish_done(workspace, [(slug, None)], say=say)  # a step after done: never the exit code
     raise typer.Exit(STATUS_EXIT[outcome.status.value])
@@ -162,8 +166,8 @@ def _quiet_browser_on_interrupt():
 
 def _interrupted(workspace, slug: str) -> str:
     """What an interrupted `generate` leaves behind, and the command that carries on from there."""
-    from .batch import one
-    from .phases import Phase
+    from ..batch.scan import one
+    from ..contract.phases import Phase
 
     view = one(workspace.prompts_dir, workspace.articles_dir, slug)
     again = f"`qwenpipe generate {slug} --wait`"
@@ -185,9 +189,9 @@ def _interrupted(workspace, slug: str) -> str:
 @app.command()
 def cycle(ctx: typer.Context, config: ConfigOption = None) -> None:
     """One cron cycle over prompts/: 1 if an article failed hard, else 42 if sent, 3 if working, 0 if done."""
-    from .cycle import run_cycle
-    from .notify import ping
-    from .workspace import Engines
+    from ..batch.cycle import run_cycle
+    from ..batch.notify import ping
+    from ..contract.workspace import Engines
 
     workspace = workspace_of(ctx, config)
     workspace.config.require_prompts_dir()
@@ -210,8 +214,8 @@ def cron(
     config: ConfigOption = None,
 ) -> None:
     """Print a crontab line and a systemd service + timer that run `cycle` for this config."""
-    from .config import config_path
-    from .cron import crontab_line, parse_every, systemd_units, uneven_note
+    from ..config import config_path
+    from ..setup.cron import crontab_line, parse_every, systemd_units, uneven_note
 
     minutes = parse_every(every)
     note = uneven_note(minutes)
@@ -245,7 +249,7 @@ def replay(
     config: ConfigOption = None,
 ) -> None:
     """Clear a dead letter (SLUG.md.failed); the history stays, and its chat is polled before any send."""
-    from .contract import replay as run_replay
+    from ..contract.step import replay as run_replay
 
     workspace = workspace_of(ctx, config)
     if bool(slug) == all_failed:
@@ -280,8 +284,8 @@ def init(
     config: ConfigOption = None,
 ) -> None:
     """Write a commented config.toml with every key at its default."""
-    from .config import config_path, render_default_config
-    from .files import SHARED, atomic_write
+    from ..config import config_path, render_default_config
+    from ..files import SHARED, atomic_write
 
     path, _named = config_path(config or ctx.obj.get("config"))
     if path.exists() and not force:
@@ -296,7 +300,7 @@ def init(
 
 def simulate(**given) -> None:
     """Serve a loopback replica of chat.qwen.ai and a 9router-like router until Ctrl-C."""
-    from .simulator.options import SimulatorOptions, serve
+    from ..simulator.options import SimulatorOptions, serve
 
     def announce(sim) -> None:
         out().print(sim.base_url, markup=False)
@@ -329,7 +333,7 @@ def _typer_signature(specs) -> inspect.Signature:
 
 
 def _register_simulate() -> None:
-    from .simulator.options import option_specs
+    from ..simulator.options import option_specs
 
     simulate.__signature__ = _typer_signature(option_specs())
     app.command("simulate")(simulate)

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .config import Config
-from .engines.qwen.browser import (
+from ..config import Config
+from ..contract.workspace import browser_session
+from ..engines.qwen.browser import (
     jwt_exp_claim,
     jwt_expiry,
     load_storage_state,
@@ -30,11 +31,10 @@ from .engines.qwen.browser import (
     state_tokens,
     token_expiry,
 )
-from .engines.qwen.display import NoDisplay, has_display
-from .engines.qwen.login import read_login_state, read_settled_login_state, renew_login, site_origin
-from .errors import SetupProblem, UsageProblem
-from .files import atomic_write, read_bytes
-from .workspace import browser_session
+from ..engines.qwen.display import NoDisplay, has_display
+from ..engines.qwen.login import read_login_state, read_settled_login_state, renew_login, site_origin
+from ..errors import SetupProblem, UsageProblem
+from ..files import atomic_write, read_bytes
 
 HEADLESS_ENV = "QWENPIPE_LOGIN_HEADLESS"  # "1": sign in without a window (tests, scripted setups)
 SIGNIN_PATH = "/auth?action=signin"
@@ -312,7 +312,7 @@ def import_state(config: Config, source: Path, *, now: float | None = None) -> L
 
 def apply_to_profile(config: Config, path: Path) -> str | None:
     """Put the state's cookies into an existing profile; a note for the user, or None."""
-    from .engines.base import EngineBusy, EngineError
+    from ..engines.base import EngineBusy, EngineError
 
     profile = profile_path(config)
     if config.browser.get("cdp_url") or not (profile / "Default").exists():

@@ -1,5 +1,5 @@
 """`qwenpipe new`, `qwenpipe import` and `qwenpipe publish`: from topics to prompts, from
-articles to a site. The work is in templates.py, topics.py and publish.py.
+articles to a site. The work is in pipeline/publishing/.
 
 Exit codes: 0 done; 2 cannot run as asked (a bad slug, template, CSV file or row, a taken
 slug for `new`; nothing written for what was bad); 1 publishing failed (the article is kept).
@@ -11,10 +11,10 @@ from typing import Annotated
 
 import typer
 
-from .cli_common import ConfigOption, workspace_of
-from .console import out, say
-from .errors import UsageProblem
-from .exitcodes import ExitCode
+from ..console import out, say
+from ..errors import UsageProblem
+from ..exitcodes import ExitCode
+from .common import ConfigOption, workspace_of
 
 
 def register(app: typer.Typer) -> None:
@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
         config: ConfigOption = None,
     ) -> None:
         """Write prompts/SLUG.md from a template (never overwrites: exit 2 if SLUG exists)."""
-        from .templates import new_prompt
+        from ..publishing.templates import new_prompt
 
         workspace = workspace_of(ctx, config)
         path = new_prompt(
@@ -61,7 +61,7 @@ def register(app: typer.Typer) -> None:
         config: ConfigOption = None,
     ) -> None:
         """One prompt per CSV row; rows whose slug exists are skipped, bad rows reported (exit 2)."""
-        from .topics import import_topics
+        from ..publishing.topics import import_topics
 
         workspace = workspace_of(ctx, config)
         report = import_topics(
@@ -84,7 +84,7 @@ def register(app: typer.Typer) -> None:
         config: ConfigOption = None,
     ) -> None:
         """Copy done articles to publish.dir (when changed, never over a hand edit), then publish.after."""
-        from .publish import publish_by_hand
+        from ..publishing.publish import publish_by_hand
 
         if bool(slug) == all_done:
             raise UsageProblem("give one SLUG or --all")

@@ -8,8 +8,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import files
-from .errors import UsageProblem
+from .. import files
+from ..errors import UsageProblem
 
 SLUG_RE = re.compile(r"[a-z0-9][a-z0-9._-]*")
 FENCE = "+++"
@@ -181,7 +181,7 @@ def split_turns(text: str, where: Path) -> tuple[str, ...]:
 def _table_settings(section: str, table: object, where: Path, keys: tuple[str, ...] = ()) -> dict:
     """The prompt's own `[section]` table, checked against the config schema's keys of that
     section (only `keys` of them, when given)."""
-    from .config import SCHEMA, ConfigError, check_value
+    from ..config import SCHEMA, ConfigError, check_value
 
     if not isinstance(table, dict):
         raise UsageProblem(f"{where}: `{section}` in the front matter must be a table [{section}]")

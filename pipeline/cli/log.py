@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from .cli_common import ConfigOption, workspace_of
-from .redact import mask, mask_data
+from ..redact import mask, mask_data
+from .common import ConfigOption, workspace_of
 
 FOLLOW_INTERVAL = 0.5  # seconds between two reads of the store under --follow
 
@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """The journal: every step of every article (or one), oldest first."""
         if slug is not None:
-            from .prompts import check_slug
+            from ..contract.prompts import check_slug
 
             check_slug(slug)
         journal = workspace_of(ctx, config).journal

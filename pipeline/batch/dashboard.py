@@ -1,7 +1,7 @@
 """Rendering of `status` and `show`: a rich table on a terminal, plain aligned text elsewhere.
 
 Plain text (no colour, no box drawing) is what cron mails, pipes and NO_COLOR users get; it is
-built as one string, so 10,000 rows print in a blink. The data comes from pipeline.status.
+built as one string, so 10,000 rows print in a blink. The data comes from pipeline.batch.status.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from .exitcodes import ExitCode
+from ..exitcodes import ExitCode
 from .status import STATES, ArticleStory, BatchStatus, LastCycle, Row, ago, clock, login_warning
 
 STATE_STYLES = {

@@ -7,7 +7,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from .errors import UsageProblem
+from ..errors import UsageProblem
 
 DAY_MINUTES = 24 * 60
 _EVERY = re.compile(r"(?:(\d+)h)?(?:(\d+)m(?:in)?)?")

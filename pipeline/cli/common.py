@@ -1,5 +1,5 @@
 """What every command module of the command line shares: the `--config` option and the workspace
-it names. cli.py, cli_status.py and cli_setup.py import it; it imports none of them."""
+it names. app.py and every command module import it; it imports none of them."""
 
 # No `from __future__ import annotations`: Typer reads ConfigOption at runtime.
 from typing import Annotated
@@ -15,8 +15,8 @@ ConfigOption = Annotated[
 def workspace_of(ctx: typer.Context, config: str | None = None):
     """The workspace of the command's config (its own `--config`, else the global one), with
     the global `--cdp` applied."""
-    from .config import load
-    from .workspace import Workspace
+    from ..config import load
+    from ..contract.workspace import Workspace
 
     loaded = load(config or ctx.obj.get("config"))
     cdp = ctx.obj.get("cdp")

@@ -12,9 +12,9 @@ from typing import Annotated
 
 import typer
 
-from .cli_common import ConfigOption, workspace_of
-from .errors import UsageProblem
-from .redact import mask, mask_data
+from ..errors import UsageProblem
+from ..redact import mask, mask_data
+from .common import ConfigOption, workspace_of
 
 
 def register(app: typer.Typer) -> None:
@@ -39,7 +39,7 @@ def register(app: typer.Typer) -> None:
         config: ConfigOption = None,
     ) -> None:
         """Every article's state, engine, age, attempts, last error and chat URL, with the totals."""
-        from .status import check_states
+        from ..batch.status import check_states
 
         states = check_states(state)  # a bad --state is exit 2 before anything is read
         if watch and as_json:
@@ -66,8 +66,8 @@ def register(app: typer.Typer) -> None:
         config: ConfigOption = None,
     ) -> None:
         """One article's whole story: every journal step (engine, duration, error) and its files."""
-        from .dashboard import plain_story, plain_wanted, rich_story
-        from .status import collect_story
+        from ..batch.dashboard import plain_story, plain_wanted, rich_story
+        from ..batch.status import collect_story
 
         workspace = workspace_of(ctx, config)
         story = collect_story(workspace, slug)
@@ -83,9 +83,9 @@ def register(app: typer.Typer) -> None:
 
 
 def print_status(workspace, query: dict, as_json: bool) -> None:
-    from .console import say
-    from .dashboard import plain_status, plain_wanted, rich_status
-    from .status import collect
+    from ..batch.dashboard import plain_status, plain_wanted, rich_status
+    from ..batch.status import collect
+    from ..console import say
 
     status = collect(workspace, **query)
     if as_json:
@@ -108,8 +108,8 @@ def watch_status(workspace, query: dict, interval: float) -> None:
     """
     from rich.live import Live
 
-    from .dashboard import footer_height, plain_status, plain_wanted, refreshed_line, rich_status
-    from .status import collect
+    from ..batch.dashboard import footer_height, plain_status, plain_wanted, refreshed_line, rich_status
+    from ..batch.status import collect
 
     console = _stdout()
     plain = plain_wanted()
@@ -147,6 +147,6 @@ def _plain_text(text: str):
 
 
 def _stdout():
-    from .console import out
+    from ..console import out
 
     return out()

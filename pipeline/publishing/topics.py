@@ -16,9 +16,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import files
-from .errors import UsageProblem
-from .prompts import check_slug
+from .. import files
+from ..contract.prompts import check_slug
+from ..errors import UsageProblem
 from .templates import (
     STANDARD,
     exists,

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import files
-from .crashpoints import crashpoint
-from .redact import mask_data
+from .. import files
+from ..crashpoints import crashpoint
+from ..redact import mask_data
 
 
 @dataclass
@@ -33,13 +33,13 @@ class Journal:
 
     @property
     def store(self):
-        from .store import shared
+        from ..store import shared
 
         return shared(self.path.parent)
 
     def append(self, slug: str, event: str, **fields: object) -> dict:
         """Record one step. None-valued fields are left out to keep events short."""
-        from .store.protocol import DEFAULT_ACCOUNT, Event
+        from ..store.protocol import DEFAULT_ACCOUNT, Event
 
         kept = mask_data({k: v for k, v in fields.items() if v is not None})
         record = Event(

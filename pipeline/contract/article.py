@@ -21,9 +21,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
-from . import files
-from .errors import UsageProblem
-from .redact import mask_data
+from .. import files
+from ..errors import UsageProblem
+from ..redact import mask_data
 
 CHAT_PATH_RE = re.compile(r"^/c/([a-f0-9-]{20,})$")
 STATE_DIR = files.STATE_DIR
@@ -99,7 +99,7 @@ class ArticleState:
         """The article's record in the store (`path` is its place: .qwenpipe/state/SLUG.json), or a
         fresh one when the store knows nothing of it (losing it costs an early poll, never a
         second send: the sidecar files say what was sent)."""
-        from .store import shared
+        from ..store import shared
 
         files.is_regular(path)  # UnsafeFile: a link or a FIFO at the old state file is this article's problem
         record = shared(path.parent.parent).article(path.stem)
@@ -137,8 +137,8 @@ class ArticleState:
 
     def save(self, path: Path) -> None:
         """Write the record to the store (one step): `path` names the article as in `load`."""
-        from .store import shared
-        from .store.protocol import ArticleRecord
+        from ..store import shared
+        from ..store.protocol import ArticleRecord
 
         data = mask_data(asdict(self))
         data["errors"] = tuple(data["errors"])

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from . import files
+from .. import files
 from .journal import Journal
 
 LONGEST_BLOCK = 86400.0  # s: a block the site gave no hours for lasts until midnight, at most a day
@@ -24,7 +24,7 @@ class ChatQuota:
 
     @property
     def store(self):
-        from .store import shared
+        from ..store import shared
 
         return shared(self.path.parent)
 
@@ -35,7 +35,7 @@ class ChatQuota:
         under a clock that has since moved back would otherwise stop the chat for days. Such a
         block is re-planned from `now` and, when `replan`, saved (readers such as `status` pass
         False: they never write)."""
-        from .store.protocol import DEFAULT_ACCOUNT
+        from ..store.protocol import DEFAULT_ACCOUNT
 
         block = self.store.quota_block(DEFAULT_ACCOUNT, now)
         if block is None:
@@ -59,7 +59,7 @@ class ChatQuota:
         return until, since, reason
 
     def _save(self, until: float, since: float, reason: str) -> None:
-        from .store.protocol import DEFAULT_ACCOUNT, QuotaBlock
+        from ..store.protocol import DEFAULT_ACCOUNT, QuotaBlock
 
         with self.store.step() as step:
             step.block_quota(QuotaBlock(DEFAULT_ACCOUNT, until=until, reason=reason, since=since))

@@ -26,18 +26,18 @@ from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field, replace
 from queue import Empty, SimpleQueue
 
-from . import files
-from .article import ArticleState, make_private
-from .batch import ArticleView, attach_records, scan
-from .contract import Status, generate
-from .engines.base import ChatEngine
-from .errors import SetupProblem, UsageProblem
-from .exitcodes import ExitCode
-from .files import FileLock, LockBusy
-from .phases import Action, Facts, Limits, Phase, Reason, Record, decide, schedule, settled
-from .prompts import load_prompt
-from .quota import SendBudget, sends_today
-from .workspace import Engines, Workspace
+from .. import files
+from ..contract.article import ArticleState, make_private
+from ..contract.phases import Action, Facts, Limits, Phase, Reason, Record, decide, schedule, settled
+from ..contract.prompts import load_prompt
+from ..contract.quota import SendBudget, sends_today
+from ..contract.step import Status, generate
+from ..contract.workspace import Engines, Workspace
+from ..engines.base import ChatEngine
+from ..errors import SetupProblem, UsageProblem
+from ..exitcodes import ExitCode
+from ..files import FileLock, LockBusy
+from .scan import ArticleView, attach_records, scan
 
 
 @dataclass
@@ -431,7 +431,7 @@ def _count(report: CycleReport, slug: str, outcome) -> None:
 def _publish(workspace: Workspace, views: list[ArticleView], report: CycleReport, say) -> None:
     """After the steps: the done articles to publish.dir (when set). Publishing is a step after
     done: its failures are counted and said, never the cycle's exit code or the article's fate."""
-    from .publish import publish_done
+    from ..publishing.publish import publish_done
 
     done = [(v.slug, v.done_mtime) for v in views if v.done and not v.file_problem]
     done += [(slug, None) for slug in report.finished]

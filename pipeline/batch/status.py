@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from . import batch, files
-from .article import ArticleState
-from .errors import UsageProblem
-from .phases import UNFINISHED, Limits, Phase, Record, phase_of
-from .quota import local_day_start
-from .store.protocol import StoreBusy, Summary
-from .workspace import Workspace
+from .. import files
+from ..contract.article import ArticleState
+from ..contract.phases import UNFINISHED, Limits, Phase, Record, phase_of
+from ..contract.quota import local_day_start
+from ..contract.workspace import Workspace
+from ..errors import UsageProblem
+from ..store.protocol import StoreBusy, Summary
+from . import scan as batch
 
 SCHEMA_VERSION = 1
 
@@ -127,7 +128,7 @@ class LoginInfo:
 
     @classmethod
     def read(cls, state_file: Path) -> LoginInfo:
-        from .login import state_token_expiry
+        from ..setup.login import state_token_expiry
 
         return cls(state_file, state_token_expiry(state_file))
 
@@ -406,7 +407,7 @@ def login_warning(login: LoginInfo | None, now: float) -> str | None:
     """The saved token expires within two days, or has expired: the chat will stop working."""
     if login is None or login.expires_at is None:
         return None
-    from .login import duration
+    from ..setup.login import duration
 
     left = login.expires_at - now
     if left <= 0:
@@ -482,7 +483,7 @@ class ArticleStory:
 
 
 def collect_story(workspace: Workspace, slug: str, now: float | None = None) -> ArticleStory:
-    from .prompts import check_slug
+    from ..contract.prompts import check_slug
 
     check_slug(slug)
     status = collect(workspace, now, pattern=slug)  # slugs hold no glob characters

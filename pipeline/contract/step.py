@@ -23,11 +23,9 @@ from urllib.parse import urlparse
 
 import tomli_w
 
-from . import files
-from .article import ArticleFiles, ArticleState, read_chat_url
-from .checks import Verdict, check_answer, count_words
-from .crashpoints import crashpoint
-from .engines.base import (
+from .. import files
+from ..crashpoints import crashpoint
+from ..engines.base import (
     Answer,
     ChatChoice,
     EngineBusy,
@@ -39,8 +37,12 @@ from .engines.base import (
     TransientError,
     same_model,
 )
-from .errors import UsageProblem
-from .files import FileLock, LockBusy
+from ..errors import UsageProblem
+from ..files import FileLock, LockBusy
+from ..redact import mask, mask_data
+from ..store.protocol import StoreBusy
+from .article import ArticleFiles, ArticleState, read_chat_url
+from .checks import Verdict, check_answer, count_words
 from .phases import (
     CYCLE_LIMIT,
     DAILY_LIMIT,
@@ -58,9 +60,7 @@ from .phases import (
 )
 from .prompts import PROMPT_QWEN_KEYS, Prompt, check_slug, load_prompt
 from .quota import SendBudget, sends_today
-from .redact import mask, mask_data
 from .render import article_body, render_article
-from .store.protocol import StoreBusy
 from .workspace import Engines, Workspace
 
 ENGINE_CHOICES = ("auto", "qwen", "router")

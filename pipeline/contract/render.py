@@ -8,8 +8,8 @@ from datetime import datetime
 
 import tomli_w
 
+from ..engines.base import Answer
 from .checks import count_words
-from .engines.base import Answer
 from .prompts import Prompt
 
 HEADING_RE = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")

@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import __version__, files
-from .article import ArticleFiles, ArticleState
-from .errors import SetupProblem, UsageProblem
-from .phases import Files, Phase, phase_of
-from .prompts import SLUG_RE, is_folder_notes, is_slug, load_prompt, name_problem
-from .store.protocol import PromptCheck
+from .. import __version__, files
+from ..contract.article import ArticleFiles, ArticleState
+from ..contract.phases import Files, Phase, phase_of
+from ..contract.prompts import SLUG_RE, is_folder_notes, is_slug, load_prompt, name_problem
+from ..errors import SetupProblem, UsageProblem
+from ..store.protocol import PromptCheck
 
 
 @dataclass

@@ -1,0 +1,1 @@
+"""The command line: parse, call the plain modules, map outcomes to exit codes."""

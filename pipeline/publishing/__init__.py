@@ -1,0 +1,1 @@
+"""From topics to a site: prompt templates, topic lists, copying done articles out."""

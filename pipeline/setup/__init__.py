@@ -1,0 +1,1 @@
+"""Setting a machine up: signing in, checking the setup (doctor), the cron line."""
