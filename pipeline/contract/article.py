@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from urllib.parse import urlparse
 
 from .. import files
 from ..errors import UsageProblem
 from ..redact import mask_data
+from ..store.protocol import ArticleRecord
 
 CHAT_PATH_RE = re.compile(r"^/c/([a-f0-9-]{20,})$")
 STATE_DIR = files.STATE_DIR
@@ -31,6 +32,8 @@ STATE_DIR = files.STATE_DIR
 # not articles (only SLUG.md follows the umask, for whoever publishes articles/).
 SIDECAR_SUFFIXES = (".md.url", ".md.sending", ".md.failed", ".md.rejected")
 MAX_ERRORS_KEPT = 20
+NOT_IN_FILES = ("slug", "intent")  # the record's fields an old state file never held
+RECORD_FIELDS = tuple(f.name for f in fields(ArticleRecord) if f.name not in NOT_IN_FILES)
 
 
 @dataclass(frozen=True)
@@ -77,22 +80,11 @@ class ArticleFiles:
 
 
 @dataclass
-class ArticleState:
-    """What the contract remembers between runs (the journal keeps the whole story)."""
+class ArticleState(ArticleRecord):
+    """The contract's working copy of an article's record (the fields are ArticleRecord's, the
+    store's; the journal keeps the whole story): its errors a list the contract appends to."""
 
-    attempts: int = 0  # transient failures in a row
-    hard_failures: int = 0  # hard failures on every engine, in a row
-    last_poll: float = 0.0
-    next_try: float = 0.0
-    sent_at: float = 0.0
-    engine: str = ""
-    last_error: str = ""
-    last_error_code: str = ""
-    progress: str = ""
-    turn: int = 0  # multi-turn prompts: the turn the chat is at
-    turns: int = 1
-    sent_sha256: str = ""  # the prompt's hash when it went to the chat (an edit since is noticed)
-    errors: list[dict] = field(default_factory=list)
+    errors: list[dict] = field(default_factory=list)  # type: ignore[assignment]
 
     @classmethod
     def load(cls, path: Path) -> ArticleState:
@@ -122,7 +114,7 @@ class ArticleState:
             return cls()
         if not isinstance(data, dict):
             return cls()
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__ and k not in NOT_IN_FILES}
         try:
             state = cls(**known)
             state.attempts, state.hard_failures = int(state.attempts), int(state.hard_failures)
@@ -138,12 +130,14 @@ class ArticleState:
     def save(self, path: Path) -> None:
         """Write the record to the store (one step): `path` names the article as in `load`."""
         from ..store import shared
-        from ..store.protocol import ArticleRecord
 
-        data = mask_data(asdict(self))
-        data["errors"] = tuple(data["errors"])
         with shared(path.parent.parent).step() as step:
-            step.put_article(ArticleRecord(path.stem, **data))
+            step.put_article(self.to_record(path.stem))
+
+    def to_record(self, slug: str) -> ArticleRecord:
+        """The record the store keeps (secrets masked; the open intent is the store's own)."""
+        data = mask_data({name: getattr(self, name) for name in RECORD_FIELDS})
+        return ArticleRecord(slug, **{**data, "errors": tuple(data["errors"])})
 
     def record_error(self, when: float, engine: str, code: str, message: str) -> None:
         self.last_error, self.last_error_code = message, code

@@ -93,9 +93,7 @@ def import_once(store: Store, state_dir: Path) -> ImportReport | None:
 
 
 def _record(slug: str, state: ArticleState) -> ArticleRecord:
-    fields = asdict(state)
-    fields["errors"] = tuple(fields["errors"])
-    return ArticleRecord(slug, **fields)
+    return state.to_record(slug)
 
 
 def _sends(entries: list[dict]) -> dict[tuple[str, int], _Sent]:

@@ -143,9 +143,11 @@ class ArticleRecord:
 
     `intent` is read, never written, through this record: it is the open intent among the
     article's sends (recorded with `Step.record_intent`), None when every send has its URL.
+    The one list of these fields: the contract's working copy (contract.article.ArticleState)
+    is this record with a list of errors it can append to.
     """
 
-    slug: str
+    slug: str = ""
     attempts: int = 0  # transient failures in a row
     hard_failures: int = 0  # hard failures on every engine, in a row
     next_try: float = 0.0
