@@ -135,7 +135,7 @@ def run_cycle(
             workspace, {"started": clock(), "pid": os.getpid(), **_logged_out_record(previous, None)}
         )
         workspace.journal.append("*", "cycle_start")
-        views = scan(workspace.prompts_dir, workspace.articles_dir, check_prompts=False)
+        views = scan(workspace.prompts_dir, workspace.articles_dir)
         attach_records(views, workspace.state_dir, workspace.store)
         polls, sends = plan(workspace, views, report, clock())
         for problem in report.problems:

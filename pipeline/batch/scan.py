@@ -87,14 +87,14 @@ class ArticleView:
 SUFFIXES = (".md.url", ".md.sending", ".md.failed", ".md.rejected", ".md")
 
 
-def scan(prompts_dir: Path, articles_dir: Path, *, check_prompts: bool = True) -> list[ArticleView]:
+def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
     """Every article known from prompts/ or articles/, sorted oldest prompt first, then by slug.
 
     A prompt that could never be sent is invalid, with its problem: a file name that is not a
     slug (its view is named by the file's stem), or, for an article not done, a prompt that
-    does not load (bad front matter, empty, not UTF-8...): that is read only with
-    `check_prompts` (status); a cycle checks the prompts it picks (ArticleView.check_prompt).
-    Done articles' prompts are not read.
+    does not load (bad front matter, empty, not UTF-8...): no prompt is read here; status
+    checks the waiting ones (check_waiting_prompts), a cycle the ones it picks
+    (ArticleView.check_prompt).
     """
     views: dict[str, ArticleView] = {}
 
@@ -142,10 +142,7 @@ def scan(prompts_dir: Path, articles_dir: Path, *, check_prompts: bool = True) -
                 else:
                     item.dead = True
                 break
-    found = sorted(views.values(), key=lambda v: (v.prompt_mtime or 0.0, v.slug))
-    if check_prompts:
-        check_waiting_prompts(found, prompts_dir)
-    return found
+    return sorted(views.values(), key=lambda v: (v.prompt_mtime or 0.0, v.slug))
 
 
 def check_waiting_prompts(

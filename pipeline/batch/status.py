@@ -234,7 +234,7 @@ def collect(
         login=LoginInfo.read(workspace.config.path("browser", "storage_state")),
     )
     places, limits = Places(str(workspace.articles_dir)), status.limits
-    views = batch.scan(workspace.prompts_dir, workspace.articles_dir, check_prompts=False)
+    views = batch.scan(workspace.prompts_dir, workspace.articles_dir)
     batch.attach_records(views, workspace.state_dir, store)
     learned = batch.check_waiting_prompts(
         views, workspace.prompts_dir, store.prompt_checks() if store else None
