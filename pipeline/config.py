@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -236,9 +237,39 @@ SCHEMA: dict[str, dict[str, Key]] = {
 }
 
 
+# [accounts.NAME]: one table per chat account, each with these keys. A table of tables, so it is
+# not in SCHEMA (whose sections have fixed keys); "{name}" in a default is the account's name.
+ACCOUNTS = "accounts"
+ACCOUNT_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}\Z")
+ACCOUNT_KEYS: dict[str, Key] = {
+    "profile_dir": Key(
+        str, ".qwenpipe/accounts/{name}/profile", _not_empty, "this account's browser profile"
+    ),
+    "storage_state": Key(
+        str, ".qwenpipe/accounts/{name}/state.json", _not_empty, "this account's saved login (mode 0600)"
+    ),
+    "max_sends_per_day": Key(
+        int,
+        0,
+        _between(0, 100_000),
+        "this account's own limit (0 = none); qwen.max_sends_per_day is the total",
+    ),
+    "enabled": Key(bool, True, None, "false: no new sends; its chats in flight wait"),
+}
+
+
 def defaults() -> dict[str, dict[str, Any]]:
-    """A fresh copy of every key at its default (what `init` writes)."""
-    return {s: {k: _copy(key.default) for k, key in keys.items()} for s, keys in SCHEMA.items()}
+    """A fresh copy of every key at its default (what `init` writes), and no accounts."""
+    values = {s: {k: _copy(key.default) for k, key in keys.items()} for s, keys in SCHEMA.items()}
+    values[ACCOUNTS] = {}
+    return values
+
+
+def account_defaults(name: str) -> dict[str, Any]:
+    return {
+        k: key.default.format(name=name) if isinstance(key.default, str) else key.default
+        for k, key in ACCOUNT_KEYS.items()
+    }
 
 
 def _copy(value: Any) -> Any:
@@ -376,8 +407,11 @@ def validate(data: dict[str, Any], where: Path | str = "config.toml") -> dict[st
     """Merge `data` over the defaults, refusing anything that is not in SCHEMA or breaks a rule."""
     values = defaults()
     for section, table in data.items():
+        if section == ACCOUNTS:
+            values[ACCOUNTS] = _validate_accounts(table, where)
+            continue
         if section not in SCHEMA:
-            known = ", ".join(f"[{s}]" for s in SCHEMA)
+            known = ", ".join(f"[{s}]" for s in (*SCHEMA, "accounts.NAME"))
             raise ConfigError(f"{where}: unknown section [{section}] (known: {known})")
         if not isinstance(table, dict):
             raise ConfigError(f"{where}: `{section}` must be a table [{section}], not a value")
@@ -389,6 +423,30 @@ def validate(data: dict[str, Any], where: Path | str = "config.toml") -> dict[st
                 raise ConfigError(f"{where}: unknown key {name} (known in [{section}]: {known})")
             values[section][key] = check_value(name, spec, value, where)
     return values
+
+
+def _validate_accounts(table: Any, where: Path | str) -> dict[str, dict[str, Any]]:
+    """[accounts.NAME] tables, in the file's order (the order that breaks ties in rotation)."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: `accounts` must be tables such as [accounts.main], not a value")
+    accounts: dict[str, dict[str, Any]] = {}
+    for name, keys in table.items():
+        if not ACCOUNT_NAME.match(name):
+            raise ConfigError(
+                f"{where}: [accounts.{name}]: an account name is a-z, 0-9, _ and - "
+                "(starting with a letter or digit, at most 63), e.g. [accounts.main]"
+            )
+        if not isinstance(keys, dict):
+            raise ConfigError(f"{where}: `accounts.{name}` must be a table [accounts.{name}], not a value")
+        values = account_defaults(name)
+        for key, value in keys.items():
+            spec = ACCOUNT_KEYS.get(key)
+            if spec is None:
+                known = ", ".join(ACCOUNT_KEYS)
+                raise ConfigError(f"{where}: unknown key accounts.{name}.{key} (known: {known})")
+            values[key] = check_value(f"accounts.{name}.{key}", spec, value, where)
+        accounts[name] = values
+    return accounts
 
 
 def check_value(name: str, spec: Key, value: Any, where: Path | str) -> Any:
@@ -433,4 +491,12 @@ def render_default_config() -> str:
             line = f"{key} = {{}}" if spec.default == {} else tomli_w.dumps({key: spec.default}).strip()
             parts.append(f"{line:<44} # {spec.comment}" if spec.comment else line)
         parts.append("")
+    parts += [
+        "# Several chat accounts: one table each (without any, [browser]'s profile and state are",
+        "# the one account, named default). Defaults shown for an account named main:",
+        "# [accounts.main]",
+    ]
+    for key, value in account_defaults("main").items():
+        parts.append(f"# {tomli_w.dumps({key: value}).strip():<42} # {ACCOUNT_KEYS[key].comment}")
+    parts.append("")
     return "\n".join(parts)

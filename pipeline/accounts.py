@@ -1,0 +1,77 @@
+"""The chat accounts a setup has: `[accounts.NAME]` tables, or the one account `default` made
+of `[browser]`'s profile and saved login when there are none (setups from before accounts work
+unchanged).
+
+An account is only what the config says about it. Whether it is logged in, how many sends it
+has left today and whether the site blocked it are facts the engine, the store and the quota
+record know; rotation and affinity (which account sends, which one polls) read those.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import ACCOUNTS, Config, ConfigError
+
+DEFAULT_ACCOUNT = "default"
+
+
+@dataclass(frozen=True)
+class Account:
+    name: str
+    profile_dir: Path  # absolute: relative paths are taken from config.toml's folder
+    storage_state: Path
+    max_sends_per_day: int  # this account's own limit; 0 = none (qwen.max_sends_per_day is the total)
+    enabled: bool
+    configured: bool  # False for the implicit `default` made of [browser]'s keys
+
+    @property
+    def where(self) -> str:
+        """The config place a message names for this account's keys."""
+        return f"[accounts.{self.name}]" if self.configured else "[browser]"
+
+
+def all_accounts(config: Config) -> tuple[Account, ...]:
+    """Every account, in the file's order (the fixed order that breaks ties in rotation)."""
+    tables = config.values.get(ACCOUNTS) or {}
+    if not tables:
+        return (
+            Account(
+                name=DEFAULT_ACCOUNT,
+                profile_dir=config.path("browser", "profile_dir"),
+                storage_state=config.path("browser", "storage_state"),
+                max_sends_per_day=0,
+                enabled=True,
+                configured=False,
+            ),
+        )
+    return tuple(
+        Account(
+            name=name,
+            profile_dir=_path(config, keys["profile_dir"]),
+            storage_state=_path(config, keys["storage_state"]),
+            max_sends_per_day=int(keys["max_sends_per_day"]),
+            enabled=bool(keys["enabled"]),
+            configured=True,
+        )
+        for name, keys in tables.items()
+    )
+
+
+def account_named(config: Config, name: str) -> Account:
+    """One account by name; ConfigError naming the accounts there are when it is not one."""
+    accounts = all_accounts(config)
+    for account in accounts:
+        if account.name == name:
+            return account
+    known = ", ".join(a.name for a in accounts)
+    raise ConfigError(
+        f"no account {name!r} (the accounts are: {known}): name one of them, "
+        f"or add an [accounts.{name}] table to {config.describe()}"
+    )
+
+
+def _path(config: Config, value: str) -> Path:
+    return (config.root / os.path.expanduser(value)).resolve()

@@ -1,0 +1,59 @@
+"""[accounts.NAME] tables: defaults, order, the implicit `default` account, and clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.accounts import DEFAULT_ACCOUNT, account_named, all_accounts
+from pipeline.config import ConfigError, load
+
+
+def _load(tmp_path, text: str):
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    return load(path)
+
+
+def test_without_accounts_tables_the_browser_profile_is_the_one_default_account(tmp_path):
+    config = _load(tmp_path, '[browser]\nprofile_dir = "p"\nstorage_state = "s.json"\n')
+    (account,) = all_accounts(config)
+    assert account.name == DEFAULT_ACCOUNT and not account.configured
+    assert account.profile_dir == tmp_path / "p" and account.storage_state == tmp_path / "s.json"
+    assert account.enabled and account.max_sends_per_day == 0
+
+
+def test_accounts_keep_the_files_order_and_take_their_defaults_from_their_names(tmp_path):
+    config = _load(
+        tmp_path,
+        '[accounts.zeta]\nmax_sends_per_day = 3\n[accounts.alpha]\nenabled = false\nprofile_dir = "x"\n',
+    )
+    zeta, alpha = all_accounts(config)
+    assert [zeta.name, alpha.name] == ["zeta", "alpha"]
+    assert zeta.profile_dir == tmp_path / ".qwenpipe/accounts/zeta/profile"
+    assert zeta.storage_state == tmp_path / ".qwenpipe/accounts/zeta/state.json"
+    assert zeta.max_sends_per_day == 3 and zeta.enabled
+    assert alpha.profile_dir == tmp_path / "x" and not alpha.enabled
+    assert account_named(config, "alpha") == alpha
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("[accounts.Main]\n", "[accounts.Main]: an account name is a-z"),
+        ('[accounts]\nmain = "x"\n', "`accounts.main` must be a table"),
+        ("accounts = 3\n", "`accounts` must be tables"),
+        ("[accounts.main]\nprofile = 'x'\n", "unknown key accounts.main.profile"),
+        ("[accounts.main]\nmax_sends_per_day = -1\n", "accounts.main.max_sends_per_day = -1 must be"),
+        ("[accounts.main]\nenabled = 'yes'\n", "accounts.main.enabled = 'yes' must be true or false"),
+    ],
+)
+def test_a_bad_accounts_table_names_the_key_and_the_fix(tmp_path, text, named):
+    with pytest.raises(ConfigError, match="config.toml") as err:
+        _load(tmp_path, text)
+    assert named in str(err.value)
+
+
+def test_an_unknown_account_name_lists_the_accounts_there_are(tmp_path):
+    config = _load(tmp_path, "[accounts.main]\n[accounts.spare]\n")
+    with pytest.raises(ConfigError, match=r"no account 'other' \(the accounts are: main, spare\)"):
+        account_named(config, "other")
