@@ -12,7 +12,8 @@ import os
 import re
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -133,129 +134,204 @@ class Key:
     may_be_secret: bool = False  # a key pasted in by mistake: messages never show the value
 
 
-# The one place the keys live: defaults, validation, `init` and the docs all read it.
-SCHEMA: dict[str, dict[str, Key]] = {
-    "paths": {
-        "prompts": Key(str, "prompts", _not_empty, "folder of prompts/SLUG.md, relative to this file"),
-        "articles": Key(str, "articles", _not_empty, "where SLUG.md, SLUG.md.url and the journal go"),
-    },
-    "qwen": {
-        "base_url": Key(str, "https://chat.qwen.ai", _http_url, "the chat site (or the simulator)"),
-        "poll_interval": Key((int, float), 60, _between(0, DAY), "seconds between two looks at one chat"),
-        "max_attempts": Key(
-            int, 5, _between(1, 1000), "transient failures in a row before it counts as hard"
-        ),
-        "concurrency": Key(int, 2, _between(1, 64), "chats open at once in one cycle"),
-        "max_sends_per_day": Key(
-            int, 0, _between(0, 100_000), "0 = no limit; counted from the journal, local day"
-        ),
-        "max_sends_per_cycle": Key(int, 0, _between(0, 100_000), "0 = no limit; a later turn counts too"),
-        "page_timeout": Key(
-            (int, float), 30, _between(0, 3600, low_open=True), "seconds to wait for the chat page to load"
-        ),
-        "answer_timeout": Key(
-            (int, float),
-            1800,
-            _between(0, DAY, low_open=True),
-            "generate --wait gives up after this many seconds",
-        ),
-        "stable_reads": Key(int, 3, _between(1, 100), "reads 1 s apart the answer must stay unchanged"),
-        "run_timeout": Key(
-            (int, float),
-            1800,
-            _between(0, DAY, low_open=True),
-            "stop a cycle/generate running longer (safe: the next run resumes)",
-        ),
-        "selectors": Key(dict, {}, _string_table, "CSS selectors that replace the built-in ones"),
-        "model": Key(str, "", None, 'as the site\'s model picker names it, e.g. "Qwen3.7-Max"; "" = default'),
-        "thinking": Key(str, "auto", _one_of("auto", "on", "off"), '"on"/"off" sets the thinking toggle'),
-        "web_search": Key(bool, False, None, "turn the site's web search on for each new chat"),
-    },
-    "browser": {
-        "executable": Key(str, "", None, "empty = auto: Playwright's Chromium, else chromium/google-chrome"),
-        "headless": Key(bool, True, None, "false for a visible browser (desktop or Xvfb)"),
-        "display": Key(str, "auto", _display_mode, "headed without a screen: auto/xvfb start Xvfb"),
-        "profile_dir": Key(str, ".qwenpipe/profile", _not_empty, "persistent browser profile (the login)"),
-        "storage_state": Key(str, ".qwenpipe/state.json", _not_empty, "saved login (mode 0600)"),
-        "cdp_url": Key(str, "", _ws_or_http_url_or_empty, "attach to a running Chrome instead of launching"),
-        "args": Key(list, [], None, "extra command-line switches for Chromium"),
-    },
-    "router": {
-        "enabled": Key(bool, True, None, "fall back to the router on a hard chat failure"),
-        "base_url": Key(str, "http://localhost:20128/v1", _http_url, "OpenAI-compatible endpoint"),
-        "model": Key(str, "qwen/qwen3-max", _not_empty, "model id as the router lists it"),
-        "api_key_env": Key(
-            str, "ROUTER_API_KEY", _env_name, "environment variable holding the key", may_be_secret=True
-        ),
-        "timeout": Key(
-            (int, float), 600, _between(0, DAY, low_open=True), "seconds to wait for a whole answer"
-        ),
-        "connect_timeout": Key(
-            (int, float), 10, _between(0, 3600, low_open=True), "seconds to wait for a connection"
-        ),
-        "max_retries": Key(int, 4, _between(0, 100), "retries of 408/409/429/5xx before giving up"),
-        "max_retry_wait": Key((int, float), 300, _between(0, DAY), "cap on one wait between retries"),
-    },
-    "article": {
-        "min_words": Key(int, 50, _between(0, 1_000_000), "shorter answers are rejected (0 = no minimum)"),
-        "language": Key(str, "", _language, 'expected language, e.g. "en" (empty = any)'),
-        "refusal_phrases": Key(list, [], _string_list, "more phrases that mark a refusal"),
-        "max_words": Key(int, 0, _between(0, 1_000_000), "longer answers are rejected (0 = no maximum)"),
-        "min_headings": Key(
-            int, 0, _between(0, 1000), "answers with fewer ## headings are rejected (0 = off)"
-        ),
-        "forbidden": Key(
-            list, [], _string_list, 'more phrases that reject an answer (built in: "lorem ipsum", ...)'
-        ),
-        "strip_chatter": Key(bool, True, None, 'drop "Sure! Here is..." and a wrapping code fence'),
-        "strip_title": Key(bool, False, None, "drop the first heading from the body when it is the title"),
-        "answer_turn": Key(
-            int, 0, _between(0, 1000), "multi-turn prompts: the turn whose answer is the article (0 = last)"
-        ),
-    },
-    "login": {
-        "refresh_hours": Key(
-            (int, float),
-            24,
-            _between(0, 24 * 365),
-            "save the site's renewed login when the saved one ends within this (0 = never)",
-        ),
-    },
-    "publish": {
-        "dir": Key(str, "", None, 'copy done articles here, e.g. "site/content/posts" (empty = off)'),
-        "bundle": Key(bool, False, None, "true: Hugo page bundles, DIR/SLUG/index.md"),
-        "strip_title": Key(bool, True, None, "drop the body's leading # heading (the theme shows the title)"),
-        "draft": Key(bool, False, None, "publish with draft = true"),
-        "after": Key(str, "", _after_command, "command run after each publish, with {path} and {slug}"),
-        "after_timeout": Key(
-            (int, float), 60, _between(0, DAY, low_open=True), "seconds before `after` is stopped"
-        ),
-    },
-    "notify": {
-        "ping_url": Key(str, "", _http_url_or_empty, "healthchecks.io-style URL pinged by `cycle`"),
-    },
+_KEY = "qwenpipe.key"
+
+
+def key(
+    type: type | tuple[type, ...],  # noqa: A002 - the same word as Key's field
+    default: Any,
+    check: Callable[[Any], str | None] | None = None,
+    comment: str = "",
+    *,
+    may_be_secret: bool = False,
+) -> Any:
+    """A section's field that carries its Key: the default, the rule and the comment in one line."""
+    spec = Key(type, default, check, comment, may_be_secret)
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: _copy(default), metadata={_KEY: spec})
+    return field(default=default, metadata={_KEY: spec})
+
+
+class Section:
+    """A [section] of config.toml as a frozen dataclass: `config.qwen.max_attempts`, typed."""
+
+    @classmethod
+    def keys(cls) -> dict[str, Key]:
+        return {f.name: f.metadata[_KEY] for f in fields(cls)}  # type: ignore[arg-type]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
+
+
+# The one place the keys live: defaults, validation, `init` and the docs all read these classes.
+@dataclass(frozen=True)
+class Paths(Section):
+    """[paths]"""
+
+    prompts: str = key(str, "prompts", _not_empty, "folder of prompts/SLUG.md, relative to this file")
+    articles: str = key(str, "articles", _not_empty, "where SLUG.md, SLUG.md.url and the journal go")
+
+
+@dataclass(frozen=True)
+class Qwen(Section):
+    """[qwen]"""
+
+    base_url: str = key(str, "https://chat.qwen.ai", _http_url, "the chat site (or the simulator)")
+    poll_interval: float = key((int, float), 60, _between(0, DAY), "seconds between two looks at one chat")
+    max_attempts: int = key(int, 5, _between(1, 1000), "transient failures in a row before it counts as hard")
+    concurrency: int = key(int, 2, _between(1, 64), "chats open at once in one cycle")
+    max_sends_per_day: int = key(
+        int, 0, _between(0, 100_000), "0 = no limit; counted from the journal, local day"
+    )
+    max_sends_per_cycle: int = key(int, 0, _between(0, 100_000), "0 = no limit; a later turn counts too")
+    page_timeout: float = key(
+        (int, float), 30, _between(0, 3600, low_open=True), "seconds to wait for the chat page to load"
+    )
+    answer_timeout: float = key(
+        (int, float),
+        1800,
+        _between(0, DAY, low_open=True),
+        "generate --wait gives up after this many seconds",
+    )
+    stable_reads: int = key(int, 3, _between(1, 100), "reads 1 s apart the answer must stay unchanged")
+    run_timeout: float = key(
+        (int, float),
+        1800,
+        _between(0, DAY, low_open=True),
+        "stop a cycle/generate running longer (safe: the next run resumes)",
+    )
+    selectors: dict[str, str] = key(dict, {}, _string_table, "CSS selectors that replace the built-in ones")
+    model: str = key(str, "", None, 'as the site\'s model picker names it, e.g. "Qwen3.7-Max"; "" = default')
+    thinking: str = key(str, "auto", _one_of("auto", "on", "off"), '"on"/"off" sets the thinking toggle')
+    web_search: bool = key(bool, False, None, "turn the site's web search on for each new chat")
+
+
+@dataclass(frozen=True)
+class Browser(Section):
+    """[browser]"""
+
+    executable: str = key(str, "", None, "empty = auto: Playwright's Chromium, else chromium/google-chrome")
+    headless: bool = key(bool, True, None, "false for a visible browser (desktop or Xvfb)")
+    display: str = key(str, "auto", _display_mode, "headed without a screen: auto/xvfb start Xvfb")
+    profile_dir: str = key(str, ".qwenpipe/profile", _not_empty, "persistent browser profile (the login)")
+    storage_state: str = key(str, ".qwenpipe/state.json", _not_empty, "saved login (mode 0600)")
+    cdp_url: str = key(str, "", _ws_or_http_url_or_empty, "attach to a running Chrome instead of launching")
+    args: list[str] = key(list, [], None, "extra command-line switches for Chromium")
+
+
+@dataclass(frozen=True)
+class Router(Section):
+    """[router]"""
+
+    enabled: bool = key(bool, True, None, "fall back to the router on a hard chat failure")
+    base_url: str = key(str, "http://localhost:20128/v1", _http_url, "OpenAI-compatible endpoint")
+    model: str = key(str, "qwen/qwen3-max", _not_empty, "model id as the router lists it")
+    api_key_env: str = key(
+        str, "ROUTER_API_KEY", _env_name, "environment variable holding the key", may_be_secret=True
+    )
+    timeout: float = key(
+        (int, float), 600, _between(0, DAY, low_open=True), "seconds to wait for a whole answer"
+    )
+    connect_timeout: float = key(
+        (int, float), 10, _between(0, 3600, low_open=True), "seconds to wait for a connection"
+    )
+    max_retries: int = key(int, 4, _between(0, 100), "retries of 408/409/429/5xx before giving up")
+    max_retry_wait: float = key((int, float), 300, _between(0, DAY), "cap on one wait between retries")
+
+
+@dataclass(frozen=True)
+class Article(Section):
+    """[article]"""
+
+    min_words: int = key(int, 50, _between(0, 1_000_000), "shorter answers are rejected (0 = no minimum)")
+    language: str = key(str, "", _language, 'expected language, e.g. "en" (empty = any)')
+    refusal_phrases: list[str] = key(list, [], _string_list, "more phrases that mark a refusal")
+    max_words: int = key(int, 0, _between(0, 1_000_000), "longer answers are rejected (0 = no maximum)")
+    min_headings: int = key(
+        int, 0, _between(0, 1000), "answers with fewer ## headings are rejected (0 = off)"
+    )
+    forbidden: list[str] = key(
+        list, [], _string_list, 'more phrases that reject an answer (built in: "lorem ipsum", ...)'
+    )
+    strip_chatter: bool = key(bool, True, None, 'drop "Sure! Here is..." and a wrapping code fence')
+    strip_title: bool = key(bool, False, None, "drop the first heading from the body when it is the title")
+    answer_turn: int = key(
+        int, 0, _between(0, 1000), "multi-turn prompts: the turn whose answer is the article (0 = last)"
+    )
+
+
+@dataclass(frozen=True)
+class Login(Section):
+    """[login]"""
+
+    refresh_hours: float = key(
+        (int, float),
+        24,
+        _between(0, 24 * 365),
+        "save the site's renewed login when the saved one ends within this (0 = never)",
+    )
+
+
+@dataclass(frozen=True)
+class Publish(Section):
+    """[publish]"""
+
+    dir: str = key(str, "", None, 'copy done articles here, e.g. "site/content/posts" (empty = off)')
+    bundle: bool = key(bool, False, None, "true: Hugo page bundles, DIR/SLUG/index.md")
+    strip_title: bool = key(bool, True, None, "drop the body's leading # heading (the theme shows the title)")
+    draft: bool = key(bool, False, None, "publish with draft = true")
+    after: str = key(str, "", _after_command, "command run after each publish, with {path} and {slug}")
+    after_timeout: float = key(
+        (int, float), 60, _between(0, DAY, low_open=True), "seconds before `after` is stopped"
+    )
+
+
+@dataclass(frozen=True)
+class Notify(Section):
+    """[notify]"""
+
+    ping_url: str = key(str, "", _http_url_or_empty, "healthchecks.io-style URL pinged by `cycle`")
+
+
+SECTIONS: dict[str, type[Section]] = {
+    "paths": Paths,
+    "qwen": Qwen,
+    "browser": Browser,
+    "router": Router,
+    "article": Article,
+    "login": Login,
+    "publish": Publish,
+    "notify": Notify,
 }
+SCHEMA: dict[str, dict[str, Key]] = {name: section.keys() for name, section in SECTIONS.items()}
 
 
 # [accounts.NAME]: one table per chat account, each with these keys. A table of tables, so it is
 # not in SCHEMA (whose sections have fixed keys); "{name}" in a default is the account's name.
 ACCOUNTS = "accounts"
 ACCOUNT_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}\Z")
-ACCOUNT_KEYS: dict[str, Key] = {
-    "profile_dir": Key(
+
+
+@dataclass(frozen=True)
+class AccountSettings(Section):
+    """[accounts.NAME]"""
+
+    profile_dir: str = key(
         str, ".qwenpipe/accounts/{name}/profile", _not_empty, "this account's browser profile"
-    ),
-    "storage_state": Key(
+    )
+    storage_state: str = key(
         str, ".qwenpipe/accounts/{name}/state.json", _not_empty, "this account's saved login (mode 0600)"
-    ),
-    "max_sends_per_day": Key(
+    )
+    max_sends_per_day: int = key(
         int,
         0,
         _between(0, 100_000),
         "this account's own limit (0 = none); qwen.max_sends_per_day is the total",
-    ),
-    "enabled": Key(bool, True, None, "false: no new sends; its chats in flight wait"),
-}
+    )
+    enabled: bool = key(bool, True, None, "false: no new sends; its chats in flight wait")
+
+
+ACCOUNT_KEYS = AccountSettings.keys()
 
 
 def defaults() -> dict[str, dict[str, Any]]:
@@ -285,9 +361,6 @@ class Config:
     source: Path | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
 
-    def get(self, section: str, key: str) -> Any:
-        return self.values[section][key]
-
     def path(self, section: str, key: str) -> Path:
         return (self.root / os.path.expanduser(self.values[section][key])).resolve()
 
@@ -303,20 +376,41 @@ class Config:
     def publish_dir(self) -> Path | None:
         """Where done articles are published; None when publishing is off. Not resolved: a
         symlink there is refused (publish.check_publish_dir), not silently followed."""
-        value = self.values["publish"]["dir"]
+        value = self.publish.dir
         return Path(os.path.abspath(self.root / os.path.expanduser(value))) if value else None
 
-    @property
-    def qwen(self) -> dict[str, Any]:
-        return self.values["qwen"]
+    # The typed sections: `config.qwen.max_attempts` (a typo is an AttributeError, not a default).
+    @cached_property
+    def paths(self) -> Paths:
+        return Paths(**self.values["paths"])
 
-    @property
-    def browser(self) -> dict[str, Any]:
-        return self.values["browser"]
+    @cached_property
+    def qwen(self) -> Qwen:
+        return Qwen(**self.values["qwen"])
 
-    @property
-    def router(self) -> dict[str, Any]:
-        return self.values["router"]
+    @cached_property
+    def browser(self) -> Browser:
+        return Browser(**self.values["browser"])
+
+    @cached_property
+    def router(self) -> Router:
+        return Router(**self.values["router"])
+
+    @cached_property
+    def article(self) -> Article:
+        return Article(**self.values["article"])
+
+    @cached_property
+    def login(self) -> Login:
+        return Login(**self.values["login"])
+
+    @cached_property
+    def publish(self) -> Publish:
+        return Publish(**self.values["publish"])
+
+    @cached_property
+    def notify(self) -> Notify:
+        return Notify(**self.values["notify"])
 
     def with_override(self, section: str, key: str, value: Any, where: str) -> Config:
         """A copy with one key set from the command line, checked like the file's keys."""
@@ -349,8 +443,8 @@ class Config:
         inside the other (articles would be read as prompts), or a prompts path that is a file."""
         prompts, articles = self.prompts_dir, self.articles_dir
         where = self.describe()
-        shown = f"paths.prompts = {self.values['paths']['prompts']!r} ({prompts}) and "
-        shown += f"paths.articles = {self.values['paths']['articles']!r} ({articles})"
+        shown = f"paths.prompts = {self.paths.prompts!r} ({prompts}) and "
+        shown += f"paths.articles = {self.paths.articles!r} ({articles})"
         if prompts == articles:
             raise ConfigError(f"{where}: {shown} are the same folder; give each its own")
         if articles.is_relative_to(prompts) or prompts.is_relative_to(articles):
@@ -359,7 +453,7 @@ class Config:
         if published is not None and published.resolve() in (prompts, articles):
             which = "paths.prompts" if published == prompts else "paths.articles"
             raise ConfigError(
-                f"{where}: publish.dir = {self.values['publish']['dir']!r} ({published}) is {which}; "
+                f"{where}: publish.dir = {self.publish.dir!r} ({published}) is {which}; "
                 "publish to a folder of its own, e.g. your Hugo site's content/posts"
             )
         if prompts.exists() and not prompts.is_dir():

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from queue import Empty, SimpleQueue
 
 from .. import files
+from ..config import Qwen
 from ..contract.article import ArticleState, make_private
 from ..contract.phases import Action, Facts, Limits, Phase, Reason, Record, decide, schedule, settled
 from ..contract.prompts import load_prompt
@@ -141,7 +142,7 @@ def run_cycle(
         for problem in report.problems:
             say(problem)
         # Every send of this cycle counts, a multi-turn prompt's later turns (sent by polls) too.
-        budget = SendBudget(int(workspace.config.qwen["max_sends_per_cycle"]))
+        budget = SendBudget(int(workspace.config.qwen.max_sends_per_cycle))
         polls = _poll_concurrently(workspace, engines, polls, report, say, clock, budget)
         for view in polls + sends:
             _step(workspace, engines, view, report, say, clock, budget)
@@ -186,14 +187,14 @@ def plan(
     limits = Limits(
         quota_until=blocked[0] if blocked else None,
         quota_reason=blocked[1] if blocked else "",
-        router=bool(workspace.config.router["enabled"]),
-        poll_interval=qwen["poll_interval"],
-        max_attempts=qwen["max_attempts"],
+        router=bool(workspace.config.router.enabled),
+        poll_interval=qwen.poll_interval,
+        max_attempts=qwen.max_attempts,
     )
     if not blocked:  # while the chat's quota is spent, "sending" means the router: no chat limits
-        per_day = int(qwen["max_sends_per_day"])
+        per_day = int(qwen.max_sends_per_day)
         today = sends_today(workspace.journal, now) if per_day else 0
-        per_cycle = int(qwen["max_sends_per_cycle"])
+        per_cycle = int(qwen.max_sends_per_cycle)
         limits = replace(limits, max_sends_per_day=per_day, sends_today=today, max_sends_per_cycle=per_cycle)
     polls, sends = [], []
     counted, planned = limits, 0  # the limits, counting the sends planned so far
@@ -248,7 +249,7 @@ def invalid_line(view: ArticleView) -> str:
     return f"invalid prompt: {view.problem or view.slug}"
 
 
-def _replan(view: ArticleView, qwen: dict, now: float) -> None:
+def _replan(view: ArticleView, qwen: Qwen, now: float) -> None:
     """Save the times `schedule` pulled in after the clock moved back, under the article's lock;
     when another process holds it, that one saves them (its contract follows the same rule)."""
     try:
@@ -257,7 +258,7 @@ def _replan(view: ArticleView, qwen: dict, now: float) -> None:
         return
     try:
         state = ArticleState.load(view.files.state)
-        planned = schedule(state, qwen["poll_interval"], now, spaced=False)
+        planned = schedule(state, qwen.poll_interval, now, spaced=False)
         if planned.replanned:
             planned.apply_to(state)
             state.save(view.files.state)
@@ -282,7 +283,7 @@ def _poll_concurrently(
     checked before sending: two threads could both pass it). Anything that keeps the concurrent
     path from starting leaves every poll to the sequential loop, with one line saying why.
     """
-    concurrency = int(workspace.config.qwen["concurrency"])
+    concurrency = int(workspace.config.qwen.concurrency)
     if concurrency < 2 or len(polls) < 2:
         return polls  # nothing to gain
     side_by_side = [view for view in polls if _may_poll_side_by_side(workspace, view)]
@@ -370,7 +371,7 @@ def _poll_side_by_side(
 def _may_poll_side_by_side(workspace: Workspace, view: ArticleView) -> bool:
     if view.phase is not Phase.GENERATING:
         return False
-    if not workspace.config.qwen["max_sends_per_day"]:
+    if not workspace.config.qwen.max_sends_per_day:
         return True
     try:
         return len(load_prompt(workspace.prompts_dir, view.slug).turns) == 1

@@ -227,7 +227,7 @@ def collect(
         rows=[],
         totals=dict.fromkeys(STATES, 0),
         sends_today=store.send_counts(local_day_start(now)).total if store else 0,
-        sends_limit=int(workspace.config.qwen["max_sends_per_day"]),
+        sends_limit=int(workspace.config.qwen.max_sends_per_day),
         quota_blocked_until=blocked[0] if blocked else None,
         quota_reason=blocked[1] if blocked else None,
         last_cycle=LastCycle.read(workspace.state_dir / CYCLE_RECORD),
@@ -247,7 +247,7 @@ def collect(
     status.invalid = [row.last_error or row.slug for row in rows if row.state == Phase.INVALID]
     shown_by = [f"slugs matching {pattern!r}"] if pattern else []
     status.filters = "; ".join(shown_by + ([f"state {', '.join(wanted)}"] if wanted else []))
-    status.warnings = warnings(status, workspace.config.qwen["poll_interval"])
+    status.warnings = warnings(status, workspace.config.qwen.poll_interval)
     status.rows = sort_rows(
         [
             r

@@ -127,7 +127,7 @@ def generate(
 
     workspace = workspace_of(ctx, config)
     qwen = workspace.config.qwen
-    limit = max(qwen["run_timeout"], qwen["answer_timeout"] + 300) if wait else qwen["run_timeout"]
+    limit = max(qwen.run_timeout, qwen.answer_timeout + 300) if wait else qwen.run_timeout
     _watchdog(limit, f"generate {slug}")
     try:
         with (
@@ -195,9 +195,9 @@ def cycle(ctx: typer.Context, config: ConfigOption = None) -> None:
 
     workspace = workspace_of(ctx, config)
     workspace.config.require_prompts_dir()
-    ping_url = workspace.config.values["notify"]["ping_url"]
+    ping_url = workspace.config.notify.ping_url
     ping(ping_url, "start", say=say)
-    _watchdog(workspace.config.qwen["run_timeout"], "cycle")
+    _watchdog(workspace.config.qwen.run_timeout, "cycle")
     with Engines(workspace.config) as engines, _progress("cycle: working") as report_line:
         report = run_cycle(workspace, engines, say=report_line)
     say(report.summary())

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..config import Qwen
 
 MAX_BACKOFF = 3600.0
 
@@ -180,9 +184,9 @@ class Schedule:
         state.next_try, state.last_poll = self.next_try, self.last_poll
 
 
-def backoff_delay(qwen, attempts: int) -> float:
+def backoff_delay(qwen: Qwen, attempts: int) -> float:
     """How long an article waits after `attempts` transient failures in a row."""
-    return _backoff(qwen["poll_interval"], attempts)
+    return _backoff(qwen.poll_interval, attempts)
 
 
 def _backoff(poll_interval: float, attempts: int) -> float:

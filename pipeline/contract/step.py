@@ -119,7 +119,7 @@ def generate(
         return Outcome(Status.DONE, slug, f"{article.md} is already done")
     workspace.journal.check()  # before any marker or send: every step must be logged
     prompt = load_prompt(workspace.prompts_dir, slug)
-    read_chat_url(article, workspace.config.qwen["base_url"])  # refuse a bad sidecar before locking
+    read_chat_url(article, workspace.config.qwen.base_url)  # refuse a bad sidecar before locking
     try:
         lock = FileLock(article.lock, purpose=f"generate {slug}").acquire()
     except LockBusy as busy:
@@ -186,15 +186,15 @@ class Step:
         seen = Files(done=done, dead=dead)
         if not (done or dead or self.choice == "router" or failure is not Failure.NONE):
             if self.chat_url is None:
-                self.chat_url = read_chat_url(self.article, self.qwen["base_url"])
+                self.chat_url = read_chat_url(self.article, self.qwen.base_url)
             sending = not self.recovered and self.article.sending.exists()
             seen = Files(sent=self.chat_url is not None, sending=sending)
         wants_send = failure is Failure.NONE and (next_turn or not (seen.sent or seen.sending))
         limits = Limits(
-            router=bool(self.ws.config.router["enabled"]),
+            router=bool(self.ws.config.router.enabled),
             engine=self.choice,
-            poll_interval=self.qwen["poll_interval"],
-            max_attempts=self.qwen["max_attempts"],
+            poll_interval=self.qwen.poll_interval,
+            max_attempts=self.qwen.max_attempts,
         )
         now = self.clock()
         if wants_send and not (done or dead):
@@ -208,7 +208,7 @@ class Step:
         blocked = self.ws.chat_quota.blocked_until(now)
         if blocked:
             return replace(limits, quota_until=blocked[0], quota_reason=blocked[1])
-        per_day = self.qwen["max_sends_per_day"]
+        per_day = self.qwen.max_sends_per_day
         budget = self.budget
         return replace(
             limits,
@@ -264,7 +264,7 @@ class Step:
         elif decision.why == DAILY_LIMIT:
             message = (
                 f"{self.slug}: {what} waits: daily send limit reached "
-                f"({self.qwen['max_sends_per_day']}, {DAILY_LIMIT})"
+                f"({self.qwen.max_sends_per_day}, {DAILY_LIMIT})"
             )
         else:
             message = (
@@ -354,7 +354,7 @@ class Step:
         if self.wait:
             result = chat.wait(
                 self.chat_url,
-                timeout=self.qwen["answer_timeout"],
+                timeout=self.qwen.answer_timeout,
                 on_progress=lambda p: self.say(f"{self.slug}: {p}"),
             )
         else:
@@ -375,7 +375,7 @@ class Step:
         the previous answer is complete and the next turn is not in the chat yet."""
         chat = self.engines.chat()
         total = len(self.prompt.turns)
-        deadline = time.monotonic() + self.qwen["answer_timeout"]
+        deadline = time.monotonic() + self.qwen.answer_timeout
         while True:
             started = time.monotonic()
             view = chat.read_turns(self.chat_url)
@@ -406,7 +406,7 @@ class Step:
                 return self.finish(Answer(wanted.answer, "qwen", title=view.title, model=view.model))
             if time.monotonic() > deadline:
                 raise TransientError(
-                    f"no complete answer after qwen.answer_timeout = {self.qwen['answer_timeout']} s",
+                    f"no complete answer after qwen.answer_timeout = {self.qwen.answer_timeout} s",
                     code="timeout",
                 )
             time.sleep(1.0)
@@ -457,7 +457,7 @@ class Step:
 
     def chat_choice(self) -> ChatChoice:
         """The model and modes the chat is to answer with: config.toml's [qwen], then the prompt's."""
-        return ChatChoice.of({**{k: self.qwen[k] for k in PROMPT_QWEN_KEYS}, **self.prompt.qwen})
+        return ChatChoice.of({**{k: getattr(self.qwen, k) for k in PROMPT_QWEN_KEYS}, **self.prompt.qwen})
 
     def check_model(self, answer: Answer) -> None:
         """A chat answer must come from the model asked for (qwen.model): never a silent article
@@ -479,7 +479,7 @@ class Step:
 
     def finish(self, answer: Answer) -> Outcome:
         self.check_model(answer)
-        settings = {**self.ws.config.values["article"], **self.prompt.settings}
+        settings = {**self.ws.config.article.as_dict(), **self.prompt.settings}
         verdict = check_answer(answer.markdown, settings)
         if verdict.problem:
             return self.reject(answer, verdict)
@@ -562,7 +562,7 @@ class Step:
         self.state.attempts += 1
         self.state.record_error(now, "qwen", err.code, str(err))
         self.log("transient", engine="qwen", attempt=self.state.attempts, error=str(err), code=err.code)
-        limit = self.qwen["max_attempts"]
+        limit = self.qwen.max_attempts
         if self.state.attempts >= limit:
             too_many = HardError(
                 f"{self.state.attempts} transient failures in a row "
@@ -627,7 +627,7 @@ class Step:
         last = self.decide(failure=Failure.ALL).action is Action.DEAD_LETTER
         self.state.hard_failures += 1
         self.state.attempts = 0
-        limit = self.qwen["max_attempts"]
+        limit = self.qwen.max_attempts
         self.save()
         if last:
             self.dead_letter(err, message)

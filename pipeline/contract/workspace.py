@@ -24,7 +24,7 @@ class Workspace:
     def __post_init__(self) -> None:
         # Known before anything is read or written, so every sink masks the key, even in a
         # command that never talks to the router (status, show).
-        router_key(self.config.router)
+        router_key(self.config.router.as_dict())
 
     @property
     def prompts_dir(self) -> Path:
@@ -83,7 +83,9 @@ def browser_session(config: Config, browser: dict | None = None) -> BrowserSessi
     from ..engines.qwen.browser import BrowserSession
 
     return BrowserSession(
-        config.browser if browser is None else browser, root=config.root, lock_profile=lock_browser_profile
+        config.browser.as_dict() if browser is None else browser,
+        root=config.root,
+        lock_profile=lock_browser_profile,
     )
 
 
@@ -95,8 +97,8 @@ def default_chat_factory(config: Config) -> ChatEngine:
 
     try:
         return QwenEngine(
-            config.qwen,
-            config.browser,
+            config.qwen.as_dict(),
+            config.browser.as_dict(),
             root=config.root,
             lock_profile=lock_browser_profile,
             keep_login=LoginRefresh(config, say=say),
@@ -108,7 +110,7 @@ def default_chat_factory(config: Config) -> ChatEngine:
 def default_router_factory(config: Config) -> DirectEngine:
     from ..engines.router import RouterEngine
 
-    return RouterEngine(config.router)
+    return RouterEngine(config.router.as_dict())
 
 
 @dataclass

@@ -33,7 +33,7 @@ from pathlib import Path
 import tomli_w
 
 from .. import files
-from ..config import Config, ConfigError
+from ..config import Config, ConfigError, Publish
 from ..contract.prompts import FENCE, check_slug, split_front_matter
 from ..contract.render import strip_title_heading
 from ..errors import SetupProblem, UsageProblem
@@ -62,7 +62,7 @@ def check_publish_dir(config: Config) -> Path | None:
     folder = config.publish_dir
     if folder is None:
         return None
-    shown = f"publish.dir = {config.values['publish']['dir']!r} ({folder}, {config.describe()})"
+    shown = f"publish.dir = {config.publish.dir!r} ({folder}, {config.describe()})"
     try:
         info = os.lstat(folder)
     except FileNotFoundError:
@@ -81,18 +81,18 @@ def check_publish_dir(config: Config) -> Path | None:
 
 def page_path(config: Config, folder: Path, slug: str) -> Path:
     """DIR/SLUG.md, or DIR/SLUG/index.md with publish.bundle (a Hugo page bundle)."""
-    return folder / slug / "index.md" if config.values["publish"]["bundle"] else folder / f"{slug}.md"
+    return folder / slug / "index.md" if config.publish.bundle else folder / f"{slug}.md"
 
 
-def page_text(article: str, where: Path, settings: dict) -> str:
+def page_text(article: str, where: Path, settings: Publish) -> str:
     """The published page for the article text `article`. UsageProblem when its front matter is
     not TOML (an article edited by hand)."""
     meta, body = split_front_matter(article, where)
     for key in DROPPED_KEYS:
         meta.pop(key, None)
-    meta["draft"] = bool(settings["draft"]) or meta.get("draft") is True  # a prompt's own draft holds
+    meta["draft"] = bool(settings.draft) or meta.get("draft") is True  # a prompt's own draft holds
     body = body.strip()
-    if settings["strip_title"]:
+    if settings.strip_title:
         body = without_title(body, meta.get("title"))
     return f"{FENCE}\n{tomli_w.dumps(meta)}{FENCE}\n\n{body}\n"
 
@@ -152,7 +152,7 @@ def publish_one(config: Config, journal, slug: str, folder: Path) -> Result:
 
 
 def _publish_locked(config: Config, journal, slug: str, folder: Path) -> Result:
-    settings = config.values["publish"]
+    settings = config.publish
     articles = config.articles_dir
     source = articles / f"{slug}.md"
     try:
@@ -165,7 +165,7 @@ def _publish_locked(config: Config, journal, slug: str, folder: Path) -> Result:
     except UnicodeDecodeError:
         raise UsageProblem(f"{source}: not UTF-8 text") from None
     target = page_path(config, folder, slug)
-    if settings["bundle"] and os.path.lexists(target.parent):
+    if settings.bundle and os.path.lexists(target.parent):
         kind = files.kind_of(os.lstat(target.parent).st_mode)
         if kind != "a folder":
             raise files.UnsafeFile(target.parent, kind, "a folder (the page bundle)")
@@ -189,7 +189,7 @@ def _publish_locked(config: Config, journal, slug: str, folder: Path) -> Result:
     if wrote:
         files.atomic_write(target, page, mode=files.SHARED)
     # Due after a new page, and again until it has succeeded once for the page as it is.
-    after_due = bool(settings["after"]) and (
+    after_due = bool(settings.after) and (
         wrote or record.get("after") != "ok" or record.get("written_sha256") != _sha(page)
     )
     error = run_after(config, target, slug) if after_due else None
@@ -240,10 +240,10 @@ def record_times(articles_dir: Path) -> dict[str, float]:
 def run_after(config: Config, path: Path, slug: str) -> str | None:
     """Run publish.after for one page: None when it succeeded (or there is none), else why not.
     In the config's folder, in a process group of its own, killed whole on the timeout."""
-    command = config.values["publish"]["after"]
+    command = config.publish.after
     if not command:
         return None
-    timeout = config.values["publish"]["after_timeout"]
+    timeout = config.publish.after_timeout
     line = command.format(path=shlex.quote(str(path)), slug=shlex.quote(slug))
     try:
         child = subprocess.Popen(

@@ -111,7 +111,7 @@ def run_doctor(
     report = Report(config.describe())
     step = progress or (lambda _message: None)
     check_config(report, config)
-    attached = bool(config.browser.get("cdp_url"))
+    attached = bool(config.browser.cdp_url)
     step("browser")
     # One Playwright driver for the whole run: asking where its Chromium lives and starting the
     # browser then cost one driver start, not two.
@@ -148,12 +148,12 @@ def check_config(report: Report, config: Config) -> None:
     else:
         report.add("config", OK, f"{config.source} is valid")
     try:
-        sets = merge_overrides(config.qwen.get("selectors"))
+        sets = merge_overrides(config.qwen.selectors)
     except SelectorError as err:
         report.add("config selectors", FAIL, str(err), "fix or remove that key in [qwen.selectors]")
         return
     if sets[0].name == "config":
-        names = ", ".join(config.qwen["selectors"])
+        names = ", ".join(config.qwen.selectors)
         report.add(
             "config selectors",
             WARN,
@@ -168,12 +168,12 @@ def check_browser_found(
     """Which browser would start (no start yet); its version from `--version` when it is a file."""
     from ..engines.base import EngineError
 
-    cdp = config.browser.get("cdp_url")
+    cdp = config.browser.cdp_url
     if cdp:
         report.add("browser", OK, f"attached over CDP ({cdp}); version read from the page below")
         return None
     try:
-        path, description = find_executable(config.browser.get("executable", ""), chromium=chromium)
+        path, description = find_executable(config.browser.executable, chromium=chromium)
     except EngineError as err:
         report.add("browser", FAIL, str(err), INSTALL_HINT)
         return None
@@ -187,7 +187,7 @@ def check_display(report: Report, config: Config) -> None:
     """Which screen a run's browser will use (browser.display), and whether Xvfb is installed."""
     from ..engines.qwen.display import XVFB_INSTALL, no_display_message, plan_display
 
-    plan = plan_display(config.browser)
+    plan = plan_display(config.browser.as_dict())
     installed = f"Xvfb installed ({plan.xvfb})" if plan.xvfb else f"Xvfb not installed (`{XVFB_INSTALL}`)"
     detail = f'browser.display = "{plan.mode}": {plan.detail}; {installed}'
     extra = {"mode": plan.mode, "use": plan.use, "xvfb": plan.xvfb}
@@ -210,7 +210,7 @@ def browser_version(path: str) -> str | None:
 
 
 def check_profile(report: Report, config: Config, now: float) -> None:
-    if config.browser.get("cdp_url"):
+    if config.browser.cdp_url:
         report.add("profile", SKIP, "attached over CDP: the browser keeps its own profile and login")
         return
     profile = config.path("browser", "profile_dir")
@@ -309,10 +309,10 @@ def check_chat(report: Report, config: Config, executable: Any, attached: bool) 
     from ..engines.qwen.selectors import SelectorError, merge_overrides
     from ..errors import UsageProblem
 
-    base_url = str(config.qwen["base_url"]).rstrip("/")
-    timeout = float(config.qwen["page_timeout"])
+    base_url = str(config.qwen.base_url).rstrip("/")
+    timeout = float(config.qwen.page_timeout)
     try:
-        selector_sets = merge_overrides(config.qwen.get("selectors"))
+        selector_sets = merge_overrides(config.qwen.selectors)
     except SelectorError:
         selector_sets = ()
     if executable is None and not attached:  # no browser found: nothing to open
@@ -468,7 +468,7 @@ def _skip_selectors(report: Report, why: str) -> None:
 def check_router(report: Report, config: Config) -> None:
     from ..engines.router import RouterEngine
 
-    settings = config.router
+    settings = config.router.as_dict()
     if not settings["enabled"]:
         report.add("router", SKIP, "router.enabled = false: no fallback when the chat fails hard")
         return

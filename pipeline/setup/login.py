@@ -169,10 +169,10 @@ class LoginRefresh:
 
     def __init__(self, config: Config, *, say: Callable[[str], None], clock: Callable[[], float] = time.time):
         self.path = state_path(config)
-        self.window = float(config.get("login", "refresh_hours")) * 3600
-        self.base_url = str(config.qwen["base_url"]).rstrip("/")
-        self.only_for = self.base_url if config.browser.get("cdp_url") else None
-        self.timeout = float(config.qwen["page_timeout"])
+        self.window = float(config.login.refresh_hours) * 3600
+        self.base_url = str(config.qwen.base_url).rstrip("/")
+        self.only_for = self.base_url if config.browser.cdp_url else None
+        self.timeout = float(config.qwen.page_timeout)
         self.say, self.clock = say, clock
         self._lock = threading.Lock()  # a cycle's poll threads share one
         self._done = False
@@ -233,8 +233,8 @@ def run_login(
     """
     from playwright.sync_api import Error as PlaywrightError
 
-    base_url = str(config.qwen["base_url"]).rstrip("/")
-    browser = dict(config.browser)
+    base_url = str(config.qwen.base_url).rstrip("/")
+    browser = config.browser.as_dict()
     attached = bool(browser.get("cdp_url"))
     if not attached:
         headless = headless_requested()
@@ -262,12 +262,12 @@ def _login_in_browser(
     attached = bool(browser.get("cdp_url"))
     with browser_session(config, browser) as session:
         page = session.new_page()
-        page.set_default_timeout(float(config.qwen["page_timeout"]) * 1000)
+        page.set_default_timeout(float(config.qwen.page_timeout) * 1000)
         if attached:
             page.goto(base_url + "/", wait_until="domcontentloaded")
             if on_page:
                 on_page(page)
-            seen = read_settled_login_state(page, min(timeout, float(config.qwen["page_timeout"])))
+            seen = read_settled_login_state(page, min(timeout, float(config.qwen.page_timeout)))
             if seen is None or not seen.logged_in(base_url):
                 raise LoginFailed(
                     f"the browser at {browser['cdp_url']} is not signed in to {base_url}: "
@@ -297,7 +297,7 @@ def import_state(config: Config, source: Path, *, now: float | None = None) -> L
             f"{source}: its login token expired on {_when(expires)}; sign in again and export anew"
         )
     notes = []
-    host = urlsplit(str(config.qwen["base_url"])).hostname or ""
+    host = urlsplit(str(config.qwen.base_url)).hostname or ""
     if not any(_domain_matches(c.get("domain", ""), host) for c in state["cookies"]):
         notes.append(f"none of its cookies is for {host} (qwen.base_url): is it the right export?")
     path = state_path(config)
@@ -315,9 +315,9 @@ def apply_to_profile(config: Config, path: Path) -> str | None:
     from ..engines.base import EngineBusy, EngineError
 
     profile = profile_path(config)
-    if config.browser.get("cdp_url") or not (profile / "Default").exists():
+    if config.browser.cdp_url or not (profile / "Default").exists():
         return None  # a new profile takes the state file on its first start
-    session = browser_session(config, {**config.browser, "headless": True})
+    session = browser_session(config, {**config.browser.as_dict(), "headless": True})
     try:
         load_storage_state(session.context, path)
     except EngineBusy:

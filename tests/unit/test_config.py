@@ -12,7 +12,7 @@ from pipeline.config import ConfigError, load
 
 def test_missing_default_file_means_defaults(tmp_path):
     cfg = load()
-    assert cfg.qwen["poll_interval"] == 60 and cfg.source is None
+    assert cfg.qwen.poll_interval == 60 and cfg.source is None
     assert cfg.articles_dir == (tmp_path / "articles").resolve()
 
 
