@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# Set up everything qwenpipe needs on Debian/Ubuntu: Chromium, Hugo (the publishing tests build a
-# site with it), a venv, the package with its test extra.
+# Set up everything qwenpipe needs on Debian/Ubuntu: Chromium, Xvfb, Hugo (the publishing tests
+# build a site with it), PostgreSQL (the several-hosts store's tests), a venv, the package with its test extra.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Xvfb: the virtual screen of headed runs on a server (browser.display), and of its tests.
 # Hugo: the real reader of published articles in the tests.
-if ! command -v Xvfb >/dev/null 2>&1 || ! command -v hugo >/dev/null 2>&1 || { ! command -v chromium >/dev/null 2>&1 \
+# PostgreSQL: the several-hosts store; the tests start throwaway servers of their own (no service).
+if ! command -v Xvfb >/dev/null 2>&1 || ! command -v hugo >/dev/null 2>&1 \
+   || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { ! command -v chromium >/dev/null 2>&1 \
    && ! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; }; then
   sudo=""
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
   $sudo apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium xvfb hugo >/dev/null
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium xvfb hugo postgresql >/dev/null
 fi
 
 if [ ! -x .venv/bin/python ]; then

@@ -49,3 +49,12 @@ def engines(workspace, chat, router) -> Engines:
 
 
 os.environ.setdefault("NO_COLOR", "1")
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A throwaway PostgreSQL server for this test session (one per xdist worker), stopped after."""
+    from pg_server import PostgresServer
+
+    with PostgresServer() as server:
+        yield server

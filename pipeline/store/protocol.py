@@ -59,6 +59,11 @@ class StoreBusy(StoreError):
     """Another process held the store past the busy timeout: nothing was written; try later."""
 
 
+class StoreUnreachable(StoreBusy):
+    """The store's server cannot be reached (or the connection died mid-step, which the server
+    rolls back): nothing was written; like a busy store, nothing is sent and a later run goes on."""
+
+
 class LeaseLost(StoreError):
     """The caller no longer holds the article's lease: it must stop before any send."""
 

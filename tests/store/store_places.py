@@ -10,6 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pg_server import PostgresServer
+
+from pipeline.store.postgres import PostgresStore
 from pipeline.store.protocol import Store
 from pipeline.store.sqlite import SQLiteStore
 
@@ -17,6 +20,7 @@ from pipeline.store.sqlite import SQLiteStore
 # are about what is written, not how fast (test_sqlite_store.py tests the timeout itself).
 OPENERS: dict[str, Callable[[str], Store]] = {
     "sqlite": lambda where: SQLiteStore.open(Path(where), busy_timeout=120),
+    "postgres": lambda where: PostgresStore.open(where, busy_timeout=120, migrate=True),
 }
 
 
@@ -30,8 +34,10 @@ def open_place(place: Place) -> Store:
     return OPENERS[place.kind](place.where)
 
 
-def new_place(kind: str, tmp_path: Path) -> Place:
-    """A fresh, empty store location of `kind` for one test."""
+def new_place(kind: str, tmp_path: Path, server: PostgresServer | None = None) -> Place:
+    """A fresh, empty store location of `kind` for one test (a database of its own on `server`)."""
     if kind == "sqlite":
         return Place(kind, str(tmp_path / "articles" / ".qwenpipe"))
+    if kind == "postgres" and server is not None:
+        return Place(kind, server.new_database())
     raise ValueError(f"no place for a {kind} store")

@@ -1,0 +1,92 @@
+"""A throwaway PostgreSQL server for the tests: Debian's binaries (`initdb`, `pg_ctl`) in a temp
+folder, on a free loopback port, no system service; stopped (and its folder removed) afterwards.
+
+initdb refuses to run as root, so as root the server runs as the `postgres` user (Debian's
+package creates it). Every test gets its own database (`new_database`), so a test never sees
+another's rows and a migration test starts from nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+
+INSTALL = "apt-get install -y postgresql (scripts/setup.sh does)"
+
+
+def find_bin(name: str) -> str:
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), reverse=True)
+    if not found:
+        raise RuntimeError(f"PostgreSQL's {name} not found under /usr/lib/postgresql: {INSTALL}")
+    return found[0]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class PostgresServer:
+    """`with PostgresServer() as server:` a running server; `server.url(db)` to reach it."""
+
+    def __init__(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="qwenpipe-pg-"))
+        self.data = self.folder / "data"
+        self.port = _free_port()
+        self.user = "postgres" if os.geteuid() == 0 else ""
+
+    def _run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess:
+        command = ["runuser", "-u", self.user, "--", *argv] if self.user else list(argv)
+        return subprocess.run(command, capture_output=True, text=True, check=check, timeout=120)
+
+    def start(self) -> PostgresServer:
+        if self.user:
+            shutil.chown(self.folder, self.user)
+        self._run(find_bin("initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8")
+        options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+        self._run(
+            find_bin("pg_ctl"),
+            "-D",
+            str(self.data),
+            "-o",
+            options,
+            "-l",
+            str(self.folder / "log"),
+            "-w",
+            "start",
+        )
+        return self
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def new_database(self) -> str:
+        """A fresh, empty database; its URL."""
+        import psycopg
+
+        name = "t_" + uuid.uuid4().hex[:16]
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+    def restart(self) -> None:
+        self._run(find_bin("pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "restart")
+
+    def stop(self) -> None:
+        with contextlib.suppress(Exception):
+            self._run(find_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop", check=False)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def __enter__(self) -> PostgresServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
