@@ -293,6 +293,59 @@ class Notify(Section):
     ping_url: str = key(str, "", _http_url_or_empty, "healthchecks.io-style URL pinged by `cycle`")
 
 
+def _store_url(value: str) -> str | None:
+    if value == "":
+        return None
+    try:
+        parsed = urlparse(value)
+        parsed.port  # noqa: B018 - a bad port raises here
+    except ValueError:
+        return "is not a URL such as postgresql://qwenpipe@db.example/qwenpipe"
+    if parsed.scheme not in ("postgresql", "postgres") or not (parsed.netloc or parsed.query):
+        return "must be empty (SQLite under articles/.qwenpipe) or a URL such as postgresql://user@host/db"
+    if parsed.password is not None:
+        return (
+            "holds a password (not shown): remove it from the URL and give it to PostgreSQL's usual "
+            "sources instead, PGPASSWORD or ~/.pgpass (mode 0600)"
+        )
+    return None
+
+
+def _host_id(value: str) -> str | None:
+    ok = value == "" or (
+        len(value) <= 63 and value.replace("-", "a").replace("_", "a").replace(".", "a").isalnum()
+    )
+    return (
+        None if ok and value.isascii() else "must be empty (the hostname) or letters, digits, '.', '-', '_'"
+    )
+
+
+@dataclass(frozen=True)
+class Store(Section):
+    """[store]"""
+
+    url: str = key(
+        str,
+        "",
+        _store_url,
+        "empty: SQLite under articles/.qwenpipe; or postgresql://user@host/db",
+        may_be_secret=True,
+    )
+    host_id: str = key(str, "", _host_id, "empty: the machine's hostname; must be unique per host")
+    lease_seconds: float = key(
+        (int, float),
+        300,
+        _between(10, DAY),
+        "an article lease; renewed every lease_seconds/3 while a host works",
+    )
+    orphan_hours: float = key(
+        (int, float),
+        6,
+        _between(0, 24 * 365, low_open=True),
+        "a chat whose account no host served this long goes to the router",
+    )
+
+
 SECTIONS: dict[str, type[Section]] = {
     "paths": Paths,
     "qwen": Qwen,
@@ -302,6 +355,7 @@ SECTIONS: dict[str, type[Section]] = {
     "login": Login,
     "publish": Publish,
     "notify": Notify,
+    "store": Store,
 }
 SCHEMA: dict[str, dict[str, Key]] = {name: section.keys() for name, section in SECTIONS.items()}
 
@@ -411,6 +465,10 @@ class Config:
     @cached_property
     def notify(self) -> Notify:
         return Notify(**self.values["notify"])
+
+    @cached_property
+    def store(self) -> Store:
+        return Store(**self.values["store"])
 
     def with_override(self, section: str, key: str, value: Any, where: str) -> Config:
         """A copy with one key set from the command line, checked like the file's keys."""

@@ -16,10 +16,12 @@ from ..console import err, out, say, stderr_is_terminal
 from ..errors import SetupProblem, UsageProblem
 from ..exitcodes import ExitCode
 from ..files import LockBusy
+from ..store.protocol import StoreBusy
 from . import log as cli_log
 from . import prompts as cli_prompts
 from . import setup as cli_setup
 from . import status as cli_status
+from . import store as cli_store
 from .common import ConfigOption, workspace_of
 
 app = typer.Typer(
@@ -344,6 +346,7 @@ _register_simulate()
 
 # Commands that live in their own modules (kept out of this file to keep it thin).
 cli_status.register(app)
+cli_store.register(app)
 cli_setup.register(app)
 cli_log.register(app)
 cli_prompts.register(app)
@@ -375,6 +378,9 @@ def run(argv: list[str] | None = None) -> int:
         return ExitCode.USAGE
     except LockBusy as busy:
         say(f"qwenpipe: busy: {busy.owner} holds {busy.path}")
+        return ExitCode.WORKING
+    except StoreBusy as busy:  # held by another process, or its server unreachable: try later
+        say(f"qwenpipe: {busy}")
         return ExitCode.WORKING
     except SetupProblem as problem:  # our files or folders need a person: what and the fix
         say(f"qwenpipe: {problem}")

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -32,6 +33,27 @@ STATE_DIR = files.STATE_DIR
 # not articles (only SLUG.md follows the umask, for whoever publishes articles/).
 SIDECAR_SUFFIXES = (".md.url", ".md.sending", ".md.failed", ".md.rejected")
 MAX_ERRORS_KEPT = 20
+
+
+def _count(value: object) -> int:
+    """A count from an old state file: a whole number the store can hold, else ValueError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TypeError(value)
+    number = int(value)  # OverflowError for an infinity
+    if not 0 <= number <= 2**31 - 1:
+        raise ValueError(value)
+    return number
+
+
+def _time(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TypeError(value)
+    seconds = float(value)  # OverflowError for an integer of 400 digits
+    if not math.isfinite(seconds):
+        raise ValueError(value)
+    return seconds
+
+
 NOT_IN_FILES = ("slug", "intent")  # the record's fields an old state file never held
 RECORD_FIELDS = tuple(f.name for f in fields(ArticleRecord) if f.name not in NOT_IN_FILES)
 
@@ -117,14 +139,17 @@ class ArticleState(ArticleRecord):
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__ and k not in NOT_IN_FILES}
         try:
             state = cls(**known)
-            state.attempts, state.hard_failures = int(state.attempts), int(state.hard_failures)
-            state.last_poll, state.next_try = float(state.last_poll), float(state.next_try)
-            state.sent_at = float(state.sent_at)
-            state.errors = list(state.errors) if isinstance(state.errors, list) else []
-            if not isinstance(state.sent_sha256, str):
-                state.sent_sha256 = ""
-        except (TypeError, ValueError):
+            for name in ("attempts", "hard_failures", "turn", "turns"):
+                setattr(state, name, _count(getattr(state, name)))
+            for name in ("last_poll", "next_try", "sent_at"):
+                setattr(state, name, _time(getattr(state, name)))
+        except (TypeError, ValueError, OverflowError):  # a hand-edited or damaged file: start afresh
             return cls()
+        for name in ("engine", "last_error", "last_error_code", "progress", "sent_sha256"):
+            if not isinstance(getattr(state, name), str):
+                setattr(state, name, "")
+        errors = state.errors if isinstance(state.errors, list) else []
+        state.errors = [e for e in errors if isinstance(e, dict)]
         return state
 
     def save(self, path: Path) -> None:

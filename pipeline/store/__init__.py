@@ -8,11 +8,37 @@ pays neither sqlite3 nor the legacy readers.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .protocol import Store
+
+
+@dataclass(frozen=True)
+class Initialized:
+    """What `qwenpipe store init` did: which store, where, and its schema version before/after."""
+
+    kind: str  # "sqlite" or "postgresql"
+    where: str
+    before: int
+    after: int
+
+
+def initialize(url: str, state_dir: Path) -> Initialized:
+    """Create or migrate the configured store's schema (store.url, else the SQLite file)."""
+    if url:
+        from .postgres import PostgresStore, shown_url
+
+        before, after = PostgresStore.init(url)
+        return Initialized("postgresql", shown_url(url), before, after)
+    from .schema import SCHEMA_VERSION
+
+    store = open_store(state_dir)  # the SQLite store creates and migrates itself on every open
+    where = str(getattr(store, "path", state_dir))
+    store.close()
+    return Initialized("sqlite", where, SCHEMA_VERSION, SCHEMA_VERSION)
 
 
 def open_store(state_dir: Path) -> Store:

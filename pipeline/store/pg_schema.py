@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import UsageProblem
 from .protocol import StoreError
 
 MIGRATIONS: tuple[str, ...] = (
@@ -95,9 +96,10 @@ INIT_COMMAND = "qwenpipe store init"
 _LOCK = 7_152_025  # the advisory lock that serializes migrations across hosts
 
 
-class SchemaMismatch(StoreError):
+class SchemaMismatch(StoreError, UsageProblem):
     """The database is not at this qwenpipe's schema version: `qwenpipe store init` (or an
-    upgrade of qwenpipe, when the database is newer) is the fix."""
+    upgrade of qwenpipe, when the database is newer) is the fix. A command cannot run as asked
+    until then (exit 2)."""
 
 
 def version(conn: Any) -> int:

@@ -66,7 +66,13 @@ class PostgresStore:
     """One batch's store in a PostgreSQL database. Safe to share between a process's threads."""
 
     def __init__(
-        self, url: str, *, batch: str = "default", busy_timeout: float = BUSY_TIMEOUT, migrate: bool = False
+        self,
+        url: str,
+        *,
+        batch: str = "default",
+        busy_timeout: float = BUSY_TIMEOUT,
+        migrate: bool = False,
+        check: bool = True,
     ):
         self.url, self.batch, self.busy_timeout = url, batch, busy_timeout
         self.where = f"store {shown_url(url)}"
@@ -77,7 +83,8 @@ class PostgresStore:
             try:
                 if migrate:
                     pg_schema.migrate(conn, self.where)
-                pg_schema.check(conn, self.where)
+                if check:
+                    pg_schema.check(conn, self.where)
             except BaseException as err:
                 failure = self._error(err) if _is_psycopg(err) else err
                 self._drop()
@@ -86,6 +93,20 @@ class PostgresStore:
     @classmethod
     def open(cls, url: str, **options: Any) -> PostgresStore:
         return cls(url, **options)
+
+    @classmethod
+    def init(cls, url: str, *, batch: str = "default") -> tuple[int, int]:
+        """`qwenpipe store init`: create or migrate the schema; (version before, version after)."""
+        store = cls(url, batch=batch, migrate=False, check=False)
+        try:
+            with store._lock:
+                conn = store._connection()
+                try:
+                    return pg_schema.migrate(conn, store.where)
+                except BaseException as err:
+                    raise store._error(err) if _is_psycopg(err) else err from None
+        finally:
+            store.close()
 
     # -- the connection --------------------------------------------------------------------
 

@@ -266,3 +266,24 @@ def test_a_fifo_or_a_link_at_an_old_intent_marker_is_never_opened_by_the_import(
         intents = {slug: record.intent for slug, record in store.articles().items()}
     assert set(intents) == {"tea", "coffee"}
     assert intents["coffee"].prompt_sha256 == "" and intents["coffee"].pid == 0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"attempts": 0, "hard_failures": 1.7976931348623157e+308, "next_try": 0.0}',
+        '{"attempts": 1e999, "next_try": 0.0}',
+        '{"attempts": 10000000000000000000000, "turn": 2}',
+        '{"next_try": 1e999}',
+        '{"attempts": true, "engine": {"x": 1}}',
+    ],
+)
+def test_an_old_state_file_with_numbers_the_store_cannot_hold_imports_as_a_fresh_record(tmp_path, text):
+    state_dir = tmp_path / "articles" / ".qwenpipe"
+    (state_dir / "state").mkdir(parents=True)
+    (state_dir / "state" / "tea.json").write_text(text)
+    (state_dir / "journal.jsonl").write_text('{"ts": 1.0, "slug": "tea", "event": "sending", "turn": 1}\n')
+    with open_store(state_dir) as store:
+        record = store.article("tea")
+    assert record is None or (record.attempts, record.hard_failures, record.engine) == (0, 0, "")
+    assert ArticleState.read_file(state_dir / "state" / "tea.json") == ArticleState()
