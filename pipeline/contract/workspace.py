@@ -91,6 +91,7 @@ def browser_session(config: Config, browser: dict | None = None) -> BrowserSessi
 def default_chat_factory(config: Config) -> ChatEngine:
     """The chat engine of the account `config` is for (accounts.account_config): with several
     accounts its browser is a context of the one browser they share (engines.qwen.browser)."""
+    from ..accounts import account_named, config_account, several
     from ..console import say
     from ..engines.qwen.engine import QwenEngine  # Playwright is imported only when a chat is needed
     from ..engines.qwen.selectors import SelectorError
@@ -102,7 +103,8 @@ def default_chat_factory(config: Config) -> ChatEngine:
             config.browser,
             root=config.root,
             lock_profile=lock_browser_profile,
-            keep_login=LoginRefresh(config, say=say),
+            keep_login=LoginRefresh(config, say=say, account=account_named(config, config_account(config))),
+            shared_browser=several(config),
         )
     except SelectorError as err:
         raise ConfigError(str(err)) from None
