@@ -38,6 +38,7 @@ from ..engines.base import ChatEngine
 from ..errors import SetupProblem, UsageProblem
 from ..exitcodes import ExitCode
 from ..files import FileLock, LockBusy
+from ..store.protocol import DEFAULT_ACCOUNT
 from .scan import ArticleView, attach_records, scan
 
 
@@ -294,6 +295,7 @@ def _poll_concurrently(
     a daily send limit, multi-turn prompts (a poll may send their next turn, and the limit is
     checked before sending: two threads could both pass it). Anything that keeps the concurrent
     path from starting leaves every poll to the sequential loop, with one line saying why.
+    Each account's chats are polled by engines of that account alone, one account after another.
     """
     concurrency = int(workspace.config.qwen["concurrency"])
     if concurrency < 2 or len(polls) < 2:
@@ -301,16 +303,29 @@ def _poll_concurrently(
     side_by_side = [view for view in polls if _may_poll_side_by_side(workspace, view)]
     if len(side_by_side) < 2:
         return polls
-    with ExitStack() as sharing:
-        try:
-            attach = sharing.enter_context(engines.chat().shared_session())
-        except Exception as err:  # a busy profile, no browser...: the sequential loop reports it per article
-            say(f"cycle: polling one chat at a time ({_first_line(err)})")
-            return polls
-        workers = min(concurrency, len(side_by_side))
-        return _poll_side_by_side(
-            workspace, engines, attach, workers, polls, side_by_side, report, say, clock, budget
-        )
+    for account, group in _by_sender(workspace, side_by_side).items():
+        if len(group) < 2:
+            continue  # the sequential loop polls it
+        with ExitStack() as sharing:
+            try:
+                attach = sharing.enter_context(engines.chat(account).shared_session())
+            except Exception as err:  # a busy profile, no browser...: the sequential loop reports it
+                say(f"cycle: polling account {account}'s chats one at a time ({_first_line(err)})")
+                continue
+            workers = min(concurrency, len(group))
+            polls = _poll_side_by_side(
+                workspace, engines, attach, workers, polls, group, report, say, clock, budget, account
+            )
+    return polls
+
+
+def _by_sender(workspace: Workspace, views: list[ArticleView]) -> dict[str, list[ArticleView]]:
+    """The articles by the account that sent each (the only one that may look at its chat)."""
+    senders = first_sends(workspace.store)
+    groups: dict[str, list[ArticleView]] = {}
+    for view in views:
+        groups.setdefault(sender_of(view.files, senders.get(view.slug)), []).append(view)
+    return groups
 
 
 def _poll_side_by_side(
@@ -324,8 +339,10 @@ def _poll_side_by_side(
     say: Callable[[str], None],
     clock: Callable[[], float],
     budget: SendBudget,
+    account: str = DEFAULT_ACCOUNT,
 ) -> list[ArticleView]:
-    """Poll `side_by_side` with `workers` threads, each with the chat engines `attach` makes."""
+    """Poll `side_by_side` (`account`'s chats) with `workers` threads, each with the chat engine of
+    that account `attach` makes."""
     todo: SimpleQueue[ArticleView] = SimpleQueue()
     for view in side_by_side:
         todo.put(view)
@@ -345,7 +362,7 @@ def _poll_side_by_side(
         )
         try:
             try:
-                mine.chat().prepare()  # attach before taking any article
+                mine.chat(account).prepare()  # attach before taking any article
             except Exception as err:
                 with guard:
                     failures.append(_first_line(err))

@@ -283,3 +283,27 @@ def test_a_cycle_groups_nothing_across_accounts_each_article_stays_with_its_send
         (first_send,) = acc.ws.store.sends(slug)
         checked_by = [n for n, c in acc.chats.items() if ("check", first_send.chat_url) in c.history]
         assert checked_by == [first_send.account]
+
+
+def test_a_cycle_polls_each_accounts_chats_side_by_side_with_that_accounts_engines(project):
+    acc = Accounts(project, names=("a", "b"))
+    write_config(project, BASE.replace("[qwen]", "[qwen]\nconcurrency = 2") + "[accounts.a]\n[accounts.b]\n")
+    acc.ws = Workspace(load(project / "config.toml"))
+    for slug in ("p0", "p1", "p2", "p3"):
+        add_prompt(project, slug, f"Write about {slug}.")
+    for i, slug in enumerate(("p0", "p1", "p2", "p3")):
+        generate(acc.ws, slug, acc.engines(), account="ab"[i % 2])
+    said = []
+    report = run_cycle(acc.ws, acc.engines(), say=said.append)
+    assert report.counts["generating"] == 4, said
+    assert not [line for line in said if "one at a time" in line], said
+    for name in ("a", "b"):
+        chat = acc.chats[name]
+        assert len(chat.attached) == 2  # two poll threads of its own
+        checked = {url for call, url in chat.history if call == "check"}
+        assert checked == {
+            s.chat_url
+            for slug in ("p0", "p1", "p2", "p3")
+            for s in acc.ws.store.sends(slug)
+            if s.account == name
+        }
