@@ -46,10 +46,11 @@ class Capacity:
 
 
 def standings(
-    workspace, now: float, skipped: Mapping[str, object], names: Sequence[str] = ()
+    workspace, now: float, skipped: Mapping[str, object], names: Sequence[str] = (), *, replan: bool = True
 ) -> list[Standing]:
     """The accounts (all, or those `names`, in config order) with their counts and blocks.
-    `skipped`: accounts this run found unusable, with why (see Engines.unavailable)."""
+    `skipped`: accounts this run found unusable, with why (see Engines.unavailable). `replan`:
+    False for readers (status), which never write (see ChatQuota.blocked_until)."""
     config = workspace.config
     accounts = [a for a in all_accounts(config) if not names or a.name in names]
     per_account = any(a.max_sends_per_day for a in accounts)
@@ -62,7 +63,7 @@ def standings(
         if not account.enabled:
             off = f"account {account.name} is disabled (enabled = false in {account.where})"
         off = off or saved_login_problem(config, account)
-        blocked = None if off else workspace.chat_quota.blocked_until(now, account=account.name)
+        blocked = workspace.chat_quota.blocked_until(now, replan=replan, account=account.name)
         found.append(
             Standing(
                 account,

@@ -307,3 +307,49 @@ def test_a_cycle_polls_each_accounts_chats_side_by_side_with_that_accounts_engin
             for s in acc.ws.store.sends(slug)
             if s.account == name
         }
+
+
+def test_status_shows_each_articles_account_and_a_line_per_account(project):
+    from pipeline.batch.dashboard import plain_status, plain_story
+    from pipeline.batch.status import collect, collect_story
+
+    acc = Accounts(
+        project, "[accounts.a]\n[accounts.b]\nmax_sends_per_day = 4\n[accounts.c]\nenabled = false\n"
+    )
+    add_prompt(project, "tea")
+    add_prompt(project, "milk", "Write about milk.")
+    generate(acc.ws, "tea", acc.engines(), account="b")
+    document = collect(acc.ws).to_json()
+    rows = {row["slug"]: row for row in document["articles"]}
+    assert rows["tea"]["account"] == "b" and rows["milk"]["account"] is None
+    by_name = {a["name"]: a for a in document["accounts"]}
+    assert list(by_name) == ["a", "b", "c"]
+    assert (by_name["b"]["sends_today"], by_name["b"]["limit"], by_name["c"]["enabled"]) == (1, 4, False)
+    text = plain_status(collect(acc.ws))
+    assert "ACCOUNT" in text.splitlines()[0]
+    assert "account b: 1 sent today of 4" in text and "account c: 0 sent today, disabled" in text
+    assert "account: b" in plain_story(collect_story(acc.ws, "tea"), "tea")
+
+
+def test_accounts_command_lists_login_sends_quota_and_enabled(project, capsys):
+    import time
+
+    from pipeline.cli.app import run
+
+    acc = Accounts(
+        project, "[accounts.a]\nmax_sends_per_day = 2\n[accounts.b]\nenabled = false\n", names=("a", "b")
+    )
+    add_prompt(project, "tea")
+    generate(acc.ws, "tea", acc.engines())
+    acc.ws.chat_quota.block(time.time(), 3600, "the site said so", account="a")
+    assert run(["accounts", "--json", "--config", str(project / "config.toml")]) == 0
+    accounts = json.loads(capsys.readouterr().out)["accounts"]
+    a, b = accounts
+    assert (a["name"], a["sends_today"], a["limit"], a["quota"]["blocked"]) == ("a", 1, 2, True)
+    assert a["login"]["state_file"].endswith("accounts/a/state.json") and a["enabled"] is True
+    assert (b["name"], b["enabled"], b["quota"]["blocked"]) == ("b", False, False)
+    assert run(["accounts", "--config", str(project / "config.toml")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:2] == ["ACCOUNT", "ENABLED"]
+    assert lines[1].split()[:2] == ["a", "yes"] and "1 of 2" in lines[1] and "spent until" in lines[1]
+    assert lines[2].split()[:2] == ["b", "no"]
