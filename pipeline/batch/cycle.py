@@ -310,7 +310,8 @@ def _poll_concurrently(
             try:
                 attach = sharing.enter_context(engines.chat(account).shared_session())
             except Exception as err:  # a busy profile, no browser...: the sequential loop reports it
-                say(f"cycle: polling account {account}'s chats one at a time ({_first_line(err)})")
+                whose = "" if account == DEFAULT_ACCOUNT else f" account {account}'s chats"
+                say(f"cycle: polling{whose} one chat at a time ({_first_line(err)})")
                 continue
             workers = min(concurrency, len(group))
             polls = _poll_side_by_side(
