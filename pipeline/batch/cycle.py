@@ -31,6 +31,7 @@ from ..contract.article import ArticleState, make_private
 from ..contract.phases import Action, Facts, Limits, Phase, Reason, Record, decide, schedule, settled
 from ..contract.prompts import load_prompt
 from ..contract.quota import SendBudget, sends_today
+from ..contract.rotation import capacity, first_sends, sender_of, sender_problem, standings
 from ..contract.step import Status, generate
 from ..contract.workspace import Engines, Workspace
 from ..engines.base import ChatEngine
@@ -182,14 +183,17 @@ def plan(
     Each article's next action is phases.decide's; the sends planned so far count against
     the send limits of the ones after them (oldest prompt first)."""
     qwen = workspace.config.qwen
-    blocked = workspace.chat_quota.blocked_until(now)
+    able = capacity(standings(workspace, now, {}))  # what the accounts can take, together
+    blocked = able.quota_until is not None
     limits = Limits(
-        quota_until=blocked[0] if blocked else None,
-        quota_reason=blocked[1] if blocked else "",
+        quota_until=able.quota_until,
+        quota_reason=able.quota_reason,
         router=bool(workspace.config.router["enabled"]),
         poll_interval=qwen["poll_interval"],
         max_attempts=qwen["max_attempts"],
+        account_off=able.off,
     )
+    senders = first_sends(workspace.store)
     if not blocked:  # while the chat's quota is spent, "sending" means the router: no chat limits
         per_day = int(qwen["max_sends_per_day"])
         today = sends_today(workspace.journal, now) if per_day else 0
@@ -204,7 +208,13 @@ def plan(
             if planned != len(sends):
                 planned = len(sends)
                 counted = replace(limits, sends_today=limits.sends_today + planned, cycle_sends=planned)
-            decision = decide(Facts(view.seen, record, counted, now, planning=True))
+                if able.left is not None and planned >= able.left and not counted.account_off:
+                    counted = replace(counted, account_off=ACCOUNTS_SPENT)
+            facts_limits = counted
+            if view.sent or view.sending:  # its chat is its sender's alone
+                sender = sender_of(view.files, senders.get(view.slug))
+                facts_limits = replace(counted, account_off=sender_problem(workspace, sender))
+            decision = decide(Facts(view.seen, record, facts_limits, now, planning=True))
         if decision.replan:
             _replan(view, qwen, now)
         action, reason = decision.action, decision.reason
@@ -228,6 +238,8 @@ def plan(
     return polls, sends
 
 
+ACCOUNTS_SPENT = "every account reached its own daily limit (max_sends_per_day in its [accounts.NAME])"
+
 # The report's buckets: an article's phase when no step moves it, else why it waits (the
 # plan's decision, or the Outcome.reason of its step).
 PHASE_BUCKETS = {Phase.DONE: "done", Phase.DEAD: "dead", Phase.INVALID: "invalid"}
@@ -237,6 +249,7 @@ REASON_BUCKETS = {
     Reason.SPACING: "waiting",
     Reason.QUOTA: "throttled",
     Reason.LIMIT: "throttled",
+    Reason.ACCOUNT: "throttled",
     Reason.GENERATING: "generating",
 }
 
