@@ -75,3 +75,42 @@ def account_named(config: Config, name: str) -> Account:
 
 def _path(config: Config, value: str) -> Path:
     return (config.root / os.path.expanduser(value)).resolve()
+
+
+def account_config(config: Config, account: Account) -> Config:
+    """The config as the account's engine sees it: [browser]'s profile and saved login are the
+    account's (the `default` account's are [browser]'s own: the config unchanged). Everything
+    that reads them (the engine, the login refresh, doctor) then serves that account alone."""
+    if not account.configured:
+        return config
+    return config.with_override(
+        "browser", "profile_dir", str(account.profile_dir), account.where
+    ).with_override("browser", "storage_state", str(account.storage_state), account.where)
+
+
+def config_account(config: Config) -> str:
+    """The account an account_config() serves: the one whose saved login its [browser] names
+    (the first account for the config itself)."""
+    accounts = all_accounts(config)
+    state = config.path("browser", "storage_state")
+    for account in accounts:
+        if account.storage_state == state:
+            return account.name
+    return accounts[0].name
+
+
+def several(config: Config) -> bool:
+    """More than one account: a cycle then runs one browser with a context per account."""
+    return len(all_accounts(config)) > 1
+
+
+def saved_login_problem(config: Config, account: Account) -> str:
+    """Why an account surely cannot send ("" when it may: the site has the last word). Only
+    with several accounts, whose browser contexts start from their saved login alone: one
+    account runs on its persistent profile, which may be logged in without the file."""
+    if not several(config) or account.storage_state.is_file():
+        return ""
+    return (
+        f"account {account.name} has no saved login ({account.storage_state} does not exist): "
+        f"run `qwenpipe login --account {account.name}`"
+    )

@@ -49,3 +49,13 @@ def journal(folder: Path) -> list[dict]:
 
     with open_store(folder / "articles" / ".qwenpipe") as store:
         return [event.to_entry() for event in store.events()]
+
+
+def add_accounts(folder: Path, names, **keys) -> dict[str, Path]:
+    """`[accounts.NAME]` tables (each at its default paths, plus `keys`) at the end of the
+    project's config.toml; each account's saved-login path by name."""
+    import tomli_w
+
+    with (folder / "config.toml").open("a", encoding="utf-8") as config:
+        config.write("\n" + tomli_w.dumps({"accounts": {name: dict(keys) for name in names}}))
+    return {name: folder / ".qwenpipe" / "accounts" / name / "state.json" for name in names}

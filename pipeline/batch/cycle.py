@@ -32,12 +32,14 @@ from ..contract.article import ArticleState, make_private
 from ..contract.phases import Action, Facts, Limits, Phase, Reason, Record, decide, schedule, settled
 from ..contract.prompts import load_prompt
 from ..contract.quota import SendBudget, sends_today
+from ..contract.rotation import capacity, first_sends, sender_of, sender_problem, standings
 from ..contract.step import Status, generate
 from ..contract.workspace import Engines, Workspace
 from ..engines.base import ChatEngine
 from ..errors import SetupProblem, UsageProblem
 from ..exitcodes import ExitCode
 from ..files import FileLock, LockBusy
+from ..store.protocol import DEFAULT_ACCOUNT
 from .scan import ArticleView, attach_records, scan
 
 
@@ -183,14 +185,17 @@ def plan(
     Each article's next action is phases.decide's; the sends planned so far count against
     the send limits of the ones after them (oldest prompt first)."""
     qwen = workspace.config.qwen
-    blocked = workspace.chat_quota.blocked_until(now)
+    able = capacity(standings(workspace, now, {}))  # what the accounts can take, together
+    blocked = able.quota_until is not None
     limits = Limits(
-        quota_until=blocked[0] if blocked else None,
-        quota_reason=blocked[1] if blocked else "",
+        quota_until=able.quota_until,
+        quota_reason=able.quota_reason,
         router=bool(workspace.config.router.enabled),
         poll_interval=qwen.poll_interval,
         max_attempts=qwen.max_attempts,
+        account_off=able.off,
     )
+    senders = first_sends(workspace.store)
     if not blocked:  # while the chat's quota is spent, "sending" means the router: no chat limits
         per_day = int(qwen.max_sends_per_day)
         today = sends_today(workspace.journal, now) if per_day else 0
@@ -205,7 +210,13 @@ def plan(
             if planned != len(sends):
                 planned = len(sends)
                 counted = replace(limits, sends_today=limits.sends_today + planned, cycle_sends=planned)
-            decision = decide(Facts(view.seen, record, counted, now, planning=True))
+                if able.left is not None and planned >= able.left and not counted.account_off:
+                    counted = replace(counted, account_off=ACCOUNTS_SPENT)
+            facts_limits = counted
+            if view.sent or view.sending:  # its chat is its sender's alone
+                sender = sender_of(view.files, senders.get(view.slug))
+                facts_limits = replace(counted, account_off=sender_problem(workspace, sender))
+            decision = decide(Facts(view.seen, record, facts_limits, now, planning=True))
         if decision.replan:
             _replan(view, qwen, now)
         action, reason = decision.action, decision.reason
@@ -229,6 +240,8 @@ def plan(
     return polls, sends
 
 
+ACCOUNTS_SPENT = "every account reached its own daily limit (max_sends_per_day in its [accounts.NAME])"
+
 # The report's buckets: an article's phase when no step moves it, else why it waits (the
 # plan's decision, or the Outcome.reason of its step).
 PHASE_BUCKETS = {Phase.DONE: "done", Phase.DEAD: "dead", Phase.INVALID: "invalid"}
@@ -238,6 +251,7 @@ REASON_BUCKETS = {
     Reason.SPACING: "waiting",
     Reason.QUOTA: "throttled",
     Reason.LIMIT: "throttled",
+    Reason.ACCOUNT: "throttled",
     Reason.GENERATING: "generating",
 }
 
@@ -282,6 +296,7 @@ def _poll_concurrently(
     a daily send limit, multi-turn prompts (a poll may send their next turn, and the limit is
     checked before sending: two threads could both pass it). Anything that keeps the concurrent
     path from starting leaves every poll to the sequential loop, with one line saying why.
+    Each account's chats are polled by engines of that account alone, one account after another.
     """
     concurrency = int(workspace.config.qwen.concurrency)
     if concurrency < 2 or len(polls) < 2:
@@ -289,16 +304,30 @@ def _poll_concurrently(
     side_by_side = [view for view in polls if _may_poll_side_by_side(workspace, view)]
     if len(side_by_side) < 2:
         return polls
-    with ExitStack() as sharing:
-        try:
-            attach = sharing.enter_context(engines.chat().shared_session())
-        except Exception as err:  # a busy profile, no browser...: the sequential loop reports it per article
-            say(f"cycle: polling one chat at a time ({_first_line(err)})")
-            return polls
-        workers = min(concurrency, len(side_by_side))
-        return _poll_side_by_side(
-            workspace, engines, attach, workers, polls, side_by_side, report, say, clock, budget
-        )
+    for account, group in _by_sender(workspace, side_by_side).items():
+        if len(group) < 2:
+            continue  # the sequential loop polls it
+        with ExitStack() as sharing:
+            try:
+                attach = sharing.enter_context(engines.chat(account).shared_session())
+            except Exception as err:  # a busy profile, no browser...: the sequential loop reports it
+                whose = "" if account == DEFAULT_ACCOUNT else f" account {account}'s chats"
+                say(f"cycle: polling{whose} one chat at a time ({_first_line(err)})")
+                continue
+            workers = min(concurrency, len(group))
+            polls = _poll_side_by_side(
+                workspace, engines, attach, workers, polls, group, report, say, clock, budget, account
+            )
+    return polls
+
+
+def _by_sender(workspace: Workspace, views: list[ArticleView]) -> dict[str, list[ArticleView]]:
+    """The articles by the account that sent each (the only one that may look at its chat)."""
+    senders = first_sends(workspace.store)
+    groups: dict[str, list[ArticleView]] = {}
+    for view in views:
+        groups.setdefault(sender_of(view.files, senders.get(view.slug)), []).append(view)
+    return groups
 
 
 def _poll_side_by_side(
@@ -312,8 +341,10 @@ def _poll_side_by_side(
     say: Callable[[str], None],
     clock: Callable[[], float],
     budget: SendBudget,
+    account: str = DEFAULT_ACCOUNT,
 ) -> list[ArticleView]:
-    """Poll `side_by_side` with `workers` threads, each with the chat engines `attach` makes."""
+    """Poll `side_by_side` (`account`'s chats) with `workers` threads, each with the chat engine of
+    that account `attach` makes."""
     todo: SimpleQueue[ArticleView] = SimpleQueue()
     for view in side_by_side:
         todo.put(view)
@@ -333,7 +364,7 @@ def _poll_side_by_side(
         )
         try:
             try:
-                mine.chat().prepare()  # attach before taking any article
+                mine.chat(account).prepare()  # attach before taking any article
             except Exception as err:
                 with guard:
                     failures.append(_first_line(err))

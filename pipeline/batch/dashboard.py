@@ -18,7 +18,17 @@ from rich.table import Table
 from rich.text import Text
 
 from ..exitcodes import ExitCode
-from .status import STATES, ArticleStory, BatchStatus, LastCycle, Row, ago, clock, login_warning
+from .status import (
+    STATES,
+    AccountLine,
+    ArticleStory,
+    BatchStatus,
+    LastCycle,
+    Row,
+    ago,
+    clock,
+    login_warning,
+)
 
 STATE_STYLES = {
     "invalid": "bold red",
@@ -32,16 +42,27 @@ STATE_STYLES = {
     "done": "green",
     "orphan": "dim",
 }
-COLUMNS = ("SLUG", "STATE", "ENGINE", "AGE", "ATTEMPTS", "HARD", "NEXT TRY", "LAST ERROR", "CHAT URL")
+COLUMNS = (
+    "SLUG",
+    "STATE",
+    "ENGINE",
+    "ACCOUNT",
+    "AGE",
+    "ATTEMPTS",
+    "HARD",
+    "NEXT TRY",
+    "LAST ERROR",
+    "CHAT URL",
+)
 # The table's columns depend on the terminal's width only, never on what the rows hold, so a
 # refresh never makes a column vanish or come back. Fixed columns have fixed widths (cells
 # that do not fit end in "..."); the others share what is left in these proportions.
 COLUMN_SETS = (  # (narrowest terminal it is for, columns)
     (150, COLUMNS),
-    (100, ("SLUG", "STATE", "ENGINE", "AGE", "ATTEMPTS", "HARD", "NEXT TRY", "LAST ERROR")),
+    (100, ("SLUG", "STATE", "ENGINE", "ACCOUNT", "AGE", "ATTEMPTS", "HARD", "NEXT TRY", "LAST ERROR")),
     (0, ("SLUG", "STATE", "AGE", "NEXT TRY", "LAST ERROR")),
 )
-FIXED_WIDTHS = {"STATE": 14, "ENGINE": 6, "AGE": 5, "ATTEMPTS": 8, "HARD": 4, "NEXT TRY": 8}
+FIXED_WIDTHS = {"STATE": 14, "ENGINE": 6, "ACCOUNT": 8, "AGE": 5, "ATTEMPTS": 8, "HARD": 4, "NEXT TRY": 8}
 SHARES = {"SLUG": 3, "LAST ERROR": 2, "CHAT URL": 3}
 ERROR_WIDTH = 80  # the last error is one line; the full text is in `show SLUG`
 
@@ -64,6 +85,7 @@ def cells(row: Row, now: float, *, compact: bool = False) -> tuple[str, ...]:
         row.slug,
         state,
         row.engine or "-",
+        row.account or "-",
         ago(row.age_seconds) if row.age_seconds is not None else "-",
         str(row.attempts),
         str(row.hard_failures),
@@ -103,6 +125,49 @@ def sends_line(status: BatchStatus) -> str:
     if status.quota_blocked_until is not None:
         line += f"; chat quota spent until {clock(status.quota_blocked_until)}"
     return line
+
+
+def account_lines(status: BatchStatus) -> list[str]:
+    """A line per chat account ([accounts.*] tables; none for the one `default` account, whose
+    sends and login the lines above already show): its sends, limit, quota block and login."""
+    if not status.several_accounts:
+        return []
+    lines = []
+    for account in status.accounts:
+        parts = [f"{account.sends_today} sent today" + (f" of {account.limit}" if account.limit else "")]
+        if not account.enabled:
+            parts.append("disabled")
+        if account.quota_until is not None:
+            parts.append(f"quota spent until {clock(account.quota_until)}")
+        parts.append(f"login: {login_words(account, status.now)}")
+        lines.append(f"account {account.name}: {', '.join(parts)}")
+    return lines
+
+
+def login_words(account: AccountLine, now: float) -> str:
+    """An account's saved login in a few words: none, its expiry, or that it expired."""
+    expires = account.login.expires_at
+    if expires is None:
+        return "saved, no expiry read" if account.login.state_file.exists() else "none saved"
+    if expires <= now:
+        return f"expired {clock(expires)}"
+    return f"expires {clock(expires)}"
+
+
+ACCOUNT_COLUMNS = ("ACCOUNT", "ENABLED", "LOGIN", "SENDS TODAY", "QUOTA", "SAVED LOGIN")
+
+
+def accounts_table(accounts: list[AccountLine], now: float) -> str:
+    """`qwenpipe accounts`: one aligned line per account (plain text: it is short)."""
+    rows = [ACCOUNT_COLUMNS]
+    for account in accounts:
+        login = login_words(account, now)
+        limit = f"of {account.limit}" if account.limit else "(no limit)"
+        sends = f"{account.sends_today} {limit}"
+        quota = f"spent until {clock(account.quota_until)}" if account.quota_until is not None else "-"
+        enabled = "yes" if account.enabled else "no"
+        rows.append((account.name, enabled, login, sends, quota, str(account.login.state_file)))
+    return "\n".join(_aligned(rows)) + "\n"
 
 
 def cycle_line(cycle: LastCycle | None, now: float) -> str:
@@ -148,7 +213,8 @@ def plain_status(
 def footer_lines(status: BatchStatus, *, warnings: bool) -> list[str]:
     """The lines below the table: what is shown, the totals, sends, the last cycle, the login."""
     lines = [line for line in [shown_line(status)] if line]
-    lines += [totals_line(status), sends_line(status), cycle_line(status.last_cycle, status.now)]
+    lines += [totals_line(status), sends_line(status), *account_lines(status)]
+    lines += [cycle_line(status.last_cycle, status.now)]
     lines += [line for line in [login_line(status)] if line]
     if warnings:
         lines += [f"warning: {w}" for w in status.warnings]
@@ -199,6 +265,7 @@ def rich_status(
     parts += [
         totals,
         _line(sends_line(status), "red" if status.sends_stopped else ""),
+        *(_line(line) for line in account_lines(status)),
         _line(cycle_line(status.last_cycle, status.now), _cycle_style(status.last_cycle)),
     ]
     login = login_line(status)
@@ -278,7 +345,8 @@ def plain_story(story: ArticleStory, slug: str) -> str:
     lines = [f"{slug}: {row.state if row else 'unknown'}"]
     if row:
         lines.append(
-            f"engine: {row.engine or '-'}  attempts: {row.attempts}  hard failures: {row.hard_failures}"
+            f"engine: {row.engine or '-'}  account: {row.account or '-'}  "
+            f"attempts: {row.attempts}  hard failures: {row.hard_failures}"
         )
         lines.append(f"chat URL: {row.chat_url or '-'}")
         if row.last_error:
@@ -295,7 +363,10 @@ def rich_story(story: ArticleStory, slug: str) -> RenderableType:
     parts: list[RenderableType] = [head]
     if row:
         parts.append(
-            Text(f"engine: {row.engine or '-'}  attempts: {row.attempts}  hard failures: {row.hard_failures}")
+            Text(
+                f"engine: {row.engine or '-'}  account: {row.account or '-'}  "
+                f"attempts: {row.attempts}  hard failures: {row.hard_failures}"
+            )
         )
         parts.append(Text(f"chat URL: {row.chat_url or '-'}"))
         if row.last_error:

@@ -12,17 +12,19 @@ from __future__ import annotations
 import fnmatch
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
 from .. import files
+from ..accounts import all_accounts
 from ..contract.article import ArticleState
 from ..contract.phases import UNFINISHED, Limits, Phase, Record, phase_of
 from ..contract.quota import local_day_start
+from ..contract.rotation import capacity, first_sends, sender_of, sender_problem, standings
 from ..contract.workspace import Workspace
 from ..errors import UsageProblem
-from ..store.protocol import StoreBusy, Summary
+from ..store.protocol import Send, StoreBusy, Summary
 from . import scan as batch
 
 SCHEMA_VERSION = 1
@@ -52,6 +54,7 @@ class Row:
     turn: int | None = None  # multi-turn prompts: the turn the chat is at
     turns: int | None = None  # multi-turn prompts: how many turns the prompt has
     path: str = ""
+    account: str | None = None  # the chat account its chat is on (or was sent from)
 
     def to_json(self) -> dict:
         return {
@@ -67,6 +70,7 @@ class Row:
             "turn": self.turn,
             "turns": self.turns,
             "path": self.path,
+            "account": self.account,
         }
 
 
@@ -137,6 +141,59 @@ class LoginInfo:
 
 
 @dataclass
+class AccountLine:
+    """One chat account as `status` and `qwenpipe accounts` show it: read from its saved login
+    and the store, never from a browser."""
+
+    name: str
+    enabled: bool
+    login: LoginInfo
+    sends_today: int
+    limit: int  # its own max_sends_per_day; 0 = none
+    quota_until: float | None = None
+    quota_reason: str | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "enabled": self.enabled,
+            "login": self.login.to_json(),
+            "sends_today": self.sends_today,
+            "limit": self.limit or None,
+            "quota": {
+                "blocked": self.quota_until is not None,
+                "until": iso(self.quota_until),
+                "reason": self.quota_reason,
+            },
+        }
+
+
+def collect_accounts(workspace: Workspace, now: float) -> list[AccountLine]:
+    """Every account, in config order, with its login, its sends today and its quota block."""
+    from ..contract.rotation import standings
+
+    store = workspace.store if workspace.state_dir.exists() else None  # a reader creates no store
+    counts = store.send_counts(local_day_start(now)) if store else None
+    found = standings(workspace, now, {}, replan=False) if store else None
+    blocks = {s.account.name: s for s in found or ()}
+    lines = []
+    for account in all_accounts(workspace.config):
+        block = blocks.get(account.name)
+        lines.append(
+            AccountLine(
+                account.name,
+                account.enabled,
+                LoginInfo.read(account.storage_state),
+                counts.of(account.name) if counts else 0,
+                account.max_sends_per_day,
+                quota_until=block.quota_until if block else None,
+                quota_reason=(block.quota_reason or None) if block else None,
+            )
+        )
+    return lines
+
+
+@dataclass
 class BatchStatus:
     now: float
     prompts_dir: Path
@@ -149,6 +206,8 @@ class BatchStatus:
     quota_reason: str | None = None
     last_cycle: LastCycle | None = None
     login: LoginInfo | None = None
+    accounts: list[AccountLine] = field(default_factory=list)
+    several_accounts: bool = False  # [accounts.*] tables: a line per account
     warnings: list[str] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)  # the whole batch's invalid prompts' problems
     filters: str = ""  # what `rows` is limited to, in words ("" = every article)
@@ -188,6 +247,7 @@ class BatchStatus:
             },
             "last_cycle": self.last_cycle.to_json(self.now) if self.last_cycle else None,
             "login": self.login.to_json() if self.login else None,
+            "accounts": [account.to_json() for account in self.accounts],
             "warnings": list(self.warnings),
             "articles": [row.to_json() for row in self.rows],
         }
@@ -219,7 +279,7 @@ def collect(
     # A project that never ran has no store: status, a reader, does not create one.
     store = workspace.store if workspace.state_dir.exists() else None
     summaries = store.summaries() if store else {}
-    blocked = workspace.chat_quota.blocked_until(now, replan=False) if store else None  # never writes
+    able = capacity(standings(workspace, now, {}, replan=False)) if store else None  # never writes
     status = BatchStatus(
         now=now,
         prompts_dir=workspace.prompts_dir,
@@ -228,12 +288,17 @@ def collect(
         totals=dict.fromkeys(STATES, 0),
         sends_today=store.send_counts(local_day_start(now)).total if store else 0,
         sends_limit=int(workspace.config.qwen.max_sends_per_day),
-        quota_blocked_until=blocked[0] if blocked else None,
-        quota_reason=blocked[1] if blocked else None,
+        quota_blocked_until=able.quota_until if able else None,
+        quota_reason=able.quota_reason or None if able else None,
         last_cycle=LastCycle.read(workspace.state_dir / CYCLE_RECORD),
         login=LoginInfo.read(workspace.config.path("browser", "storage_state")),
+        accounts=collect_accounts(workspace, now),
+        several_accounts=bool(workspace.config.values.get("accounts")),
     )
     places, limits = Places(str(workspace.articles_dir)), status.limits
+    if able and able.off:
+        limits = replace(limits, account_off=able.off)
+    senders = first_sends(store) if store else {}
     views = batch.scan(workspace.prompts_dir, workspace.articles_dir)
     batch.attach_records(views, workspace.state_dir, store)
     learned = batch.check_waiting_prompts(
@@ -241,7 +306,10 @@ def collect(
     )
     if learned and store:
         remember_prompt_checks(store, learned)
-    rows = [build_row(view, summaries.get(view.slug), now, limits, places) for view in views]
+    rows = [
+        build_row(view, summaries.get(view.slug), now, limits, places, workspace, senders.get(view.slug))
+        for view in views
+    ]
     for row in rows:
         status.totals[row.state] += 1
     status.invalid = [row.last_error or row.slug for row in rows if row.state == Phase.INVALID]
@@ -270,13 +338,22 @@ def remember_prompt_checks(store, learned: list) -> None:
 
 
 def build_row(
-    view: batch.ArticleView, summary: Summary | None, now: float, limits: Limits, places: Places
+    view: batch.ArticleView,
+    summary: Summary | None,
+    now: float,
+    limits: Limits,
+    places: Places,
+    workspace: Workspace | None = None,
+    first_send: Send | None = None,
 ) -> Row:
-    """One article's row. Done articles are described by the store alone (no file read)."""
+    """One article's row. Done articles are described by the store alone (no file read). Its
+    account: the one its chat is on (its first send's, or its intent marker's)."""
     phase = view.phase
     journal = summary or Summary(view.slug)
     row = Row(slug=view.slug, state=Phase.DONE.value, path=places.md(view.slug))
     row.engine = journal.engine or None
+    if view.sending or (first_send is not None and first_send.chat_url):
+        row.account = sender_of(view.files, first_send)
     row.chat_url = journal.chat_url or None
     sent_at = journal.sent_ts
     if phase is Phase.INVALID:
@@ -301,6 +378,10 @@ def build_row(
             row.turn, row.turns = int(state.turn or 1), int(state.turns)
         if phase is Phase.GENERATING:
             row.chat_url = chat_url or row.chat_url
+        if row.account and workspace is not None and (view.sent or view.sending):
+            limits = replace(limits, account_off=sender_problem(workspace, row.account))
+        elif view.sent or view.sending:
+            limits = replace(limits, account_off="")
         row.state = state_of(view, state, journal.last_event, limits, now)
     row.age_seconds = int(now - sent_at) if sent_at and phase is not Phase.PENDING else None
     return row

@@ -121,6 +121,10 @@ def generate(
     slug: Annotated[str, typer.Argument(help="the prompt's name: prompts/SLUG.md")],
     wait: Annotated[bool, typer.Option("--wait", help="by hand: stay until the article is written")] = False,
     engine: Annotated[str, typer.Option(help="auto (the contract), qwen (no fallback) or router")] = "auto",
+    account: Annotated[
+        str | None,
+        typer.Option("--account", help="send a first send from this chat account only ([accounts.NAME])"),
+    ] = None,
     config: ConfigOption = None,
 ) -> None:
     """Move one article along the contract: 0 done, 42 sent, 3 still working, 1 failed, 2 bad input."""
@@ -137,7 +141,9 @@ def generate(
             _progress(f"{slug}: starting", enabled=wait, live=True) as report,
             _quiet_browser_on_interrupt(),
         ):
-            outcome = run_contract(workspace, slug, engines, wait=wait, engine=engine, say=report)
+            outcome = run_contract(
+                workspace, slug, engines, wait=wait, engine=engine, say=report, account=account
+            )
     except KeyboardInterrupt:
         say(_interrupted(workspace, slug))
         raise typer.Exit(ExitCode.INTERRUPTED) from None

@@ -30,22 +30,34 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait for the sign-in")] = 600,
+        account_name: Annotated[
+            str | None,
+            typer.Option("--account", help="the [accounts.NAME] to sign in (needed when there are several)"),
+        ] = None,
         config: ConfigOption = None,
     ) -> None:
         """Sign in to the chat once (a browser window opens) and keep the login (mode 0600)."""
         from ..console import say
         from ..engines.base import EngineBusy, EngineError
         from ..errors import UsageProblem
-        from ..setup.login import LoginFailed, describe_expiry, import_state, run_login
+        from ..setup.login import (
+            LoginFailed,
+            account_to_log_in,
+            describe_expiry,
+            import_state,
+            run_login,
+            state_key,
+        )
 
         if not 0 < timeout <= 86400:  # also refuses nan, which would wait forever
             raise UsageProblem(f"--timeout {timeout}: must be more than 0 and at most 86400 seconds")
         workspace = workspace_of(ctx, config)
+        account = account_to_log_in(workspace.config, account_name)
         try:
             if import_file is not None:
-                result = import_state(workspace.config, import_file)
+                result = import_state(workspace.config, account, import_file)
             else:
-                result = run_login(workspace.config, timeout=timeout, say=say)
+                result = run_login(workspace.config, account, timeout=timeout, say=say)
         except LoginFailed as failed:
             say(f"qwenpipe: login: {failed}")
             raise typer.Exit(ExitCode.FAILED) from None
@@ -55,7 +67,7 @@ def register(app: typer.Typer) -> None:
         except EngineError as error:
             say(f"qwenpipe: login: {error}")
             raise typer.Exit(ExitCode.FAILED) from None
-        say(f"{result.how}: the login is saved in {result.state_path} (mode 0600, browser.storage_state)")
+        say(f"{result.how}: the login is saved in {result.state_path} (mode 0600, {state_key(account)})")
         say(f"the chat login {describe_expiry(result.expires_at)}")
         for note in result.notes:
             say(f"note: {note}")

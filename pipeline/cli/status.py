@@ -59,6 +59,15 @@ def register(app: typer.Typer) -> None:
 
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
+    @app.command("accounts")
+    def accounts_command(
+        ctx: typer.Context,
+        as_json: Annotated[bool, typer.Option("--json", help="one JSON document (docs/status.md)")] = False,
+        config: ConfigOption = None,
+    ) -> None:
+        """Each chat account: its login and expiry, sends today against its limit, a quota block, enabled."""
+        print_accounts(workspace_of(ctx, config), as_json)
+
     @app.command("show")
     def show_command(
         ctx: typer.Context,
@@ -80,6 +89,18 @@ def register(app: typer.Typer) -> None:
             sys.stdout.write(mask(plain_story(story, slug)))
         else:
             _stdout().print(rich_story(story, slug))
+
+
+def print_accounts(workspace, as_json: bool) -> None:
+    from ..batch.dashboard import accounts_table
+    from ..batch.status import collect_accounts
+
+    accounts = collect_accounts(workspace, time.time())
+    if as_json:
+        document = {"accounts": [account.to_json() for account in accounts]}
+        sys.stdout.write(json.dumps(mask_data(document), ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(mask(accounts_table(accounts, time.time())))
 
 
 def print_status(workspace, query: dict, as_json: bool) -> None:

@@ -38,16 +38,18 @@ class Journal:
         return shared(self.path.parent)
 
     def append(self, slug: str, event: str, **fields: object) -> dict:
-        """Record one step. None-valued fields are left out to keep events short."""
+        """Record one step. None-valued fields are left out to keep events short. `account`
+        (a field): the chat account the step was about; a chat step names `default` without it."""
         from ..store.protocol import DEFAULT_ACCOUNT, Event
 
         kept = mask_data({k: v for k, v in fields.items() if v is not None})
+        account = kept.pop("account", None)
         record = Event(
             slug,
             event,
             round(time.time(), 3),
             pid=os.getpid(),
-            account=DEFAULT_ACCOUNT if kept.get("engine") == "qwen" else "",
+            account=str(account) if account else DEFAULT_ACCOUNT if kept.get("engine") == "qwen" else "",
             fields=kept,
         )
         store = self.store

@@ -27,7 +27,8 @@ class Phase(StrEnum):
     FAILED = "failed"  # hard failure on every engine, not yet dead-lettered
     DEAD = "dead"  # SLUG.md.failed: skipped until `qwenpipe replay`
     BACKOFF = "backoff"  # a transient failure: next try in the future
-    QUOTA = "quota"  # nothing sent yet, and the chat's quota is spent or the daily send limit reached
+    QUOTA = "quota"  # nothing sent yet, and the chat's quota is spent or the daily send limit reached;
+    # or its chat account (or, for a new send, every account) is disabled or at its own limit
     SENDING = "sending"  # intent marker without a URL: a send in progress or interrupted
     GENERATING = "generating"  # sent (SLUG.md.url): the chat is writing (or done, not yet collected)
     PENDING = "pending"  # nothing sent yet
@@ -63,6 +64,8 @@ class Reason(StrEnum):
     SPACING = "spacing"  # its chat was looked at less than poll_interval ago
     QUOTA = "quota"  # the chat's own daily quota is spent
     LIMIT = "limit"  # our send limit: `why` names it (qwen.max_sends_per_day or _per_cycle)
+    ACCOUNT = "account"  # its chat account may not go on (disabled, removed), or no account may
+    # send: `why` says which, with the fix
     ASKED = "asked"  # --engine router
     HARD = "hard"  # the chat failed hard in this step
 
@@ -131,6 +134,7 @@ class Limits:
     max_sends_per_cycle: int = 0  # 0: no limit (a run by hand has none)
     poll_interval: float = 60.0
     max_attempts: int = 5
+    account_off: str = ""  # why the article's account (a new send: every account) may not go on
 
     @property
     def sends_stopped(self) -> bool:
@@ -234,7 +238,7 @@ def phase_of(f: Files, r: Record = NO_RECORD, limits: Limits = NO_LIMITS, now: f
     # leaves the count, but the article is generating again).
     if r.hard_failures and r.failing:
         return Phase.FAILED
-    if not (f.sent or f.sending) and limits.sends_stopped:
+    if limits.account_off or (not (f.sent or f.sending) and limits.sends_stopped):
         return Phase.QUOTA
     if r.next_try > now:
         return Phase.BACKOFF
@@ -270,6 +274,8 @@ def decide(facts: Facts) -> Decision:
         return Decision(phase, Action.DEAD_LETTER if last else Action.FAIL, Reason.HARD, why=why)
     if limits.engine == "router":
         return Decision(phase, Action.FALL_BACK, Reason.ASKED, why="asked for the router (--engine router)")
+    if limits.account_off and (f.sent or f.sending):  # its chat is its account's alone: it waits
+        return Decision(phase, Action.WAIT, Reason.ACCOUNT, why=limits.account_off)
     if f.sent and facts.next_turn:
         return _send_gate(facts, phase)
     if f.sent and facts.wait:
@@ -299,6 +305,8 @@ def _send_gate(facts: Facts, phase: Phase) -> Decision:
     if limits.quota_until is not None:
         action = Action.FALL_BACK if limits.engine == "auto" and limits.router else Action.WAIT
         return Decision(phase, action, Reason.QUOTA, limits.quota_until, why=limits.quota_reason)
+    if limits.account_off:
+        return Decision(phase, Action.WAIT, Reason.ACCOUNT, why=limits.account_off)
     if limits.max_sends_per_day and limits.sends_today >= limits.max_sends_per_day:
         return Decision(phase, Action.WAIT, Reason.LIMIT, why=DAILY_LIMIT)
     if limits.max_sends_per_cycle and limits.cycle_sends >= limits.max_sends_per_cycle:

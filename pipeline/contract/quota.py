@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from .. import files
+from ..store.protocol import DEFAULT_ACCOUNT
 from .journal import Journal
 
 LONGEST_BLOCK = 86400.0  # s: a block the site gave no hours for lasts until midnight, at most a day
@@ -28,16 +29,16 @@ class ChatQuota:
 
         return shared(self.path.parent)
 
-    def blocked_until(self, now: float, *, replan: bool = True) -> tuple[float, str] | None:
+    def blocked_until(
+        self, now: float, *, replan: bool = True, account: str = DEFAULT_ACCOUNT
+    ) -> tuple[float, str] | None:
         """(until, reason) while sends to the chat are stopped, else None.
 
         A block lasts no longer from `now` than it was set for (until - since): one recorded
         under a clock that has since moved back would otherwise stop the chat for days. Such a
         block is re-planned from `now` and, when `replan`, saved (readers such as `status` pass
-        False: they never write)."""
-        from ..store.protocol import DEFAULT_ACCOUNT
-
-        block = self.store.quota_block(DEFAULT_ACCOUNT, now)
+        False: they never write). Each account has its own block."""
+        block = self.store.quota_block(account, now)
         if block is None:
             return None
         until, reason = block.until, block.reason
@@ -45,7 +46,7 @@ class ChatQuota:
         if since > now:
             until = now + min(max(until - since, 0.0), LONGEST_BLOCK)
             if replan:
-                self._save(until, now, reason)
+                self._save(until, now, reason, account)
         return (until, reason) if until > now else None
 
     def read(self) -> tuple[float, float, str] | None:
@@ -58,15 +59,18 @@ class ChatQuota:
             return None
         return until, since, reason
 
-    def _save(self, until: float, since: float, reason: str) -> None:
-        from ..store.protocol import DEFAULT_ACCOUNT, QuotaBlock
+    def _save(self, until: float, since: float, reason: str, account: str) -> None:
+        from ..store.protocol import QuotaBlock
 
         with self.store.step() as step:
-            step.block_quota(QuotaBlock(DEFAULT_ACCOUNT, until=until, reason=reason, since=since))
+            step.block_quota(QuotaBlock(account, until=until, reason=reason, since=since))
 
-    def block(self, now: float, retry_after: float | None, reason: str) -> float:
+    def block(
+        self, now: float, retry_after: float | None, reason: str, account: str = DEFAULT_ACCOUNT
+    ) -> float:
+        """Stop sends from `account` (only: the others go on) until the site's hours pass."""
         until = now + retry_after if retry_after else next_local_midnight(now)
-        self._save(until, now, reason)
+        self._save(until, now, reason, account)
         return until
 
 

@@ -27,6 +27,7 @@ OWNED_KEYS = frozenset(
         "engine",
         "model",
         "chat_url",
+        "account",
         "word_count",
         "reading_time",
         "turns",
@@ -118,12 +119,14 @@ def render_article(
     strip_title: bool = False,
     turns: int = 1,
     sent_sha256: str | None = None,
+    account: str = "",
 ) -> str:
     """The whole SLUG.md document. Our keys (OWNED_KEYS) replace the prompt's, except that its
     title wins; `chat_url` is the chat's only for an article the chat wrote.
 
     `sent_sha256`: the hash of the prompt as it was sent, when it was edited since: the article
-    answers that version, so that is the hash it carries, with `prompt_edited_after_send`."""
+    answers that version, so that is the hash it carries, with `prompt_edited_after_send`.
+    `account`: the chat account that wrote it (only a chat's article names one)."""
     title = article_title(prompt, answer)
     body = article_body(prompt, answer, strip_title=strip_title)
     words = count_words(body)
@@ -138,6 +141,8 @@ def render_article(
         ours["model"] = answer.model
     if chat_url and answer.engine == "qwen":
         ours["chat_url"] = chat_url
+    if account and answer.engine == "qwen":
+        ours["account"] = account
     ours.update(
         {
             "word_count": words,

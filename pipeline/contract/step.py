@@ -40,7 +40,7 @@ from ..engines.base import (
 from ..errors import UsageProblem
 from ..files import FileLock, LockBusy
 from ..redact import mask, mask_data
-from ..store.protocol import StoreBusy
+from ..store.protocol import DEFAULT_ACCOUNT, Intent, StoreBusy
 from .article import ArticleFiles, ArticleState, read_chat_url
 from .checks import Verdict, check_answer, count_words
 from .phases import (
@@ -61,10 +61,14 @@ from .phases import (
 from .prompts import PROMPT_QWEN_KEYS, Prompt, check_slug, load_prompt
 from .quota import SendBudget, sends_today
 from .render import article_body, render_article
+from .rotation import capacity, sender_of, sender_problem, standings
 from .workspace import Engines, Workspace
 
 ENGINE_CHOICES = ("auto", "qwen", "router")
-ACCOUNT = "default"  # the chat account an intent marker's send went to (one, until accounts exist)
+LOGGED_OUT = "logged_out"  # the chat engines' HardError code for "not logged in"
+# What an account meets before it takes a prompt that another account may take instead: the
+# article is offered to the next account only when nothing was submitted.
+ACCOUNT_REFUSALS = frozenset({LOGGED_OUT, "bot_check", "quota"})
 RECOVERY_CLOCK_SLACK = 10.0  # s: the site's clock (chat creation times) may run this far behind ours
 
 
@@ -88,8 +92,9 @@ class Outcome:
     engine: str | None = None
     chat_url: str | None = None
     sent: bool = False  # a prompt went to the chat in this step
-    reason: str = ""  # why WORKING: generating, locked, backoff, spacing, quota, limit
+    reason: str = ""  # why WORKING: generating, locked, backoff, spacing, quota, limit, account
     chat_error: str = ""  # the code of the chat's hard failure in this step (e.g. logged_out), if any
+    account: str = ""  # the chat account the article's chat is (or was just sent) on
 
 
 def _quiet(_message: str) -> None:
@@ -106,13 +111,20 @@ def generate(
     say: Callable[[str], None] = _quiet,
     clock: Callable[[], float] = time.time,
     budget: SendBudget | None = None,
+    account: str | None = None,
 ) -> Outcome:
     """Run the contract once for `slug`. Raises UsageProblem (exit 2) before writing anything.
 
-    `budget`: the cycle's sends to the chat (every turn counts); None by hand."""
+    `budget`: the cycle's sends to the chat (every turn counts); None by hand. `account`: the
+    one account a first send may go to (ConfigError, exit 2, naming the accounts, when there is
+    no such account); a chat already sent stays on its own account whatever is asked."""
     check_slug(slug)
     if engine not in ENGINE_CHOICES:
         raise UsageProblem(f"--engine {engine!r}: choose one of {', '.join(ENGINE_CHOICES)}")
+    if account is not None:
+        from ..accounts import account_named
+
+        account_named(workspace.config, account)
     article = workspace.article(slug)
     article.check()  # a symlink, FIFO or folder among its files: refused before anything is read
     if article.md.exists():
@@ -128,7 +140,16 @@ def generate(
         )
     try:
         step = Step(
-            workspace, article, prompt, engines, wait=wait, choice=engine, say=say, clock=clock, budget=budget
+            workspace,
+            article,
+            prompt,
+            engines,
+            wait=wait,
+            choice=engine,
+            say=say,
+            clock=clock,
+            budget=budget,
+            account=account,
         )
         return step.run()
     except StoreBusy as busy:  # nothing of the step was written, nothing sent after it: try later
@@ -152,6 +173,7 @@ class Step:
         say: Callable[[str], None],
         clock: Callable[[], float],
         budget: SendBudget | None = None,
+        account: str | None = None,
     ):
         self.ws, self.article, self.prompt, self.engines = workspace, article, prompt, engines
         self.wait, self.choice, self.say, self.clock = wait, choice, say, clock
@@ -161,6 +183,11 @@ class Step:
         self.chat_url: str | None = None
         self.chat_error = ""
         self.recovered = False  # the intent marker was answered in this step
+        # The accounts a first send may go to: the one asked for (--account), or the one an
+        # interrupted send went to (its chat may exist there after all); () = rotation's choice.
+        self.only: tuple[str, ...] = (account,) if account else ()
+        self.chosen: str | None = None  # the account rotation chose for the send being decided
+        self.account = ""  # the account the article's chat is on, once known
 
     # -- the steps ---------------------------------------------------------------------------
 
@@ -198,16 +225,23 @@ class Step:
         )
         now = self.clock()
         if wants_send and not (done or dead):
-            limits = self.send_limits(limits, now, budget_spent)
+            limits = self.send_limits(limits, now, budget_spent, (self.sender(),) if next_turn else self.only)
+        if (seen.sent or seen.sending) and not (done or dead):  # its chat is its account's alone
+            limits = replace(limits, account_off=sender_problem(self.ws, self.sender()))
         record = Record.of(self.state)
         return decide(Facts(seen, record, limits, now, wait=self.wait, next_turn=next_turn, failure=failure))
 
-    def send_limits(self, limits: Limits, now: float, budget_spent: bool) -> Limits:
-        """`limits` with the chat's quota and the send counts: read only when a send may be next.
-        The daily count is read only when the quota lets a send through (as the gate asks)."""
-        blocked = self.ws.chat_quota.blocked_until(now)
-        if blocked:
-            return replace(limits, quota_until=blocked[0], quota_reason=blocked[1])
+    def send_limits(self, limits: Limits, now: float, budget_spent: bool, names: tuple[str, ...]) -> Limits:
+        """`limits` with the accounts' quotas and the send counts: read only when a send may be
+        next, from the accounts `names` (() = every one). Rotation chooses the account
+        (`self.chosen`); when none may send, the limits say why (the site's quota block, or
+        `account_off`). The daily count is read only when the quota lets a send through."""
+        able = capacity(standings(self.ws, now, self.engines.unavailable, names))
+        self.chosen = able.chosen.name if able.chosen else None
+        if able.quota_until is not None:
+            return replace(limits, quota_until=able.quota_until, quota_reason=able.quota_reason)
+        if able.off and not self.skipped_error(names):
+            return replace(limits, account_off=able.off)
         per_day = self.qwen.max_sends_per_day
         budget = self.budget
         return replace(
@@ -258,6 +292,8 @@ class Step:
             message = f"{self.slug}: retrying after {_clock(until)} (last error: {self.state.last_error})"
         elif reason is Reason.SPACING:
             message = f"{self.slug}: generating; next look in {until - self.clock():.0f} s"
+        elif reason is Reason.ACCOUNT:
+            message = f"{self.slug}: waits: {decision.why}"
         elif reason is Reason.QUOTA:
             spent = f"spent until {_clock(until)}; no fallback"
             message = f"{self.slug}: {what} waits for the chat's quota ({spent})"
@@ -274,83 +310,156 @@ class Step:
         return self.outcome(Status.WORKING, message, reason=str(reason))
 
     def send(self) -> Outcome:
-        self.engines.chat().prepare()  # a busy or missing browser stops us before the marker
+        """Send the prompt from the account rotation chose; when that account refuses before it
+        took anything (logged out, a bot check, its quota answered with no chat), the next one
+        is offered it: the send is decided again, without that account."""
+        account = self.chosen
+        if account is None:  # every account this run found unusable: its refusal stands
+            raise self.skipped_error(self.only) or HardError("no chat account may send", code="no_account")
+        self.account = account
+        chat = self.engines.chat(account)
+        chat.prepare()  # a busy or missing browser stops us before the marker
+        now = self.clock()
+        with self.ws.store.step() as step:  # the account is recorded with the send, before the click
+            step.forget_sends(self.slug)  # an earlier send whose files were deleted, or in doubt
+            step.record_intent(self.slug, Intent(1, now, self.prompt.sha256, account, os.getpid()))
         # What recovery needs to tell this send's chat from any other: see adoptable_chat.
-        marker = {
-            "time": self.clock(),
-            "pid": os.getpid(),
-            "prompt_sha256": self.prompt.sha256,
-            "account": ACCOUNT,
-        }
+        marker = {"time": now, "pid": os.getpid(), "prompt_sha256": self.prompt.sha256, "account": account}
         files.atomic_write(self.article.sending, json.dumps(marker) + "\n")
-        self.log("sending", engine="qwen", attempt=self.state.attempts + 1, prompt_sha256=self.prompt.sha256)
-        self.say(f"{self.slug}: sending the prompt to the chat")
+        self.log(
+            "sending",
+            engine="qwen",
+            account=account,
+            attempt=self.state.attempts + 1,
+            prompt_sha256=self.prompt.sha256,
+        )
+        self.say(f"{self.slug}: sending the prompt to the chat (account {account})")
         started = time.monotonic()
         crashpoint("before_send")
         try:
-            url = self.engines.chat().send(self.prompt.turns[0], self.chat_choice())
+            url = chat.send(self.prompt.turns[0], self.chat_choice())
         except EngineError as err:
-            if err.nothing_sent:
+            took_nothing = err.nothing_sent or (isinstance(err, QuotaSpent) and self.may_rotate())
+            if took_nothing:
                 files.remove(self.article.sending)  # nothing reached the site: nothing to look for
+                with self.ws.store.step() as step:
+                    step.withdraw_intent(self.slug, 1)
                 self.unsent(err)
+            if took_nothing and err.code in ACCOUNT_REFUSALS and self.may_rotate():
+                return self.next_account(account, err)
             raise
         crashpoint("after_send")
         # The URL is the proof of the send: it goes to disk before anything else happens.
         files.atomic_write(self.article.url, url + "\n")
         files.remove(self.article.sending)
+        with self.ws.store.step() as step:
+            step.record_sent(self.slug, 1, url, self.clock())
         self.chat_url = url
         self.state.sent_at = self.state.last_poll = self.clock()
         self.state.attempts, self.state.engine, self.state.progress = 0, "qwen", "sent"
         self.state.sent_sha256 = self.prompt.sha256
         self.save()
-        self.log("sent", engine="qwen", chat_url=url, duration=_since(started))
+        self.log("sent", engine="qwen", account=account, chat_url=url, duration=_since(started))
         if self.wait:
             return self.poll()
-        return self.outcome(Status.QUEUED, f"{self.slug}: sent, the chat is {url}", sent=True)
+        return self.outcome(
+            Status.QUEUED, f"{self.slug}: sent, the chat is {url} (account {account})", sent=True
+        )
+
+    def may_rotate(self) -> bool:
+        """Whether a refused first send may go to another account: there are several, and not
+        when one was asked for (--account), nor after an interrupted send (its chat may be on
+        that account after all)."""
+        from ..accounts import several
+
+        return not self.only and several(self.ws.config)
+
+    def next_account(self, account: str, err: EngineError) -> Outcome:
+        """`account` refused the prompt before taking it: skip it (its quota block is recorded;
+        a login or bot check is skipped for the rest of this run) and decide the send again."""
+        if isinstance(err, QuotaSpent):
+            until = self.ws.chat_quota.block(self.clock(), err.retry_after, str(err), account=account)
+            self.log("quota", engine="qwen", account=account, until=_clock(until), error=str(err))
+        else:
+            self.engines.unavailable[account] = err
+        self.say(f"{self.slug}: account {account} cannot send ({err}); offering it to the next account")
+        self.account = ""
+        return self.carry_out(self.decide())
+
+    def skipped_error(self, names: tuple[str, ...]) -> EngineError | None:
+        """The refusal of an account this run skipped, when every account of `names` (() = all)
+        is skipped or off and one was skipped: sending then fails as that account did."""
+        from ..accounts import all_accounts
+
+        accounts = [a.name for a in all_accounts(self.ws.config) if not names or a.name in names]
+        skipped = [self.engines.unavailable[a] for a in accounts if a in self.engines.unavailable]
+        return skipped[0] if skipped else None
+
+    def sender(self) -> str:
+        """The account that took (or was about to take) the article's prompt (rotation.sender_of)."""
+        if not self.account:
+            first = [s for s in self.ws.store.sends(self.slug) if s.turn == 1]
+            self.account = sender_of(self.article, first[0] if first else None)
+        return self.account
 
     def unsent(self, err: EngineError, **fields: object) -> None:
         """The send just announced ("sending") failed before anything was submitted: it is no
         send. The journal says so (the daily count drops it) and the cycle's budget gets it back."""
-        self.log("unsent", engine="qwen", code=err.code, **fields)
+        self.log("unsent", engine="qwen", account=self.account or None, code=err.code, **fields)
         if self.budget is not None:
             self.budget.give_back()
 
     def recover(self) -> str | None:
         """A marker without a URL: the last send may have reached the site. Look before sending,
         and take a chat only when it is surely this article's (adoptable_chat); in doubt, send."""
-        self.say(f"{self.slug}: an earlier send was interrupted; looking for its chat in the chat list")
-        self.log("recovering", engine="qwen")
-        found = self.engines.chat().find_chats(self.prompt.turns[0])
+        account = self.sender()
+        self.only = (account,)  # a send after this goes to that account, where the chat may be
+        self.say(
+            f"{self.slug}: an earlier send was interrupted; "
+            f"looking for its chat in account {account}'s chat list"
+        )
+        self.log("recovering", engine="qwen", account=account)
+        found = self.engines.chat(account).find_chats(self.prompt.turns[0])
         if not found:
-            self.log("recovery_not_found", engine="qwen")
+            self.log("recovery_not_found", engine="qwen", account=account)
             self.say(f"{self.slug}: no chat holds this prompt, so it never reached the site: sending it")
             return None
-        url, why = adoptable_chat(
-            found,
-            read_marker(self.article.sending),
-            self.prompt.sha256,
-            chats_of_other_articles(self.article),
-        )
+        marker = read_marker(self.article.sending)
+        others = chats_of_other_articles(self.article)
+        url, why = adoptable_chat(found, marker, self.prompt.sha256, others, account)
         if url is None:
-            self.log("recovery_in_doubt", engine="qwen", reason=why)
+            self.log("recovery_in_doubt", engine="qwen", account=account, reason=why)
             self.say(f"{self.slug}: not taking a chat that may not be this article's ({why}): sending again")
             return None
         files.atomic_write(self.article.url, url + "\n")
         files.remove(self.article.sending)
+        self.remember_send(url, marker)
         self.state.sent_at = self.state.sent_at or self.clock()
         self.state.engine = "qwen"
         self.state.sent_sha256 = self.prompt.sha256  # found by this very text
         self.save()
-        self.log("recovered", engine="qwen", chat_url=url)
+        self.log("recovered", engine="qwen", account=account, chat_url=url)
         self.say(f"{self.slug}: found the chat the interrupted send made: {url}; not sending again")
         return url
 
+    def remember_send(self, url: str, marker: dict | None) -> None:
+        """The store's record of the first send, with the chat the recovery found: an intent
+        recorded by an older version (or none at all) gets the marker's account and time."""
+        sends = [s for s in self.ws.store.sends(self.slug) if s.turn == 1]
+        since = marker.get("time") if marker else None
+        with self.ws.store.step() as step:
+            if not sends or sends[0].account != self.account or sends[0].chat_url not in ("", url):
+                step.forget_sends(self.slug)
+                when = float(since) if isinstance(since, (int, float)) else self.clock()
+                step.record_intent(self.slug, Intent(1, when, self.prompt.sha256, self.account, os.getpid()))
+            step.record_sent(self.slug, 1, url, self.clock())
+
     def poll(self) -> Outcome:
-        """Look at the sent chat (the decision says it is due)."""
+        """Look at the sent chat (the decision says it is due), from the account that sent it."""
         if len(self.prompt.turns) > 1:
             return self.poll_turns()
         started = time.monotonic()
-        chat = self.engines.chat()
+        chat = self.engines.chat(self.sender())
         if self.wait:
             result = chat.wait(
                 self.chat_url,
@@ -365,7 +474,9 @@ class Step:
         assert isinstance(result, Generating)
         self.state.attempts, self.state.progress = 0, result.progress
         self.save()
-        self.log("poll", engine="qwen", progress=result.progress, duration=_since(started))
+        self.log(
+            "poll", engine="qwen", account=self.account, progress=result.progress, duration=_since(started)
+        )
         return self.outcome(
             Status.WORKING, f"{self.slug}: {result.progress} ({self.chat_url})", reason="generating"
         )
@@ -373,7 +484,7 @@ class Step:
     def poll_turns(self) -> Outcome:
         """A multi-turn prompt: the chat itself says how far it got; send the next turn only when
         the previous answer is complete and the next turn is not in the chat yet."""
-        chat = self.engines.chat()
+        chat = self.engines.chat(self.sender())
         total = len(self.prompt.turns)
         deadline = time.monotonic() + self.qwen.answer_timeout
         while True:
@@ -436,11 +547,11 @@ class Step:
         if decision.action is not Action.SEND:
             return self.carry_out(decision, f"turn {number}")
         total = len(self.prompt.turns)
-        self.log("sending", engine="qwen", turn=number, chat_url=self.chat_url)
+        self.log("sending", engine="qwen", account=self.account, turn=number, chat_url=self.chat_url)
         self.say(f"{self.slug}: sending turn {number} of {total}")
         started = time.monotonic()
         try:
-            self.engines.chat().send_turn(self.chat_url, self.prompt.turns[number - 1])
+            self.engines.chat(self.account).send_turn(self.chat_url, self.prompt.turns[number - 1])
         except EngineError as err:
             if err.nothing_sent:
                 self.unsent(err, turn=number)
@@ -452,7 +563,14 @@ class Step:
             0.0,
         )
         self.save()
-        self.log("sent", engine="qwen", turn=number, chat_url=self.chat_url, duration=_since(started))
+        self.log(
+            "sent",
+            engine="qwen",
+            account=self.account,
+            turn=number,
+            chat_url=self.chat_url,
+            duration=_since(started),
+        )
         return None
 
     def chat_choice(self) -> ChatChoice:
@@ -493,6 +611,7 @@ class Step:
             strip_title=settings["strip_title"],
             turns=len(self.prompt.turns),
             sent_sha256=self.state.sent_sha256 if edited else None,
+            account=self.sender() if answer.engine == "qwen" else "",
         )
         files.atomic_write(self.article.md, document, mode=files.SHARED, crash_at="mid_article")
         files.remove(self.article.sending)
@@ -583,12 +702,19 @@ class Step:
         now = self.clock()
         self.chat_error = err.code
         self.state.record_error(now, "qwen", err.code, str(err))
-        self.log("hard", engine="qwen", error=str(err), code=err.code)
+        self.log("hard", engine="qwen", account=self.account or None, error=str(err), code=err.code)
         self.say(f"{self.slug}: the chat failed hard: {err}")
+        account = self.account or DEFAULT_ACCOUNT
         if isinstance(err, QuotaSpent):
-            until = self.ws.chat_quota.block(now, err.retry_after, str(err))
-            self.log("quota", engine="qwen", until=_clock(until), error=str(err))
-            self.say(f"the chat's daily quota is spent: no sends to the chat until {_clock(until)}")
+            until = self.ws.chat_quota.block(now, err.retry_after, str(err), account=account)
+            self.log("quota", engine="qwen", account=account, until=_clock(until), error=str(err))
+            self.say(
+                f"the chat's daily quota is spent: no sends from account {account} until {_clock(until)}"
+            )
+        if err.code == LOGGED_OUT and self.chat_url:  # a chat in flight waits for its own account
+            return self.give_up(
+                err, f"{err}; its chat waits for account {account}: run `qwenpipe login --account {account}`"
+            )
         decision = self.decide(failure=Failure.CHAT)
         if decision.action is Action.FALL_BACK:
             return self.fallback(str(err), chat_error=err)
@@ -696,6 +822,7 @@ class Step:
             sent=sent,
             reason=reason,
             chat_error=self.chat_error,
+            account=self.account,
         )
 
 
@@ -753,13 +880,18 @@ def chats_of_other_articles(article: ArticleFiles) -> dict[str, str]:
 
 
 def adoptable_chat(
-    found: list[FoundChat], marker: dict | None, prompt_sha256: str, taken: dict[str, str]
+    found: list[FoundChat],
+    marker: dict | None,
+    prompt_sha256: str,
+    taken: dict[str, str],
+    account: str = DEFAULT_ACCOUNT,
 ) -> tuple[str | None, str]:
     """(url, "") for the one chat an interrupted send made, else (None, why it is in doubt).
 
     A chat is this article's only if its first message is the prompt (`found` holds only such
     chats), the site made it after the intent marker was written (less RECOVERY_CLOCK_SLACK),
-    and no other article's `.md.url` names it; and only if exactly one chat passes and none
+    and no other article's `.md.url` names it, and the marker names `account`, whose chat list
+    `found` is; and only if exactly one chat passes and none
     is undecidable (a chat whose creation time the site does not give). Two articles with the
     same text, or two workspaces on one account, must never share a chat: a second send costs
     one prompt, a shared chat costs an article.
@@ -769,8 +901,8 @@ def adoptable_chat(
         return None, "the intent marker does not say when the send was attempted"
     if marker.get("prompt_sha256") != prompt_sha256:
         return None, "the prompt changed since the interrupted send (or the marker does not say)"
-    if marker.get("account", ACCOUNT) != ACCOUNT:
-        return None, f"the interrupted send went to account {marker.get('account')!r}"
+    if (marker.get("account") or DEFAULT_ACCOUNT) != account:  # `found` is `account`'s chat list
+        return None, f"the interrupted send went to account {marker.get('account')!r}, not {account!r}"
     ours, unknown, others = [], [], []
     for chat in found:
         owner = taken.get(urlparse(chat.url).path.rstrip("/"))

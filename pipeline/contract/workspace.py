@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config import Config, ConfigError
-from ..engines.base import ChatEngine, DirectEngine, EngineBusy
+from ..engines.base import ChatEngine, DirectEngine, EngineBusy, EngineError
 from ..files import FileLock, LockBusy
 from ..redact import router_key
+from ..store.protocol import DEFAULT_ACCOUNT
 from .article import STATE_DIR, ArticleFiles
 from .journal import Journal
 from .quota import ChatQuota
@@ -90,6 +91,9 @@ def browser_session(config: Config, browser: dict | None = None) -> BrowserSessi
 
 
 def default_chat_factory(config: Config) -> ChatEngine:
+    """The chat engine of the account `config` is for (accounts.account_config): with several
+    accounts its browser is a context of the one browser they share (engines.qwen.browser)."""
+    from ..accounts import account_named, config_account, several
     from ..console import say
     from ..engines.qwen.engine import QwenEngine  # Playwright is imported only when a chat is needed
     from ..engines.qwen.selectors import SelectorError
@@ -101,7 +105,8 @@ def default_chat_factory(config: Config) -> ChatEngine:
             config.browser.as_dict(),
             root=config.root,
             lock_profile=lock_browser_profile,
-            keep_login=LoginRefresh(config, say=say),
+            keep_login=LoginRefresh(config, say=say, account=account_named(config, config_account(config))),
+            shared_browser=several(config),
         )
     except SelectorError as err:
         raise ConfigError(str(err)) from None
@@ -115,18 +120,28 @@ def default_router_factory(config: Config) -> DirectEngine:
 
 @dataclass
 class Engines:
-    """Lazy engines: no browser starts, and no HTTP client opens, until one is asked for."""
+    """Lazy engines: no browser starts, and no HTTP client opens, until one is asked for.
+
+    One chat engine per account (`chat(name)`), each made by `chat_factory` from the config as
+    that account sees it (accounts.account_config). `unavailable`: the accounts this run found
+    unable to send (logged out, a bot check), with why: rotation skips them until the next run."""
 
     config: Config
     chat_factory: Callable[[Config], ChatEngine] = default_chat_factory
     router_factory: Callable[[Config], DirectEngine] = default_router_factory
-    _chat: ChatEngine | None = field(default=None, init=False)
+    unavailable: dict[str, EngineError] = field(default_factory=dict)
+    _chats: dict[str, ChatEngine] = field(default_factory=dict, init=False)
     _router: DirectEngine | None = field(default=None, init=False)
 
-    def chat(self) -> ChatEngine:
-        if self._chat is None:
-            self._chat = self.chat_factory(self.config)
-        return self._chat
+    def chat(self, account: str = DEFAULT_ACCOUNT) -> ChatEngine:
+        """The chat engine of `account` (the one account `default` of a setup without tables)."""
+        engine = self._chats.get(account)
+        if engine is None:
+            from ..accounts import account_config, account_named
+
+            config = account_config(self.config, account_named(self.config, account))
+            engine = self._chats[account] = self.chat_factory(config)
+        return engine
 
     def router(self) -> DirectEngine:
         if self._router is None:
@@ -135,13 +150,14 @@ class Engines:
 
     @property
     def chat_started(self) -> bool:
-        return self._chat is not None
+        return bool(self._chats)
 
     def close(self) -> None:
-        for engine in (self._chat, self._router):
+        for engine in (*self._chats.values(), self._router):
             if engine is not None:
                 engine.close()
-        self._chat = self._router = None
+        self._chats.clear()
+        self._router = None
 
     def __enter__(self) -> Engines:
         return self

@@ -1,10 +1,14 @@
 """`qwenpipe doctor`: is this machine ready to run unattended? One line per check, with the fix.
 
-Checks, in order: the config; the browser (which, which version); the profile folder and the
-saved login (present, private); logged in to qwen.base_url (through a real page and the site's
-`/api/v2/users/status`); every selector of the chat page, by name (how a user learns the site
-changed); the router (`/api/health`, `/v1/models`, router.model listed); the prompts folder
-there; the articles folder writable. At most one browser is started, and it is closed before returning.
+Checks, in order: the config; the browser (which, which version); for each account its profile
+folder and saved login (present, private, its expiry), or that it is disabled; each enabled
+account logged in to qwen.base_url (through a real page and the site's `/api/v2/users/status`);
+every selector of the chat page, by name (how a user learns the site changed); the router
+(`/api/health`, `/v1/models`, router.model listed); the prompts folder there; the articles
+folder writable. One browser at a time (one per enabled account), each closed before the next.
+
+With `[accounts.*]` tables each account's checks carry its name ("login (main)"); without,
+the one account `default` is [browser]'s and the checks are named as they always were.
 
 Statuses: ok, warn (works, but look), fail (will not work), skip (not applicable or not
 checkable here). The exit code is 0 unless something failed.
@@ -22,13 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..accounts import Account, all_accounts
 from ..config import Config
 from ..contract.workspace import browser_session
 from ..engines.qwen.browser import INSTALL_HINT, find_executable
 from ..engines.qwen.login import read_settled_login_state
 from ..exitcodes import ExitCode
 from ..redact import mask
-from .login import describe_expiry, state_token_expiry
+from .login import account_browser, describe_expiry, login_command, state_key, state_token_expiry
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 EXPIRY_WARN_SECONDS = 2 * 86400
@@ -124,9 +129,11 @@ def run_doctor(
     try:
         executable = check_browser_found(report, config, chromium)
         check_display(report, config)
-        check_profile(report, config, now)
+        accounts = all_accounts(config)
+        for account in accounts:
+            check_profile(report, config, now, account)
         step("chat page")
-        check_chat(report, config, executable, attached)
+        check_chat(report, config, executable, attached, accounts)
     finally:
         if chromium is not None:
             _PLAYWRIGHT.release()
@@ -209,33 +216,50 @@ def browser_version(path: str) -> str | None:
     return line[0].strip() if done.returncode == 0 and line else None
 
 
-def check_profile(report: Report, config: Config, now: float) -> None:
+def checked_as(name: str, account: Account) -> str:
+    """A check's name for one account: as it always was for [browser]'s, else with the name."""
+    return f"{name} ({account.name})" if account.configured else name
+
+
+def check_profile(report: Report, config: Config, now: float, account: Account) -> None:
+    """The account's profile folder (0700) and saved login (0600, its expiry). A disabled
+    account is reported as one, and its files are still checked: they hold a login all the same."""
+    if not account.enabled:
+        report.add(
+            checked_as("account", account),
+            SKIP,
+            f"disabled (enabled = false in {account.where}): no new sends; its chats in flight wait",
+            enabled=False,
+        )
     if config.browser.cdp_url:
-        report.add("profile", SKIP, "attached over CDP: the browser keeps its own profile and login")
+        if not account.configured:
+            report.add("profile", SKIP, "attached over CDP: the browser keeps its own profile and login")
         return
-    profile = config.path("browser", "profile_dir")
-    state = config.path("browser", "storage_state")
+    profile, state = account.profile_dir, account.storage_state
+    login = f"run `{login_command(account)}`"
+    name = checked_as("profile", account)
     if not profile.exists() and state.is_file():
-        report.add("profile", OK, f"{profile} will be made from the saved login on the first start")
+        report.add(name, OK, f"{profile} will be made from the saved login on the first start")
     elif not profile.exists():
-        report.add("profile", WARN, f"{profile} does not exist yet (no login kept)", "run `qwenpipe login`")
+        report.add(name, WARN, f"{profile} does not exist yet (no login kept)", login)
     else:
         mode = _mode(profile)
         if mode & 0o077:
             report.add(
-                "profile",
+                name,
                 FAIL,
                 f"{profile} is mode {mode:04o}: others can read the login",
                 f"chmod 700 {profile}",
             )
         else:
-            report.add("profile", OK, f"{profile} (mode {mode:04o})")
+            report.add(name, OK, f"{profile} (mode {mode:04o})")
+    name = checked_as("saved login", account)
     if not state.is_file():
         report.add(
-            "saved login",
+            name,
             WARN,
-            f"{state} does not exist (browser.storage_state)",
-            "run `qwenpipe login` (or `qwenpipe login --import FILE`)",
+            f"{state} does not exist ({state_key(account)})",
+            f"{login} (or `{login_command(account)} --import FILE`)",
         )
         return
     mode = _mode(state)
@@ -243,18 +267,16 @@ def check_profile(report: Report, config: Config, now: float) -> None:
     when = describe_expiry(expires, now)
     if mode & 0o077:
         report.add(
-            "saved login",
+            name,
             FAIL,
             f"{state} is mode {mode:04o}: others can read the login",
             f"chmod 600 {state}",
             expires_at=expires,
         )
     elif expires is not None and expires - now < EXPIRY_WARN_SECONDS:
-        report.add(
-            "saved login", WARN, f"{state}: the token {when}", "run `qwenpipe login`", expires_at=expires
-        )
+        report.add(name, WARN, f"{state}: the token {when}", login, expires_at=expires)
     else:
-        report.add("saved login", OK, f"{state} (mode {mode:04o}), token {when}", expires_at=expires)
+        report.add(name, OK, f"{state} (mode {mode:04o}), token {when}", expires_at=expires)
 
 
 def check_prompts(report: Report, config: Config) -> None:
@@ -301,8 +323,44 @@ def _mode(path: Path) -> int:
 # -- the chat page -------------------------------------------------------------------------------
 
 
-def check_chat(report: Report, config: Config, executable: Any, attached: bool) -> None:
-    """One browser, one new-chat page: the version (when not known), the login, each selector."""
+def check_chat(
+    report: Report, config: Config, executable: Any, attached: bool, accounts: tuple[Account, ...]
+) -> None:
+    """A new-chat page per enabled account, one browser at a time: the version (when not
+    known), each account's login, and each selector (on the first logged-in page)."""
+    if executable is None and not attached:  # no browser found: nothing to open
+        report.add("login", SKIP, "no browser to open the chat page with")
+        _skip_selectors(report, "no browser")
+        return
+    # Attached over CDP there is one browser, the user's, with the one login it has.
+    targets = accounts[:1] if attached else tuple(a for a in accounts if a.enabled)
+    if not targets:
+        report.add("login", SKIP, "every account is disabled (enabled = false): none to check")
+        _skip_selectors(report, "needs a logged-in chat page")
+        return
+    why = "needs a logged-in chat page"
+    for account in targets:
+        name = "login" if attached else checked_as("login", account)
+        browser = None if attached else account_browser(config, account)
+        logged_in = _check_chat_page(report, config, executable, attached, browser, name, account)
+        if logged_in is None:
+            why = "the page did not open"
+    if not any(c.name == "page" for c in report.checks):
+        _skip_selectors(report, why)
+
+
+def _check_chat_page(
+    report: Report,
+    config: Config,
+    executable: Any,
+    attached: bool,
+    browser: dict | None,
+    name: str,
+    account: Account,
+) -> bool | None:
+    """One browser on `browser` (a [browser] table; None: the config's own), one new-chat page:
+    the version (once), the login as the check `name`, and the selectors unless they have been
+    checked already. Whether it was logged in; None when the page did not open."""
     from playwright.sync_api import Error as PlaywrightError
 
     from ..engines.base import EngineError
@@ -315,28 +373,24 @@ def check_chat(report: Report, config: Config, executable: Any, attached: bool) 
         selector_sets = merge_overrides(config.qwen.selectors)
     except SelectorError:
         selector_sets = ()
-    if executable is None and not attached:  # no browser found: nothing to open
-        report.add("login", SKIP, "no browser to open the chat page with")
-        _skip_selectors(report, "no browser")
-        return
-    session = browser_session(config)
+    session = browser_session(config, browser)
     try:
         page = session.new_page()
         page.set_default_timeout(timeout * 1000)
-        if attached or executable[0] is None:
+        versioned = any(c.name == "browser" and c.extra.get("version") for c in report.checks)
+        if (attached or executable[0] is None) and not versioned:
             agent = page.evaluate("navigator.userAgent")
             version = next((p for p in agent.split() if "Chrome/" in p), agent)
             _add_version(report, version)
         page.goto(base_url + "/", wait_until="domcontentloaded")
-        logged_in = check_login(report, page, base_url, timeout)
-        if logged_in and selector_sets:
+        logged_in = check_login(report, page, base_url, timeout, name=name, login=login_command(account))
+        if logged_in and selector_sets and not any(c.name == "page" for c in report.checks):
             check_selectors(report, page, selector_sets, timeout)
-        else:
-            _skip_selectors(report, "needs a logged-in chat page")
+        return logged_in
     except (EngineError, PlaywrightError, UsageProblem) as err:  # UsageProblem: no screen, no Xvfb
         what = mask(str(getattr(err, "message", "") or err)).strip().splitlines()[0][:200]
-        report.add("login", FAIL, f"could not open {base_url}: {what}", _open_fix(err, attached))
-        _skip_selectors(report, "the page did not open")
+        report.add(name, FAIL, f"could not open {base_url}: {what}", _open_fix(err, attached))
+        return None
     finally:
         session.close()
 
@@ -365,13 +419,22 @@ def _open_fix(err: BaseException, attached: bool) -> str:
     return "check qwen.base_url and the network; browser.args for proxies"
 
 
-def check_login(report: Report, page: Any, base_url: str, timeout: float) -> bool:
-    """Logged in through the page: the site's status API, else the page itself (not /auth)."""
+def check_login(
+    report: Report,
+    page: Any,
+    base_url: str,
+    timeout: float,
+    *,
+    name: str = "login",
+    login: str = "qwenpipe login",
+) -> bool:
+    """Logged in through the page: the site's status API, else the page itself (not /auth).
+    `name`: the check's name (an account's: "login (main)"); `login`: the command that signs it in."""
     seen = read_settled_login_state(page, timeout)
     failure = _screen_problem(page)
     if failure:
         report.add(
-            "login",
+            name,
             FAIL,
             f"{base_url}: {failure}",
             "try later, headed (browser.headless = false) "
@@ -385,12 +448,12 @@ def check_login(report: Report, page: Any, base_url: str, timeout: float) -> boo
             if status
             else "the page is the app (the status API did not answer)"
         )
-        report.add("login", OK, f"logged in to {base_url} ({how})")
+        report.add(name, OK, f"logged in to {base_url} ({how})")
         return True
     why = "the site says logged out" if status is False else f"the page shows the sign-in form ({url})"
     if not seen:
         why = f"the page did not answer within {timeout:g} s"
-    report.add("login", FAIL, f"not logged in to {base_url}: {why}", "run `qwenpipe login`")
+    report.add(name, FAIL, f"not logged in to {base_url}: {why}", f"run `{login}`")
     return False
 
 

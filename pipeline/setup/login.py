@@ -1,6 +1,7 @@
 """`qwenpipe login`: get a logged-in chat session once, keep it as a private storage state.
 
-Three ways in, all ending in the same file (`browser.storage_state`, mode 0600):
+One account at a time (pipeline/accounts.py: `--account NAME`, or the one account there is).
+Three ways in, all ending in that account's saved login (its `storage_state`, mode 0600):
 - a visible browser on the site's sign-in page, with the persistent profile (mode 0700): the
   user signs in by hand, we notice through `/api/v2/users/status` or the page, and save;
 - `--cdp` / `browser.cdp_url`: a Chrome the user runs and is signed in to; we only check and save;
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..accounts import Account, account_named, all_accounts
 from ..config import Config
 from ..contract.workspace import browser_session
 from ..engines.qwen.browser import (
@@ -53,35 +55,61 @@ class LoginResult:
     notes: list[str] = field(default_factory=list)
 
 
-# -- where and whether ---------------------------------------------------------------------------
+# -- which account, where and whether ------------------------------------------------------------
 
 
-def state_path(config: Config) -> Path:
-    return config.path("browser", "storage_state")
+def account_to_log_in(config: Config, name: str | None) -> Account:
+    """The account `qwenpipe login [--account NAME]` is for: the one named, or the only one there
+    is. ConfigError (exit 2) names the accounts when the name is not one of them; UsageProblem
+    (exit 2) names them when there are several and none is named."""
+    if name is not None:
+        return account_named(config, name)
+    accounts = all_accounts(config)
+    if len(accounts) > 1:
+        names = ", ".join(a.name for a in accounts)
+        raise UsageProblem(
+            f"{config.describe()} has {len(accounts)} accounts ({names}): "
+            f"name the one to sign in with --account NAME"
+        )
+    return accounts[0]
 
 
-def profile_path(config: Config) -> Path:
-    return config.path("browser", "profile_dir")
+def login_command(account: Account) -> str:
+    """The command that signs this account in again."""
+    return f"qwenpipe login --account {account.name}" if account.configured else "qwenpipe login"
+
+
+def state_key(account: Account) -> str:
+    """The config key that names the account's saved login, as messages show it."""
+    return f"accounts.{account.name}.storage_state" if account.configured else "browser.storage_state"
+
+
+def account_browser(config: Config, account: Account, **changes: Any) -> dict:
+    """[browser] with the account's profile and saved login (and `changes`)."""
+    paths = {"profile_dir": str(account.profile_dir), "storage_state": str(account.storage_state)}
+    return {**config.browser.as_dict(), **paths, **changes}
 
 
 def headless_requested(env: Mapping[str, str] | None = None) -> bool:
     return (os.environ if env is None else env).get(HEADLESS_ENV, "") not in ("", "0")
 
 
-def no_display_help(config: Config) -> str:
+def no_display_help(config: Config, account: Account) -> str:
     """The three ways to log in on a machine without a screen, with this config's exact names."""
     where = config.describe()
+    login = login_command(account)
+    attach = login.replace("qwenpipe", "qwenpipe --cdp http://127.0.0.1:9222", 1)
     return (
         "no display here (neither DISPLAY nor WAYLAND_DISPLAY is set), so no browser window can open. "
         "Three ways:\n"
-        f"  1. on a machine with a screen run `qwenpipe login`, copy the file it writes to this machine "
-        f"and run `qwenpipe login --import FILE` (it becomes {state_path(config)}, "
-        f"browser.storage_state in {where});\n"
+        f"  1. on a machine with a screen run `{login}`, copy the file it writes to this machine "
+        f"and run `{login} --import FILE` (it becomes {account.storage_state}, "
+        f"{state_key(account)} in {where});\n"
         "  2. attach to a Chrome you run and are signed in to: start it with "
-        "--remote-debugging-port=9222, then `qwenpipe --cdp http://127.0.0.1:9222 login` "
+        f"--remote-debugging-port=9222, then `{attach}` "
         "(or set browser.cdp_url);\n"
         "  3. run under a virtual screen with browser.headless = false: "
-        "`xvfb-run -a qwenpipe login` (apt-get install -y xvfb), signing in through a VNC view of it "
+        f"`xvfb-run -a {login}` (apt-get install -y xvfb), signing in through a VNC view of it "
         '(or set browser.display = "xvfb": qwenpipe starts the Xvfb itself).'
     )
 
@@ -158,17 +186,29 @@ def state_token_expiry(state_path: Path) -> float | None:
 
 
 class LoginRefresh:
-    """Keeps the saved login (browser.storage_state) from running out on a server.
+    """Keeps one account's saved login (its storage_state) from running out on a server.
 
     Called by the engine with each page that shows the chat app; acts once per run. When the
     saved token ends within `login.refresh_hours`, it asks the site for a renewed one (the page
     renews it too) and, when the browser then holds a token that lives longer, saves the state
     (mode 0600, atomically) and says so. Never raises: a refresh that fails leaves the file as
     it was, says why, and the run goes on (the send is never held up by it).
+
+    `account`: whose login (one LoginRefresh per account, given to that account's engine);
+    without it, the login [browser] names (the `default` account's, or the account a config
+    made for one account's engine is for).
     """
 
-    def __init__(self, config: Config, *, say: Callable[[str], None], clock: Callable[[], float] = time.time):
-        self.path = state_path(config)
+    def __init__(
+        self,
+        config: Config,
+        *,
+        say: Callable[[str], None],
+        clock: Callable[[], float] = time.time,
+        account: Account | None = None,
+    ):
+        self.path = account.storage_state if account else config.path("browser", "storage_state")
+        self.again = login_command(account) if account else "qwenpipe login"
         self.window = float(config.login.refresh_hours) * 3600
         self.base_url = str(config.qwen.base_url).rstrip("/")
         self.only_for = self.base_url if config.browser.cdp_url else None
@@ -212,7 +252,7 @@ class LoginRefresh:
             why = renewal.problem or "the site gave no newer token"
             self.say(
                 f"could not refresh the saved chat login ({why}); "
-                f"it {describe_expiry(before)}: if it runs out, run `qwenpipe login`"
+                f"it {describe_expiry(before)}: if it runs out, run `{self.again}`"
             )
 
 
@@ -221,12 +261,13 @@ class LoginRefresh:
 
 def run_login(
     config: Config,
+    account: Account,
     *,
     timeout: float = 600,
     on_page: Callable[[Any], None] | None = None,
     say: Callable[[str], None] = print,
 ) -> LoginResult:
-    """Sign in (or check an attached browser), then save the storage state.
+    """Sign `account` in (or check an attached browser), then save its storage state.
 
     Raises NoDisplay (a window is needed and there is no screen), LoginFailed, and the
     browser's errors (BrowserNotFound, EngineBusy when a run is using the profile).
@@ -234,15 +275,15 @@ def run_login(
     from playwright.sync_api import Error as PlaywrightError
 
     base_url = str(config.qwen.base_url).rstrip("/")
-    browser = config.browser.as_dict()
+    browser = account_browser(config, account)
     attached = bool(browser.get("cdp_url"))
     if not attached:
         headless = headless_requested()
         # A person signs in by hand, so only a forced Xvfb (watched over VNC) stands in for a screen.
         if not headless and not has_display() and browser.get("display") != "xvfb":
-            raise NoDisplay(no_display_help(config))
+            raise NoDisplay(no_display_help(config, account))
         browser["headless"] = headless
-    path = state_path(config)
+    path = account.storage_state
     try:
         expires = _login_in_browser(browser, config, base_url, timeout, on_page, say)
     except PlaywrightError as err:
@@ -279,11 +320,12 @@ def _login_in_browser(
             if on_page:
                 on_page(page)
             wait_for_login(page, base_url, timeout)
-        return save_state(session.context, state_path(config), only_for=base_url if attached else None)
+        state = Path(browser["storage_state"])
+        return save_state(session.context, state, only_for=base_url if attached else None)
 
 
-def import_state(config: Config, source: Path, *, now: float | None = None) -> LoginResult:
-    """Take a storage state or a cookie export made elsewhere as this machine's login.
+def import_state(config: Config, account: Account, source: Path, *, now: float | None = None) -> LoginResult:
+    """Take a storage state or a cookie export made elsewhere as `account`'s login on this machine.
 
     UsageProblem (exit 2, nothing written) names the file and what is wrong with it. An existing
     profile keeps its own cookies and ignores the state file, so the cookies are also put into
@@ -300,30 +342,30 @@ def import_state(config: Config, source: Path, *, now: float | None = None) -> L
     host = urlsplit(str(config.qwen.base_url)).hostname or ""
     if not any(_domain_matches(c.get("domain", ""), host) for c in state["cookies"]):
         notes.append(f"none of its cookies is for {host} (qwen.base_url): is it the right export?")
-    path = state_path(config)
+    path = account.storage_state
     if not path.parent.exists():
         path.parent.mkdir(mode=0o700, parents=True)
     atomic_write(path, json.dumps(state, indent=1), mode=0o600)
-    note = apply_to_profile(config, path)
+    note = apply_to_profile(config, account, path)
     if note:
         notes.append(note)
     return LoginResult(path, expires, "imported", notes)
 
 
-def apply_to_profile(config: Config, path: Path) -> str | None:
-    """Put the state's cookies into an existing profile; a note for the user, or None."""
+def apply_to_profile(config: Config, account: Account, path: Path) -> str | None:
+    """Put the state's cookies into the account's existing profile; a note for the user, or None."""
     from ..engines.base import EngineBusy, EngineError
 
-    profile = profile_path(config)
+    profile = account.profile_dir
     if config.browser.cdp_url or not (profile / "Default").exists():
         return None  # a new profile takes the state file on its first start
-    session = browser_session(config, {**config.browser.as_dict(), "headless": True})
+    session = browser_session(config, account_browser(config, account, headless=True))
     try:
         load_storage_state(session.context, path)
     except EngineBusy:
         return (
             f"the profile {profile} is in use, so it still holds its old login: "
-            "run `qwenpipe login --import` again when no run is using it"
+            f"run `{login_command(account)} --import` again when no run is using it"
         )
     except EngineError as err:
         return f"could not put the cookies into the profile {profile}: {err}"

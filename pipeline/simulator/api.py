@@ -1,5 +1,8 @@
 """The chat.qwen.ai JSON API as the simulator answers it, and the session (login) rules.
 
+Each request is answered for one account: the one its token names (a run with accounts), the
+one anonymous account (a run without), or none: then it is logged out.
+
 Every function returns (status, content_type, body_bytes, extra_headers); like the real site the
 status is 200 even for failures, whose real status is in the JSON body.
 """
@@ -16,6 +19,7 @@ from urllib.parse import parse_qs
 from pipeline.simulator import chats, pages, shapes
 
 TOKEN_DAYS = 7
+ANONYMOUS_USER = "sim-user"  # the `id` of a token in a run without accounts
 CHAT_PATH = re.compile(r"^/api/v2/chats/([^/?]+)$")
 STOP_PATH = re.compile(r"^/api/v2/chats/([^/?]+)/stop$")
 
@@ -35,22 +39,41 @@ def _b64(data: dict) -> str:
     return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
 
 
-def make_token(now: float | None = None, *, hours: float = TOKEN_DAYS * 24) -> str:
+def make_token(
+    now: float | None = None,
+    *,
+    hours: float = TOKEN_DAYS * 24,
+    account: str = chats.ANONYMOUS,
+    generation: int = 0,
+) -> str:
     """A fake JWT shaped like the site's: header.payload.signature with `exp` `hours` ahead
-    (7 days unless the run's Settings.token_hours says otherwise)."""
+    (7 days unless the run's Settings.token_hours says otherwise). Its `id` names the account
+    (as the site's names the user); `gen` is that account's generation (ChatStore.log_out)."""
     now = time.time() if now is None else now
-    payload = {"id": "sim-user", "last_password_change": int(now), "exp": int(now + hours * 3600)}
+    payload = {
+        "id": account or ANONYMOUS_USER,
+        "gen": generation,
+        "last_password_change": int(now),
+        "exp": int(now + hours * 3600),
+    }
     return f"{_b64({'alg': 'HS256', 'typ': 'JWT'})}.{_b64(payload)}.c2ltdWxhdG9y"
+
+
+def token_payload(token: str | None) -> dict | None:
+    """A token's payload with a numeric `exp`, None when it is not one of ours."""
+    try:
+        payload = token.split(".")[1]
+        data = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        data["exp"] = float(data["exp"])
+        return data
+    except (AttributeError, IndexError, ValueError, KeyError, TypeError):
+        return None
 
 
 def token_exp(token: str | None) -> float | None:
     """A token's `exp` (epoch seconds), None when it is not one of ours."""
-    try:
-        payload = token.split(".")[1]
-        data = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-        return float(data["exp"])
-    except (AttributeError, IndexError, ValueError, KeyError, TypeError):
-        return None
+    payload = token_payload(token)
+    return None if payload is None else payload["exp"]
 
 
 def token_valid(token: str | None) -> bool:
@@ -60,12 +83,44 @@ def token_valid(token: str | None) -> bool:
 
 
 def renewed_token(settings: chats.Settings, headers) -> str | None:
-    """A fresh token when the request's own is valid and ends within Settings.renew_hours."""
-    exp = token_exp(request_token(headers))
+    """A fresh token (for the same account) when the request's own is valid and ends within
+    Settings.renew_hours."""
+    payload = token_payload(request_token(headers))
     now = time.time()
-    if exp is None or exp <= now or exp - now >= settings.renew_hours * 3600:
+    if payload is None or payload["exp"] <= now or payload["exp"] - now >= settings.renew_hours * 3600:
         return None
-    return make_token(now, hours=settings.token_hours)
+    account = "" if payload.get("id") == ANONYMOUS_USER else str(payload.get("id"))
+    return make_token(now, hours=settings.token_hours, account=account, generation=payload.get("gen", 0))
+
+
+def issue_token(store: chats.ChatStore, account: str) -> str:
+    """A new login token for `account`, valid until it expires or the account is logged out."""
+    with store.lock:
+        generation = store.generations.get(account, 0)
+    return make_token(hours=store.snapshot().token_hours, account=account, generation=generation)
+
+
+def token_account(store: chats.ChatStore, token: str | None) -> str | None:
+    """The account a token is good for now, or None (expired, not ours, revoked, or naming no
+    account of the run). In a run without accounts any valid token is the anonymous account's."""
+    payload = token_payload(token)
+    if payload is None or payload["exp"] <= time.time():
+        return None
+    if not store.accounts:
+        return chats.ANONYMOUS
+    name = payload.get("id")
+    with store.lock:
+        current = store.generations.get(name) if isinstance(name, str) else None
+    return name if current is not None and payload.get("gen") == current else None
+
+
+def session_account(store: chats.ChatStore, settings: chats.Settings, headers) -> str | None:
+    """The account this request is answered for, None when it is logged out (no token, or one
+    not good now). A run without accounts answers every request for its one account unless it
+    requires a login."""
+    if not store.accounts and not settings.require_login:
+        return chats.ANONYMOUS
+    return token_account(store, request_token(headers))
 
 
 def token_cookie(token: str, settings: chats.Settings) -> tuple[str, str]:
@@ -90,13 +145,12 @@ def bearer_token(headers) -> str | None:
     return auth[7:] if auth.startswith("Bearer ") else None
 
 
-def gate(settings: chats.Settings, headers) -> str | None:
-    """What stops this request before the app sees it: "waf", "bot_check", "logged_out" or None."""
+def gate(settings: chats.Settings, account: str | None) -> str | None:
+    """What stops a request of `account` (session_account) before the app sees it: "waf",
+    "bot_check", "logged_out" or None."""
     if settings.scenario in ("waf", "bot_check"):
         return settings.scenario
-    if settings.scenario == "logged_out":
-        return "logged_out"
-    if settings.require_login and not token_valid(request_token(headers)):
+    if settings.scenario == "logged_out" or account is None:
         return "logged_out"
     return None
 
@@ -111,42 +165,44 @@ def gated_api(gate_name: str) -> Response:
 def handle(store: chats.ChatStore, method: str, path: str, query: str, body: bytes, headers) -> Response:
     settings = store.snapshot()
     if method == "POST" and path == "/api/v1/auths/signin":
-        return sign_in(settings)
-    if settings.require_auth_header and not token_valid(bearer_token(headers)):
+        return sign_in(store, settings, body)
+    bearer = token_account(store, bearer_token(headers))
+    if settings.require_auth_header and bearer is None:
         # The late-2026 site: cookies alone are not enough, API calls carry the JWT as a header.
         if method == "POST" and path == "/api/v2/chat/completions":
-            store.send(*_send_args(query, body), gate="logged_out", choice=send_choice(body))
+            store.send(*_send_args(query, body), gate="logged_out", choice=send_choice(body), account=None)
         return json_response(chats.UNAUTHORIZED_BODY)
-    blocked = gate(settings, headers)
+    account = session_account(store, settings, headers)
+    blocked = gate(settings, account)
     if method == "GET" and path in ("/api/v1/auths/", "/api/v1/auths") and not blocked:
-        return session_user(settings, headers)
+        return session_user(settings, headers, account)
     if path == "/api/v2/users/status" and blocked == "logged_out":
         return json_response({"success": True, "data": False})
     if blocked:
         if method == "POST" and path == "/api/v2/chat/completions":
             # The prompt reached the server: it goes in the ledger as refused.
-            store.send(*_send_args(query, body), gate=blocked, choice=send_choice(body))
+            store.send(*_send_args(query, body), gate=blocked, choice=send_choice(body), account=account)
         return gated_api(blocked)
-    return _route(store, settings, method, path, query, body)
+    return _route(store, settings, account, method, path, query, body)
 
 
-def _route(store, settings, method, path, query, body) -> Response:
+def _route(store, settings, account, method, path, query, body) -> Response:
     if method == "GET" and path == "/api/v2/users/status":
         return json_response({"success": True, "data": True})
     if method == "POST" and path == "/api/v2/chats/new":
-        return json_response({"success": True, "data": {"id": store.new_chat()}})
+        return json_response({"success": True, "data": {"id": store.new_chat(account)}})
     if method == "POST" and path == "/api/v2/chat/completions":
-        reply = store.send(*_send_args(query, body), gate=None, choice=send_choice(body))
+        reply = store.send(*_send_args(query, body), gate=None, choice=send_choice(body), account=account)
         return html_response(pages.WAF_PAGE) if reply is None else json_response(reply)
     if method == "GET" and path in ("/api/v2/chats", "/api/v2/chats/"):
         page = _int(parse_qs(query).get("page", ["1"])[0], 1)
-        return json_response(shapes.list_body(store.list_chats(page)))
+        return json_response(shapes.list_body(store.list_chats(page, account=account)))
     match = STOP_PATH.match(path)
     if method == "POST" and match:
-        return json_response({"success": store.stop(match.group(1)), "data": {}})
+        return json_response({"success": store.stop(match.group(1), account), "data": {}})
     match = CHAT_PATH.match(path)
     if method == "GET" and match:
-        view = store.chat_view(match.group(1))
+        view = store.chat_view(match.group(1), account)
         if view is None and settings.not_found_header:
             return json_response({"detail": "Not Found"}, headers=[("x-actual-status-code", "404")])
         if view is None:
@@ -188,9 +244,18 @@ def send_choice(body: bytes) -> dict:
     return choice
 
 
-def sign_in(settings: chats.Settings) -> Response:
-    """The sign-in form posts here; any email/password works. The token lives token_hours (7 days)."""
-    token = make_token(hours=settings.token_hours)
+def sign_in(store: chats.ChatStore, settings: chats.Settings, body: bytes) -> Response:
+    """The sign-in form posts here. Without accounts any email and password work; with accounts
+    the email's local part names the account (`b@example.com` signs in as `b`, any password)
+    and one that names no account is refused. The token lives token_hours (7 days)."""
+    account = chats.ANONYMOUS
+    if store.accounts:
+        account = _email_account(body)
+        if account not in store.accounts:
+            return json_response(
+                {"success": False, "data": {"code": "Unauthorized", "details": "Incorrect email or password"}}
+            )
+    token = issue_token(store, account)
     body = {
         "success": True,
         "data": {"token": token, "token_type": "Bearer", "expires_at": token_exp(token)},
@@ -198,14 +263,27 @@ def sign_in(settings: chats.Settings) -> Response:
     return json_response(body, headers=[token_cookie(token, settings)])
 
 
-def session_user(settings: chats.Settings, headers) -> Response:
+def _email_account(body: bytes) -> str:
+    """The account a sign-in names: its email's local part, lower case ("" when there is none)."""
+    try:
+        data = json.loads(body or b"{}")
+    except ValueError:
+        return ""
+    email = data.get("email") if isinstance(data, dict) else None
+    return email.split("@", 1)[0].strip().lower() if isinstance(email, str) else ""
+
+
+def session_user(settings: chats.Settings, headers, account: str | None = chats.ANONYMOUS) -> Response:
     """GET /api/v1/auths/: the signed-in user with a token and its expiry, renewed (and set as
     the cookie) when the request's token is near its end."""
     fresh = renewed_token(settings, headers)
     token = fresh or request_token(headers)
-    if not token_valid(token):
+    if not token_valid(token) or account is None:
         return json_response(chats.UNAUTHORIZED_BODY)
-    user = {"id": "sim-user", "email": "writer@example.com", "name": "Sim Writer", "role": "user"}
+    if account:
+        user = {"id": account, "email": f"{account}@example.com", "name": account, "role": "user"}
+    else:
+        user = {"id": ANONYMOUS_USER, "email": "writer@example.com", "name": "Sim Writer", "role": "user"}
     session = {"token": token, "token_type": "Bearer", "expires_at": token_exp(token)}
     body = {"success": True, "data": {**user, **session}}
     return json_response(body, headers=[token_cookie(fresh, settings)] if fresh else [])

@@ -1,4 +1,9 @@
-"""The simulated account: chats, their generation timelines, scenarios and the ledger.
+"""The simulated accounts: chats, their generation timelines, scenarios, quotas and the ledger.
+
+A run without accounts has one anonymous account (`ANONYMOUS`, every request is answered for
+it). With accounts (`--accounts a,b`) each chat belongs to the account that made it: another
+account reading it, sending into it or stopping it gets the site's CHAT_NOT_FOUND, exactly as for
+a chat that does not exist, and the store counts that as an affinity violation.
 
 Plain Python, no HTTP. Each assistant message stores only its start time and its full text;
 what the chat shows at any moment is computed from time.monotonic(), so a reload in the middle
@@ -9,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import tempfile
 import threading
@@ -52,6 +58,8 @@ MODELS = (
     ("qwen3.5-flash", "Qwen3.5-Flash"),
 )
 DEFAULT_MODEL = MODELS[0][0]
+ANONYMOUS = ""  # the one account of a run without --accounts
+DAY = 86400
 SLOW_FACTOR = 100
 # The stored `done` flag flips when the last chunk is stored; the stream's status says
 # "finished" only this much later (and the page settles later still: app.js).
@@ -122,6 +130,11 @@ class Settings:
     # Assistant messages carry only the stream's last `phase` and `status` (no `done`, no status
     # per phase): a finished thinking phase reads `finished` until the answer's own finish.
     stream_status: bool = False
+    # Accepted sends per account per simulated day (the site's clock, UTC days), then
+    # RateLimited with `num` = the hours to the next day; 0 = no limit. `account_quotas` gives
+    # single accounts their own limit (name -> sends) instead.
+    quota: int = 0
+    account_quotas: dict = field(default_factory=dict)
 
     def validated(self) -> Settings:
         checks = [
@@ -144,11 +157,25 @@ class Settings:
                 self.serve_model in ("", *(m for m, _ in MODELS)),
                 f"serve_model must be empty or one of {', '.join(m for m, _ in MODELS)}",
             ),
+            (_is_count(self.quota), "quota must be a count >= 0"),
+            (
+                isinstance(self.account_quotas, dict)
+                and all(isinstance(k, str) and _is_count(v) for k, v in self.account_quotas.items()),
+                "account_quotas must map account names to counts >= 0",
+            ),
         ]
         for ok, message in checks:
             if not ok:
                 raise ValueError(message)
         return self
+
+    def quota_of(self, account: str) -> int:
+        """The sends a day `account` may make (0 = no limit)."""
+        return int(self.account_quotas.get(account, self.quota))
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 @dataclass
@@ -207,6 +234,7 @@ class Chat:
     created: int
     updated: int
     override: str | None = None  # the `[sim:NAME]` scenario of its first prompt
+    account: str = ANONYMOUS  # the account that made it: the only one that can see it
     touched: int = 0  # orders the chat list when two updates fall in the same second
     messages: list[Message] = field(default_factory=list)
 
@@ -218,15 +246,26 @@ class Chat:
 
 
 class ChatStore:
-    """All chats and the ledger, behind one lock (the HTTP server is threaded)."""
+    """All chats, the accounts and the ledger, behind one lock (the HTTP server is threaded)."""
 
-    def __init__(self, settings: Settings, ledger_path: str | os.PathLike | None = None):
+    def __init__(
+        self,
+        settings: Settings,
+        ledger_path: str | os.PathLike | None = None,
+        accounts: tuple[str, ...] = (),
+    ):
         self.settings = settings.validated()
         self.ledger_path = Path(ledger_path) if ledger_path else None
         self.lock = threading.RLock()
         self.chats: dict[str, Chat] = {}
         self._ledger: list[dict] = []
         self._touches = itertools.count(1)
+        self.accounts = tuple(accounts)
+        # A token names its account and that account's generation when it was handed out;
+        # logging an account out moves its generation on, so every token it had stops working.
+        self.generations = {name: 0 for name in self.accounts}
+        self._sent: dict[tuple[str, int], int] = {}  # (account, site day) -> accepted sends
+        self.violations = {name: 0 for name in self.accounts or (ANONYMOUS,)}
         self._write_ledger()
 
     # -- settings ---------------------------------------------------------------------------
@@ -239,14 +278,70 @@ class ChatStore:
         with self.lock:
             return replace(self.settings)
 
+    # -- accounts ---------------------------------------------------------------------------
+    def require_account(self, name: str) -> str:
+        """`name` when it is one of the run's accounts; ValueError naming them otherwise."""
+        if name not in self.accounts:
+            known = ", ".join(self.accounts) or "none: the run has one anonymous account"
+            raise ValueError(f"no account {name!r} (the accounts are: {known})")
+        return name
+
+    def log_out(self, name: str) -> None:
+        """Revoke every token `name` was given (a sign-in or login_state makes a new one)."""
+        with self.lock:
+            self.generations[self.require_account(name)] += 1
+
+    def clear_accounts(self) -> None:
+        """Forget the sends counted today, the quota overrides and the affinity violations."""
+        with self.lock:
+            self._sent.clear()
+            self.violations = dict.fromkeys(self.violations, 0)
+            self.settings = replace(self.settings, account_quotas={})
+
+    def day(self) -> int:
+        return self.site_time() // DAY
+
+    def sent_today(self, account: str) -> int:
+        with self.lock:
+            return self._sent.get((account, self.day()), 0)
+
+    def accounts_view(self) -> dict:
+        """Each account's sends today, its quota (0 = none) and its affinity violations."""
+        with self.lock:
+            return {
+                name: {
+                    "sends_today": self.sent_today(name),
+                    "quota": self.settings.quota_of(name),
+                    "affinity_violations": self.violations[name],
+                }
+                for name in self.violations
+            }
+
+    def _quota_spent(self, account: str) -> dict | None:
+        """The RateLimited body once `account` has had its sends today, else None."""
+        limit = self.settings.quota_of(account)
+        if not limit or self.sent_today(account) < limit:
+            return None
+        to_next_day = DAY - (time.time() + self.settings.clock_offset) % DAY
+        return {**QUOTA_BODY, "data": {**QUOTA_BODY["data"], "num": max(1, math.ceil(to_next_day / 3600))}}
+
+    def _owned(self, chat_id: str, account: str | None) -> Chat | None:
+        """The chat when `account` made it; another account's chat is not there for it (and
+        asking for it is counted as an affinity violation of the asking account)."""
+        chat = self.chats.get(chat_id)
+        if chat is None or account is None or chat.account == account:
+            return chat
+        self.violations[account] = self.violations.get(account, 0) + 1
+        return None
+
     # -- chats ------------------------------------------------------------------------------
     def site_time(self) -> int:
         """Epoch seconds by the site's clock, whole seconds as the site stamps them."""
         return int(time.time() + self.settings.clock_offset)
 
-    def new_chat(self) -> str:
+    def new_chat(self, account: str = ANONYMOUS) -> str:
         now = self.site_time()
-        chat = Chat(id=str(uuid.uuid4()), created=now, updated=now)
+        chat = Chat(id=str(uuid.uuid4()), created=now, updated=now, account=account)
         with self.lock:
             chat.touched = next(self._touches)
             self.chats[chat.id] = chat
@@ -258,11 +353,12 @@ class ChatStore:
             return True
         return "chat_not_found" in (self.settings.scenario, chat.override)
 
-    def chat_view(self, chat_id: str) -> dict | None:
-        """A plain snapshot of a chat for shapes.py, or None when it reads as not found."""
+    def chat_view(self, chat_id: str, account: str = ANONYMOUS) -> dict | None:
+        """A plain snapshot of a chat for shapes.py, or None when it reads as not found (also
+        when another account made it)."""
         now = time.monotonic()
         with self.lock:
-            chat = self.chats.get(chat_id)
+            chat = self._owned(chat_id, account)
             if self.opens_as_missing(chat):
                 return None
             views = [self._message_view(m, now) for m in chat.messages]
@@ -296,15 +392,16 @@ class ChatStore:
     def _progress(self, message: Message, now: float) -> dict:
         return message.progress(now, held=self.settings.hold_answers)
 
-    def list_chats(self, page: int, per_page: int = 10) -> list[dict]:
-        """The chat list, most recently updated first, `per_page` a page (page 1 first)."""
+    def list_chats(self, page: int, per_page: int = 10, account: str = ANONYMOUS) -> list[dict]:
+        """`account`'s chat list, most recently updated first, `per_page` a page (page 1 first)."""
         with self.lock:
-            chats = sorted(self.chats.values(), key=lambda c: (c.updated, c.touched), reverse=True)
+            own = [c for c in self.chats.values() if c.account == account]
+            chats = sorted(own, key=lambda c: (c.updated, c.touched), reverse=True)
             chosen = chats[(max(page, 1) - 1) * per_page : max(page, 1) * per_page]
             return [self._list_item(c) for c in chosen]
 
     def _list_item(self, chat: Chat) -> dict:
-        view = self.chat_view(chat.id)
+        view = self.chat_view(chat.id, chat.account)
         title = view["title"] if view else "New Chat"
         return {
             "id": chat.id,
@@ -314,10 +411,10 @@ class ChatStore:
             "chat_type": "t2t",
         }
 
-    def stop(self, chat_id: str) -> bool:
+    def stop(self, chat_id: str, account: str = ANONYMOUS) -> bool:
         """The stop button: freeze the running answer where it is."""
         with self.lock:
-            chat = self.chats.get(chat_id)
+            chat = self._owned(chat_id, account)
             last = chat.last_assistant() if chat else None
             if last is None or self._progress(last, time.monotonic())["done"]:
                 return False
@@ -326,9 +423,16 @@ class ChatStore:
 
     # -- sending ----------------------------------------------------------------------------
     def send(
-        self, chat_id: str, prompt: str, parent_id: str | None, gate: str | None, choice: dict | None = None
+        self,
+        chat_id: str,
+        prompt: str,
+        parent_id: str | None,
+        gate: str | None,
+        choice: dict | None = None,
+        account: str | None = ANONYMOUS,
     ) -> dict | None:
-        """Receive one user message. Returns the JSON body, or None for a WAF page.
+        """Receive one user message from `account` (None: a request logged out). Returns the
+        JSON body, or None for a WAF page.
 
         `choice`: what the page chose for it (model id, thinking on/off, web search on/off).
         Every call is a ledger entry: the prompt reached the server even when it is refused.
@@ -336,17 +440,21 @@ class ChatStore:
         choice = {**SEND_DEFAULTS, **(choice or {})}
         with self.lock:
             settings = self.settings
-            chat = self.chats.get(chat_id)
+            chat = self.chats.get(chat_id) if gate else self._owned(chat_id, account)
             named = answers.prompt_scenario(prompt)
             per_prompt = named if named in SCENARIOS else None
             scenario = gate or per_prompt or settings.scenario
             turn = (chat.user_turns() + 1) if chat else 1
             refused = self._refusal(chat, chat_id, parent_id, scenario, gate)
+            spent = self._quota_spent(account) if refused is False and account is not None else None
+            if spent:
+                refused, scenario = spent, "quota"
             if refused is not False:
-                self._record(chat_id, prompt, turn, False, scenario, choice)
+                self._record(chat_id, prompt, turn, False, scenario, choice, account)
                 return refused
             reply = self._accept(chat, prompt, parent_id, per_prompt, turn, settings, choice)
-            self._record(chat_id, prompt, turn, True, scenario, choice)
+            self._sent[(account, self.day())] = self.sent_today(account) + 1
+            self._record(chat_id, prompt, turn, True, scenario, choice, account)
             return reply
 
     def _refusal(self, chat, chat_id, parent_id, scenario, gate) -> dict | None | bool:
@@ -405,11 +513,19 @@ class ChatStore:
 
     # -- ledger -----------------------------------------------------------------------------
     def _record(
-        self, chat_id: str, prompt: str, turn: int, accepted: bool, scenario: str, choice: dict
+        self,
+        chat_id: str,
+        prompt: str,
+        turn: int,
+        accepted: bool,
+        scenario: str,
+        choice: dict,
+        account: str | None,
     ) -> None:
         self._ledger.append(
             {
                 "time": time.time(),
+                "account": account,  # "" in a run without accounts, None for a logged-out request
                 "chat_id": chat_id,
                 "prompt": prompt,
                 "turn": turn,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args, get_type_hints
 
+from pipeline.config import ACCOUNT_NAME
 from pipeline.errors import UsageProblem
 from pipeline.simulator.chats import API_SHAPES, MODELS, SCENARIOS, UIS, Settings
 
@@ -62,6 +63,15 @@ class SimulatorOptions:
     serve_model: str = _option(
         _SETTINGS.serve_model, f"answer with this model whatever the page chose ({', '.join(MODEL_IDS)})"
     )
+    accounts: str = _option(
+        "", "comma-separated account names, each with its own tokens, chats and quota (empty = one anonymous)"
+    )
+    quota: int = _option(
+        _SETTINGS.quota, "sends per account per simulated day, then RateLimited (0 = no limit)"
+    )
+
+    def account_names(self) -> tuple[str, ...]:
+        return tuple(name.strip() for name in self.accounts.split(",") if name.strip())
 
     def checked(self) -> SimulatorOptions:
         """These options, or UsageProblem (exit 2) naming the option, its value and what it accepts."""
@@ -74,6 +84,17 @@ class SimulatorOptions:
             raise UsageProblem(f"--serve-model {self.serve_model!r}: choose one of {', '.join(MODEL_IDS)}")
         if not 0 <= self.in_progress_sends <= 1000:
             raise UsageProblem(f"--in-progress-sends {self.in_progress_sends}: choose 0 to 1000")
+        names = self.account_names()
+        for name in names:
+            if not ACCOUNT_NAME.match(name):
+                raise UsageProblem(
+                    f"--accounts {self.accounts!r}: {name!r} is not an account name "
+                    "(lower-case letters, digits, '_' and '-', starting with a letter or digit)"
+                )
+        if len(set(names)) != len(names):
+            raise UsageProblem(f"--accounts {self.accounts!r}: a name is given twice")
+        if not 0 <= self.quota <= 100_000:
+            raise UsageProblem(f"--quota {self.quota}: choose 0 (no limit) to 100000 sends a day")
         if not 0 <= self.port <= 65535:
             raise UsageProblem(f"--port {self.port}: choose 1 to 65535, or 0 for any free port")
         for name in ("answer_seconds", "thinking_seconds", "url_delay"):
@@ -110,6 +131,8 @@ class SimulatorOptions:
             not_found_header=self.not_found_header,
             stream_status=self.stream_status,
             serve_model=self.serve_model,
+            accounts=self.account_names(),
+            quota=self.quota,
         )
         try:
             return sim.start()

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from pipeline.simulator import answers, api, pages
 from pipeline.simulator.chats import CONTENT_SCENARIOS, SCENARIOS, ChatStore, Settings
@@ -34,7 +35,11 @@ SETTING_KEYS = {
     "in_progress_sends",
     "not_found_header",
     "stream_status",
+    "quota",
+    "account_quotas",
 }
+# What /sim/config (and Simulator.set) can also do to the accounts, besides settings.
+ACCOUNT_ACTIONS = {"log_out", "clear_accounts"}
 
 
 class Simulator:
@@ -58,6 +63,8 @@ class Simulator:
         not_found_header: bool = False,
         stream_status: bool = False,
         serve_model: str = "",
+        accounts: Sequence[str] = (),
+        quota: int = 0,
     ):
         settings = Settings(
             scenario=scenario,
@@ -74,8 +81,9 @@ class Simulator:
             not_found_header=not_found_header,
             stream_status=stream_status,
             serve_model=serve_model,
+            quota=quota,
         )
-        self.store = ChatStore(settings, ledger_path)
+        self.store = ChatStore(settings, ledger_path, accounts=tuple(accounts))
         self.port = port
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -123,12 +131,25 @@ class Simulator:
             return list(self.store.chats)
 
     def set(self, **changes) -> None:
-        """Change settings at run time; `router_*` keys go to the router simulator."""
+        """Change settings at run time; `router_*` keys go to the router simulator.
+
+        Besides settings: `log_out` (an account name or a list of them) revokes every token those
+        accounts hold; `clear_accounts` (true) forgets each account's sends today, the
+        `account_quotas` overrides and the affinity violations.
+        """
         router_changes = {k[7:]: v for k, v in changes.items() if k.startswith("router_")}
         own = {k: v for k, v in changes.items() if not k.startswith("router_")}
+        actions = {k: own.pop(k) for k in ACCOUNT_ACTIONS & set(own)}
         unknown = set(own) - SETTING_KEYS
         if unknown:
             raise ValueError(f"unknown simulator setting(s): {', '.join(sorted(unknown))}")
+        for name in own.get("account_quotas") or {}:
+            self.store.require_account(name)
+        names = actions.get("log_out") or []
+        for name in [names] if isinstance(names, str) else names:
+            self.store.log_out(name)
+        if actions.get("clear_accounts"):
+            self.store.clear_accounts()
         if router_changes:
             router = self.router
             if router is None:
@@ -136,6 +157,39 @@ class Simulator:
             router.set(**router_changes)
         if own:
             self.store.configure(**own)
+
+    @property
+    def accounts(self) -> tuple[str, ...]:
+        return self.store.accounts
+
+    def login_state(self, account: str = "") -> dict:
+        """A Playwright storage state signed in as `account` (its `token` cookie and
+        localStorage entry), as `qwenpipe login --import FILE` takes it. A run without accounts
+        takes no name and gives the anonymous user's login."""
+        if self.store.accounts or account:
+            self.store.require_account(account)
+        token = api.issue_token(self.store, account)
+        cookie = {
+            "name": "token",
+            "value": token,
+            "domain": "127.0.0.1",
+            "path": "/",
+            "expires": api.token_exp(token),
+            "httpOnly": False,
+            "secure": False,
+            "sameSite": "Lax",
+        }
+        storage = [{"name": "token", "value": token}]
+        return {"cookies": [cookie], "origins": [{"origin": self.base_url, "localStorage": storage}]}
+
+    def account_report(self) -> dict:
+        """Each account (`""` for a run without accounts): its sends today, its quota (0 = none)
+        and its affinity violations (requests refused as CHAT_NOT_FOUND for another's chat)."""
+        return self.store.accounts_view()
+
+    def affinity_violations(self) -> int:
+        """All requests, by any account, for a chat another account made."""
+        return sum(entry["affinity_violations"] for entry in self.account_report().values())
 
     def expected_answer(self, prompt_text: str, turn: int = 1) -> str:
         """The raw markdown the chat answers for this prompt now (its `[sim:]` token, else the run's
@@ -163,6 +217,15 @@ class Simulator:
     def config(self) -> dict:
         settings = self.store.snapshot()
         return {key: getattr(settings, key) for key in sorted(SETTING_KEYS)}
+
+    def health(self) -> dict:
+        return {
+            "ok": True,
+            "scenarios": list(SCENARIOS),
+            **self.config(),
+            "accounts": self.account_report(),
+            "affinity_violations": self.affinity_violations(),
+        }
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -200,7 +263,7 @@ class Handler(BaseHTTPRequestHandler):
             if url.path.startswith("/v1/") or url.path == "/api/health":
                 return self._router(method, body)
             if url.path.startswith("/sim/"):
-                return self._send(*self._sim_control(method, url.path, body))
+                return self._send(*self._sim_control(method, url.path, url.query, body))
             if url.path == "/favicon.ico":
                 return self._send(204, "image/x-icon", b"")
             if url.path.startswith("/static/"):
@@ -226,7 +289,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _page(self, path: str):
         settings = self.sim.store.snapshot()
-        blocked = api.gate(settings, self.headers)
+        blocked = api.gate(settings, api.session_account(self.sim.store, settings, self.headers))
         if blocked == "waf":
             return api.html_response(pages.WAF_PAGE)
         if blocked == "bot_check" or path == "/punish":
@@ -247,11 +310,18 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(404, "text/plain", b"not found")
         return self._send(200, found[1], found[0])
 
-    def _sim_control(self, method: str, path: str, body: bytes):
+    def _sim_control(self, method: str, path: str, query: str, body: bytes):
         if path == "/sim/ledger":
             return api.json_response(self.sim.ledger())
+        if path == "/sim/login-state":
+            # For users of `qwenpipe simulate`: curl it to a file, then `qwenpipe login --import`.
+            account = parse_qs(query).get("account", [""])[0]
+            try:
+                return api.json_response(self.sim.login_state(account))
+            except ValueError as err:
+                return api.json_response({"ok": False, "error": str(err)}, status=400)
         if path == "/sim/health":
-            return api.json_response({"ok": True, "scenarios": list(SCENARIOS), **self.sim.config()})
+            return api.json_response(self.sim.health())
         if path == "/sim/config" and method == "GET":
             return api.json_response(self.sim.config())
         if path == "/sim/config" and method == "POST":

@@ -1,6 +1,6 @@
 """Crash injection: SIGKILL `generate` and `cycle` at every step boundary and at random moments.
 
-    .venv/bin/python tests/chaos/chaos.py --trials 500 [--seed 7] [--jobs 1]
+    .venv/bin/python tests/chaos/chaos.py --trials 500 [--seed 7] [--jobs 1] [--accounts 3]
 
 Each trial makes a fresh project against ONE long-lived simulator (real subprocesses, real
 Chromium), kills one or more commands, either at a named crash point (QWENPIPE_CRASH_AT) or
@@ -19,6 +19,12 @@ done, and checks what the contract promises:
   article by the batch scan;
 - every complete journal line parses, except torn lines from mid_journal kills (at most one
   per such kill), and `status --json` still reads it all.
+
+With `--accounts N` the simulator has N accounts and each trial's config.toml N
+`[accounts.NAME]` tables, each signed in with `qwenpipe login --account NAME --import` of the
+simulator's login_state; the last account may send only SMALL_QUOTA prompts a day. Then also:
+each chat article names in its front matter the account the ledger says sent it, and no chat is
+ever read, sent into or stopped by another account (the simulator's affinity violations, 0).
 
 The quick CI version is tests/chaos/test_chaos_quick.py; docs/reliability.md quotes long runs.
 """
@@ -45,7 +51,7 @@ TESTS = HERE.parent
 if str(TESTS) not in sys.path:  # run as a script: make tests/ importable (sim_project)
     sys.path.insert(0, str(TESTS))
 
-from sim_project import make_project  # noqa: E402
+from sim_project import add_accounts, make_project  # noqa: E402
 
 NAMED = ("before_send", "after_send", "mid_article", "mid_journal", "after_router")
 KINDS = (*NAMED, "random")
@@ -57,6 +63,7 @@ TEMP_PREFIX = ".qwenpipe-tmp-"  # files.TMP_PREFIX
 STALE_AGE = 400  # older than files.clean_stale_temporaries' 300 s
 # The router simulator's answers are short; the word minimum is not what these trials test.
 ARTICLE_SECTION = "\n[article]\nmin_words = 0\n"
+SMALL_QUOTA = 2  # sends a day of the last account with --accounts: it runs out in the first trials
 
 
 @dataclass
@@ -209,6 +216,7 @@ def run_trial(
         (project / "prompts" / f"{slug}.md").write_text(text, encoding="utf-8")
     sim.set(url_delay=round(rng.uniform(0.05, 1.5), 2))
     try:
+        sign_in_accounts(trial, project, sim)
         break_it(trial, project, rng)
         heal(trial, project, rng)
         check(trial, project, sim)
@@ -216,6 +224,20 @@ def run_trial(
         trial.problems.append(f"runner error: {type(error).__name__}: {error}")
     trial.seconds = time.monotonic() - started
     return trial
+
+
+def sign_in_accounts(trial: Trial, project: Path, sim) -> None:
+    """With simulator accounts: a table for each in config.toml, each signed in the way a user
+    does on a server (`qwenpipe login --account NAME --import FILE`)."""
+    if not sim.accounts:
+        return
+    add_accounts(project, sim.accounts)
+    for name in sim.accounts:
+        login = project / f"login-{name}.json"
+        login.write_text(json.dumps(sim.login_state(name)), encoding="utf-8")
+        code, err, _killed, _orphans = qwenpipe(["login", "--account", name, "--import", login.name], project)
+        if code != 0:
+            trial.problems.append(f"login --account {name} --import exit {code}: {last_line(err)}")
 
 
 def break_it(trial: Trial, project: Path, rng: random.Random) -> None:
@@ -265,7 +287,9 @@ def heal(trial: Trial, project: Path, rng: random.Random) -> None:
 
 def check(trial: Trial, project: Path, sim) -> None:
     out = articles_dir(project)
-    ledger = [entry["prompt"] for entry in sim.sends()]
+    sends = sim.sends()
+    ledger = [entry["prompt"] for entry in sends]
+    senders = {entry["prompt"]: entry["account"] for entry in sends}
     for slug, text in sorted(trial.slugs.items()):
         accepted = ledger.count(text)
         if accepted > 1:
@@ -282,7 +306,7 @@ def check(trial: Trial, project: Path, sim) -> None:
             if (out / leftover).exists():
                 trial.problems.append(f"{slug}: {leftover} left beside the finished article")
         router_ok = slug in trial.router_slugs or trial.quota  # a spent quota stops every chat send
-        problem = article_problem(article, slug, text, sim, accepted, router_ok)
+        problem = article_problem(article, slug, text, sim, accepted, router_ok, senders.get(text))
         if problem:
             trial.wrong.append(slug)
             trial.problems.append(f"{slug}: {problem}")
@@ -292,7 +316,11 @@ def check(trial: Trial, project: Path, sim) -> None:
     check_temporaries(trial, project)
 
 
-def article_problem(article: Path, slug: str, text: str, sim, accepted: int, router_ok: bool) -> str:
+def article_problem(
+    article: Path, slug: str, text: str, sim, accepted: int, router_ok: bool, sender: str | None = None
+) -> str:
+    """What is wrong with the article ("" when nothing); `sender`: the account the ledger says
+    took the prompt (with simulator accounts the chat article must name it)."""
     raw = article.read_text(encoding="utf-8")
     if not raw.startswith("+++\n") or "\n+++\n" not in raw[4:]:
         return "the article has no front matter"
@@ -308,6 +336,8 @@ def article_problem(article: Path, slug: str, text: str, sim, accepted: int, rou
             return "the body is not the chat's answer (incomplete or swapped)"
         if accepted != 1:
             return f"a chat article, but the chat took the prompt {accepted} times"
+        if sim.accounts and meta.get("account") != sender:
+            return f"front matter account {meta.get('account')!r}, but the ledger's sender is {sender!r}"
         return ""
     if meta.get("engine") == "router":
         if not router_ok:
@@ -383,6 +413,10 @@ class Summary:
     trials: list[Trial] = field(default_factory=list)
     seconds: float = 0.0
     interrupted: bool = False  # Ctrl-C: the table covers the trials that completed
+    accounts: int = 0
+    # Requests for a chat made by another account, over the whole run (the simulator counts
+    # them; with trials side by side they cannot be told apart by trial).
+    affinity_violations: int = 0
 
     def add(self, trial: Trial) -> None:
         self.trials.append(trial)
@@ -401,6 +435,14 @@ class Summary:
     def failed(self) -> list[Trial]:
         return [t for t in self.trials if not t.ok]
 
+    @property
+    def broken(self) -> bool:
+        """A promise broken anywhere: in a trial, or the affinity of a chat to its account."""
+        return bool(self.failed or self.affinity_violations)
+
+    def account_rows(self) -> list[tuple[str, int]]:
+        return [("accounts", self.accounts), ("affinity violations", self.affinity_violations)]
+
     def table(self) -> str:
         kills = self.kills
         rows = [
@@ -414,6 +456,7 @@ class Summary:
             ("router articles", self.total("router_articles")),
             ("duplicate sends found", self.total("duplicates")),
             ("articles lost", self.total("lost")),
+            *(self.account_rows() if self.accounts else ()),
             ("articles wrong or incomplete", self.total("wrong")),
             ("temp files left by kills (aged, then cleaned)", self.total("temp_from_kills")),
             ("temp files left after the final cycle", self.total("temp_left")),
@@ -440,16 +483,23 @@ def run(
     answer_seconds: float = 0.8,
     max_prompts: int = 3,
     progress=None,
+    accounts: int = 0,
 ) -> Summary:
-    """Run `trials` trials against one simulator; kinds cycle through every crash point first."""
+    """Run `trials` trials against one simulator; kinds cycle through every crash point first.
+    `accounts`: that many chat accounts (0: the one account of a setup without tables)."""
     from pipeline.simulator import Simulator
 
-    summary = Summary()
+    summary = Summary(accounts=accounts)
     lock = threading.Lock()
     started = time.monotonic()
-    sim = Simulator(port=0, answer_seconds=answer_seconds, thinking_seconds=0.2, url_delay=0.3).start()
+    names = tuple(f"acct{n}" for n in range(1, accounts + 1))
+    sim = Simulator(
+        port=0, answer_seconds=answer_seconds, thinking_seconds=0.2, url_delay=0.3, accounts=names
+    ).start()
     try:
         sim.set(router_scenario="slow", router_delay=0.5)  # a router call lasts long enough to be hit
+        if len(names) > 1:
+            sim.set(account_quotas={names[-1]: SMALL_QUOTA})
 
         stop = threading.Event()
 
@@ -473,6 +523,7 @@ def run(
                 stop.set()
                 summary.interrupted = True
                 pool.shutdown(wait=True, cancel_futures=True)
+        summary.affinity_violations = sim.affinity_violations()
     finally:
         sim.stop()
     summary.trials.sort(key=lambda t: t.index)
@@ -494,6 +545,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--answer-seconds", type=float, default=0.8)
     parser.add_argument("--max-prompts", type=int, default=3, help="prompts per trial: 1 to this")
     parser.add_argument("--keep", type=Path, help="keep the trial folders here instead of a temp folder")
+    parser.add_argument("--accounts", type=int, default=0, help="chat accounts (0: no [accounts.*] tables)")
     args = parser.parse_args(argv)
     # Ctrl-C, or SIGTERM from `timeout` or a scheduler, ends a long run with its table; SIGINT
     # is set explicitly because a shell starts background jobs with it ignored.
@@ -518,6 +570,7 @@ def main(argv: list[str] | None = None) -> int:
             answer_seconds=args.answer_seconds,
             max_prompts=args.max_prompts,
             progress=progress,
+            accounts=args.accounts,
         )
 
     if args.keep:
@@ -531,7 +584,7 @@ def main(argv: list[str] | None = None) -> int:
     print(summary.table())
     if summary.failed:
         print("\nproblems:\n" + summary.problems())
-    return 1 if summary.failed else 0
+    return 1 if summary.broken else 0
 
 
 if __name__ == "__main__":

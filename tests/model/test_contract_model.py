@@ -61,7 +61,8 @@ class Crash(BaseException):
 class FakeSite:
     """The chat site: what it received (the ledger), which chats the chat list shows."""
 
-    def __init__(self) -> None:
+    def __init__(self, prefix: str = "") -> None:
+        self.prefix = prefix  # hex: each account's site makes chat ids of its own
         self.chats: dict[str, str] = {}  # url -> first prompt
         self.hidden: set[str] = set()  # chats the chat list does not show (list lag)
         self.received: Counter = Counter()  # prompt -> times received
@@ -69,7 +70,8 @@ class FakeSite:
         self.clock = lambda: 0.0
 
     def receive(self, text: str, *, hidden: bool = False) -> str:
-        url = f"https://chat.qwen.ai/c/{len(self.chats) + 1:08d}-0000-4000-8000-000000000000"
+        number = f"{self.prefix}{len(self.chats) + 1:0{8 - len(self.prefix)}d}"
+        url = f"https://chat.qwen.ai/c/{number}-0000-4000-8000-000000000000"
         self.chats[url] = text
         self.created[url] = self.clock()
         self.received[text] += 1
@@ -107,6 +109,10 @@ class ModelChat:
             raise HardError("bot check", code="bot_check")
         if mode == "quota":
             raise QuotaSpent("daily quota spent", retry_after=100)
+        if mode == "refused":  # logged out, seen before anything was typed
+            refused = HardError("not logged in", code="logged_out")
+            refused.nothing_sent = True
+            raise refused
         url = self.site.receive(text, hidden=mode == "crash_after_site_hidden")
         if mode.startswith("crash_after_site"):
             raise self.kill("killed after the click, before the URL was known")
@@ -443,3 +449,110 @@ ContractModel.TestCase.settings = settings(
 # A failing run shrinks for up to five minutes (Hypothesis' own limit; fsync-bound on a loaded
 # machine): the timeout must not cut its report short. A passing run takes well under a minute.
 test_contract_model = pytest.mark.timeout(420)(ContractModel.TestCase)
+
+
+ACCOUNTS = ("a", "b")
+
+
+class AllSites:
+    """What every account's site received, read as one site (the base model's invariants:
+    a prompt reaches the site at most once across all accounts)."""
+
+    def __init__(self, sites: dict[str, FakeSite]) -> None:
+        self.sites = sites
+
+    @property
+    def chats(self) -> dict[str, str]:
+        return {url: text for site in self.sites.values() for url, text in site.chats.items()}
+
+    @property
+    def hidden(self) -> set[str]:
+        return set().union(*(site.hidden for site in self.sites.values()))
+
+    @property
+    def received(self) -> Counter:
+        return sum((site.received for site in self.sites.values()), Counter())
+
+
+class EveryChat:
+    """Scripts every account's chat at once (what the base model's rules set)."""
+
+    def __init__(self, chats: dict[str, ModelChat]) -> None:
+        object.__setattr__(self, "chats", chats)
+
+    def __setattr__(self, name: str, value) -> None:
+        for chat in self.chats.values():
+            setattr(chat, name, value)
+
+
+class AccountsContractModel(ContractModel):
+    """The same model over two accounts, each its own site: a chat looked at, or searched for,
+    by an account that did not make it fails at once (ModelChat asserts the chat is its site's:
+    the real site answers CHAT_NOT_FOUND); an account may refuse before anything is typed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        (self.root / "config.toml").write_text(
+            f"[qwen]\npoll_interval = 0\nmax_attempts = {MAX_ATTEMPTS}\n[article]\nmin_words = 0\n"
+            + "".join(f"[accounts.{name}]\n" for name in ACCOUNTS)
+        )
+        for name in ACCOUNTS:
+            state = self.root / ".qwenpipe" / "accounts" / name / "state.json"
+            state.parent.mkdir(parents=True)
+            state.write_text("{}")
+        self.ws = Workspace(load(self.root / "config.toml"))
+        self.sites = {name: FakeSite(prefix=name) for name in ACCOUNTS}
+        for site in self.sites.values():
+            site.clock = lambda: self.now
+        self.site = AllSites(self.sites)  # type: ignore[assignment]
+        self.chats = {name: ModelChat(self.sites[name], self.kill) for name in ACCOUNTS}
+        self.chat = EveryChat(self.chats)  # type: ignore[assignment]
+
+    def engines(self) -> Engines:
+        from pipeline.accounts import config_account
+
+        return Engines(
+            self.ws.config,
+            chat_factory=lambda config: self.chats[config_account(config)],
+            router_factory=lambda _c: self.router,
+        )
+
+    @rule(
+        slug=st.sampled_from(SLUGS),
+        name=st.sampled_from(ACCOUNTS),
+        mode=st.sampled_from(["refused", "quota", "hard", "crash_after_site"]),
+    )
+    def one_account_refuses_or_dies_the_other_takes_it(self, slug, name, mode):
+        """Rotation: an account that refuses before typing passes the prompt on; one that may
+        have taken it (a kill after the click, a bot check after it) never does."""
+        for other, chat in self.chats.items():
+            chat.send_mode = mode if other == name else "ok"
+            chat.check_mode, chat.find_mode = "answer", "ok"
+        try:
+            with self.engines() as engines:
+                outcome = generate(self.ws, slug, engines, clock=lambda: self.now)
+        except Crash:
+            self.buried()
+            return
+        event(f"accounts: {mode} -> {outcome.status.value} {outcome.account}")
+        if outcome.status is Status.FAILED:
+            self.failures[slug] += 1
+        if outcome.status is Status.DONE:
+            self.failures[slug] = 0
+
+    @invariant()
+    def an_article_names_the_account_whose_site_made_its_chat(self):
+        for slug in SLUGS:
+            path = self.out / f"{slug}.md"
+            if not path.exists():
+                continue
+            meta = tomllib.loads(path.read_text(encoding="utf-8")[4:].split("\n+++\n", 1)[0])
+            if meta["engine"] == "qwen":
+                (owner,) = [n for n, site in self.sites.items() if meta["chat_url"] in site.chats]
+                assert meta["account"] == owner, (slug, meta["account"], owner)
+            else:
+                assert "account" not in meta
+
+
+AccountsContractModel.TestCase.settings = ContractModel.TestCase.settings
+test_accounts_contract_model = pytest.mark.timeout(420)(AccountsContractModel.TestCase)

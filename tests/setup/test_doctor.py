@@ -10,6 +10,7 @@ import pytest
 from sim_project import make_project
 from tests_cli_helpers import qwenpipe
 
+from pipeline.accounts import all_accounts
 from pipeline.config import load
 from pipeline.setup.doctor import FAIL, OK, SKIP, WARN, Report, check_profile, check_router
 from pipeline.simulator import Simulator
@@ -186,7 +187,8 @@ def test_profile_and_state_readable_by_others_fail_with_chmod(tmp_path):
     state.write_text(json.dumps({"cookies": [{"name": "token", "value": make_token(), "domain": "x"}]}))
     state.chmod(0o644)
     report = Report("x")
-    check_profile(report, load(tmp_path / "config.toml"), time.time())
+    config = load(tmp_path / "config.toml")
+    check_profile(report, config, time.time(), all_accounts(config)[0])
     profile, saved = report.checks
     assert profile.status == FAIL and profile.fix == f"chmod 700 {tmp_path / 'p'}"
     assert saved.status == FAIL and saved.fix == f"chmod 600 {state}"
@@ -200,7 +202,8 @@ def test_state_expiring_soon_is_a_warning(tmp_path):
     state.write_text(json.dumps({"cookies": [{"name": "token", "value": soon, "domain": "x"}]}))
     state.chmod(0o600)
     report = Report("x")
-    check_profile(report, load(tmp_path / "config.toml"), time.time())
+    config = load(tmp_path / "config.toml")
+    check_profile(report, config, time.time(), all_accounts(config)[0])
     saved = report.checks[-1]
     assert saved.status == WARN and "expires" in saved.detail and saved.fix == "run `qwenpipe login`"
     assert report.exit_code == 0

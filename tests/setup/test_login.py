@@ -12,6 +12,7 @@ import pytest
 from sim_project import make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe
 
+from pipeline.accounts import all_accounts
 from pipeline.batch.status import collect
 from pipeline.cli.app import run
 from pipeline.config import load
@@ -45,7 +46,8 @@ def test_login_saves_a_private_state_and_generate_then_sends(sim, tmp_path, monk
     project = make_project(tmp_path, sim)
     monkeypatch.setenv("QWENPIPE_LOGIN_HEADLESS", "1")
     said = []
-    result = run_login(load(project / "config.toml"), timeout=30, on_page=sign_in, say=said.append)
+    config = load(project / "config.toml")
+    result = run_login(config, all_accounts(config)[0], timeout=30, on_page=sign_in, say=said.append)
     state = project / "state.json"
     assert result.state_path == state and result.how == "signed in"
     assert "sign in to" in said[0]
@@ -274,7 +276,8 @@ def test_a_state_file_copied_onto_an_existing_profile_is_used(sim, tmp_path, mon
     """The server case: log in on a desktop, copy the state file over; the profile already exists."""
     desktop = make_project(tmp_path / "desktop", sim)
     monkeypatch.setenv("QWENPIPE_LOGIN_HEADLESS", "1")
-    run_login(load(desktop / "config.toml"), timeout=30, on_page=sign_in, say=lambda _m: None)
+    config = load(desktop / "config.toml")
+    run_login(config, all_accounts(config)[0], timeout=30, on_page=sign_in, say=lambda _m: None)
     server = make_project(tmp_path / "server", sim, router=False)
     prompt(server, "before", "Write about a server before its login.")
     assert qwenpipe("generate", "before", cwd=server).returncode == 1  # logged out: the profile is made

@@ -11,6 +11,7 @@ import pytest
 from sim_project import make_project
 from tests_cli_helpers import qwenpipe
 
+from pipeline.accounts import all_accounts
 from pipeline.cli.app import run
 from pipeline.config import load
 from pipeline.setup.doctor import Report, check_profile
@@ -151,7 +152,8 @@ def test_status_does_not_hang_on_a_saved_state_that_is_not_a_file(tmp_path, kind
 @pytest.mark.parametrize("hostile", list(HOSTILE_STATES), indirect=True)
 def test_doctor_reads_any_saved_state_without_crashing(hostile):
     report = Report("test")
-    check_profile(report, load(), time.time())
+    config = load()
+    check_profile(report, config, time.time(), all_accounts(config)[0])
     login = next(c for c in report.checks if c.name == "saved login")
     assert login.status == "ok" and "token expiry not readable" in login.detail
 

@@ -123,6 +123,74 @@ class _SharedPlaywright(threading.local):
 _PLAYWRIGHT = _SharedPlaywright()
 
 
+class _SharedBrowser(threading.local):
+    """One Chromium per thread for the accounts of a setup with several: each account's session
+    is a context of it (its own cookies and storage, loaded from its saved login), so a cycle
+    runs one browser process however many accounts it serves. Launched by the first session
+    that needs it, closed when the last one closes. It listens on a loopback DevTools port, so
+    a cycle's poll threads attach to it (each with contexts of its own)."""
+
+    def __init__(self) -> None:
+        self._browser: Any = None
+        self._users = 0
+        self._xvfb: VirtualDisplay | None = None
+        self.endpoint: str | None = None
+
+    def acquire(self, session: BrowserSession) -> Any:
+        if self._browser is None or not self._browser.is_connected():
+            self._launch(session)
+        self._users += 1
+        return self._browser
+
+    def _launch(self, session: BrowserSession) -> None:
+        chromium = session._playwright.chromium
+        executable, session.description = find_executable(
+            session.config.get("executable", ""), chromium=chromium
+        )
+        port = _free_port()
+        args = launch_args(session.config.get("args") or []) + [f"--remote-debugging-port={port}"]
+        env = session._screen_env()
+        self._xvfb, session._xvfb = session._xvfb, None  # the display lives as long as the browser
+        try:
+            self._browser = chromium.launch(
+                executable_path=executable,
+                headless=bool(session.config.get("headless", True)),
+                args=args,
+                env=env,
+            )
+        except Exception:
+            self._stop_xvfb()
+            raise
+        self.endpoint = f"http://127.0.0.1:{port}"
+        BrowserSession.launches += 1
+
+    def release(self) -> None:
+        self._users -= 1
+        if self._users <= 0 and self._browser is not None:
+            browser, self._browser, self._users, self.endpoint = self._browser, None, 0, None
+            try:
+                browser.close()
+            except Exception:
+                pass  # the browser is already gone
+            self._stop_xvfb()
+
+    def _stop_xvfb(self) -> None:
+        xvfb, self._xvfb = self._xvfb, None
+        if xvfb is not None:
+            xvfb.stop()
+
+
+_BROWSER = _SharedBrowser()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -253,6 +321,7 @@ class BrowserSession:
         expose_cdp: bool = False,
         borrowed: bool = False,
         lock_profile: LockProfile | None = None,
+        shared_browser: bool = False,
     ):
         self.config = browser
         self.root = Path(root) if root else Path.cwd()
@@ -265,6 +334,10 @@ class BrowserSession:
         self.borrowed = borrowed
         # lock_profile: held while our browser runs on the profile (None: the caller sees to it).
         self.lock_profile = lock_profile
+        # shared_browser: one of several accounts: a context of the thread's one browser, made
+        # from the account's saved login (storage_state), instead of a persistent profile.
+        self.shared_browser = shared_browser
+        self._holds_shared = False
         self._release_profile: Any = None
         self._cdp_endpoint: str | None = None
         self._playwright = None
@@ -306,6 +379,9 @@ class BrowserSession:
         try:
             if self.config.get("cdp_url"):
                 self._attach(self.config["cdp_url"])
+            elif self.shared_browser:
+                self._open_account_context(_BROWSER.acquire(self))
+                self._holds_shared = True
             else:
                 self._launch()
         except PlaywrightError as err:
@@ -321,11 +397,22 @@ class BrowserSession:
 
     def _attach(self, cdp_url: str) -> None:
         browser = self._playwright.chromium.connect_over_cdp(cdp_url)
+        if self.shared_browser:  # an account's own context, never another account's
+            self._open_account_context(browser)
+            self.description = f"attached over CDP ({cdp_url}), a context of its own"
+            return
         if browser.contexts:
             self._context, self._owns_context = browser.contexts[0], False
         else:
             self._context, self._owns_context = browser.new_context(), True
         self.description = f"attached over CDP ({cdp_url})"
+
+    def _open_account_context(self, browser: Any) -> None:
+        """A fresh context of `browser` holding this account's saved login (none: logged out)."""
+        self._context, self._owns_context = browser.new_context(), True
+        state = self._path("storage_state")
+        if state.is_file():
+            load_storage_state(self._context, state)
 
     def _launch(self) -> None:
         chromium = self._playwright.chromium
@@ -394,6 +481,8 @@ class BrowserSession:
             return None
         if self.config.get("cdp_url"):
             return self.config["cdp_url"]
+        if self._holds_shared:
+            return _BROWSER.endpoint
         if not self.expose_cdp:
             return None
         if self._cdp_endpoint is None:
@@ -416,6 +505,9 @@ class BrowserSession:
             self._pages.clear()
             self._context = None
             self._cdp_endpoint = None
+            if self._holds_shared:
+                self._holds_shared = False
+                _BROWSER.release()
             self._stop_playwright()
             self._stop_xvfb()
             self._unlock_profile()

@@ -144,6 +144,7 @@ class QwenEngine:
         root: Path | None = None,
         lock_profile: LockProfile | None = None,
         keep_login: Callable[[Any], None] | None = None,
+        shared_browser: bool = False,
     ):
         """`qwen` and `browser` are the config's sections; `browser` may be a session to use
         (then never closed here). `lock_profile` guards the profile a launched browser uses.
@@ -161,7 +162,9 @@ class QwenEngine:
         if isinstance(browser, BrowserSession):
             self.session, self._owns_session = browser, False
         else:
-            self.session = BrowserSession(browser, root=root, lock_profile=lock_profile)
+            self.session = BrowserSession(
+                browser, root=root, lock_profile=lock_profile, shared_browser=shared_browser
+            )
             self._owns_session = True
         # chat id -> assistant turns on the page before we sent: our answer is the next one.
         self._turns_before: dict[str, int] = {}
@@ -303,7 +306,9 @@ class QwenEngine:
         def attach() -> QwenEngine:
             engine = QwenEngine(
                 self.settings,
-                BrowserSession(browser, root=session.root, borrowed=True),
+                BrowserSession(
+                    browser, root=session.root, borrowed=True, shared_browser=session.shared_browser
+                ),
                 keep_login=self.keep_login,
             )
             engine._owns_session = True  # its own session: closing it closes only its pages

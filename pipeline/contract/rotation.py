@@ -1,0 +1,135 @@
+"""Which account sends, and whether an article's own account may go on with its chat.
+
+Rotation: a new send goes to the enabled account with the most sends left today (its own
+`max_sends_per_day`, none = unlimited), ties in config order; an account the site blocked
+(quota), or that this run found logged out or behind a bot check, is skipped until that
+clears. Affinity: once an account took the prompt, only that account ever looks at the chat
+or sends its next turn; its being disabled or blocked makes the article wait, never move.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..accounts import Account, all_accounts, saved_login_problem
+from ..store.protocol import DEFAULT_ACCOUNT, Send
+from .quota import local_day_start
+
+
+@dataclass(frozen=True)
+class Standing:
+    """One account as rotation sees it now."""
+
+    account: Account
+    sends_today: int
+    left: int | None  # sends left under its own limit; None: it has none
+    quota_until: float | None = None  # the site blocked it until then
+    quota_reason: str = ""
+    off: str = ""  # why it cannot send at all now (disabled, no saved login, logged out...)
+
+    @property
+    def can_send(self) -> bool:
+        return not self.off and self.quota_until is None and (self.left is None or self.left > 0)
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """What a group of accounts (every one, the pinned one, or an article's sender) can take:
+    the first that may send, else why none can (a quota block until a time, or `off`)."""
+
+    chosen: Account | None
+    quota_until: float | None = None
+    quota_reason: str = ""
+    off: str = ""
+    left: int | None = None  # sends left today across the group; None: unlimited
+
+
+def standings(
+    workspace, now: float, skipped: Mapping[str, object], names: Sequence[str] = (), *, replan: bool = True
+) -> list[Standing]:
+    """The accounts (all, or those `names`, in config order) with their counts and blocks.
+    `skipped`: accounts this run found unusable, with why (see Engines.unavailable). `replan`:
+    False for readers (status), which never write (see ChatQuota.blocked_until)."""
+    config = workspace.config
+    accounts = [a for a in all_accounts(config) if not names or a.name in names]
+    per_account = any(a.max_sends_per_day for a in accounts)
+    counts = workspace.store.send_counts(local_day_start(now)) if per_account else None
+    found = []
+    for account in accounts:
+        sent = counts.of(account.name) if counts else 0
+        left = max(account.max_sends_per_day - sent, 0) if account.max_sends_per_day else None
+        off = str(skipped.get(account.name) or "")
+        if not account.enabled:
+            off = f"account {account.name} is disabled (enabled = false in {account.where})"
+        off = off or saved_login_problem(config, account)
+        blocked = workspace.chat_quota.blocked_until(now, replan=replan, account=account.name)
+        found.append(
+            Standing(
+                account,
+                sent,
+                left,
+                quota_until=blocked[0] if blocked else None,
+                quota_reason=blocked[1] if blocked else "",
+                off=off,
+            )
+        )
+    return found
+
+
+def capacity(found: list[Standing]) -> Capacity:
+    """The account a send goes to (most left, ties in order), or why none may send now: every
+    usable account blocked by the site (its earliest end), else the first reason one is off."""
+    ready = [s for s in found if s.can_send]
+    if ready:
+        best = max(ready, key=lambda s: float("inf") if s.left is None else s.left)  # first of equals
+        lefts = [s.left for s in ready]
+        return Capacity(best.account, left=None if None in lefts else sum(lefts))  # type: ignore[arg-type]
+    blocked = [s for s in found if not s.off and s.quota_until is not None]
+    if blocked:
+        first = min(blocked, key=lambda s: s.quota_until or 0.0)
+        return Capacity(None, quota_until=first.quota_until, quota_reason=first.quota_reason, left=0)
+    spent = [s for s in found if not s.off]
+    if spent:
+        names = ", ".join(f"{s.account.name} ({s.account.max_sends_per_day})" for s in spent)
+        return Capacity(None, off=f"daily limit of every account reached: {names}", left=0)
+    if not found:
+        return Capacity(None, off="no such account in config.toml", left=0)
+    return Capacity(None, off="; ".join(s.off for s in found), left=0)
+
+
+def sender_problem(workspace, name: str) -> str:
+    """Why the account that sent an article's chat cannot go on with it now ("" when it can):
+    it was removed from config.toml or disabled. The article then waits for it."""
+    for account in all_accounts(workspace.config):
+        if account.name == name:
+            if account.enabled:
+                return ""
+            return (
+                f"its chat belongs to account {name}, which is disabled (enabled = false in "
+                f"{account.where}): it waits; set enabled = true to collect it"
+            )
+    return (
+        f"its chat belongs to account {name}, which is not in {workspace.config.describe()}: "
+        f"it waits; add [accounts.{name}] back (its profile_dir and storage_state) to collect it"
+    )
+
+
+def sender_of(article, first_send: Send | None) -> str:
+    """The account that took (or was about to take) an article's prompt: its intent marker's,
+    else its first send's in the store, else `default` (a send from before accounts, or an
+    old marker that does not say)."""
+    from .step import read_marker
+
+    marker = read_marker(article.sending) if article.sending.exists() else None
+    named = marker.get("account") if marker else None
+    if isinstance(named, str) and named:
+        return named
+    if marker is None and first_send is not None:
+        return first_send.account
+    return DEFAULT_ACCOUNT
+
+
+def first_sends(store) -> dict[str, Send]:
+    """Every article's first send (turn 1), from one read of the store."""
+    return {send.slug: send for send in store.sends() if send.turn == 1}
