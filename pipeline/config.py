@@ -159,6 +159,16 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "generate --wait gives up after this many seconds",
         ),
         "stable_reads": Key(int, 3, _between(1, 100), "reads 1 s apart the answer must stay unchanged"),
+        "api_reads_per_second": Key(
+            (int, float),
+            10,
+            _between(0, 1000, low_open=True),
+            "a cycle reads chats' JSON through one page at most this fast",
+        ),
+        "collect": Key(
+            str, "api", _one_of("api", "page"), '"page": open every chat\'s page, never the JSON first'
+        ),
+        "send_concurrency": Key(int, 1, _between(1, 16), "sends side by side in one cycle (tabs)"),
         "run_timeout": Key(
             (int, float),
             1800,

@@ -63,6 +63,14 @@ class FakeChat:
         if self.crash_after_send_turn:
             raise self.crash_after_send_turn
 
+    # collect: chat url -> the Answer / Generating it reports (a chat not here is left to check)
+    collected: dict = field(default_factory=dict)
+    collect_calls: list[list[str]] = field(default_factory=list)
+
+    def collect(self, chat_urls: list[str]) -> dict:
+        self.collect_calls.append(list(chat_urls))
+        return {url: self.collected.pop(url) for url in chat_urls if url in self.collected}
+
     def enqueue_check(self, *results) -> FakeChat:
         self.checks.extend(results)
         return self

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from queue import Empty, SimpleQueue
 
 from .. import files
-from ..contract.article import ArticleState, make_private
+from ..contract.article import ArticleState, make_private, read_chat_url
 from ..contract.phases import Action, Facts, Limits, Phase, Reason, Record, decide, schedule, settled
 from ..contract.prompts import load_prompt
 from ..contract.quota import SendBudget, sends_today
@@ -274,7 +274,8 @@ def _poll_concurrently(
     clock: Callable[[], float],
     budget: SendBudget,
 ) -> list[ArticleView]:
-    """Poll what can be polled side by side; return the polls left for the sequential loop.
+    """Collect what the chat engine can collect at once (`_collect_first`), then poll what can be
+    polled side by side; return the polls left for the sequential loop.
 
     Side by side: sent chats (a URL exists), up to `qwen.concurrency` at once, in pages of the
     cycle's one browser. Left sequential: interrupted sends (their recovery may send) and, under
@@ -283,17 +284,20 @@ def _poll_concurrently(
     path from starting leaves every poll to the sequential loop, with one line saying why.
     """
     concurrency = int(workspace.config.qwen["concurrency"])
-    if concurrency < 2 or len(polls) < 2:
-        return polls  # nothing to gain
-    side_by_side = [view for view in polls if _may_poll_side_by_side(workspace, view)]
-    if len(side_by_side) < 2:
-        return polls
+    side_by_side = [view for view in polls if concurrency > 1 and _may_poll_side_by_side(workspace, view)]
     with ExitStack() as sharing:
-        try:
-            attach = sharing.enter_context(engines.chat().shared_session())
-        except Exception as err:  # a busy profile, no browser...: the sequential loop reports it per article
-            say(f"cycle: polling one chat at a time ({_first_line(err)})")
-            return polls
+        if len(side_by_side) >= 2:
+            # Shared before the collect starts the browser: sharing needs it started for that.
+            try:
+                attach = sharing.enter_context(engines.chat().shared_session())
+            except Exception as err:  # a busy profile, no browser...: each article's step reports it
+                say(f"cycle: polling one chat at a time ({_first_line(err)})")
+                return polls
+        polls = _collect_first(workspace, engines, polls, report, say, clock, budget)
+        left = {view.slug for view in polls}
+        side_by_side = [view for view in side_by_side if view.slug in left]
+        if len(side_by_side) < 2:
+            return polls  # nothing to gain
         workers = min(concurrency, len(side_by_side))
         return _poll_side_by_side(
             workspace, engines, attach, workers, polls, side_by_side, report, say, clock, budget
@@ -365,6 +369,75 @@ def _poll_side_by_side(
         say(f"cycle: {len(failures)} of {workers} poll threads could not attach ({failures[0]})")
     chosen = {view.slug for view in side_by_side} - left
     return [view for view in polls if view.slug not in chosen]
+
+
+def _collect_first(
+    workspace: Workspace,
+    engines: Engines,
+    polls: list[ArticleView],
+    report: CycleReport,
+    say: Callable[[str], None],
+    clock: Callable[[], float],
+    budget: SendBudget,
+) -> list[ArticleView]:
+    """Let the chat engine look at every sent one-turn chat at once (`collect`: for qwen, their
+    JSON through one page), step each article it decided through the contract, and return the
+    polls left: those it could not decide look at their own pages as before."""
+    urls: dict[str, ArticleView] = {}
+    for view in polls:
+        url = _collectable_url(workspace, view)
+        if url is not None:
+            urls[url] = view
+    if not urls:
+        return polls
+    try:
+        results = engines.chat().collect(list(urls))
+    except Exception as err:  # the chat's page failed: every chat's own page says how, as before
+        say(f"cycle: looking at each chat's page ({_first_line(err)})")
+        return polls
+    for url, result in list(results.items()):
+        progress = getattr(result, "progress", None)
+        if progress and progress.startswith("writing") and progress == urls[url].state.progress:
+            del results[url]  # its answer did not grow since the last look: a stall only its page shows
+    collected = Engines(
+        engines.config,
+        chat_factory=lambda _config: CollectedChat(engines.chat(), results),
+        router_factory=lambda _config: engines.router(),
+    )  # owns nothing: never closed
+    stepped = {urls[url].slug for url in results}
+    for url in list(results):
+        _step(workspace, collected, urls[url], report, say, clock, budget)
+    return [view for view in polls if view.slug not in stepped]
+
+
+def _collectable_url(workspace: Workspace, view: ArticleView) -> str | None:
+    """A sent one-turn article's chat URL (a later turn's send is the poll's: not collected)."""
+    if view.phase is not Phase.GENERATING:
+        return None
+    try:
+        if len(load_prompt(workspace.prompts_dir, view.slug).turns) != 1:
+            return None
+        return read_chat_url(view.files, workspace.config.qwen["base_url"])
+    except Exception:
+        return None  # its own step reports a bad prompt or sidecar
+
+
+class CollectedChat:
+    """The chat engine as a step sees it after a collect: `check` of a collected chat answers what
+    the collect read (once); everything else, other chats included, is the engine's own."""
+
+    def __init__(self, engine: ChatEngine, results: dict):
+        self._engine, self._results = engine, results
+
+    def check(self, chat_url: str):
+        result = self._results.pop(chat_url, None)
+        return result if result is not None else self._engine.check(chat_url)
+
+    def __getattr__(self, name: str):
+        return getattr(self._engine, name)
+
+    def close(self) -> None:
+        pass  # the cycle's engines close the engine
 
 
 def _may_poll_side_by_side(workspace: Workspace, view: ArticleView) -> bool:

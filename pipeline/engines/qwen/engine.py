@@ -156,6 +156,8 @@ class QwenEngine:
         self.answer_timeout = float(qwen.get("answer_timeout", 1800))
         self.stable_reads = max(1, int(qwen.get("stable_reads", 3)))
         self.read_interval = 1.0
+        self.api_reads_per_second = float(qwen.get("api_reads_per_second", 10))
+        self.collect_from = str(qwen.get("collect", "api"))
         self.selector_sets = merge_overrides(qwen.get("selectors"))
         self.keep_login = keep_login
         if isinstance(browser, BrowserSession):
@@ -198,6 +200,28 @@ class QwenEngine:
             self._open(page, self.chat_url(chat_id))
             selectors = self._wait_for_app(page)
             return self._watch(page, selectors, chat_id, deadline=self._deadline(self.page_timeout))
+
+    def collect(self, chat_urls: list[str]) -> dict[str, Answer | Generating]:
+        """Read many one-turn chats' JSON through one page of this engine's browser (see
+        collect.py): url -> Answer / Generating for the chats the JSON decides; the rest are left
+        out for `check` (their pages). `qwen.collect = "page"` leaves every chat out."""
+        from pipeline.engines.qwen.collect import ChatCollector
+
+        if self.collect_from != "api" or not chat_urls:
+            return {}
+        with self._page() as page:
+            self._open(page, self.base_url + "/")
+            selectors = self._wait_for_app(page)
+            collector = ChatCollector(
+                page,
+                stable_reads=self.stable_reads,
+                reads_per_second=self.api_reads_per_second,
+                engine=self.name,
+                extra={"ui": selectors.name},
+                timeout=self.page_timeout,
+                sleep=lambda seconds: page.wait_for_timeout(seconds * 1000),
+            )
+            return collector.collect(chat_urls)
 
     def wait(self, chat_url: str, *, timeout: float, on_progress: ProgressCallback | None = None) -> Answer:
         """Stay on the chat page, re-reading it every second, until the answer is complete."""

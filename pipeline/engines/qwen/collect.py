@@ -1,0 +1,151 @@
+"""Collecting many sent chats through ONE open page: the site's JSON decides where it can.
+
+A cycle with 200 chats in flight would otherwise load 200 pages. The page's own `fetch` (which
+carries the login and the site's anti-bot headers) reads `/api/v2/chats/<id>` for each chat,
+one read at a time, at most `qwen.api_reads_per_second` (the site sees no burst).
+
+The JSON decides a chat when it can:
+- complete: the stored completion status says finished, without error, AND the answer's
+  markdown read the same `qwen.stable_reads` times in a row, reads of one chat at least
+  API_STABLE_SECONDS apart (never the flag alone: a flag set before the last chunk landed
+  shows as text that still changes);
+- still generating: the stored status says not finished (or no reply yet);
+- not decided (the chat's own page must look): no stored status at all, a shape we do not
+  know, an error body, a finished status with an empty answer, or text that keeps changing
+  under a finished status. Those are left out of the result, and the caller opens their pages
+  (the page's signals, as `check` has always done).
+
+The collector only reads; the contract decides what a result means and writes the article.
+One collector per open page: with several accounts, one per account's browser context.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pipeline.engines.base import Answer, EngineError, Generating
+from pipeline.engines.qwen.api import ChatShapeError, chat_id_from_url, classify_api_error, parse_chat
+from pipeline.engines.qwen.engine import Steadiness
+from pipeline.engines.qwen.page import ApiUnusable, fetch_json
+
+# Two reads of one chat at least this far apart. With the stored status already final, the
+# stability reads only have to outlast the moment between the site storing the last chunk and
+# the page's own refresh (the simulator: 0.3 s from `done` to "finished"; the real site stores
+# both with the last chunk). 0.25 s x 3 reads spans 0.5 s, longer than any chunk interval seen.
+API_STABLE_SECONDS = 0.25
+# Reads of a chat whose status says finished while its text still changes, before its page decides.
+UNSTEADY_READS = 3
+
+
+class Pacer:
+    """Reads start at most `per_second` a second, evenly spaced (a burst of 200 reads is what
+    an anti-bot system notices). `clock` and `sleep` are injectable: tests pace a fake clock."""
+
+    def __init__(
+        self,
+        per_second: float,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        if not per_second > 0:
+            raise ValueError(f"reads per second must be more than 0, not {per_second!r}")
+        self.interval = 1.0 / per_second
+        self.clock, self.sleep = clock, sleep
+        self._next: float | None = None
+
+    def wait(self) -> None:
+        """Return when the next read may start (at once when the last one was long enough ago)."""
+        now = self.clock()
+        if self._next is not None and now < self._next:
+            self.sleep(self._next - now)
+            now = self._next
+        self._next = now + self.interval
+
+
+class ChatCollector:
+    """Reads the JSON of many chats through one open page (`page`, already on the chat site)."""
+
+    def __init__(
+        self,
+        page: Any,
+        *,
+        stable_reads: int,
+        reads_per_second: float,
+        engine: str = "qwen",
+        extra: dict | None = None,
+        timeout: float = 30,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        self.page = page
+        self.stable_reads = max(1, stable_reads)
+        self.pacer = Pacer(reads_per_second, clock=clock, sleep=sleep)
+        self.engine, self.extra, self.timeout = engine, dict(extra or {}), timeout
+        self.clock, self.sleep = clock, sleep
+        self.reads = 0  # JSON reads made (the benchmark and the tests count them)
+
+    def collect(self, chat_urls: list[str]) -> dict[str, Answer | Generating]:
+        """Chat URL -> Answer or Generating, for every chat the JSON decides; the others are left
+        out (their pages must look). Never raises for one chat's problem: a WAF page or a bot
+        check on a read leaves that chat and every one after it to their pages."""
+        results: dict[str, Answer | Generating] = {}
+        wanted = [url for url in dict.fromkeys(chat_urls) if chat_id_from_url(url)]
+        pending = {url: Steadiness(self.stable_reads) for url in wanted}
+        reads: dict[str, int] = {}
+        last_read: dict[str, float] = {}
+        while pending:
+            for url, steadiness in list(pending.items()):
+                due = last_read.get(url, float("-inf")) + API_STABLE_SECONDS
+                if self.clock() < due:
+                    self.sleep(due - self.clock())
+                self.pacer.wait()
+                try:
+                    seen = self._read(chat_id_from_url(url))
+                except EngineError:
+                    return results  # the site refuses reading (WAF, bot check): pages tell the rest
+                last_read[url] = self.clock()
+                reads[url] = reads.get(url, 0) + 1
+                if isinstance(seen, Answer) and steadiness.steady(seen.markdown):
+                    results[url] = seen
+                elif isinstance(seen, Answer) and reads[url] < self.stable_reads + UNSTEADY_READS:
+                    continue  # read it again in the next round
+                elif isinstance(seen, Generating):
+                    results[url] = seen
+                # else: the JSON cannot decide, or "finished" text that keeps changing: the page looks
+                del pending[url]
+        return results
+
+    def _read(self, chat_id: str) -> Answer | Generating | None:
+        """One read of one chat: a candidate Answer (stored status finished), Generating, or None
+        when the JSON cannot decide. Raises EngineError when the site refuses the read itself."""
+        self.reads += 1
+        try:
+            (body,) = fetch_json(self.page, [f"/api/v2/chats/{chat_id}"], timeout=self.timeout)
+        except ApiUnusable:
+            return None
+        if classify_api_error(body) is not None:
+            return None  # the chat's page reports it as it always has (gone, logged out, quota...)
+        try:
+            view = parse_chat(body)
+        except ChatShapeError:
+            return None
+        return judge_read(view, chat_id, engine=self.engine, extra=self.extra)
+
+
+def judge_read(view, chat_id: str, *, engine: str = "qwen", extra: dict | None = None):
+    """A one-turn chat's first answer as its JSON shows it: a candidate Answer (its stored status
+    says finished: the stability reads still have to agree), Generating, or None (undecided)."""
+    if not view.turns:
+        return Generating("waiting for the chat to show the message")
+    turn, stored = view.turns[0], view.stored[0]
+    if turn.error or stored is None:
+        return None
+    if stored is False:
+        return Generating(f"writing: {len(turn.answer):,} chars" if turn.answer else "generating")
+    if not turn.answer.strip():
+        return None
+    more = {"source": "api", "chat_id": chat_id, **(extra or {})}
+    return Answer(turn.answer, engine, title=view.real_title, model=view.model, extra=more)
