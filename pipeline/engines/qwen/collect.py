@@ -27,14 +27,9 @@ from typing import Any
 
 from pipeline.engines.base import Answer, EngineError, Generating
 from pipeline.engines.qwen.api import ChatShapeError, chat_id_from_url, classify_api_error, parse_chat
-from pipeline.engines.qwen.engine import Steadiness
+from pipeline.engines.qwen.engine import API_STABLE_SECONDS, Steadiness
 from pipeline.engines.qwen.page import ApiUnusable, fetch_json
 
-# Two reads of one chat at least this far apart. With the stored status already final, the
-# stability reads only have to outlast the moment between the site storing the last chunk and
-# the page's own refresh (the simulator: 0.3 s from `done` to "finished"; the real site stores
-# both with the last chunk). 0.25 s x 3 reads spans 0.5 s, longer than any chunk interval seen.
-API_STABLE_SECONDS = 0.25
 # Reads of a chat whose status says finished while its text still changes, before its page decides.
 UNSTEADY_READS = 3
 
