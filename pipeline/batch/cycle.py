@@ -142,9 +142,16 @@ def run_cycle(
             say(problem)
         # Every send of this cycle counts, a multi-turn prompt's later turns (sent by polls) too.
         budget = SendBudget(int(workspace.config.qwen["max_sends_per_cycle"]))
-        polls = _poll_concurrently(workspace, engines, polls, report, say, clock, budget)
-        for view in polls + sends:
-            _step(workspace, engines, view, report, say, clock, budget)
+        with ExitStack() as sharing:
+            attach = _share_browser(workspace, engines, polls, sends, sharing, say, clock())
+            if attach is not False:  # sharing failed: every look and send one at a time, as said
+                polls = _poll_concurrently(workspace, engines, attach, polls, report, say, clock, budget)
+            for view in polls:
+                _step(workspace, engines, view, report, say, clock, budget)
+            if attach:
+                sends = _send_concurrently(workspace, engines, attach, sends, report, say, clock, budget)
+            for view in sends:
+                _step(workspace, engines, view, report, say, clock, budget)
         _publish(workspace, views, report, say)
         report.browser_used = engines.chat_started
         report.browser_launches = _browser_launches()
@@ -265,9 +272,39 @@ def _replan(view: ArticleView, qwen: dict, now: float) -> None:
         lock.release()
 
 
+def _share_browser(
+    workspace: Workspace,
+    engines: Engines,
+    polls: list[ArticleView],
+    sends: list[ArticleView],
+    sharing: ExitStack,
+    say: Callable[[str], None],
+    now: float,
+):
+    """The chat engine's shared session (its factory of engines for other threads) when polls
+    or sends are to go side by side; None when none are; False when sharing failed (said in
+    one line; each article's own step then reports what stops it).
+
+    Entered before anything else starts the browser: sharing needs it started for that."""
+    qwen = workspace.config.qwen
+    polls_side = int(qwen["concurrency"]) > 1 and _two_or_more(polls, workspace)
+    sends_side = (
+        int(qwen["send_concurrency"]) > 1 and len(sends) >= 2 and not workspace.chat_quota.blocked_until(now)
+    )  # while the chat's quota is spent, "sending" is the router's: no browser for it
+    if not (polls_side or sends_side):
+        return None
+    try:
+        return sharing.enter_context(engines.chat().shared_session())
+    except Exception as err:  # a busy profile, no browser...: each article's step reports it
+        what = "polling one chat" if polls_side else "sending one prompt"
+        say(f"cycle: {what} at a time ({_first_line(err)})")
+        return False
+
+
 def _poll_concurrently(
     workspace: Workspace,
     engines: Engines,
+    attach: Callable[[], ChatEngine] | None,
     polls: list[ArticleView],
     report: CycleReport,
     say: Callable[[str], None],
@@ -275,33 +312,43 @@ def _poll_concurrently(
     budget: SendBudget,
 ) -> list[ArticleView]:
     """Collect what the chat engine can collect at once (`_collect_first`), then poll what can be
-    polled side by side; return the polls left for the sequential loop.
+    polled side by side (given `attach`); return the polls left for the sequential loop.
 
     Side by side: sent chats (a URL exists), up to `qwen.concurrency` at once, in pages of the
     cycle's one browser. Left sequential: interrupted sends (their recovery may send) and, under
     a daily send limit, multi-turn prompts (a poll may send their next turn, and the limit is
-    checked before sending: two threads could both pass it). Anything that keeps the concurrent
-    path from starting leaves every poll to the sequential loop, with one line saying why.
+    checked before sending: two threads could both pass it).
     """
+    polls = _collect_first(workspace, engines, polls, report, say, clock, budget)
     concurrency = int(workspace.config.qwen["concurrency"])
     side_by_side = [view for view in polls if concurrency > 1 and _may_poll_side_by_side(workspace, view)]
-    with ExitStack() as sharing:
-        if len(side_by_side) >= 2:
-            # Shared before the collect starts the browser: sharing needs it started for that.
-            try:
-                attach = sharing.enter_context(engines.chat().shared_session())
-            except Exception as err:  # a busy profile, no browser...: each article's step reports it
-                say(f"cycle: polling one chat at a time ({_first_line(err)})")
-                return polls
-        polls = _collect_first(workspace, engines, polls, report, say, clock, budget)
-        left = {view.slug for view in polls}
-        side_by_side = [view for view in side_by_side if view.slug in left]
-        if len(side_by_side) < 2:
-            return polls  # nothing to gain
-        workers = min(concurrency, len(side_by_side))
-        return _poll_side_by_side(
-            workspace, engines, attach, workers, polls, side_by_side, report, say, clock, budget
-        )
+    if attach is None or len(side_by_side) < 2:
+        return polls  # nothing to gain
+    workers = min(concurrency, len(side_by_side))
+    return _poll_side_by_side(
+        workspace, engines, attach, workers, polls, side_by_side, report, say, clock, budget
+    )
+
+
+def _send_concurrently(
+    workspace: Workspace,
+    engines: Engines,
+    attach: Callable[[], ChatEngine],
+    sends: list[ArticleView],
+    report: CycleReport,
+    say: Callable[[str], None],
+    clock: Callable[[], float],
+    budget: SendBudget,
+) -> list[ArticleView]:
+    """Send up to `qwen.send_concurrency` prompts at once, each in a tab of its own thread's
+    engine; return the sends left for the sequential loop. Each send is the contract's, as one
+    at a time: under the article's lock, its intent marker on disk before the click, its place
+    in the cycle's budget taken first; the plan already kept the sends within the daily limit."""
+    level = int(workspace.config.qwen["send_concurrency"])
+    if level < 2 or len(sends) < 2:
+        return sends
+    workers = min(level, len(sends))
+    return _poll_side_by_side(workspace, engines, attach, workers, sends, sends, report, say, clock, budget)
 
 
 def _poll_side_by_side(
@@ -316,7 +363,8 @@ def _poll_side_by_side(
     clock: Callable[[], float],
     budget: SendBudget,
 ) -> list[ArticleView]:
-    """Poll `side_by_side` with `workers` threads, each with the chat engines `attach` makes."""
+    """Step `side_by_side` (polls, or sends) with `workers` threads, each with the chat engines
+    `attach` makes; return the articles of `polls` left for the sequential loop."""
     todo: SimpleQueue[ArticleView] = SimpleQueue()
     for view in side_by_side:
         todo.put(view)
@@ -438,6 +486,12 @@ class CollectedChat:
 
     def close(self) -> None:
         pass  # the cycle's engines close the engine
+
+
+def _two_or_more(polls: list[ArticleView], workspace: Workspace) -> bool:
+    """Whether two or more of `polls` may be polled side by side (stops counting at two)."""
+    side_by_side = (view for view in polls if _may_poll_side_by_side(workspace, view))
+    return next(side_by_side, None) is not None and next(side_by_side, None) is not None
 
 
 def _may_poll_side_by_side(workspace: Workspace, view: ArticleView) -> bool:
