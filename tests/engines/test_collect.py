@@ -68,9 +68,9 @@ class FakePage:
 
     def evaluate(self, _script: str, arg: dict) -> list:
         results = []
-        for path in arg["paths"]:
+        for i, path in enumerate(arg["paths"]):
             ident = path.rsplit("/", 1)[1]
-            self.log.append((self.clock(), ident))
+            self.log.append((self.clock() + i * arg["gap"] / 1000, ident))  # the page spaces them
             bodies = self.script[ident]
             results.append(bodies.pop(0) if len(bodies) > 1 else bodies[0])
         return results
@@ -100,12 +100,11 @@ def test_reads_are_paced_at_most_api_reads_per_second():
 def test_pacer_waits_only_when_reads_come_faster_than_the_pace():
     clock = Clock()
     pacer = Pacer(4, clock=clock, sleep=clock.sleep)
-    pacer.wait()
-    clock.now += 1.0  # the caller took longer than a slot itself
-    pacer.wait()
-    assert clock.slept == []
-    pacer.wait()
-    assert clock.slept == [pytest.approx(0.25)]
+    assert pacer.reserve(2) == 100.0  # two reads: at 100.0 and 100.25
+    clock.now += 1.0  # the caller took longer than those slots itself
+    assert pacer.reserve(1) == 101.0 and clock.slept == []
+    assert pacer.reserve(1) == 101.25 and clock.slept == [pytest.approx(0.25)]
+    assert pacer.reserve(1, not_before=103.0) == 103.0  # a chat's own spacing may ask for later
 
 
 def test_two_reads_of_one_chat_are_at_least_api_stable_seconds_apart():
@@ -172,8 +171,8 @@ def test_a_firewall_page_on_a_read_leaves_that_chat_and_the_rest_to_their_pages(
     page = FakePage(clock, {chat_id(1): [ok(body("# Tea", status="typing"))], chat_id(2): [waf]})
     page.script[chat_id(3)] = [ok(body())]
     results = collector(page, clock).collect([url(1), url(2), url(3)])
-    assert results == {url(1): Generating("writing: 5 chars")}
-    assert chat_id(3) not in [ident for _, ident in page.log]
+    assert results == {url(1): Generating("writing: 5 chars")}  # read before the refusal
+    assert [ident for _, ident in page.log] == [chat_id(1), chat_id(2), chat_id(3)]  # one round
 
 
 def test_an_answer_from_the_json_says_where_it_came_from():

@@ -1,8 +1,9 @@
 """Collecting many sent chats through ONE open page: the site's JSON decides where it can.
 
 A cycle with 200 chats in flight would otherwise load 200 pages. The page's own `fetch` (which
-carries the login and the site's anti-bot headers) reads `/api/v2/chats/<id>` for each chat,
-one read at a time, at most `qwen.api_reads_per_second` (the site sees no burst).
+carries the login and the site's anti-bot headers) reads `/api/v2/chats/<id>` for each chat, in
+rounds (every chat still undecided once, in one in-page call), the reads' starts spaced so that
+at most `qwen.api_reads_per_second` start in a second (the site sees no burst).
 
 The JSON decides a chat when it can:
 - complete: the stored completion status says finished, without error, AND the answer's
@@ -28,7 +29,7 @@ from typing import Any
 from pipeline.engines.base import Answer, EngineError, Generating
 from pipeline.engines.qwen.api import ChatShapeError, chat_id_from_url, classify_api_error, parse_chat
 from pipeline.engines.qwen.engine import API_STABLE_SECONDS, Steadiness
-from pipeline.engines.qwen.page import ApiUnusable, fetch_json
+from pipeline.engines.qwen.page import ApiUnusable, fetch_bodies
 
 # Reads of a chat whose status says finished while its text still changes, before its page decides.
 UNSTEADY_READS = 3
@@ -51,13 +52,15 @@ class Pacer:
         self.clock, self.sleep = clock, sleep
         self._next: float | None = None
 
-    def wait(self) -> None:
-        """Return when the next read may start (at once when the last one was long enough ago)."""
+    def reserve(self, count: int, not_before: float = float("-inf")) -> float:
+        """Wait until `count` reads may start one `interval` apart, the first not before
+        `not_before` (a clock time); return the first one's start. The caller spaces the rest."""
         now = self.clock()
-        if self._next is not None and now < self._next:
-            self.sleep(self._next - now)
-            now = self._next
-        self._next = now + self.interval
+        start = max(now, not_before, self._next if self._next is not None else now)
+        if start > now:
+            self.sleep(start - now)
+        self._next = start + count * self.interval
+        return start
 
 
 class ChatCollector:
@@ -79,7 +82,6 @@ class ChatCollector:
         self.stable_reads = max(1, stable_reads)
         self.pacer = Pacer(reads_per_second, clock=clock, sleep=sleep)
         self.engine, self.extra, self.timeout = engine, dict(extra or {}), timeout
-        self.clock, self.sleep = clock, sleep
         self.reads = 0  # JSON reads made (the benchmark and the tests count them)
 
     def collect(self, chat_urls: list[str]) -> dict[str, Answer | Generating]:
@@ -91,19 +93,25 @@ class ChatCollector:
         pending = {url: Steadiness(self.stable_reads) for url in wanted}
         reads: dict[str, int] = {}
         last_read: dict[str, float] = {}
+        gap = self.pacer.interval
         while pending:
-            for url, steadiness in list(pending.items()):
-                due = last_read.get(url, float("-inf")) + API_STABLE_SECONDS
-                if self.clock() < due:
-                    self.sleep(due - self.clock())
-                self.pacer.wait()
-                try:
-                    seen = self._read(chat_id_from_url(url))
-                except EngineError:
+            # One round: every pending chat once, in one in-page call whose reads start `gap`
+            # apart; each chat's read at least API_STABLE_SECONDS after its read of the round before.
+            urls = list(pending)
+            earliest = max(
+                last_read.get(url, float("-inf")) + API_STABLE_SECONDS - i * gap for i, url in enumerate(urls)
+            )
+            start = self.pacer.reserve(len(urls), earliest)
+            paths = [f"/api/v2/chats/{chat_id_from_url(url)}" for url in urls]
+            bodies = fetch_bodies(self.page, paths, timeout=self.timeout, gap=gap)
+            self.reads += len(urls)
+            for i, (url, body) in enumerate(zip(urls, bodies, strict=True)):
+                if isinstance(body, EngineError):
                     return results  # the site refuses reading (WAF, bot check): pages tell the rest
-                last_read[url] = self.clock()
+                last_read[url] = start + i * gap
                 reads[url] = reads.get(url, 0) + 1
-                if isinstance(seen, Answer) and steadiness.steady(seen.markdown):
+                seen = judge_body(body, chat_id_from_url(url), engine=self.engine, extra=self.extra)
+                if isinstance(seen, Answer) and pending[url].steady(seen.markdown):
                     results[url] = seen
                 elif isinstance(seen, Answer) and reads[url] < self.stable_reads + UNSTEADY_READS:
                     continue  # read it again in the next round
@@ -113,21 +121,17 @@ class ChatCollector:
                 del pending[url]
         return results
 
-    def _read(self, chat_id: str) -> Answer | Generating | None:
-        """One read of one chat: a candidate Answer (stored status finished), Generating, or None
-        when the JSON cannot decide. Raises EngineError when the site refuses the read itself."""
-        self.reads += 1
-        try:
-            (body,) = fetch_json(self.page, [f"/api/v2/chats/{chat_id}"], timeout=self.timeout)
-        except ApiUnusable:
-            return None
-        if classify_api_error(body) is not None:
-            return None  # the chat's page reports it as it always has (gone, logged out, quota...)
-        try:
-            view = parse_chat(body)
-        except ChatShapeError:
-            return None
-        return judge_read(view, chat_id, engine=self.engine, extra=self.extra)
+
+def judge_body(body: Any, chat_id: str, *, engine: str, extra: dict) -> Answer | Generating | None:
+    """One read of one chat: a candidate Answer (stored status finished), Generating, or None
+    when the JSON cannot decide."""
+    if isinstance(body, ApiUnusable) or classify_api_error(body) is not None:
+        return None  # the chat's page reports it as it always has (gone, logged out, quota...)
+    try:
+        view = parse_chat(body)
+    except ChatShapeError:
+        return None
+    return judge_read(view, chat_id, engine=engine, extra=extra)
 
 
 def judge_read(view, chat_id: str, *, engine: str = "qwen", extra: dict | None = None):
