@@ -8,7 +8,10 @@
 - one cycle polling 20 in-flight chats vs 20 separate `generate` calls (real Chromium against
   the simulator), and the peak memory of that cycle (ru_maxrss, the Python process and its
   largest child);
-- the time from the answer completing to SLUG.md on disk with `generate --wait`.
+- one cycle collecting 20 and 200 finished chats through their JSON (qwen.collect = "api") and
+  the page-per-chat path measured in the same run (bench_collect.py);
+- the time from the answer's stored "finished" to SLUG.md on disk with `generate --wait`;
+- with --makespan (minutes): 50 prompts, 30 s answers, cycles every 60 s, send_concurrency 1, 3.
 
 Loopback only. Not run by the tests. `--quick` uses 1,000 articles and 5 chats (a smoke run).
 """
@@ -29,10 +32,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(HERE), str(ROOT / "tests")]
 
+import bench_collect  # noqa: E402
 import bench_concurrent_polls as polls  # noqa: E402
 import bench_cycle  # noqa: E402
 import bench_status  # noqa: E402
-from sim_project import make_project  # noqa: E402
 
 ENV = {**os.environ, "NO_COLOR": "1"}
 # The Python process of a cycle, its peak memory printed for us (and its largest child's).
@@ -106,27 +109,13 @@ def polling(chats: int) -> dict[str, float]:
         many = polls.sent_project(Path(folder) / "generates", sim, chats)
         figures["generates"] = polls.timed_generates(many, chats)
 
-        # generate --wait: the answer's completion time is known from the simulator's ledger.
-        sim.set(answer_seconds=4.0, thinking_seconds=0.5)
-        wait = Path(folder) / "wait"
-        make_project(wait, sim)
-        with open(wait / "config.toml", "a", encoding="utf-8") as config:
-            config.write("\n[article]\nmin_words = 0\n")
-        lags = []
-        for n in range(3):
-            text = f"Write a waited-for benchmark article, take {n}."
-            (wait / "prompts" / f"w{n}.md").write_text(text)
-            assert polls.qwenpipe(wait, "generate", f"w{n}", "--wait").returncode == 0
-            received = next(e["time"] for e in sim.sends() if e["prompt"] == text)
-            complete = received + 0.5 + 4.0 + 0.3  # thinking + answer + the "finished" lag
-            lags.append((wait / "articles" / f"w{n}.md").stat().st_mtime - complete)
-        figures["wait_lag"] = statistics.median(lags)
     return figures
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1,000 articles, 5 chats: a smoke run")
+    parser.add_argument("--makespan", action="store_true", help="also the 50-prompt makespan (minutes)")
     args = parser.parse_args()
     articles, lines, chats = (1_000, 10_000, 5) if args.quick else (10_000, 100_000, 20)
     rows: list[tuple[str, str, str, bool | None]] = []
@@ -157,9 +146,46 @@ def main() -> None:
     rows.append(("the same, qwen.concurrency = 4", f"{poll['cycle_4']:.1f} s", "", None))
     rows.append((f"{chats} separate `generate` calls", f"{poll['generates']:.1f} s", "", None))
     rows.append(("one browser vs one per call", f"{ratio:.2f}x faster", "> 1x", ratio > 1))
+    counts = (chats,) if args.quick else (chats, 200)
+    collected = bench_collect.collecting(counts)
+    page_label = f"page {min(counts)}"
+    page_chat = collected[page_label][0] / min(counts)
     rows.append(
-        ("answer complete -> SLUG.md (--wait)", f"{poll['wait_lag']:.2f} s", "< 5 s", poll["wait_lag"] < 5)
+        (
+            f"collect {min(counts)} finished chats, a page each (concurrency 4)",
+            f"{collected[page_label][0]:.1f} s",
+            "",
+            None,
+        )
     )
+    for count in counts:
+        seconds, done, seen = collected[f"api {count}"]
+        target = "<= 10 s" if count == 200 else ""
+        rows.append(
+            (
+                f"collect {count} finished chats via JSON ({done} done, {seen['chat_page']} chat pages)",
+                f"{seconds:.1f} s",
+                target,
+                seconds <= 10 if count == 200 else None,
+            )
+        )
+        how = "measured" if count == min(counts) else "page path extrapolated"
+        rows.append(
+            (
+                f"  vs a page each ({how})",
+                f"{page_chat * count / seconds:.1f}x faster",
+                "> 1x",
+                seconds < page_chat * count,
+            )
+        )
+    lag = statistics.median(bench_collect.wait_latency())
+    rows.append(("stored finished -> SLUG.md (--wait)", f"{lag:.2f} s", "<= 1 s", lag <= 1.0))
+    if args.makespan:
+        for level in (1, 3):
+            seconds = bench_collect.makespan(level)
+            rows.append(
+                (f"makespan 50 prompts, 30 s answers, send_concurrency {level}", f"{seconds:.0f} s", "", None)
+            )
     rows.append(
         (
             "peak RSS, the cycle's Python process",

@@ -194,6 +194,16 @@ class Qwen(Section):
         "generate --wait gives up after this many seconds",
     )
     stable_reads: int = key(int, 3, _between(1, 100), "reads 1 s apart the answer must stay unchanged")
+    api_reads_per_second: float = key(
+        (int, float),
+        10,
+        _between(0, 1000, low_open=True),
+        "a cycle reads chats' JSON through one page at most this fast",
+    )
+    collect: str = key(
+        str, "api", _one_of("api", "page"), '"page": open every chat\'s page, never the JSON first'
+    )
+    send_concurrency: int = key(int, 1, _between(1, 16), "sends side by side in one cycle (tabs)")
     run_timeout: float = key(
         (int, float),
         1800,

@@ -63,6 +63,14 @@ class FakeChat:
         if self.crash_after_send_turn:
             raise self.crash_after_send_turn
 
+    # collect: chat url -> the Answer / Generating it reports (a chat not here is left to check)
+    collected: dict = field(default_factory=dict)
+    collect_calls: list[list[str]] = field(default_factory=list)
+
+    def collect(self, chat_urls: list[str]) -> dict:
+        self.collect_calls.append(list(chat_urls))
+        return {url: self.collected.pop(url) for url in chat_urls if url in self.collected}
+
     def enqueue_check(self, *results) -> FakeChat:
         self.checks.extend(results)
         return self
@@ -73,16 +81,29 @@ class FakeChat:
         if self.prepare_error:
             raise self.prepare_error
 
+    send_together: threading.Barrier | None = None  # each send waits here for the others
+    sending: int = 0  # sends running right now (from any thread)
+    most_sending: int = 0  # the most that ever ran at once
+
     def send(self, text: str, choice: ChatChoice | None = None) -> str:
-        self.history.append(("send", text))
-        self.choices.append(choice)
-        if self.send_error:
-            raise self.send_error
-        self.sends += 1
-        url = f"{self.base_url}/c/{self.sends:08d}-0000-4000-8000-000000000000"
-        self.known_chats[text] = url
-        self.messages[url] = [text]
-        self.created[url] = self.clock()
+        with self._guard:  # poll and send threads share this script
+            self.history.append(("send", text))
+            self.choices.append(choice)
+            if self.send_error:
+                raise self.send_error
+            self.sends += 1
+            url = f"{self.base_url}/c/{self.sends:08d}-0000-4000-8000-000000000000"
+            self.known_chats[text] = url
+            self.messages[url] = [text]
+            self.created[url] = self.clock()
+            self.sending += 1
+            self.most_sending = max(self.most_sending, self.sending)
+        try:
+            if self.send_together is not None:
+                self.send_together.wait(timeout=10)  # broken (a failure) if the others never come
+        finally:
+            with self._guard:
+                self.sending -= 1
         if self.crash_after_send:
             raise self.crash_after_send
         return url

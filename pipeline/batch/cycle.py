@@ -27,8 +27,9 @@ from dataclasses import dataclass, field, replace
 from queue import Empty, SimpleQueue
 
 from .. import files
+from ..accounts import all_accounts, several
 from ..config import Qwen
-from ..contract.article import ArticleState, make_private
+from ..contract.article import ArticleState, make_private, read_chat_url
 from ..contract.phases import Action, Facts, Limits, Phase, Reason, Record, decide, schedule, settled
 from ..contract.prompts import load_prompt
 from ..contract.quota import SendBudget, sends_today
@@ -145,9 +146,14 @@ def run_cycle(
             say(problem)
         # Every send of this cycle counts, a multi-turn prompt's later turns (sent by polls) too.
         budget = SendBudget(int(workspace.config.qwen.max_sends_per_cycle))
-        polls = _poll_concurrently(workspace, engines, polls, report, say, clock, budget)
-        for view in polls + sends:
-            _step(workspace, engines, view, report, say, clock, budget)
+        with ExitStack() as sharing:
+            shared = _share_browser(workspace, engines, polls, sends, sharing, say, clock())
+            polls = _poll_concurrently(workspace, engines, shared, polls, report, say, clock, budget)
+            for view in polls:
+                _step(workspace, engines, view, report, say, clock, budget)
+            sends = _send_concurrently(workspace, engines, shared, sends, report, say, clock, budget)
+            for view in sends:
+                _step(workspace, engines, view, report, say, clock, budget)
         _publish(workspace, views, report, say)
         report.browser_used = engines.chat_started
         report.browser_launches = _browser_launches()
@@ -280,45 +286,107 @@ def _replan(view: ArticleView, qwen: Qwen, now: float) -> None:
         lock.release()
 
 
+def _share_browser(
+    workspace: Workspace,
+    engines: Engines,
+    polls: list[ArticleView],
+    sends: list[ArticleView],
+    sharing: ExitStack,
+    say: Callable[[str], None],
+    now: float,
+) -> dict[str, Callable[[], ChatEngine] | None]:
+    """Each account's shared session (its factory of engines for other threads) where its polls
+    or sends are to go side by side; None where sharing failed (said in one line; each
+    article's own step then reports what stops it).
+
+    Entered before anything else starts the browser: sharing needs it started for that. Sends
+    go side by side only with one account: which account sends is rotation's choice, made in
+    each send's own step."""
+    qwen = workspace.config.qwen
+    wanted: dict[str, str] = {}
+    if int(qwen.concurrency) > 1:
+        for account, group in _by_sender(workspace, polls).items():
+            if _two_or_more(group, workspace):
+                wanted[account] = "polling one chat"
+    if (
+        int(qwen.send_concurrency) > 1
+        and len(sends) >= 2
+        and not several(workspace.config)
+        and not workspace.chat_quota.blocked_until(now)  # then "sending" is the router's: no browser
+    ):
+        wanted.setdefault(all_accounts(workspace.config)[0].name, "sending one prompt")
+    shared: dict[str, Callable[[], ChatEngine] | None] = {}
+    for account, what in wanted.items():
+        try:
+            shared[account] = sharing.enter_context(engines.chat(account).shared_session())
+        except Exception as err:  # a busy profile, no browser...: each article's step reports it
+            whose = "" if account == DEFAULT_ACCOUNT else f" (account {account})"
+            say(f"cycle: {what} at a time{whose} ({_first_line(err)})")
+            shared[account] = None
+    return shared
+
+
 def _poll_concurrently(
     workspace: Workspace,
     engines: Engines,
+    shared: dict[str, Callable[[], ChatEngine] | None],
     polls: list[ArticleView],
     report: CycleReport,
     say: Callable[[str], None],
     clock: Callable[[], float],
     budget: SendBudget,
 ) -> list[ArticleView]:
-    """Poll what can be polled side by side; return the polls left for the sequential loop.
+    """For each account: collect what its chat engine can collect at once (`_collect_first`),
+    then poll what can be polled side by side (given its shared session); return the polls left
+    for the sequential loop. Each account's chats are looked at by engines of that account alone.
 
     Side by side: sent chats (a URL exists), up to `qwen.concurrency` at once, in pages of the
     cycle's one browser. Left sequential: interrupted sends (their recovery may send) and, under
     a daily send limit, multi-turn prompts (a poll may send their next turn, and the limit is
-    checked before sending: two threads could both pass it). Anything that keeps the concurrent
-    path from starting leaves every poll to the sequential loop, with one line saying why.
-    Each account's chats are polled by engines of that account alone, one account after another.
+    checked before sending: two threads could both pass it).
     """
     concurrency = int(workspace.config.qwen.concurrency)
-    if concurrency < 2 or len(polls) < 2:
-        return polls  # nothing to gain
-    side_by_side = [view for view in polls if _may_poll_side_by_side(workspace, view)]
-    if len(side_by_side) < 2:
-        return polls
-    for account, group in _by_sender(workspace, side_by_side).items():
-        if len(group) < 2:
-            continue  # the sequential loop polls it
-        with ExitStack() as sharing:
-            try:
-                attach = sharing.enter_context(engines.chat(account).shared_session())
-            except Exception as err:  # a busy profile, no browser...: the sequential loop reports it
-                whose = "" if account == DEFAULT_ACCOUNT else f" account {account}'s chats"
-                say(f"cycle: polling{whose} one chat at a time ({_first_line(err)})")
-                continue
-            workers = min(concurrency, len(group))
-            polls = _poll_side_by_side(
-                workspace, engines, attach, workers, polls, group, report, say, clock, budget, account
-            )
+    for account, group in _by_sender(workspace, polls).items():
+        left = _collect_first(workspace, engines, account, group, report, say, clock, budget)
+        decided = {view.slug for view in group} - {view.slug for view in left}
+        polls = [view for view in polls if view.slug not in decided]
+        attach = shared.get(account)
+        side_by_side = [view for view in left if concurrency > 1 and _may_poll_side_by_side(workspace, view)]
+        if attach is None or len(side_by_side) < 2:
+            continue  # the sequential loop polls them
+        workers = min(concurrency, len(side_by_side))
+        polls = _poll_side_by_side(
+            workspace, engines, attach, workers, polls, side_by_side, report, say, clock, budget, account
+        )
     return polls
+
+
+def _send_concurrently(
+    workspace: Workspace,
+    engines: Engines,
+    shared: dict[str, Callable[[], ChatEngine] | None],
+    sends: list[ArticleView],
+    report: CycleReport,
+    say: Callable[[str], None],
+    clock: Callable[[], float],
+    budget: SendBudget,
+) -> list[ArticleView]:
+    """Send up to `qwen.send_concurrency` prompts at once, each in a tab of its own thread's
+    engine; return the sends left for the sequential loop. Each send is the contract's, as one
+    at a time: under the article's lock, its intent marker on disk before the click, its place
+    in the cycle's budget taken first; the plan already kept the sends within the daily limit.
+    One account only (see _share_browser)."""
+    level = int(workspace.config.qwen.send_concurrency)
+    if level < 2 or len(sends) < 2 or several(workspace.config):
+        return sends
+    account = all_accounts(workspace.config)[0].name
+    attach = shared.get(account)
+    if attach is None:
+        return sends
+    workers = min(level, len(sends))
+    return _poll_side_by_side(
+        workspace, engines, attach, workers, sends, sends, report, say, clock, budget, account
+    )
 
 
 def _by_sender(workspace: Workspace, views: list[ArticleView]) -> dict[str, list[ArticleView]]:
@@ -397,6 +465,82 @@ def _poll_side_by_side(
         say(f"cycle: {len(failures)} of {workers} poll threads could not attach ({failures[0]})")
     chosen = {view.slug for view in side_by_side} - left
     return [view for view in polls if view.slug not in chosen]
+
+
+def _collect_first(
+    workspace: Workspace,
+    engines: Engines,
+    account: str,
+    polls: list[ArticleView],
+    report: CycleReport,
+    say: Callable[[str], None],
+    clock: Callable[[], float],
+    budget: SendBudget,
+) -> list[ArticleView]:
+    """Let `account`'s chat engine look at every one of its sent one-turn chats at once
+    (`collect`: for qwen, their JSON through one page), step each article it decided through the
+    contract, and return the polls left: those it could not decide look at their own pages."""
+    urls: dict[str, ArticleView] = {}
+    for view in polls:
+        url = _collectable_url(workspace, view)
+        if url is not None:
+            urls[url] = view
+    if not urls:
+        return polls
+    try:
+        results = engines.chat(account).collect(list(urls))
+    except Exception as err:  # the chat's page failed: every chat's own page says how, as before
+        say(f"cycle: looking at each chat's page ({_first_line(err)})")
+        return polls
+    for url, result in list(results.items()):
+        progress = getattr(result, "progress", None)
+        if progress and progress.startswith("writing") and progress == urls[url].state.progress:
+            del results[url]  # its answer did not grow since the last look: a stall only its page shows
+    collected = Engines(
+        engines.config,
+        chat_factory=lambda _config: CollectedChat(engines.chat(account), results),
+        router_factory=lambda _config: engines.router(),
+    )  # owns nothing: never closed
+    stepped = {urls[url].slug for url in results}
+    for url in list(results):
+        _step(workspace, collected, urls[url], report, say, clock, budget)
+    return [view for view in polls if view.slug not in stepped]
+
+
+def _collectable_url(workspace: Workspace, view: ArticleView) -> str | None:
+    """A sent one-turn article's chat URL (a later turn's send is the poll's: not collected)."""
+    if view.phase is not Phase.GENERATING:
+        return None
+    try:
+        if len(load_prompt(workspace.prompts_dir, view.slug).turns) != 1:
+            return None
+        return read_chat_url(view.files, workspace.config.qwen.base_url)
+    except Exception:
+        return None  # its own step reports a bad prompt or sidecar
+
+
+class CollectedChat:
+    """The chat engine as a step sees it after a collect: `check` of a collected chat answers what
+    the collect read (once); everything else, other chats included, is the engine's own."""
+
+    def __init__(self, engine: ChatEngine, results: dict):
+        self._engine, self._results = engine, results
+
+    def check(self, chat_url: str):
+        result = self._results.pop(chat_url, None)
+        return result if result is not None else self._engine.check(chat_url)
+
+    def __getattr__(self, name: str):
+        return getattr(self._engine, name)
+
+    def close(self) -> None:
+        pass  # the cycle's engines close the engine
+
+
+def _two_or_more(polls: list[ArticleView], workspace: Workspace) -> bool:
+    """Whether two or more of `polls` may be polled side by side (stops counting at two)."""
+    side_by_side = (view for view in polls if _may_poll_side_by_side(workspace, view))
+    return next(side_by_side, None) is not None and next(side_by_side, None) is not None
 
 
 def _may_poll_side_by_side(workspace: Workspace, view: ArticleView) -> bool:

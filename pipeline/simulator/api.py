@@ -202,6 +202,9 @@ def _route(store, settings, account, method, path, query, body) -> Response:
         return json_response({"success": store.stop(match.group(1), account), "data": {}})
     match = CHAT_PATH.match(path)
     if method == "GET" and match:
+        spoiled = store.bad_read()
+        if spoiled is not None:
+            return json_response(spoiled)
         view = store.chat_view(match.group(1), account)
         if view is None and settings.not_found_header:
             return json_response({"detail": "Not Found"}, headers=[("x-actual-status-code", "404")])

@@ -46,6 +46,7 @@ REFUSING_SCENARIOS = (*GATE_SCENARIOS, "quota")
 # Scenarios that shape the answer; fixed for a chat at the moment its message is accepted.
 CONTENT_SCENARIOS = ("error_banner", "slow", "refusal", "short", "chatter", "wrong_language")
 API_SHAPES = ("2026-06", "2026-08")
+BAD_CHAT_READS = ("error", "shape")
 # "late-2026": the current UI as public clients saw it late in 2026: the send button (no
 # send-button class) inside .message-input-right-button-send, a stop button known only by its
 # aria-label "Stop", the copy button in a footer hidden until the turn is hovered.
@@ -135,6 +136,11 @@ class Settings:
     # single accounts their own limit (name -> sends) instead.
     quota: int = 0
     account_quotas: dict = field(default_factory=dict)
+    # The next this many chat reads (GET /api/v2/chats/<id>) answer `bad_chat_read`: "error" (a
+    # success: false body the client cannot place) or "shape" (a success with the messages
+    # where no known shape keeps them); each counts one down. The page's own reads come after.
+    bad_chat_reads: int = 0
+    bad_chat_read: str = "error"
 
     def validated(self) -> Settings:
         checks = [
@@ -152,6 +158,14 @@ class Settings:
             (
                 isinstance(self.in_progress_sends, int) and self.in_progress_sends >= 0,
                 "in_progress_sends must be a count >= 0",
+            ),
+            (
+                isinstance(self.bad_chat_reads, int) and self.bad_chat_reads >= 0,
+                "bad_chat_reads must be a count >= 0",
+            ),
+            (
+                self.bad_chat_read in BAD_CHAT_READS,
+                f"bad_chat_read must be one of {', '.join(BAD_CHAT_READS)}",
             ),
             (
                 self.serve_model in ("", *(m for m, _ in MODELS)),
@@ -346,6 +360,16 @@ class ChatStore:
             chat.touched = next(self._touches)
             self.chats[chat.id] = chat
         return chat.id
+
+    def bad_read(self) -> dict | None:
+        """The body of a chat read that `bad_chat_reads` spoils (counting it), or None."""
+        with self.lock:
+            if self.settings.bad_chat_reads <= 0:
+                return None
+            self.settings = replace(self.settings, bad_chat_reads=self.settings.bad_chat_reads - 1)
+            if self.settings.bad_chat_read == "shape":
+                return {"success": True, "data": {"id": "?", "conversation": {"turns": []}}}
+            return {"success": False, "data": {"code": "Internal_Error", "details": "try again later"}}
 
     def opens_as_missing(self, chat: Chat | None) -> bool:
         """chat_not_found (run-wide or for this chat) hides a chat that exists."""

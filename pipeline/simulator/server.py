@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -37,6 +38,8 @@ SETTING_KEYS = {
     "stream_status",
     "quota",
     "account_quotas",
+    "bad_chat_reads",
+    "bad_chat_read",
 }
 # What /sim/config (and Simulator.set) can also do to the accounts, besides settings.
 ACCOUNT_ACTIONS = {"log_out", "clear_accounts"}
@@ -89,6 +92,7 @@ class Simulator:
         self._thread: threading.Thread | None = None
         self._router = None
         self._router_lock = threading.Lock()
+        self._requests: Counter[str] = Counter()  # see requests()
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self) -> Simulator:
@@ -125,6 +129,17 @@ class Simulator:
 
     def sends(self) -> list[dict]:
         return [entry for entry in self.store.ledger() if entry["accepted"]]
+
+    def requests(self) -> dict[str, int]:
+        """Requests served so far, by kind: "chat_page" (a /c/<id> page load), "chat_json" (a
+        GET /api/v2/chats/<id>), "app_page" (the root page): how a test tells a chat read
+        through the API from one that opened the chat's page."""
+        with self._router_lock:
+            return dict(self._requests)
+
+    def count_request(self, kind: str) -> None:
+        with self._router_lock:
+            self._requests[kind] += 1
 
     def chat_ids(self) -> list[str]:
         with self.store.lock:
@@ -269,6 +284,8 @@ class Handler(BaseHTTPRequestHandler):
             if url.path.startswith("/static/"):
                 return self._static(url.path[len("/static/") :])
             if url.path.startswith("/api/"):
+                if method == "GET" and api.CHAT_PATH.match(url.path):
+                    self.sim.count_request("chat_json")
                 return self._send(
                     *api.handle(self.sim.store, method, url.path, url.query, body, self.headers)
                 )
@@ -288,6 +305,8 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(payload)
 
     def _page(self, path: str):
+        if APP_PATH.match(path):
+            self.sim.count_request("chat_page" if path.startswith("/c/") else "app_page")
         settings = self.sim.store.snapshot()
         blocked = api.gate(settings, api.session_account(self.sim.store, settings, self.headers))
         if blocked == "waf":

@@ -43,3 +43,40 @@ def test_a_read_that_is_not_stalled_resets_the_stall_count():
     reads.unfinished(stalled=False)
     reads.unfinished(stalled=True)  # counting again from one: no error
     assert reads.stalled == 1
+
+
+# -- how far apart the reads of one answer are (QwenEngine._pause) ----------------------------
+
+
+def engine():
+    from pipeline.engines.qwen.engine import QwenEngine
+
+    return QwenEngine({"base_url": "http://127.0.0.1:9", "stable_reads": 3}, {"headless": True})
+
+
+def test_reads_of_an_answer_the_stored_status_vouches_for_are_a_quarter_second_apart():
+    from pipeline.engines.qwen.engine import API_STABLE_SECONDS, Observation
+
+    qwen, reads = engine(), Steadiness(3)
+    reads.steady("# Tea")
+    seen = Observation("finishing", "# Tea", settled="# Tea")
+    assert qwen._pause(seen, reads) == API_STABLE_SECONDS
+
+
+def test_reads_of_an_answer_nothing_vouches_for_stay_a_second_apart():
+    # No stored status (the JSON says nothing of completion): the page and 1 s stable reads decide.
+    from pipeline.engines.qwen.engine import Observation
+
+    qwen, reads = engine(), Steadiness(3)
+    reads.steady("# Tea")
+    assert qwen._pause(Observation("finishing", "# Tea"), reads) == qwen.read_interval == 1.0
+
+
+def test_a_steady_settled_answer_waits_only_for_the_page_to_agree():
+    from pipeline.engines.qwen.engine import WAIT_PAGE_SECONDS, Observation
+
+    qwen, reads = engine(), Steadiness(3)
+    for _ in range(3):
+        reads.steady("# Tea")
+    busy = Observation("generating", settled="# Tea", dom_text="# Tea")
+    assert qwen._pause(busy, reads) == WAIT_PAGE_SECONDS

@@ -83,10 +83,11 @@ def check_articles(project, sim, texts: dict[str, str]) -> None:
 def test_one_cycle_polls_up_to_concurrency_chats_at_once(sim, tmp_path):
     # The answers are held short of their end until released, so the cycle after the sends finds
     # every chat still generating and journals a `poll` (with its duration) for each, however
-    # slow the machine is.
+    # slow the machine is. Each chat's page is looked at (qwen.collect = "page"): read through the
+    # JSON first, held answers would all be told "generating" without opening a page.
     sim.set(hold_answers=True)
     try:
-        project = make_project(tmp_path, sim, extra="concurrency = 4")
+        project = make_project(tmp_path, sim, extra='concurrency = 4\ncollect = "page"')
         texts = write_prompts(project, "polling chats side by side")
         sent = qwenpipe("cycle", cwd=project, timeout=180)
         assert sent.returncode == 42, sent.stderr

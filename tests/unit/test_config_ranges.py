@@ -102,3 +102,26 @@ def test_a_slug_too_long_for_a_file_name_is_exit_2_on_every_path(project, args):
     assert result.returncode == 2, result.stderr
     assert "at most 200" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("api_reads_per_second = 0", "qwen.api_reads_per_second = 0 must be more than 0 and at most 1000"),
+        (
+            "api_reads_per_second = 1001",
+            "qwen.api_reads_per_second = 1001 must be more than 0 and at most 1000",
+        ),
+        ('api_reads_per_second = "fast"', "qwen.api_reads_per_second"),
+        ('collect = "dom"', "qwen.collect = 'dom' must be one of 'api', 'page'"),
+        ("send_concurrency = 0", "qwen.send_concurrency = 0 must be 1 to 16"),
+        ("send_concurrency = 17", "qwen.send_concurrency = 17 must be 1 to 16"),
+    ],
+)
+def test_a_bad_collect_or_send_setting_is_exit_2_naming_the_key(tmp_path, line, message):
+    (tmp_path / "config.toml").write_text(f"[qwen]\n{line}\n")
+    (tmp_path / "prompts").mkdir()
+    result = qwenpipe("cycle", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "articles").exists()

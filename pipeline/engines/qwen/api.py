@@ -36,7 +36,7 @@ class Turn(NamedTuple):
 
     user_text: str
     answer: str  # raw markdown of the "answer" phase; "" until it starts
-    finished: bool
+    finished: bool  # the stored status says finished, or the message stores no status at all
     error: str | None
 
 
@@ -49,6 +49,9 @@ class ChatView:
     turns: list[Turn]
     model: str | None = None
     created: float | None = None  # epoch seconds by the site's clock; None when it does not say
+    # Each turn's stored completion status alone, in turn order: True finished, False not (or no
+    # reply yet), None when the answer carries none (then only the page's signals can tell).
+    stored: tuple[bool | None, ...] = ()
 
     @property
     def first_user_text(self) -> str | None:
@@ -73,7 +76,7 @@ def parse_chat(payload: dict) -> ChatView:
     chat = data["chat"]
     messages, current_id = _messages_of(chat)
     ordered = _conversation_order(messages, current_id)
-    turns, model = _pair_turns(ordered)
+    turns, stored, model = _pair_turns(ordered)
     first = ordered[0].get("timestamp") if ordered else None
     created = epoch_seconds(data.get("created_at"))
     return ChatView(
@@ -82,6 +85,7 @@ def parse_chat(payload: dict) -> ChatView:
         turns=turns,
         model=model,
         created=created if created is not None else epoch_seconds(first),
+        stored=tuple(stored),
     )
 
 
@@ -143,18 +147,21 @@ def _timestamp(message: dict) -> float:
     return float(value) if isinstance(value, (int, float)) else 0.0
 
 
-def _pair_turns(ordered: list[dict]) -> tuple[list[Turn], str | None]:
+def _pair_turns(ordered: list[dict]) -> tuple[list[Turn], list[bool | None], str | None]:
     turns: list[Turn] = []
+    stored: list[bool | None] = []
     model = None
     for message in ordered:
         role = message.get("role")
         if role == "user":
             turns.append(Turn(_user_text(message), "", False, None))
+            stored.append(False)
         elif role == "assistant" and turns:
-            answer, finished, error = _assistant_reply(message)
+            answer, stored[-1], error = _assistant_reply(message)
+            finished = True if stored[-1] is None else stored[-1]
             turns[-1] = turns[-1]._replace(answer=answer, finished=finished, error=error)
             model = message.get("model") or message.get("modelName") or model
-    return turns, model
+    return turns, stored, model
 
 
 def _user_text(message: dict) -> str:
@@ -167,7 +174,7 @@ def _user_text(message: dict) -> str:
     return ""
 
 
-def _assistant_reply(message: dict) -> tuple[str, bool, str | None]:
+def _assistant_reply(message: dict) -> tuple[str, bool | None, str | None]:
     parts = message.get("content_list")
     if isinstance(parts, list):
         answer_parts = [p for p in parts if isinstance(p, dict) and p.get("phase") == "answer"]
@@ -180,16 +187,16 @@ def _assistant_reply(message: dict) -> tuple[str, bool, str | None]:
     error = _error_text(message.get("error")) or next(
         (_error_text(p.get("error")) for p in answer_parts if _error_text(p.get("error"))), None
     )
-    return answer, _is_finished(message, answer_parts), error
+    return answer, _stored_completion(message, answer_parts), error
 
 
-def _is_finished(message: dict, answer_parts: list[dict]) -> bool:
-    """What the stored message says of its own completion.
+def _stored_completion(message: dict, answer_parts: list[dict]) -> bool | None:
+    """What the stored message says of its own completion (None: it says nothing).
 
     A "typing" status or `done: false` anywhere that matters means not finished. A message whose
     own `phase` is not "answer" is not finished either, whatever its `status` says: the stream's
     `finished` in the thinking phase ends only the thinking. With no marker at all the API cannot
-    tell, and the page's signals plus stable reads decide alone.
+    tell (None), and the page's signals plus stable reads decide alone.
     """
     if message.get("phase") not in (None, "answer") and message.get("done") is not True:
         return False
@@ -198,7 +205,9 @@ def _is_finished(message: dict, answer_parts: list[dict]) -> bool:
         return False
     if message.get("done") is True or "finished" in statuses:
         return True
-    return all(s is None for s in statuses) and "done" not in message
+    if all(s is None for s in statuses) and "done" not in message:
+        return None
+    return False
 
 
 def _error_text(error: Any) -> str | None:

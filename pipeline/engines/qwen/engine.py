@@ -66,6 +66,13 @@ CHAT_LIST_PAGES = 3
 STALL_READS = 3  # reads of "page idle, API unfinished" before the answer counts as cut short
 POLL_SECONDS = 0.25  # while waiting for the app or the chat address
 PAGE_SETTLE_SECONDS = 3  # a fresh page may show "busy" this long before drawing a done answer
+# Two reads of one chat's JSON at least this far apart once its stored status says finished:
+# the stability reads then only have to show that no chunk still lands after the status was
+# stored (the simulator stores `done` 0.3 s before "finished"; the real site's stream sends
+# chunks tens of ms apart). 3 reads 0.25 s apart span 0.5 s, longer than any gap seen. Where no
+# stored status vouches for the answer, the reads stay a second apart (read_interval).
+API_STABLE_SECONDS = 0.25
+WAIT_PAGE_SECONDS = 0.1  # a settled, steady answer: how often to look whether the page agrees yet
 CONFIRMED_SECONDS = 60  # how long an answer seen complete and stable counts as such
 REPLY_GRACE_SECONDS = 2  # a quota toast seen: how long its API reply (with the hours) may lag
 BUSY_PAUSE_SECONDS = 3  # "The chat is in progress": the wait before clicking send again
@@ -109,6 +116,10 @@ class Observation:
     catching_up: bool = False  # the site has (more of) the answer than the page shows yet
     unsure: bool = False  # no API to ask: the page may still be drawing a finished answer
     stalled: bool = False  # the page looks done but the API says the turn did not finish
+    # The answer, when the site's stored status says it finished (whatever the page shows yet):
+    # such reads count toward the stability reads, and may come API_STABLE_SECONDS apart.
+    settled: str | None = None
+    dom_text: str | None = None  # the page's answer text while it says busy
 
 
 @dataclass
@@ -157,6 +168,8 @@ class QwenEngine:
         self.answer_timeout = float(qwen.get("answer_timeout", 1800))
         self.stable_reads = max(1, int(qwen.get("stable_reads", 3)))
         self.read_interval = 1.0
+        self.api_reads_per_second = float(qwen.get("api_reads_per_second", 10))
+        self.collect_from = str(qwen.get("collect", "api"))
         self.selector_sets = merge_overrides(qwen.get("selectors"))
         self.keep_login = keep_login
         if isinstance(browser, BrowserSession):
@@ -201,6 +214,28 @@ class QwenEngine:
             self._open(page, self.chat_url(chat_id))
             selectors = self._wait_for_app(page)
             return self._watch(page, selectors, chat_id, deadline=self._deadline(self.page_timeout))
+
+    def collect(self, chat_urls: list[str]) -> dict[str, Answer | Generating]:
+        """Read many one-turn chats' JSON through one page of this engine's browser (see
+        collect.py): url -> Answer / Generating for the chats the JSON decides; the rest are left
+        out for `check` (their pages). `qwen.collect = "page"` leaves every chat out."""
+        from pipeline.engines.qwen.collect import ChatCollector
+
+        if self.collect_from != "api" or not chat_urls:
+            return {}
+        with self._page() as page:
+            self._open(page, self.base_url + "/")
+            selectors = self._wait_for_app(page)
+            collector = ChatCollector(
+                page,
+                stable_reads=self.stable_reads,
+                reads_per_second=self.api_reads_per_second,
+                engine=self.name,
+                extra={"ui": selectors.name},
+                timeout=self.page_timeout,
+                sleep=lambda seconds: page.wait_for_timeout(seconds * 1000),
+            )
+            return collector.collect(chat_urls)
 
     def wait(self, chat_url: str, *, timeout: float, on_progress: ProgressCallback | None = None) -> Answer:
         """Stay on the chat page, re-reading it every second, until the answer is complete."""
@@ -434,6 +469,20 @@ class QwenEngine:
                     return late
         return failure
 
+    def _check_sent(
+        self, page: Any, replies: SendReplies, resend: Callable[[], None], deadline: float
+    ) -> float:
+        """After a click, while waiting for its proof: raise why the site refused what was sent;
+        after "The chat is in progress" (it took nothing) click again and give the wait a fresh
+        deadline. Returns the deadline to wait by."""
+        failure = self._sent_failure(page, replies)
+        if failure is not None:
+            raise failure
+        if replies.refused_busy():
+            resend()
+            return self._deadline(self.page_timeout)
+        return deadline
+
     def _clicker(self, page: Any, selectors: Selectors, submit: _Submit) -> Callable[[], None]:
         """Clicks send now, and again each time it is called: the retries after the site said
         "The chat is in progress" (a refusal: it took nothing), BUSY_CLICKS clicks in all."""
@@ -461,12 +510,7 @@ class QwenEngine:
             chat_id = chat_id_from_url(page.url)
             if chat_id:
                 return chat_id
-            failure = self._sent_failure(page, replies)
-            if failure is not None:
-                raise failure
-            if replies.refused_busy():
-                resend()
-                deadline = self._deadline(self.page_timeout)
+            deadline = self._check_sent(page, replies, resend, deadline)
             page.wait_for_timeout(POLL_SECONDS * 1000)
         raise TransientError(
             f"the prompt was sent but no chat address appeared within {self.page_timeout:g} s "
@@ -511,12 +555,7 @@ class QwenEngine:
         """Wait until the site's JSON shows `text` as user turn `number`, the chat's last."""
         deadline = self._deadline(self.page_timeout)
         while True:
-            failure = self._sent_failure(page, replies)
-            if failure is not None:
-                raise failure
-            if replies.refused_busy():
-                resend()
-                deadline = self._deadline(self.page_timeout)
+            deadline = self._check_sent(page, replies, resend, deadline)
             try:
                 view = parse_chat(fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=self.page_timeout))
             except (ApiUnusable, ChatShapeError):
@@ -558,36 +597,63 @@ class QwenEngine:
         """
         turns_before = self._turns_before.get(chat_id, 0)
         settle_until = time.monotonic() + PAGE_SETTLE_SECONDS
-        reads, said = Steadiness(self.stable_reads), None
+        reads, said, said_at, seen = Steadiness(self.stable_reads), None, float("-inf"), None
         while True:
-            seen = self._observe(page, selectors, chat_id, turns_before, patient=patient)
+            before = seen.dom_text if seen is not None else None
+            seen = self._observe(page, selectors, chat_id, turns_before, patient=patient, dom_before=before)
             if seen.markdown is not None:
                 if reads.steady(seen.markdown):
                     return Answer(
                         seen.markdown, self.name, title=seen.title, model=seen.model, extra=seen.extra
                     )
+            elif seen.settled is not None:
+                reads.steady(seen.settled)  # stored as finished; complete once the page agrees
             else:
                 reads.unfinished(stalled=seen.stalled)
                 settling = seen.unsure and time.monotonic() < settle_until
                 if not (patient or seen.catching_up or seen.stalled or settling):
                     return Generating(seen.progress)
-            if on_progress and seen.progress != said:
-                on_progress(seen.progress)
-                said = seen.progress
+            if on_progress and seen.progress != said and time.monotonic() - said_at >= self.read_interval:
+                on_progress(seen.progress)  # a line a second at most, however often the page is read
+                said, said_at = seen.progress, time.monotonic()
             if time.monotonic() >= deadline:
                 return Generating(seen.progress)
-            page.wait_for_timeout(self.read_interval * 1000)
+            page.wait_for_timeout(self._pause(seen, reads) * 1000)
+
+    def _pause(self, seen: Observation, reads: Steadiness) -> float:
+        """Seconds to the next read. The stability rule (stable_reads reads a second apart) is
+        for an answer nothing vouches for: a page that looks done, a JSON that says nothing of
+        its completion. Once the site's stored status says finished, the reads only have to show
+        that no chunk still lands, and API_STABLE_SECONDS apart does (see collect.py): three
+        reads span half a second. So a waited-for answer is taken within about a second of its
+        end where the site and the page agree, and after the full stability reads where not."""
+        if seen.settled is not None and reads.same >= reads.needed:
+            return WAIT_PAGE_SECONDS  # steady already: only the page's agreement is missing
+        if seen.settled is not None or seen.dom_text is not None:
+            return API_STABLE_SECONDS  # a settled answer, or a busy page read (local, no request)
+        return self.read_interval
 
     def _observe(
-        self, page: Any, selectors: Selectors, chat_id: str, turns_before: int, *, patient: bool
+        self,
+        page: Any,
+        selectors: Selectors,
+        chat_id: str,
+        turns_before: int,
+        *,
+        patient: bool,
+        dom_before: str | None = None,
     ) -> Observation:
+        """One look: the page, then (unless a patient watch sees the page busy with an answer
+        still growing) the site's JSON. `dom_before` is the page's answer text at the last look."""
         failure = screen_failure(page, self.selector_sets)
         if failure is not None:
             raise failure
         dom = read_dom_state(page, selectors)
         busy = dom.busy_reason(selectors, turns_before)
-        if busy is not None and patient:
-            return Observation(busy)  # the API read waits until the page says it is done
+        paused = bool(dom.answer_text) and dom.answer_text == dom_before  # the page stopped growing
+        if busy is not None and patient and not paused:
+            # The API read waits until the page says it is done, or its answer stopped growing.
+            return Observation(busy, dom_text=dom.answer_text)
         try:
             view = parse_chat(fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=self.page_timeout))
         except (ApiUnusable, ChatShapeError) as err:
@@ -597,18 +663,22 @@ class QwenEngine:
             raise TransientError(
                 f"the site reports an error in the answer: {turn.error}", code="answer_error"
             )
+        stored = view.stored[turns_before] if len(view.stored) > turns_before else None
+        settled = turn.answer if turn is not None and stored is True and turn.answer.strip() else None
         if busy is not None:
             # A freshly opened page draws a finished answer a moment late: worth waiting for.
             site_has_more = bool(turn and turn.answer) and (
                 turn.finished or dom.assistant_turns <= turns_before
             )
-            return Observation(busy, catching_up=site_has_more)
+            return Observation(busy, catching_up=site_has_more, settled=settled, dom_text=dom.answer_text)
         if turn is None or not turn.finished or not turn.answer.strip():
             # Only a UI that positively shows completion (a copy button) can contradict the API;
             # the older UI shows nothing, so there this is plain "still generating".
             return Observation(dom.progress(), stalled=bool(selectors.copy_button))
         extra = {"source": "api", "chat_id": chat_id, "ui": selectors.name}
-        return Observation("finishing", turn.answer, title=view.real_title, model=view.model, extra=extra)
+        return Observation(
+            "finishing", turn.answer, title=view.real_title, model=view.model, extra=extra, settled=settled
+        )
 
     def _read_turns(self, page: Any, selectors: Selectors, chat_id: str) -> ChatTurns:
         """Look at the whole chat like `_watch` looks at one answer (impatient): a last turn that

@@ -84,7 +84,8 @@ API_HEADERS_JS = """(() => {
 
 _FETCH_JS = (
     """
-async ({paths, ms}) => Promise.all(paths.map(async (path) => {
+async ({paths, ms, gap}) => Promise.all(paths.map(async (path, i) => {
+  if (gap) await new Promise((done) => setTimeout(done, i * gap));  // paced: one start every gap ms
   try {
     const init = {credentials: 'include', headers: """
     + API_HEADERS_JS
@@ -237,8 +238,19 @@ def fetch_json(page: Any, paths: list[str], *, timeout: float = 30) -> list[Any]
 
     A body that is not JSON raises the failure it shows (WAF, bot check) or ApiUnusable.
     """
+    bodies = fetch_bodies(page, paths, timeout=timeout)
+    for body in bodies:
+        if isinstance(body, (ApiUnusable, EngineError)):
+            raise body
+    return bodies
+
+
+def fetch_bodies(page: Any, paths: list[str], *, timeout: float = 30, gap: float = 0) -> list[Any]:
+    """fetch_json, where a read that gave no JSON is in the list as the error it means, not
+    raised (one failed read does not lose the others): the EngineError of a firewall page or a
+    bot check, else ApiUnusable. `gap`: seconds between the starts of two reads (0: at once)."""
     # A server that never answers must not hang a cron job: every fetch is aborted in time.
-    results = evaluate(page, _FETCH_JS, {"paths": paths, "ms": int(timeout * 1000)})
+    results = evaluate(page, _FETCH_JS, {"paths": paths, "ms": int(timeout * 1000), "gap": gap * 1000})
     bodies = []
     for path, result in zip(paths, results, strict=True):
         if result.get("missing"):
@@ -248,11 +260,8 @@ def fetch_json(page: Any, paths: list[str], *, timeout: float = 30) -> list[Any]
         if "json" in result:
             bodies.append(result["json"])
             continue
-        refusal = refusal_in(result.get("text", ""))
-        if refusal is not None:
-            raise refusal
         why = result.get("error") or f"HTTP {result.get('status')}, not JSON"
-        raise ApiUnusable(f"{path}: {why}")
+        bodies.append(refusal_in(result.get("text", "")) or ApiUnusable(f"{path}: {why}"))
     return bodies
 
 

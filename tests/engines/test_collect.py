@@ -1,0 +1,182 @@
+"""The JSON-first collector's pacing and decisions, on a fake page and a fake clock (no browser)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.engines.base import Answer, Generating
+from pipeline.engines.qwen.collect import API_STABLE_SECONDS, UNSTEADY_READS, ChatCollector, Pacer
+
+BASE = "https://chat.qwen.ai"
+ARTICLE = "# Tea\n\nTea is a drink made from leaves.\n"
+
+
+class Clock:
+    """Time that moves only when someone sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        assert seconds >= 0
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def chat_id(n: int) -> str:
+    return f"{n:08d}-0000-4000-8000-000000000000"
+
+
+def url(n: int) -> str:
+    return f"{BASE}/c/{chat_id(n)}"
+
+
+def body(answer: str | None = ARTICLE, *, status: str | None = "finished", done: bool | None = True) -> dict:
+    """A 2026-08 chat: one prompt and its answer with the stored status given (None: absent)."""
+    reply = {
+        "id": "a1",
+        "role": "assistant",
+        "parentId": "u1",
+        "timestamp": 2_000_000_001,
+        "model": "qwen3.7-plus",
+    }
+    if done is not None:
+        reply["done"] = done
+    if answer is not None:
+        part = {"phase": "answer", "content": answer}
+        if status is not None:
+            part["status"] = status
+        reply["content_list"] = [part]
+    messages = [
+        {"id": "u1", "role": "user", "parentId": None, "timestamp": 2_000_000_000, "content": "Tea?"},
+        reply,
+    ]
+    return {"success": True, "data": {"id": "x", "title": "Tea", "chat": {"messages": messages}}}
+
+
+class FakePage:
+    """Answers the collector's in-page fetches from a script: chat id -> bodies, one a read (the
+    last repeats); logs (time, chat id) of every read."""
+
+    def __init__(self, clock: Clock, script: dict[str, list]):
+        self.clock, self.script = clock, script
+        self.log: list[tuple[float, str]] = []
+
+    def evaluate(self, _script: str, arg: dict) -> list:
+        results = []
+        for i, path in enumerate(arg["paths"]):
+            ident = path.rsplit("/", 1)[1]
+            self.log.append((self.clock() + i * arg["gap"] / 1000, ident))  # the page spaces them
+            bodies = self.script[ident]
+            results.append(bodies.pop(0) if len(bodies) > 1 else bodies[0])
+        return results
+
+
+def collector(page: FakePage, clock: Clock, *, per_second: float = 10, stable_reads: int = 3):
+    return ChatCollector(
+        page, stable_reads=stable_reads, reads_per_second=per_second, clock=clock, sleep=clock.sleep
+    )
+
+
+def ok(b: dict) -> dict:
+    return {"json": b}
+
+
+def test_reads_are_paced_at_most_api_reads_per_second():
+    clock = Clock()
+    page = FakePage(clock, {chat_id(n): [ok(body())] for n in range(20)})
+    results = collector(page, clock, per_second=10).collect([url(n) for n in range(20)])
+    assert all(isinstance(r, Answer) and r.markdown == ARTICLE for r in results.values())
+    assert len(results) == 20 and len(page.log) == 20 * 3  # every chat: stable_reads reads
+    times = [t for t, _ in page.log]
+    assert min(b - a for a, b in zip(times, times[1:], strict=False)) == pytest.approx(0.1)
+    assert times[-1] - times[0] == pytest.approx(0.1 * (len(times) - 1))
+
+
+def test_pacer_waits_only_when_reads_come_faster_than_the_pace():
+    clock = Clock()
+    pacer = Pacer(4, clock=clock, sleep=clock.sleep)
+    assert pacer.reserve(2) == 100.0  # two reads: at 100.0 and 100.25
+    clock.now += 1.0  # the caller took longer than those slots itself
+    assert pacer.reserve(1) == 101.0 and clock.slept == []
+    assert pacer.reserve(1) == 101.25 and clock.slept == [pytest.approx(0.25)]
+    assert pacer.reserve(1, not_before=103.0) == 103.0  # a chat's own spacing may ask for later
+
+
+def test_two_reads_of_one_chat_are_at_least_api_stable_seconds_apart():
+    clock = Clock()
+    page = FakePage(clock, {chat_id(1): [ok(body())]})
+    results = collector(page, clock, per_second=1000).collect([url(1)])
+    assert isinstance(results[url(1)], Answer)
+    times = [t for t, _ in page.log]
+    assert [round(b - a, 6) for a, b in zip(times, times[1:], strict=False)] == [API_STABLE_SECONDS] * 2
+
+
+def test_a_finished_status_counts_only_with_the_text_unchanged_over_stable_reads():
+    clock = Clock()
+    growing = [ok(body("# Tea\n\nTea")), ok(body(ARTICLE)), ok(body(ARTICLE)), ok(body(ARTICLE))]
+    page = FakePage(clock, {chat_id(1): growing})
+    results = collector(page, clock).collect([url(1)])
+    assert results[url(1)].markdown == ARTICLE
+    assert len(page.log) == 4  # the changed read started the count again
+
+
+def test_finished_text_that_keeps_changing_is_left_to_the_page():
+    clock = Clock()
+    page = FakePage(clock, {chat_id(1): [ok(body("word " * n)) for n in range(1, 20)]})
+    assert collector(page, clock).collect([url(1)]) == {}
+    assert len(page.log) == 3 + UNSTEADY_READS
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        pytest.param({"status": "typing", "done": False}, id="typing"),
+        pytest.param({"status": "finished", "done": False}, id="done-false"),
+    ],
+)
+def test_an_unfinished_status_is_generating_after_one_read(stored):
+    clock = Clock()
+    page = FakePage(clock, {chat_id(1): [ok(body("# Tea\n\nTea is", **stored))]})
+    assert collector(page, clock).collect([url(1)]) == {url(1): Generating("writing: 13 chars")}
+    assert len(page.log) == 1
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        pytest.param(ok(body(status=None, done=None)), id="no-stored-status"),
+        pytest.param(ok({"success": False, "data": {"code": "Internal_Error"}}), id="error-body"),
+        pytest.param(ok({"success": False, "data": {"code": "CHAT_NOT_FOUND"}}), id="chat-not-found"),
+        pytest.param(ok({"success": True, "data": {"conversation": {}}}), id="unknown-shape"),
+        pytest.param(ok(body("   ")), id="finished-but-empty"),
+        pytest.param({"error": "TypeError: Failed to fetch"}, id="fetch-failed"),
+    ],
+)
+def test_what_the_json_cannot_decide_is_left_to_the_page(reply):
+    clock = Clock()
+    page = FakePage(clock, {chat_id(1): [reply], chat_id(2): [ok(body())]})
+    results = collector(page, clock).collect([url(1), url(2)])
+    assert list(results) == [url(2)]  # the other chat is still collected
+    assert [ident for _, ident in page.log].count(chat_id(1)) == 1
+
+
+def test_a_firewall_page_on_a_read_leaves_that_chat_and_the_rest_to_their_pages():
+    clock = Clock()
+    waf = {"text": "<html><meta name='aliyun_waf_aa'></html>", "status": 200}
+    page = FakePage(clock, {chat_id(1): [ok(body("# Tea", status="typing"))], chat_id(2): [waf]})
+    page.script[chat_id(3)] = [ok(body())]
+    results = collector(page, clock).collect([url(1), url(2), url(3)])
+    assert results == {url(1): Generating("writing: 5 chars")}  # read before the refusal
+    assert [ident for _, ident in page.log] == [chat_id(1), chat_id(2), chat_id(3)]  # one round
+
+
+def test_an_answer_from_the_json_says_where_it_came_from():
+    clock = Clock()
+    page = FakePage(clock, {chat_id(1): [ok(body())]})
+    answer = collector(page, clock, stable_reads=1).collect([url(1)])[url(1)]
+    assert (answer.title, answer.model, answer.extra["source"]) == ("Tea", "qwen3.7-plus", "api")
