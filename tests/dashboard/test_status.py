@@ -34,6 +34,7 @@ ROW_FIELDS = [
     "turn",
     "turns",
     "path",
+    "account",
 ]
 TOP_FIELDS = [
     "schema",
@@ -46,6 +47,7 @@ TOP_FIELDS = [
     "chat_quota",
     "last_cycle",
     "login",
+    "accounts",
     "warnings",
     "articles",
 ]
@@ -163,6 +165,8 @@ def test_json_rows_field_by_field(batch, project):
     assert (gen["attempts"], gen["hard_failures"], gen["next_try"], gen["last_error"]) == (0, 0, None, None)
     assert gen["chat_url"] == (articles / "generating.md.url").read_text().strip()
     assert gen["turn"] is None and gen["turns"] is None and gen["path"] == str(articles / "generating.md")
+    assert gen["account"] == "default" and rows["pending"]["account"] is None
+    assert [a["name"] for a in doc["accounts"]] == ["default"]
 
     done = rows["done"]
     assert done["state"] == "done" and done["engine"] == "qwen" and done["chat_url"].startswith("https://")
