@@ -10,14 +10,17 @@ import sys
 import time
 from typing import Annotated
 
-import typer
-
 from ..errors import UsageProblem
 from ..redact import mask, mask_data
-from .common import ConfigOption, workspace_of
 
 
-def register(app: typer.Typer) -> None:
+def register(app) -> None:
+    """Add `status` and `show` to the Typer app. Typer is imported here, not above: the console
+    script answers `status --json` with print_status alone (pipeline/entry.py)."""
+    import typer
+
+    from .common import ConfigOption, workspace_of
+
     @app.command("status")
     def status_command(
         ctx: typer.Context,
