@@ -14,7 +14,6 @@ from tests_cli_helpers import qwenpipe
 from pipeline.cli.app import run
 from pipeline.config import load
 from pipeline.setup.doctor import Report, check_profile
-from pipeline.simulator import Simulator
 from pipeline.simulator.api import make_token
 
 DAY = 86400
@@ -154,12 +153,6 @@ def test_doctor_reads_any_saved_state_without_crashing(hostile):
     check_profile(report, load(), time.time())
     login = next(c for c in report.checks if c.name == "saved login")
     assert login.status == "ok" and "token expiry not readable" in login.detail
-
-
-@pytest.fixture(scope="module")
-def sim():
-    with Simulator(port=0).start() as server:
-        yield server
 
 
 @pytest.mark.browser
