@@ -1,8 +1,9 @@
-"""The console script's first step: answer the commonest cron call before loading the CLI.
+"""The console script's first step: answer the commonest calls before loading the CLI.
 
-`qwenpipe generate SLUG` on a finished article is what cron runs most. Typer builds its
-parameters with pydantic (about 0.15 s of imports), so this one case is answered here with
-the same output and exit code, and everything else goes to the full command line.
+`qwenpipe generate SLUG` on a finished article is what cron runs most, and `status --json` is
+what monitoring scripts run. Typer builds its parameters with pydantic (about 0.15 s of
+imports), so these two are answered here with the same output and exit code, and everything
+else goes to the full command line.
 """
 
 from __future__ import annotations
@@ -48,7 +49,69 @@ def already_done(argv: list[str]) -> str | None:
         return None
 
 
+STATUS_OPTIONS = ("--state", "--sort")  # the `status --json` options that take a value
+
+
+def status_json_query(argv: list[str]) -> tuple[str | None, dict] | None:
+    """(config, query) when argv is exactly `[--config X] status --json [PATTERN] [--state S]...
+    [--sort S]` (options in any order after `status`, `--config` before or after it); None for
+    anything else (--watch, --cdp, a second pattern, an unknown option: the full CLI decides)."""
+    config, args = None, list(argv)
+    query: dict = {"state_filter": [], "pattern": None, "sort": "state"}
+    seen_command = as_json = False
+    while args:
+        token = args.pop(0)
+        name, has_value, value = token.partition("=")
+        if name in ("--config", "-c", *STATUS_OPTIONS) and not (has_value and name == "-c"):
+            if not has_value:
+                if not args:
+                    return None
+                value = args.pop(0)
+            if name in STATUS_OPTIONS and not seen_command:
+                return None
+            if name == "--state":
+                query["state_filter"].append(value)
+            elif name == "--sort":
+                query["sort"] = value
+            else:
+                config = value
+        elif token == "--json" and seen_command:
+            as_json = True
+        elif token.startswith("-"):
+            return None
+        elif not seen_command:
+            if token != "status":
+                return None
+            seen_command = True
+        elif query["pattern"] is None:
+            query["pattern"] = token
+        else:
+            return None
+    return (config, query) if as_json else None
+
+
+def answered_status(config: str | None, query: dict) -> bool:
+    """Print `status --json` as the full CLI would; False when anything goes wrong (a bad
+    config, --state or --sort, an unreadable folder...: found before a byte is printed).
+    Status only reads, so the full command line then runs it again and says what is wrong: it
+    is the one place that maps failures to messages and exit codes."""
+    from .cli.status import print_status
+    from .config import load
+    from .contract.workspace import Workspace
+
+    try:
+        print_status(Workspace(load(config)), query, as_json=True)
+    except (Exception, KeyboardInterrupt):
+        return False
+    return True
+
+
 def main() -> None:
+    status = status_json_query(sys.argv[1:])
+    if status is not None and answered_status(*status):
+        from .exitcodes import ExitCode
+
+        sys.exit(ExitCode.DONE)
     done = already_done(sys.argv[1:])
     if done:
         sys.stdout.write(done + "\n")

@@ -20,8 +20,8 @@ import os
 import re
 import secrets
 import stat
-import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -227,9 +227,25 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = PRIVATE, c
     path = Path(path)
     ensure_folder(path.parent)
     is_regular(path)
+    with _temporary(path, data, mode) as tmp:
+        if crash_at:
+            crashpoint(crash_at)
+        is_regular(path)  # checked again just before the rename: the window stays small
+        os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+@contextlib.contextmanager
+def _temporary(path: Path, data: str | bytes, mode: int | None, *, sync: bool = True) -> Iterator[str]:
+    """The name of a finished temporary copy of `data` beside `path`, for the body to move into
+    place: written whole, its mode `mode` exactly (None: per umask), fsynced unless `sync=False`.
+    Removed at the end if it is still there, however the body ends; an OSError in the writing or
+    in the body is a SetupProblem naming `path`."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
+    # Named as mkstemp names them (so a sweep knows it); created private, then given its mode.
+    tmp = str(path.parent / f"{TMP_PREFIX}{path.name}.{secrets.token_hex(4)}")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{path.name}.", dir=path.parent)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, PRIVATE)
     except OSError as err:
         raise cannot("write", path, err) from None
     try:
@@ -237,18 +253,14 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = PRIVATE, c
             handle.write(raw)
             handle.flush()
             os.fchmod(handle.fileno(), (0o666 & ~UMASK) if mode is None else mode)
-            os.fsync(handle.fileno())
-        if crash_at:
-            crashpoint(crash_at)
-        is_regular(path)  # checked again just before the rename: the window stays small
-        os.replace(tmp, path)
-    except BaseException as err:
+            if sync:
+                os.fsync(handle.fileno())
+        yield tmp
+    except OSError as err:
+        raise cannot("write", path, err) from None
+    finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        if isinstance(err, OSError):
-            raise cannot("write", path, err) from None
-        raise
-    fsync_dir(path.parent)
 
 
 def create_new(path: Path, data: str | bytes, *, mode: int | None = SHARED, sync: bool = True) -> bool:
@@ -262,28 +274,11 @@ def create_new(path: Path, data: str | bytes, *, mode: int | None = SHARED, sync
     ensure_folder(path.parent)
     if os.path.lexists(path):
         return False
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    # Named as mkstemp names them (so a sweep knows it), created with its mode (one syscall less).
-    tmp = str(path.parent / f"{TMP_PREFIX}{path.name}.{secrets.token_hex(4)}")
-    try:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-        fd = os.open(tmp, flags, 0o666 if mode is None else mode)
-    except OSError as err:
-        raise cannot("write", path, err) from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(raw)
-            handle.flush()
-            if sync:
-                os.fsync(handle.fileno())
-        os.link(tmp, path)
-    except FileExistsError:
-        return False
-    except OSError as err:
-        raise cannot("write", path, err) from None
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+    with _temporary(path, data, mode, sync=sync) as tmp:
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
     if sync:
         fsync_dir(path.parent)
     return True

@@ -48,6 +48,34 @@ def engines(workspace, chat, router) -> Engines:
     return Engines(workspace.config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)
 
 
+@pytest.fixture(scope="module")
+def module_sim(request):
+    """One simulator for a whole test module, started with the module's SIMULATOR settings (a
+    dict of Simulator arguments; none: the simulator's defaults). Tests ask for `sim`."""
+    from pipeline.simulator import Simulator
+
+    with Simulator(port=0, **getattr(request.module, "SIMULATOR", {})).start() as server:
+        yield server
+
+
+@pytest.fixture
+def sim(module_sim, request):
+    """The module's simulator with every setting back at the module's SIMULATOR (or the
+    simulator's default) before each test: what one test changed never reaches the next."""
+    module_sim.set(**sim_settings(getattr(request.module, "SIMULATOR", {})))
+    return module_sim
+
+
+def sim_settings(chosen: dict) -> dict:
+    """Every run-time setting of the simulator: `chosen`'s where it names one, else the default."""
+    from dataclasses import asdict
+
+    from pipeline.simulator.chats import Settings
+
+    defaults = asdict(Settings())
+    return {**defaults, **{key: value for key, value in chosen.items() if key in defaults}}
+
+
 os.environ.setdefault("NO_COLOR", "1")
 
 

@@ -6,7 +6,9 @@ import tomllib
 from pathlib import Path
 
 
-def make_project(folder: Path, sim, *, router: bool = True, extra: str = "") -> Path:
+def make_project(folder: Path, sim, *, router: bool = True, extra: str = "", stable_reads: int = 1) -> Path:
+    """`stable_reads = 1`: an answer the site calls finished is taken at the first read (the
+    engine's own tests, test_qwen_engine and test_steadiness, check the reads a second apart)."""
     (folder / "prompts").mkdir(parents=True, exist_ok=True)
     (folder / "articles").mkdir(exist_ok=True)
     (folder / "config.toml").write_text(
@@ -15,7 +17,7 @@ base_url = "{sim.base_url}"
 poll_interval = 0
 max_attempts = 3
 page_timeout = 15
-stable_reads = 2
+stable_reads = {stable_reads}
 {extra}
 [browser]
 profile_dir = "profile"

@@ -14,6 +14,7 @@ article (its flock is per open file).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
@@ -609,9 +610,10 @@ def _publish(workspace: Workspace, views: list[ArticleView], report: CycleReport
     done: its failures are counted and said, never the cycle's exit code or the article's fate."""
     from ..publishing.publish import publish_done
 
-    done = [(v.slug, v.done_mtime) for v in views if v.done and not v.file_problem]
-    done += [(slug, None) for slug in report.finished]
-    for result in publish_done(workspace, done, say=say):
+    # A generator: each article's mtime is read only when publishing is on and asks for it.
+    done = ((v.slug, v.done_mtime) for v in views if v.done and not v.file_problem)
+    finished = ((slug, None) for slug in report.finished)
+    for result in publish_done(workspace, itertools.chain(done, finished), say=say):
         if result.status == "published":
             report.counts["published"] += 1
         elif result.failed:

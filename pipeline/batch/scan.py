@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .. import __version__, files
 from ..contract.article import ArticleFiles, ArticleState
@@ -25,16 +26,38 @@ class ArticleView:
     slug: str
     files: ArticleFiles
     prompt_mtime: float | None = None
-    prompt_stamp: str = ""  # what identifies this version of the prompt file (see PromptCheck)
     done: bool = False
     sent: bool = False
     sending: bool = False
     dead: bool = False
-    done_mtime: float | None = None
     problem: str | None = None  # why the prompt is invalid (the message names the file and the fix)
     file_problem: str | None = None  # one of its own files is unsafe: wins even over "done"
     _state: ArticleState | None = field(default=None, repr=False)
     _state_problem: str = field(default="", repr=False)  # its old state file is a link or a FIFO
+    _record: Any = field(default=None, repr=False)  # its store record, when attach_records gave one
+    _attached: bool = field(default=False, repr=False)  # attach_records ran: no state file is read
+    _done_entry: os.DirEntry | None = field(default=None, repr=False)  # SLUG.md, as listed
+    _prompt_info: os.stat_result | None = field(default=None, repr=False)  # prompts/SLUG.md's
+
+    @property
+    def prompt_stamp(self) -> str:
+        """What identifies this version of the prompt file (see PromptCheck); "" when unknown.
+        Its ctime too: an edit that kept the size and put the mtime back (os.utime, a tool that
+        preserves times, an edit within the mtime's tick) still changes the ctime."""
+        info = self._prompt_info
+        if info is None:
+            return ""
+        return f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:{__version__}"
+
+    @property
+    def done_mtime(self) -> float | None:
+        """SLUG.md's mtime, read when first asked (publishing asks; nothing else needs it)."""
+        if self._done_entry is None:
+            return None
+        try:
+            return self._done_entry.stat(follow_symlinks=False).st_mtime
+        except OSError:  # gone since the listing: as if never published
+            return None
 
     @property
     def seen(self) -> Files:
@@ -59,6 +82,9 @@ class ArticleView:
         if self._state_problem:  # this article alone is invalid; asked only of one not settled
             self.file_problem = self.file_problem or self._state_problem
             self._state_problem, self._state = "", ArticleState()
+        if self._state is None and self._attached:
+            record = self._record
+            self._state = ArticleState.from_record(record) if record is not None else ArticleState()
         if self._state is None:
             try:
                 self._state = ArticleState.load(self.files.state)
@@ -115,7 +141,7 @@ def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
         item = view(entry.name[:-3])
         info = entry.stat()
         item.prompt_mtime = info.st_mtime
-        item.prompt_stamp = f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{__version__}"
+        item._prompt_info = info
         if not is_slug(item.slug):
             item.problem = name_problem(prompts_dir / entry.name)
     for entry in _entries(articles_dir):
@@ -134,7 +160,7 @@ def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
                 item = view(slug)
                 if suffix == ".md":
                     item.done = True
-                    item.done_mtime = entry.stat(follow_symlinks=False).st_mtime
+                    item._done_entry = entry  # its mtime only when publishing asks (no stat here)
                 elif suffix == ".md.url":
                     item.sent = True
                 elif suffix == ".md.sending":
@@ -156,13 +182,13 @@ def check_waiting_prompts(
     for item in views:
         if item.prompt_mtime is None or item.problem or item.done or item.dead:
             continue
-        known = remembered.get(item.slug)
-        if known is not None and known.stamp == item.prompt_stamp and item.prompt_stamp:
+        known, stamp = remembered.get(item.slug), item.prompt_stamp
+        if known is not None and known.stamp == stamp and stamp:
             item.problem = known.problem or None
             continue
         item.check_prompt(prompts_dir)
-        if item.prompt_stamp:
-            learned.append(PromptCheck(item.slug, item.prompt_stamp, item.problem or ""))
+        if stamp:
+            learned.append(PromptCheck(item.slug, stamp, item.problem or ""))
     return learned
 
 
@@ -173,9 +199,8 @@ def attach_records(views: list[ArticleView], state_dir: Path, store) -> None:
     article's problem, found from one listing of the folder."""
     unsafe = unsafe_entries(state_dir / "state", ".json")
     records = store.articles() if store is not None else {}
-    for view in views:
-        record = records.get(view.slug)
-        view._state = ArticleState.from_record(record) if record is not None else ArticleState()
+    for view in views:  # each record becomes a state only when asked (a done article never is)
+        view._record, view._attached = records.get(view.slug), True
         view._state_problem = unsafe.get(view.slug, "")
 
 

@@ -10,14 +10,17 @@ import sys
 import time
 from typing import Annotated
 
-import typer
-
 from ..errors import UsageProblem
 from ..redact import mask, mask_data
-from .common import ConfigOption, workspace_of
 
 
-def register(app: typer.Typer) -> None:
+def register(app) -> None:
+    """Add `status` and `show` to the Typer app. Typer is imported here, not above: the console
+    script answers `status --json` with print_status alone (pipeline/entry.py)."""
+    import typer
+
+    from .common import ConfigOption, workspace_of
+
     @app.command("status")
     def status_command(
         ctx: typer.Context,
@@ -104,7 +107,6 @@ def print_accounts(workspace, as_json: bool) -> None:
 
 
 def print_status(workspace, query: dict, as_json: bool) -> None:
-    from ..batch.dashboard import plain_status, plain_wanted, rich_status
     from ..batch.status import collect
     from ..console import say
 
@@ -113,11 +115,14 @@ def print_status(workspace, query: dict, as_json: bool) -> None:
         # Indented for a person at a terminal; one compact line (C-speed encoder) for scripts.
         indent = 1 if sys.stdout.isatty() else None
         sys.stdout.write(json.dumps(mask_data(status.to_json()), ensure_ascii=False, indent=indent) + "\n")
-    elif plain_wanted():
-        sys.stdout.write(mask(plain_status(status)))
-    else:
-        console = _stdout()
-        console.print(rich_status(status, width=console.width))
+    else:  # the dashboard (rich's tables) only for a person: a script's --json never loads it
+        from ..batch.dashboard import plain_status, plain_wanted, rich_status
+
+        if plain_wanted():
+            sys.stdout.write(mask(plain_status(status)))
+        else:
+            console = _stdout()
+            console.print(rich_status(status, width=console.width))
     for warning in status.warnings:
         say(f"warning: {warning}")
 

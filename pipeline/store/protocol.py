@@ -185,7 +185,7 @@ class Summary:
 @dataclass(frozen=True)
 class PromptCheck:
     """Whether a prompt file could be sent, as last read: valid while `stamp` (its size, its
-    mtime and the code that judged it) is unchanged. Status reads 10,000 waiting prompts
+    mtime, its ctime and the code that judged it) is unchanged. Status reads 10,000 waiting prompts
     in the time of a few hundred this way."""
 
     slug: str

@@ -421,6 +421,22 @@ def test_status_does_not_create_files_in_an_empty_project(project):
     assert not (project / "articles" / ".qwenpipe").exists()
 
 
+def test_a_prompt_edited_within_its_mtime_tick_is_judged_again(project):
+    """An edit that keeps the size and leaves the mtime as it was (a coarse clock tick, a tool
+    that preserves times: os.utime here) is still seen: the remembered check is not trusted."""
+    ws = make_workspace(project)
+    ws.journal.append("*", "cycle_start")  # the store exists, as after any run
+    add_prompt(project, "tea", "Write about tea.")
+    path = project / "prompts" / "tea.md"
+    before = path.stat()
+    assert [r.state for r in collect(ws).rows] == ["pending"]
+    path.write_bytes(b"\xff\xfe" + path.read_bytes()[2:])  # same size, no longer UTF-8
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    [row] = collect(ws).rows
+    assert row.state == "invalid" and "UTF-8" in row.last_error
+
+
 def test_a_prompt_is_judged_again_whenever_its_file_changes(project, monkeypatch):
     """Status remembers which waiting prompts load (a cache of 10,000 reads): an edit, a fix or
     a replacement of the file is seen at once, and an unchanged prompt is not read again."""

@@ -8,15 +8,10 @@ import pytest
 from sim_project import journal, make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe
 
-from pipeline.simulator import Simulator
-
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture(scope="module")
-def sim():
-    with Simulator(port=0, answer_seconds=1.0, thinking_seconds=0.2, url_delay=0.1).start() as server:
-        yield server
+SIMULATOR = {"answer_seconds": 1.0, "thinking_seconds": 0.2, "url_delay": 0.1}  # conftest.py `sim`
 
 
 def run_until_settled(project, slug):

@@ -14,17 +14,12 @@ import pytest
 from sim_project import journal, make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe
 
-from pipeline.simulator import Simulator
-
 pytestmark = pytest.mark.browser
 
 PROMPTS = 6
 
 
-@pytest.fixture(scope="module")
-def sim():
-    with Simulator(port=0, answer_seconds=3.0, thinking_seconds=0.3, url_delay=0.2).start() as server:
-        yield server
+SIMULATOR = {"answer_seconds": 1.0, "thinking_seconds": 0.3, "url_delay": 0.2}  # conftest.py `sim`
 
 
 def cycles(project) -> list[list[dict]]:
@@ -85,13 +80,12 @@ def test_one_cycle_polls_up_to_concurrency_chats_at_once(sim, tmp_path):
     # every chat still generating and journals a `poll` (with its duration) for each, however
     # slow the machine is. Each chat's page is looked at (qwen.collect = "page"): read through the
     # JSON first, held answers would all be told "generating" without opening a page.
-    sim.set(hold_answers=True)
+    sim.set(hold_answers=True, answer_seconds=0.0, thinking_seconds=0.0)  # at once at their held end
     try:
         project = make_project(tmp_path, sim, extra='concurrency = 4\ncollect = "page"')
         texts = write_prompts(project, "polling chats side by side")
         sent = qwenpipe("cycle", cwd=project, timeout=180)
         assert sent.returncode == 42, sent.stderr
-        time.sleep(3.5)  # past the 3 s answers (as on a loaded machine): held, they still grow
         looked = qwenpipe("cycle", cwd=project, timeout=180)
         assert looked.returncode == 3, looked.stderr
         assert "one chat at a time" not in looked.stderr, looked.stderr
@@ -131,8 +125,8 @@ def test_a_cycle_that_cannot_share_its_browser_polls_one_at_a_time(sim, tmp_path
 
     project = make_project(tmp_path, sim, extra="concurrency = 4")
     texts = {f"b{i}": prompt(project, f"b{i}", f"Write article {i} about one browser.") for i in range(3)}
+    sim.set(answer_seconds=0.0, thinking_seconds=0.0)  # every answer complete once it is sent
     assert qwenpipe("cycle", cwd=project, timeout=180).returncode == 42
-    time.sleep(4)  # every answer complete
     monkeypatch.chdir(project)
     monkeypatch.setattr(BrowserSession, "cdp_endpoint", lambda self, timeout=5.0: None)
     workspace = Workspace(config_module.load(project / "config.toml"))

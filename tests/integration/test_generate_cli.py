@@ -12,22 +12,10 @@ import pytest
 from sim_project import journal, make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe
 
-from pipeline.simulator import Simulator
-
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture(scope="module")
-def sim():
-    with Simulator(port=0, answer_seconds=2.0, thinking_seconds=0.3, url_delay=0.2).start() as server:
-        yield server
-
-
-@pytest.fixture
-def fresh(sim):
-    settings = {"scenario": "ok", "api_shape": "2026-08", "answer_seconds": 2.0, "url_delay": 0.2}
-    sim.set(**settings, ui="current", hold_answers=False)
-    yield sim
+SIMULATOR = {"answer_seconds": 2.0, "thinking_seconds": 0.3, "url_delay": 0.2}  # conftest.py `sim`
 
 
 def wait_for_done(project, slug, *, limit=40):
@@ -42,48 +30,35 @@ def wait_for_done(project, slug, *, limit=40):
 
 
 @pytest.mark.parametrize("shape", ["2026-08", "2026-06"])
-def test_queued_then_working_then_done_with_one_send(fresh, tmp_path, shape):
+def test_queued_then_working_then_done_with_one_send(sim, tmp_path, shape):
     # The answer is held one word short of its end until released: the second look finds it
     # still generating however slow the machine is.
-    fresh.set(api_shape=shape, answer_seconds=1.0, hold_answers=True)
-    project = make_project(tmp_path, fresh)
+    sim.set(api_shape=shape, answer_seconds=1.0, hold_answers=True)
+    project = make_project(tmp_path, sim)
     text = prompt(project, "tea", f"Write an article about green tea ({shape}).")
     first = qwenpipe("generate", "tea", cwd=project)
     assert first.returncode == 42, first.stderr
     url = (project / "articles" / "tea.md.url").read_text().strip()
-    assert url.startswith(fresh.base_url + "/c/")
+    assert url.startswith(sim.base_url + "/c/")
     working = qwenpipe("generate", "tea", cwd=project)
     assert working.returncode == 3, working.stderr
     assert not (project / "articles" / "tea.md").exists()
-    fresh.set(hold_answers=False)
+    sim.set(hold_answers=False)
     codes, last = wait_for_done(project, "tea")
     assert codes[-1] == 0 and set(codes[:-1]) <= {3}, codes
     assert last.stdout.strip() == str(project / "articles" / "tea.md")
     meta, body = read_article(project / "articles" / "tea.md")
-    assert body == fresh.expected_answer(text).strip()
+    assert body == sim.expected_answer(text).strip()
     assert "\n## " in body and "\n- " in body, "markdown structure lost"
     assert meta["engine"] == "qwen" and meta["chat_url"] == url and meta["slug"] == "tea"
-    assert [e["prompt"] for e in fresh.sends()].count(text) == 1
+    assert [e["prompt"] for e in sim.sends()].count(text) == 1
     again = qwenpipe("generate", "tea", cwd=project)
-    assert again.returncode == 0 and [e["prompt"] for e in fresh.sends()].count(text) == 1
+    assert again.returncode == 0 and [e["prompt"] for e in sim.sends()].count(text) == 1
 
 
-def test_wait_finishes_soon_after_the_answer(fresh, tmp_path):
-    fresh.set(answer_seconds=3.0)
-    project = make_project(tmp_path, fresh)
-    text = prompt(project, "waited", "Write about waiting for answers.")
-    started = time.monotonic()
-    result = qwenpipe("generate", "waited", "--wait", cwd=project)
-    elapsed = time.monotonic() - started
-    assert result.returncode == 0, result.stderr
-    _, body = read_article(project / "articles" / "waited.md")
-    assert body == fresh.expected_answer(text).strip()
-    assert elapsed < 30
-
-
-def test_sigkill_between_send_and_url_does_not_send_again(fresh, tmp_path):
-    fresh.set(url_delay=4.0)  # the address changes 4 s after the site took the prompt
-    project = make_project(tmp_path, fresh)
+def test_sigkill_between_send_and_url_does_not_send_again(sim, tmp_path):
+    sim.set(url_delay=4.0)  # the address changes 4 s after the site took the prompt
+    project = make_project(tmp_path, sim)
     text = prompt(project, "crash", "Write about surviving crashes.")
     env = {**os.environ, "NO_COLOR": "1"}
     process = subprocess.Popen(
@@ -94,29 +69,29 @@ def test_sigkill_between_send_and_url_does_not_send_again(fresh, tmp_path):
         stderr=subprocess.PIPE,
     )
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not any(e["prompt"] == text for e in fresh.sends()):
+    while time.monotonic() < deadline and not any(e["prompt"] == text for e in sim.sends()):
         time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    assert any(e["prompt"] == text for e in fresh.sends()), "the prompt never reached the simulator"
+    assert any(e["prompt"] == text for e in sim.sends()), "the prompt never reached the simulator"
     assert not (project / "articles" / "crash.md.url").exists(), "killed too late: the URL was written"
     assert (project / "articles" / "crash.md.sending").exists()
     # Held short of its end: the run after the kill adopts the chat and finds it still writing.
-    fresh.set(url_delay=0.2, hold_answers=True)
+    sim.set(url_delay=0.2, hold_answers=True)
     rerun = qwenpipe("generate", "crash", cwd=project)
     assert rerun.returncode == 3, rerun.stderr
     assert "not sending again" in rerun.stderr
-    (sent,) = [e for e in fresh.sends() if e["prompt"] == text]
+    (sent,) = [e for e in sim.sends() if e["prompt"] == text]
     url = (project / "articles" / "crash.md.url").read_text().strip()
-    assert url == f"{fresh.base_url}/c/{sent['chat_id']}", (url, sent)
-    fresh.set(hold_answers=False)
+    assert url == f"{sim.base_url}/c/{sent['chat_id']}", (url, sent)
+    sim.set(hold_answers=False)
     codes, _ = wait_for_done(project, "crash")
-    assert codes[-1] == 0 and [e["prompt"] for e in fresh.sends()].count(text) == 1
+    assert codes[-1] == 0 and [e["prompt"] for e in sim.sends()].count(text) == 1
     assert "recovered" in [e["event"] for e in journal(project)]
 
 
-def test_four_processes_at_once_send_once(fresh, tmp_path):
-    project = make_project(tmp_path, fresh)
+def test_four_processes_at_once_send_once(sim, tmp_path):
+    project = make_project(tmp_path, sim)
     text = prompt(project, "race", "Write about four processes racing.")
     env = {**os.environ, "NO_COLOR": "1"}
     procs = [
@@ -134,25 +109,25 @@ def test_four_processes_at_once_send_once(fresh, tmp_path):
     codes = sorted(code for code, _ in results)
     assert codes.count(42) == 1 and codes.count(3) == 3, results
     assert sum("in progress elsewhere" in err for _, err in results) == 3
-    assert [e["prompt"] for e in fresh.sends()].count(text) == 1
+    assert [e["prompt"] for e in sim.sends()].count(text) == 1
 
 
 @pytest.mark.parametrize(
     ("scenario", "per_prompt", "code"),
     [("logged_out", False, "logged_out"), ("bot_check", False, "bot_check"), ("quota", True, "quota")],
 )
-def test_hard_failure_at_send_falls_back_to_the_router(fresh, tmp_path, scenario, per_prompt, code):
-    project = make_project(tmp_path, fresh)
+def test_hard_failure_at_send_falls_back_to_the_router(sim, tmp_path, scenario, per_prompt, code):
+    project = make_project(tmp_path, sim)
     text = prompt(project, "fb", f"Write about fallbacks{f' [sim:{scenario}]' if per_prompt else ''}.")
     if not per_prompt:
-        fresh.set(scenario=scenario)
+        sim.set(scenario=scenario)
     result = qwenpipe("generate", "fb", cwd=project)
-    fresh.set(scenario="ok")
+    sim.set(scenario="ok")
     assert result.returncode == 0, result.stderr
     meta, body = read_article(project / "articles" / "fb.md")
     assert meta["engine"] == "router" and meta["model"]
     assert body.strip()
-    assert not [e for e in fresh.sends() if e["prompt"] == text], "a refused prompt counted as sent"
+    assert not [e for e in sim.sends() if e["prompt"] == text], "a refused prompt counted as sent"
     assert code in [e.get("code") for e in journal(project)]
     if scenario == "quota":  # the chat is left alone for the hours the site names (data.num = 5)
         from pipeline.store import open_store
@@ -162,8 +137,8 @@ def test_hard_failure_at_send_falls_back_to_the_router(fresh, tmp_path, scenario
         assert block.until - block.since == pytest.approx(5 * 3600)
 
 
-def test_hard_failure_without_router_is_exit_1(fresh, tmp_path):
-    project = make_project(tmp_path, fresh, router=False)
+def test_hard_failure_without_router_is_exit_1(sim, tmp_path):
+    project = make_project(tmp_path, sim, router=False)
     prompt(project, "nofb", "Write about having no fallback [sim:bot_check].")
     result = qwenpipe("generate", "nofb", cwd=project)
     assert result.returncode == 1
@@ -171,25 +146,25 @@ def test_hard_failure_without_router_is_exit_1(fresh, tmp_path):
     assert not (project / "articles" / "nofb.md").exists()
 
 
-def test_chat_gone_at_poll_falls_back(fresh, tmp_path):
-    project = make_project(tmp_path, fresh)
+def test_chat_gone_at_poll_falls_back(sim, tmp_path):
+    project = make_project(tmp_path, sim)
     prompt(project, "gone", "Write about chats that vanish.")
     assert qwenpipe("generate", "gone", cwd=project).returncode == 42
-    fresh.set(scenario="chat_not_found")
+    sim.set(scenario="chat_not_found")
     result = qwenpipe("generate", "gone", cwd=project)
-    fresh.set(scenario="ok")
+    sim.set(scenario="ok")
     assert result.returncode == 0, result.stderr
     meta, _ = read_article(project / "articles" / "gone.md")
     assert meta["engine"] == "router" and "chat_url" not in meta  # the keys agree with the engine
 
 
-def test_waf_at_poll_is_transient_exit_3(fresh, tmp_path):
-    project = make_project(tmp_path, fresh)
+def test_waf_at_poll_is_transient_exit_3(sim, tmp_path):
+    project = make_project(tmp_path, sim)
     prompt(project, "waf", "Write about web application firewalls.")
     assert qwenpipe("generate", "waf", cwd=project).returncode == 42
-    fresh.set(scenario="waf")
+    sim.set(scenario="waf")
     result = qwenpipe("generate", "waf", cwd=project)
-    fresh.set(scenario="ok")
+    sim.set(scenario="ok")
     assert result.returncode == 3, result.stderr
     assert "attempt 1 of 3" in result.stderr
     assert not (project / "articles" / "waf.md").exists()
@@ -198,16 +173,19 @@ def test_waf_at_poll_is_transient_exit_3(fresh, tmp_path):
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏ "  # rich's "dots" spinner frames
 
 
-def test_wait_on_a_terminal_shows_each_progress_line_once_in_one_live_line(fresh, tmp_path):
+def test_wait_on_a_terminal_finishes_soon_after_the_answer_showing_each_progress_line_once(sim, tmp_path):
     from pty_helpers import screens, spawn
 
-    fresh.set(answer_seconds=3.0)
-    project = make_project(tmp_path, fresh)
-    prompt(project, "live", "Write about one line that moves.")
+    sim.set(answer_seconds=3.0)
+    project = make_project(tmp_path, sim)
+    text = prompt(project, "live", "Write about one line that moves.")
+    started = time.monotonic()
     child, screen = spawn(["generate", "live", "--wait"], project)
     try:
         screen.drain(child, timeout=90)
         assert child.returncode == 0, screen.text()[-2000:]
+        assert time.monotonic() - started < 30
+        assert read_article(project / "articles" / "live.md")[1] == sim.expected_answer(text).strip()
         seen_progress = False
         for lines in screens(screen.raw):
             shown = [line.lstrip(SPINNER) for line in lines if line.strip()]

@@ -18,15 +18,10 @@ import pytest
 from sim_project import make_project, prompt
 from tests_cli_helpers import qwenpipe
 
-from pipeline.simulator import Simulator
-
 QUICK = 30  # seconds: a FIFO that blocked a read would hang until qwen.run_timeout (30 min)
 
 
-@pytest.fixture(scope="module")
-def sim():
-    with Simulator(port=0, answer_seconds=1.0, thinking_seconds=0.1, url_delay=0.1).start() as server:
-        yield server
+SIMULATOR = {"answer_seconds": 1.0, "thinking_seconds": 0.1, "url_delay": 0.1}  # conftest.py `sim`
 
 
 @pytest.fixture

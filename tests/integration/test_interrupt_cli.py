@@ -9,20 +9,15 @@ import pytest
 from pty_helpers import spawn
 from sim_project import make_project, prompt
 
-from pipeline.simulator import Simulator
-
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture(scope="module")
-def slow_sim():
-    # The answer takes far longer than the test: it is interrupted while the chat still writes.
-    with Simulator(port=0, answer_seconds=600.0, thinking_seconds=0.3, url_delay=0.2).start() as server:
-        yield server
+# The answer takes far longer than the test: it is interrupted while the chat still writes.
+SIMULATOR = {"answer_seconds": 600.0, "thinking_seconds": 0.3, "url_delay": 0.2}  # conftest.py `sim`
 
 
-def test_ctrl_c_after_the_send_leaves_quietly_says_sent_and_how_to_resume(slow_sim, tmp_path):
-    project = make_project(tmp_path, slow_sim)
+def test_ctrl_c_after_the_send_leaves_quietly_says_sent_and_how_to_resume(sim, tmp_path):
+    project = make_project(tmp_path, sim)
     text = prompt(project, "tea", "Write about tea and patience.")
     child, screen = spawn(["generate", "tea", "--wait"], project)
     try:
@@ -37,7 +32,7 @@ def test_ctrl_c_after_the_send_leaves_quietly_says_sent_and_how_to_resume(slow_s
         assert "Traceback" not in shown, shown[-2000:]
         assert "tea was sent" in shown and "`qwenpipe generate tea --wait`" in shown, shown[-2000:]
         assert url_file.exists() and not (project / "articles" / "tea.md.sending").exists()
-        assert [entry["prompt"] for entry in slow_sim.sends()].count(text) == 1
+        assert [entry["prompt"] for entry in sim.sends()].count(text) == 1
     finally:
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)

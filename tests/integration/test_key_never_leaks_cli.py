@@ -16,7 +16,6 @@ from sim_project import make_project, prompt
 from tests_cli_helpers import qwenpipe
 
 from pipeline.redact import MASK, MIN_PREFIX
-from pipeline.simulator import Simulator
 
 pytestmark = pytest.mark.browser
 
@@ -24,11 +23,8 @@ KEY = (("Kq4" + string.ascii_letters + string.digits + "-_") * 4)[:200]
 PASTED = "sk-or-v1-0a1b2c3d4e5f60718293a4b5c6d7e8f9"
 
 
-@pytest.fixture(scope="module")
-def sim():
-    # Logged out: the cycle's chat attempt fails hard at once and falls back to the router.
-    with Simulator(port=0, scenario="logged_out", answer_seconds=1.0, url_delay=0.1).start() as server:
-        yield server
+# Logged out: the cycle's chat attempt fails hard at once and falls back to the router.
+SIMULATOR = {"scenario": "logged_out", "answer_seconds": 1.0, "url_delay": 0.1}  # conftest.py `sim`
 
 
 def prefixes_found(text: str, key: str = KEY) -> bool:

@@ -15,37 +15,11 @@ from tests_cli_helpers import qwenpipe
 from pipeline.engines.qwen.browser import BrowserSession
 from pipeline.engines.qwen.page import read_dom_state
 from pipeline.engines.qwen.selectors import CURRENT
-from pipeline.simulator import Simulator
 from pipeline.simulator.api import make_token
 
 pytestmark = pytest.mark.browser
 
-RESET = {
-    "scenario": "ok",
-    "answer_seconds": 0.6,
-    "thinking_seconds": 0.2,
-    "url_delay": 0.1,
-    "hold_answers": False,
-    "require_auth_header": False,
-    "serve_model": "",
-    "in_progress_sends": 0,
-    "not_found_header": False,
-    "stream_status": False,
-    "ui": "current",
-}
-
-
-@pytest.fixture(scope="module")
-def sim():
-    with Simulator(port=0, answer_seconds=0.6, thinking_seconds=0.2, url_delay=0.1).start() as server:
-        yield server
-
-
-@pytest.fixture
-def site(sim):
-    sim.set(**RESET)
-    yield sim
-    sim.set(**RESET)
+SIMULATOR = {"answer_seconds": 0.6, "thinking_seconds": 0.2, "url_delay": 0.1}  # conftest.py `sim`
 
 
 def save_login(project, sim) -> str:
@@ -75,27 +49,27 @@ def sends_of(sim, text):
 # -- item 2: the site's own auth header ------------------------------------------------------
 
 
-def test_api_reads_carry_the_saved_token_as_a_bearer_header(site, tmp_path):
+def test_api_reads_carry_the_saved_token_as_a_bearer_header(sim, tmp_path):
     # The site refuses every API call that lacks `Authorization: Bearer <localStorage.token>`:
     # the login check, the chat's JSON and the chat list all have to send it.
-    site.set(require_auth_header=True)
-    project = make_project(tmp_path, site, router=False)
-    save_login(project, site)
+    sim.set(require_auth_header=True)
+    project = make_project(tmp_path, sim, router=False)
+    save_login(project, sim)
     text = prompt(project, "bearer", "Write an article about bearer tokens.")
 
     done = generate_waiting(project, "bearer")
 
     assert done.returncode == 0, done.stderr
     _, body = read_article(project / "articles" / "bearer.md")
-    assert body == site.expected_answer(text).strip()
-    assert [e["accepted"] for e in sends_of(site, text)] == [True]
+    assert body == sim.expected_answer(text).strip()
+    assert [e["accepted"] for e in sends_of(sim, text)] == [True]
 
 
 # -- item 3: the model, thinking and web search, chosen on the page ----------------------------
 
 
-def test_model_and_modes_come_from_config_and_the_prompt_front_matter(site, tmp_path):
-    project = make_project(tmp_path, site, router=False, extra='model = "Qwen3.6-Plus"\n')
+def test_model_and_modes_come_from_config_and_the_prompt_front_matter(sim, tmp_path):
+    project = make_project(tmp_path, sim, router=False, extra='model = "Qwen3.6-Plus"\n')
     plain = prompt(project, "plain", "Write an article about the default choices.")
     chosen_body = "Write an article about a chosen model."
     prompt(
@@ -109,8 +83,8 @@ def test_model_and_modes_come_from_config_and_the_prompt_front_matter(site, tmp_
         done = generate_waiting(project, slug)
         assert done.returncode == 0, (slug, done.stderr)
 
-    (sent_plain,) = sends_of(site, plain)
-    (sent_chosen,) = sends_of(site, chosen_body)
+    (sent_plain,) = sends_of(sim, plain)
+    (sent_chosen,) = sends_of(sim, chosen_body)
     assert [sent_plain[k] for k in CHOSEN] == ["qwen3.6-plus", True, False]
     assert [sent_chosen[k] for k in CHOSEN] == ["qwen3.7-max", False, True]
     meta, _ = read_article(project / "articles" / "chosen.md")
@@ -118,8 +92,8 @@ def test_model_and_modes_come_from_config_and_the_prompt_front_matter(site, tmp_
     assert read_article(project / "articles" / "plain.md")[0]["model"] == "qwen3.6-plus"
 
 
-def test_a_model_the_picker_does_not_offer_fails_hard_before_anything_is_sent(site, tmp_path):
-    project = make_project(tmp_path, site, router=False, extra='model = "Qwen9-Ultra"\n')
+def test_a_model_the_picker_does_not_offer_fails_hard_before_anything_is_sent(sim, tmp_path):
+    project = make_project(tmp_path, sim, router=False, extra='model = "Qwen9-Ultra"\n')
     text = prompt(project, "ultra", "Write an article about a model that does not exist.")
 
     result = qwenpipe("generate", "ultra", cwd=project)
@@ -127,16 +101,16 @@ def test_a_model_the_picker_does_not_offer_fails_hard_before_anything_is_sent(si
     assert result.returncode == 1, result.stderr
     assert "'Qwen9-Ultra' is not a model the site offers" in result.stderr
     assert "'Qwen3.7-Max'" in result.stderr and "Traceback" not in result.stderr
-    assert sends_of(site, text) == []
+    assert sends_of(sim, text) == []
     assert sorted(p.name for p in (project / "articles").glob("ultra*")) == []  # no marker, no URL
     events = [e["event"] for e in journal(project)]
     assert "unsent" in events and "sent" not in events
 
 
-def test_an_answer_from_another_model_is_never_the_article(site, tmp_path):
+def test_an_answer_from_another_model_is_never_the_article(sim, tmp_path):
     # The site did not keep the choice: the chat's JSON names another model.
-    site.set(serve_model="qwen3.5-flash")
-    project = make_project(tmp_path, site, router=False, extra='model = "Qwen3.7-Max"\n')
+    sim.set(serve_model="qwen3.5-flash")
+    project = make_project(tmp_path, sim, router=False, extra='model = "Qwen3.7-Max"\n')
     text = prompt(project, "swapped", "Write an article about swapped models.")
 
     result = generate_waiting(project, "swapped")
@@ -144,11 +118,11 @@ def test_an_answer_from_another_model_is_never_the_article(site, tmp_path):
     assert result.returncode == 1, result.stderr
     assert "answered with model 'qwen3.5-flash', not qwen.model = 'Qwen3.7-Max'" in result.stderr
     assert not (project / "articles" / "swapped.md").exists()
-    assert [e["model"] for e in sends_of(site, text)] == ["qwen3.7-max"]
+    assert [e["model"] for e in sends_of(sim, text)] == ["qwen3.7-max"]
 
 
-def test_a_bad_qwen_table_in_the_front_matter_is_exit_2_naming_file_key_and_value(site, tmp_path):
-    project = make_project(tmp_path, site, router=False)
+def test_a_bad_qwen_table_in_the_front_matter_is_exit_2_naming_file_key_and_value(sim, tmp_path):
+    project = make_project(tmp_path, sim, router=False)
     prompt(project, "bad", '+++\n[qwen]\nthinking = "maybe"\n+++\nWrite about anything.\n')
     prompt(project, "unknown", '+++\n[qwen]\nbase_url = "http://elsewhere"\n+++\nWrite about anything.\n')
 
@@ -164,24 +138,24 @@ def test_a_bad_qwen_table_in_the_front_matter_is_exit_2_naming_file_key_and_valu
 # -- item 5: the site's other late-2026 answers ----------------------------------------------
 
 
-def test_a_send_the_site_calls_in_progress_is_clicked_again_shortly(site, tmp_path):
-    site.set(in_progress_sends=1)  # the first click meets "The chat is in progress!"
-    project = make_project(tmp_path, site, router=False)
+def test_a_send_the_site_calls_in_progress_is_clicked_again_shortly(sim, tmp_path):
+    sim.set(in_progress_sends=1)  # the first click meets "The chat is in progress!"
+    project = make_project(tmp_path, sim, router=False)
     text = prompt(project, "busy", "Write an article about busy chats.")
 
     done = generate_waiting(project, "busy")
 
     assert done.returncode == 0, done.stderr
-    assert [e["accepted"] for e in sends_of(site, text)] == [False, True]
+    assert [e["accepted"] for e in sends_of(sim, text)] == [False, True]
 
 
-def test_http_200_with_x_actual_status_code_404_is_chat_not_found(site, tmp_path):
+def test_http_200_with_x_actual_status_code_404_is_chat_not_found(sim, tmp_path):
     # The body says nothing the API classifier knows, and the page shows an empty chat: only the
     # header tells that the chat is gone.
-    site.set(not_found_header=True)
-    project = make_project(tmp_path, site, router=False)
+    sim.set(not_found_header=True)
+    project = make_project(tmp_path, sim, router=False)
     prompt(project, "gone", "Write an article about a chat that is gone.")
-    url = f"{site.base_url}/c/{uuid.uuid4()}"
+    url = f"{sim.base_url}/c/{uuid.uuid4()}"
     (project / "articles" / "gone.md.url").write_text(url + "\n", encoding="utf-8")
 
     result = qwenpipe("generate", "gone", cwd=project)
@@ -191,12 +165,12 @@ def test_http_200_with_x_actual_status_code_404_is_chat_not_found(site, tmp_path
     assert [e["code"] for e in journal(project) if e["event"] == "hard"] == ["chat_not_found"]
 
 
-def test_a_finished_thinking_phase_is_not_a_finished_answer(site, tmp_path):
+def test_a_finished_thinking_phase_is_not_a_finished_answer(sim, tmp_path):
     # The chat's JSON says only the stream's last phase and status: "thinking_summary" /
     # "finished" while the answer is still being written (held one word short of its end). The
     # legacy page shows no stop or copy button, so the JSON is all there is to tell.
-    site.set(ui="legacy", stream_status=True, hold_answers=True)
-    project = make_project(tmp_path, site, router=False)
+    sim.set(ui="legacy", stream_status=True, hold_answers=True)
+    project = make_project(tmp_path, sim, router=False)
     text = prompt(project, "thought", "Write an article about thinking before answering.")
 
     assert qwenpipe("generate", "thought", cwd=project).returncode == 42
@@ -204,17 +178,17 @@ def test_a_finished_thinking_phase_is_not_a_finished_answer(site, tmp_path):
     assert working.returncode == 3, working.stderr
     assert not (project / "articles" / "thought.md").exists()
 
-    site.set(hold_answers=False)
+    sim.set(hold_answers=False)
     done = generate_waiting(project, "thought")
     assert done.returncode == 0, done.stderr
-    assert read_article(project / "articles" / "thought.md")[1] == site.expected_answer(text).strip()
+    assert read_article(project / "articles" / "thought.md")[1] == sim.expected_answer(text).strip()
 
 
-def test_the_late_2026_page_send_stop_and_hidden_copy_buttons(site, tmp_path):
+def test_the_late_2026_page_send_stop_and_hidden_copy_buttons(sim, tmp_path):
     # Send inside .message-input-right-button-send (no send-button class), a stop button known by
     # its aria-label only, the copy button in a footer hidden until hover.
-    site.set(ui="late-2026", hold_answers=True)
-    project = make_project(tmp_path, site, router=False)
+    sim.set(ui="late-2026", hold_answers=True)
+    project = make_project(tmp_path, sim, router=False)
     text = prompt(project, "late", "Write an article about the late 2026 page.")
 
     queued = qwenpipe("generate", "late", cwd=project)
@@ -225,7 +199,7 @@ def test_the_late_2026_page_send_stop_and_hidden_copy_buttons(site, tmp_path):
         page.goto(url)
         page.wait_for_selector(".qwen-chat-message-assistant")
         generating = read_dom_state(page, CURRENT)
-        site.set(hold_answers=False)
+        sim.set(hold_answers=False)
         page.wait_for_selector(".copy-response-button", state="attached", timeout=15000)
         done = read_dom_state(page, CURRENT)
         copy_hidden = not page.locator(".copy-response-button").is_visible()
@@ -234,5 +208,5 @@ def test_the_late_2026_page_send_stop_and_hidden_copy_buttons(site, tmp_path):
 
     finished = generate_waiting(project, "late")
     assert finished.returncode == 0, finished.stderr
-    assert read_article(project / "articles" / "late.md")[1] == site.expected_answer(text).strip()
-    assert [e["accepted"] for e in sends_of(site, text)] == [True]
+    assert read_article(project / "articles" / "late.md")[1] == sim.expected_answer(text).strip()
+    assert [e["accepted"] for e in sends_of(sim, text)] == [True]

@@ -15,17 +15,13 @@ from tests_cli_helpers import qwenpipe
 
 from pipeline.batch.status import iso
 from pipeline.setup.login import state_token_expiry
-from pipeline.simulator import Simulator
 from pipeline.simulator.api import make_token
 
 pytestmark = pytest.mark.browser
 HOUR = 3600
 
 
-@pytest.fixture(scope="module")
-def sim():
-    with Simulator(port=0, require_login=True, answer_seconds=0.3, thinking_seconds=0.1).start() as server:
-        yield server
+SIMULATOR = {"require_login": True, "answer_seconds": 0.3, "thinking_seconds": 0.1}  # conftest.py `sim`
 
 
 def saved_login(project, sim, hours_left: float):

@@ -14,7 +14,6 @@ from sim_project import journal, make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe
 
 from pipeline.engines.qwen.api import chat_id_from_url
-from pipeline.simulator import Simulator
 
 pytestmark = pytest.mark.browser
 
@@ -23,19 +22,7 @@ ANSWER_SECONDS = 1.0
 LONG = 30.0  # an answer still growing whatever the start-up time of the next run
 
 
-@pytest.fixture(scope="module")
-def sim():
-    with Simulator(
-        port=0, answer_seconds=ANSWER_SECONDS, thinking_seconds=0.2, url_delay=0.1
-    ).start() as server:
-        yield server
-
-
-@pytest.fixture
-def fresh(sim):
-    sim.set(scenario="ok", api_shape="2026-08", answer_seconds=ANSWER_SECONDS, url_delay=0.1, ui="current")
-    yield sim
-    sim.set(answer_seconds=ANSWER_SECONDS)
+SIMULATOR = {"answer_seconds": ANSWER_SECONDS, "thinking_seconds": 0.2, "url_delay": 0.1}  # conftest.py `sim`
 
 
 def three_turns(project, slug: str, topic: str) -> list[str]:
@@ -88,63 +75,63 @@ def run_until(project, slug: str, stop, *, env=None, limit: int = 40) -> list[in
     raise AssertionError(f"gave up after {limit} runs: {codes}")
 
 
-def test_three_turns_end_to_end_one_send_each(fresh, tmp_path):
-    project = make_project(tmp_path, fresh)
+def test_three_turns_end_to_end_one_send_each(sim, tmp_path):
+    project = make_project(tmp_path, sim)
     texts = three_turns(project, "tea", "green tea")
 
     codes = run_until(project, "tea", lambda code: code == 0)
 
     assert codes[0] == 42 and codes.count(42) == 3, codes  # one run per turn sent
-    assert chat_turns(fresh, project, "tea") == [(1, texts[0]), (2, texts[1]), (3, texts[2])]
-    assert all(e["accepted"] for e in fresh.ledger() if e["prompt"] in texts)
+    assert chat_turns(sim, project, "tea") == [(1, texts[0]), (2, texts[1]), (3, texts[2])]
+    assert all(e["accepted"] for e in sim.ledger() if e["prompt"] in texts)
     meta, body = read_article(project / "articles" / "tea.md")
-    assert body == fresh.expected_answer(texts[2], turn=3).strip()
-    assert body != fresh.expected_answer(texts[1], turn=2).strip()
+    assert body == sim.expected_answer(texts[2], turn=3).strip()
+    assert body != sim.expected_answer(texts[1], turn=2).strip()
     assert meta["engine"] == "qwen" and meta["turns"] == 3
     sent = [e.get("turn") for e in journal(project) if e["event"] == "sent"]
     assert sent == [None, 2, 3], sent  # the first send is the plain one, then turns 2 and 3
     again = qwenpipe("generate", "tea", cwd=project)
-    assert again.returncode == 0 and len(chat_turns(fresh, project, "tea")) == 3
+    assert again.returncode == 0 and len(chat_turns(sim, project, "tea")) == 3
 
 
-def test_sigkill_after_sending_turn_2_then_reruns(fresh, tmp_path):
-    project = make_project(tmp_path, fresh)
+def test_sigkill_after_sending_turn_2_then_reruns(sim, tmp_path):
+    project = make_project(tmp_path, sim)
     texts = three_turns(project, "crash", "crash recovery")
     article = project / "articles" / "crash.md"
 
     assert qwenpipe("generate", "crash", cwd=project).returncode == 42
     deadline = time.monotonic() + 20
-    while not last_turn_done(fresh, project, "crash"):
+    while not last_turn_done(sim, project, "crash"):
         assert time.monotonic() < deadline, "turn 1 never finished"
         time.sleep(0.2)
     # Turn 2's answer takes long enough that the re-run after the crash finds it still growing.
-    fresh.set(answer_seconds=LONG)
+    sim.set(answer_seconds=LONG)
     killed = run_until(
         project, "crash", lambda code: code == -9, env={"QWENPIPE_CRASH_AT": "after_send"}, limit=10
     )
     assert killed[-1] == -9, killed  # SIGKILLed right after send_turn returned
-    assert chat_turns(fresh, project, "crash") == [(1, texts[0]), (2, texts[1])]
+    assert chat_turns(sim, project, "crash") == [(1, texts[0]), (2, texts[1])]
 
     rerun = qwenpipe("generate", "crash", cwd=project)
     assert rerun.returncode == 3, rerun.stderr
     assert "turn 2 of 3" in rerun.stderr
-    assert chat_turns(fresh, project, "crash") == [(1, texts[0]), (2, texts[1])], "turn 2 sent again"
+    assert chat_turns(sim, project, "crash") == [(1, texts[0]), (2, texts[1])], "turn 2 sent again"
     assert not article.exists()
-    finish_soon(fresh, project, "crash")
+    finish_soon(sim, project, "crash")
 
     # Turn 3 grows for a while: a run in the middle of it must write nothing.
     codes = run_until(project, "crash", lambda code: code in (0, 42))
     assert codes[-1] == 42, codes
-    assert chat_turns(fresh, project, "crash") == [(1, texts[0]), (2, texts[1]), (3, texts[2])]
+    assert chat_turns(sim, project, "crash") == [(1, texts[0]), (2, texts[1]), (3, texts[2])]
     growing = qwenpipe("generate", "crash", cwd=project)
     assert growing.returncode == 3, growing.stderr
     assert "turn 3 of 3" in growing.stderr
     assert not article.exists() and not (project / "articles" / "crash.md.rejected").exists()
-    assert not last_turn_done(fresh, project, "crash"), "turn 3 finished too early for this check"
-    finish_soon(fresh, project, "crash")
+    assert not last_turn_done(sim, project, "crash"), "turn 3 finished too early for this check"
+    finish_soon(sim, project, "crash")
 
     codes = run_until(project, "crash", lambda code: code == 0)
     assert 42 not in codes, codes
-    assert chat_turns(fresh, project, "crash") == [(1, texts[0]), (2, texts[1]), (3, texts[2])]
+    assert chat_turns(sim, project, "crash") == [(1, texts[0]), (2, texts[1]), (3, texts[2])]
     _, body = read_article(article)
-    assert body == fresh.expected_answer(texts[2], turn=3).strip()
+    assert body == sim.expected_answer(texts[2], turn=3).strip()

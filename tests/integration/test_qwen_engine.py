@@ -24,15 +24,7 @@ THINKING_SECONDS = 0.3
 ANSWER_SECONDS = 1.5
 
 
-@pytest.fixture(scope="module")
-def sim():
-    from pipeline.simulator import Simulator
-
-    simulator = Simulator(
-        port=0, scenario="ok", answer_seconds=ANSWER_SECONDS, thinking_seconds=THINKING_SECONDS, url_delay=0.2
-    ).start()
-    yield simulator
-    simulator.stop()
+SIMULATOR = {"answer_seconds": ANSWER_SECONDS, "thinking_seconds": THINKING_SECONDS, "url_delay": 0.2}
 
 
 @pytest.fixture(scope="module")
@@ -49,9 +41,7 @@ def session(tmp_path_factory, launches_at_start):
 @pytest.fixture
 def engine(sim, session):
     qwen = {**defaults()["qwen"], "base_url": sim.base_url, "stable_reads": 2, "page_timeout": 15}
-    sim.set(scenario="ok", api_shape="2026-08", ui="current", toast_seconds=10, hold_answers=False)
-    yield QwenEngine(qwen, session)
-    sim.set(scenario="ok", api_shape="2026-08", ui="current", toast_seconds=10, hold_answers=False)
+    return QwenEngine(qwen, session)
 
 
 def prompt(topic: str = "tea", token: str = "") -> str:

@@ -28,15 +28,7 @@ THINKING_SECONDS = 0.2
 ANSWER_SECONDS = 0.8
 
 
-@pytest.fixture(scope="module")
-def sim():
-    from pipeline.simulator import Simulator
-
-    simulator = Simulator(
-        port=0, answer_seconds=ANSWER_SECONDS, thinking_seconds=THINKING_SECONDS, url_delay=0.1
-    ).start()
-    yield simulator
-    simulator.stop()
+SIMULATOR = {"answer_seconds": ANSWER_SECONDS, "thinking_seconds": THINKING_SECONDS, "url_delay": 0.1}
 
 
 @pytest.fixture(scope="module")
@@ -48,9 +40,7 @@ def session(tmp_path_factory):
 @pytest.fixture
 def engine(sim, session):
     qwen = {**defaults()["qwen"], "base_url": sim.base_url, "stable_reads": 2, "page_timeout": 15}
-    sim.set(scenario="ok", api_shape="2026-08", ui="current", answer_seconds=ANSWER_SECONDS)
-    yield QwenEngine(qwen, session)
-    sim.set(scenario="ok", api_shape="2026-08", ui="current", answer_seconds=ANSWER_SECONDS)
+    return QwenEngine(qwen, session)
 
 
 def turn_texts(topic: str) -> list[str]:

@@ -11,22 +11,10 @@ import pytest
 from sim_project import journal, make_project, prompt
 from tests_cli_helpers import qwenpipe
 
-from pipeline.simulator import Simulator
-
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture(scope="module")
-def sim():
-    with Simulator(port=0, answer_seconds=1.0, thinking_seconds=0.2, url_delay=0.2).start() as server:
-        yield server
-
-
-@pytest.fixture
-def fresh(sim):
-    sim.set(scenario="ok", api_shape="2026-08", answer_seconds=1.0, url_delay=0.2, ui="current")
-    yield sim
-    sim.set(clock_offset=0.0)
+SIMULATOR = {"answer_seconds": 1.0, "thinking_seconds": 0.2, "url_delay": 0.2}  # conftest.py `sim`
 
 
 def status_json(project) -> dict:
@@ -42,27 +30,27 @@ def ledger_of(sim, text: str) -> list[dict]:
 # -- 6: a send that never reached the site is not a send ------------------------------------------
 
 
-def test_logged_out_attempts_send_nothing_count_nothing_and_leave_no_marker(fresh, tmp_path):
-    project = make_project(tmp_path, fresh, router=False, extra="max_sends_per_day = 1")
+def test_logged_out_attempts_send_nothing_count_nothing_and_leave_no_marker(sim, tmp_path):
+    project = make_project(tmp_path, sim, router=False, extra="max_sends_per_day = 1")
     text = prompt(project, "tea", "Write about tea while logged out.")
-    fresh.set(scenario="logged_out")
+    sim.set(scenario="logged_out")
     for _ in range(3):  # max_attempts = 3: the third hard failure dead-letters it
         result = qwenpipe("generate", "tea", cwd=project)
         assert result.returncode == 1, result.stderr
         assert "login" in result.stderr and "Traceback" not in result.stderr
         assert not (project / "articles" / "tea.md.sending").exists(), "a marker for a send never made"
-    assert ledger_of(fresh, text) == []
+    assert ledger_of(sim, text) == []
     assert status_json(project)["sends"]["today"] == 0
     assert qwenpipe("replay", "tea", cwd=project).returncode == 0
     row = status_json(project)["articles"][0]
     assert row["state"] == "pending", row
     assert "recovering" not in [e["event"] for e in journal(project)]
 
-    fresh.set(scenario="ok")  # logged in again: today's one send is still there to spend
+    sim.set(scenario="ok")  # logged in again: today's one send is still there to spend
     sent = qwenpipe("generate", "tea", cwd=project)
     assert sent.returncode == 42, sent.stderr
     assert "looking for its chat" not in sent.stderr
-    assert len(ledger_of(fresh, text)) == 1
+    assert len(ledger_of(sim, text)) == 1
     assert status_json(project)["sends"]["today"] == 1
 
 
@@ -71,8 +59,8 @@ def test_logged_out_attempts_send_nothing_count_nothing_and_leave_no_marker(fres
 CRASH_BEFORE_SEND = {"QWENPIPE_CRASH_AT": "before_send"}
 
 
-def test_two_prompts_with_the_same_text_and_a_crash_before_the_second_send_get_two_chats(fresh, tmp_path):
-    project = make_project(tmp_path, fresh)
+def test_two_prompts_with_the_same_text_and_a_crash_before_the_second_send_get_two_chats(sim, tmp_path):
+    project = make_project(tmp_path, sim)
     text = prompt(project, "tea", "Write about tea from a template.")
     prompt(project, "tea-again", text)
     assert qwenpipe("generate", "tea", cwd=project).returncode == 42
@@ -86,20 +74,20 @@ def test_two_prompts_with_the_same_text_and_a_crash_before_the_second_send_get_t
     second = (project / "articles" / "tea-again.md.url").read_text()
     assert first != second, "two articles share one chat"
     assert "is tea's" in rerun.stderr and "sending again" in rerun.stderr
-    assert len([e for e in fresh.sends() if e["prompt"] == text]) == 2
+    assert len([e for e in sim.sends() if e["prompt"] == text]) == 2
     doubt = [e for e in journal(project) if e["event"] == "recovery_in_doubt"]
     assert [e["slug"] for e in doubt] == ["tea-again"] and "tea" in doubt[0]["reason"]
 
 
-def test_a_second_workspace_on_the_same_account_never_adopts_the_firsts_chat(fresh, tmp_path):
+def test_a_second_workspace_on_the_same_account_never_adopts_the_firsts_chat(sim, tmp_path):
     text = "Write about tea in two workspaces."
-    one = make_project(tmp_path / "one", fresh)
+    one = make_project(tmp_path / "one", sim)
     prompt(one, "tea", text)
-    fresh.set(clock_offset=-120.0)  # the first workspace's chat was made two minutes ago
+    sim.set(clock_offset=-120.0)  # the first workspace's chat was made two minutes ago
     assert qwenpipe("generate", "tea", cwd=one).returncode == 42
-    fresh.set(clock_offset=0.0)
+    sim.set(clock_offset=0.0)
 
-    two = make_project(tmp_path / "two", fresh)
+    two = make_project(tmp_path / "two", sim)
     prompt(two, "tea", text)
     crashed = qwenpipe("generate", "tea", cwd=two, env=CRASH_BEFORE_SEND)
     assert crashed.returncode == -9, crashed.stderr
@@ -107,27 +95,27 @@ def test_a_second_workspace_on_the_same_account_never_adopts_the_firsts_chat(fre
     assert rerun.returncode == 42, rerun.stderr
     assert "before this send" in rerun.stderr, rerun.stderr
     assert (one / "articles" / "tea.md.url").read_text() != (two / "articles" / "tea.md.url").read_text()
-    assert len([e for e in fresh.sends() if e["prompt"] == text]) == 2
+    assert len([e for e in sim.sends() if e["prompt"] == text]) == 2
 
 
-def test_a_crash_after_the_send_still_finds_its_own_chat_and_sends_nothing(fresh, tmp_path):
-    project = make_project(tmp_path, fresh)
+def test_a_crash_after_the_send_still_finds_its_own_chat_and_sends_nothing(sim, tmp_path):
+    project = make_project(tmp_path, sim)
     text = prompt(project, "tea", "Write about tea, interrupted after the click.")
     crashed = qwenpipe("generate", "tea", cwd=project, env={"QWENPIPE_CRASH_AT": "after_send"})
     assert crashed.returncode == -9, crashed.stderr
     rerun = qwenpipe("generate", "tea", cwd=project)
     assert rerun.returncode in (0, 3), rerun.stderr
     assert "found the chat the interrupted send made" in rerun.stderr
-    assert len([e for e in fresh.sends() if e["prompt"] == text]) == 1
+    assert len([e for e in sim.sends() if e["prompt"] == text]) == 1
 
 
 # -- 7: clock jumps ------------------------------------------------------------------------------
 
 
-def test_times_a_clock_jump_left_days_ahead_are_re_planned_by_generate_and_cycle(fresh, tmp_path):
+def test_times_a_clock_jump_left_days_ahead_are_re_planned_by_generate_and_cycle(sim, tmp_path):
     import time
 
-    project = make_project(tmp_path, fresh)
+    project = make_project(tmp_path, sim)
     config = project / "config.toml"
     config.write_text(config.read_text().replace("poll_interval = 0", "poll_interval = 60"))
     prompt(project, "tea", "Write about tea across clock jumps.")

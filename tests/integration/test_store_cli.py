@@ -9,15 +9,10 @@ import pytest
 from sim_project import journal, make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe
 
-from pipeline.simulator import Simulator
-
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture(scope="module")
-def sim():
-    with Simulator(port=0, answer_seconds=4.0, thinking_seconds=0.3, url_delay=0.2).start() as server:
-        yield server
+SIMULATOR = {"answer_seconds": 1.0, "thinking_seconds": 0.3, "url_delay": 0.2}  # conftest.py `sim`
 
 
 def delete_the_store(project):
@@ -31,7 +26,6 @@ def delete_the_store(project):
 def test_deleting_the_database_after_a_send_never_sends_again_and_the_article_is_collected(
     sim, tmp_path, command
 ):
-    sim.set(scenario="ok", answer_seconds=4.0)
     project = make_project(tmp_path, sim)
     text = prompt(project, "tea", f"Write an article about green tea (store, {command}).")
     args = ("generate", "tea") if command == "generate" else ("cycle",)

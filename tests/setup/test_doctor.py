@@ -17,12 +17,6 @@ from pipeline.simulator import Simulator
 from pipeline.simulator.api import make_token
 
 
-@pytest.fixture(scope="module")
-def sim():
-    with Simulator(port=0).start() as server:
-        yield server
-
-
 @pytest.fixture
 def locked_sim():
     with Simulator(port=0, require_login=True).start() as server:

@@ -18,16 +18,12 @@ from pipeline.cli.app import run
 from pipeline.config import load
 from pipeline.contract.workspace import Workspace
 from pipeline.setup.login import run_login
-from pipeline.simulator import Simulator
 from pipeline.simulator.api import make_token
 
 DAY = 86400
 
 
-@pytest.fixture(scope="module")
-def sim():
-    with Simulator(port=0, require_login=True, answer_seconds=1.0, thinking_seconds=0.2).start() as server:
-        yield server
+SIMULATOR = {"require_login": True, "answer_seconds": 1.0, "thinking_seconds": 0.2}  # conftest.py `sim`
 
 
 def mode(path) -> int:

@@ -15,7 +15,6 @@ from pipeline.accounts import all_accounts
 from pipeline.cli.app import run
 from pipeline.config import load
 from pipeline.setup.doctor import Report, check_profile
-from pipeline.simulator import Simulator
 from pipeline.simulator.api import make_token
 
 DAY = 86400
@@ -156,12 +155,6 @@ def test_doctor_reads_any_saved_state_without_crashing(hostile):
     check_profile(report, config, time.time(), all_accounts(config)[0])
     login = next(c for c in report.checks if c.name == "saved login")
     assert login.status == "ok" and "token expiry not readable" in login.detail
-
-
-@pytest.fixture(scope="module")
-def sim():
-    with Simulator(port=0).start() as server:
-        yield server
 
 
 @pytest.mark.browser

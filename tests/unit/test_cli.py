@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
+import subprocess
+import sys
 
 import pytest
 from project_files import add_prompt, snapshot
@@ -123,6 +126,70 @@ def test_fast_path_for_a_done_article_matches_the_full_cli(project, capfd):
         ["--config", str(project / "nope.toml"), "generate", "tea"],
     ):
         assert already_done(other) is None, other
+
+
+def test_status_json_is_answered_without_typer_and_matches_the_full_cli(project, capfd):
+    from pipeline.cli.app import run
+
+    add_prompt(project, "tea")
+    add_prompt(project, "coffee", "")  # invalid: a warning on stderr too
+    (project / "articles" / "tea.md").write_text("done")
+    probe = (
+        "import sys\nfrom pipeline import entry\n"
+        "sys.argv = ['qwenpipe', 'status', '--json', '--sort', 'slug']\n"
+        "try:\n    entry.main()\nexcept SystemExit as done:\n"
+        '    sys.stderr.write(f\'{done.code} {"typer" in sys.modules} {"rich.table" in sys.modules}\\n\')\n'
+    )
+    fast = subprocess.run(
+        [sys.executable, "-c", probe], cwd=project, capture_output=True, text=True, timeout=60
+    )
+    assert fast.stderr.splitlines()[-1] == "0 False False", fast.stderr
+    assert run(["status", "--json", "--sort", "slug"]) == 0
+    full = capfd.readouterr()
+    fast_doc, full_doc = json.loads(fast.stdout), json.loads(full.out)
+    fast_doc.pop("generated_at"), full_doc.pop("generated_at")
+    assert fast_doc == full_doc and [a["slug"] for a in fast_doc["articles"]] == ["coffee", "tea"]
+    assert [line.split(" ", 1)[1] for line in fast.stderr.splitlines()[:-1]] == [
+        line.split(" ", 1)[1] for line in full.err.splitlines()
+    ]
+
+
+PLAIN_QUERY = {"state_filter": [], "pattern": None, "sort": "state"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["status", "--json"], (None, {**PLAIN_QUERY})),
+        (
+            ["-c", "a.toml", "status", "tea-*", "--json", "--state", "done", "--state=failed", "--sort=age"],
+            ("a.toml", {"state_filter": ["done", "failed"], "pattern": "tea-*", "sort": "age"}),
+        ),
+        (
+            ["status", "--json", "--config=b.toml"],
+            ("b.toml", {"state_filter": [], "pattern": None, "sort": "state"}),
+        ),
+        (["status"], None),
+        (["status", "--json", "--watch"], None),
+        (["--cdp", "http://x", "status", "--json"], None),
+        (["status", "a", "b", "--json"], None),
+        (["--json", "status"], None),
+        (["--sort", "age", "status", "--json"], None),
+        (["status", "--json", "--sort"], None),
+        (["show", "tea", "--json"], None),
+    ],
+)
+def test_only_an_exact_status_json_call_takes_the_fast_path(argv, expected):
+    from pipeline.entry import status_json_query
+
+    assert status_json_query(argv) == expected
+
+
+def test_a_bad_status_json_call_is_the_full_clis_one_line_error(project):
+    bad = qwenpipe("status", "--json", "--sort", "sideways", cwd=project)
+    assert bad.returncode == 2 and bad.stdout == "", bad
+    assert bad.stderr.strip().endswith("--sort 'sideways': choose one of state, age, slug"), bad.stderr
+    assert "Traceback" not in bad.stderr
 
 
 # -- the face is honest under test: one behaviour, no hidden import cycle, exit codes from the enum

@@ -120,6 +120,17 @@ def test_atomic_write_is_private_unless_shared(tmp_path):
     assert mode(tmp_path / "tea.md") == 0o666 & ~files.UMASK
 
 
+@pytest.mark.parametrize("write", ["atomic_write", "create_new"])
+def test_both_writers_give_a_private_file_0600_exactly_whatever_the_umask(tmp_path, write):
+    old = os.umask(0o277)  # a umask that would take the owner's write bit
+    try:
+        getattr(files, write)(tmp_path / "record.json", "{}", mode=files.PRIVATE)
+    finally:
+        os.umask(old)
+    assert mode(tmp_path / "record.json") == 0o600
+    assert not list(tmp_path.glob(f"{files.TMP_PREFIX}*"))
+
+
 def test_stale_temporaries_of_our_shape_go_and_nothing_else(tmp_path):
     ours = tmp_path / f"{files.TMP_PREFIX}tea.md.ab12cd34"
     mine = [tmp_path / ".tmp-my-notes.txt", tmp_path / f"{files.TMP_PREFIX}notes"]  # not our shape
@@ -149,10 +160,14 @@ def test_the_temporary_name_atomic_write_uses_is_the_shape_the_sweep_removes(tmp
 
 
 def test_a_folder_we_may_not_write_is_a_setup_problem_with_the_fix(project, monkeypatch, capsys):
-    def refuse(*_args, **_kwargs):
-        raise PermissionError(errno.EACCES, "Permission denied")
+    real_open = os.open
 
-    monkeypatch.setattr(files.tempfile, "mkstemp", refuse)  # root ignores chmod: refuse like EACCES
+    def refuse(path, *args, **kwargs):
+        if os.path.basename(path).startswith(files.TMP_PREFIX):
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(files.os, "open", refuse)  # root ignores chmod: refuse like EACCES
     code = cli.run(["cycle"])
     err = capsys.readouterr().err
     assert code == 1, err

@@ -249,12 +249,6 @@ def test_held_answers_stay_generating_until_released():
 # -- one word count, turns, one router prefix ----------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def sim():
-    with Simulator(port=0).start() as server:
-        yield server
-
-
 MARKDOWN_PROMPT = "# Tea notes\n\nWrite about **green tea**, [its history](http://example.com/x) - and more."
 
 

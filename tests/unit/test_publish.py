@@ -275,3 +275,24 @@ def test_a_draft_article_stays_a_draft(project):
     article.write_text(text, encoding="utf-8")
     publish_by_hand(ws, "tea", say=lambda _m: None)
     assert front(page(project))[0]["draft"] is True
+
+
+@pytest.mark.parametrize("publishing", [False, True])
+def test_a_cycle_reads_done_articles_mtimes_only_when_publishing_is_on(
+    project, engines, monkeypatch, publishing
+):
+    """10,000 finished articles: a cycle with publishing off stats none of them."""
+    from pipeline.batch import scan
+
+    ws = setup(project) if publishing else Workspace(load(project / "config.toml"))
+    for slug in ("tea", "coffee"):
+        done_article(project, slug)
+    asked = []
+    real = scan.ArticleView.done_mtime
+    monkeypatch.setattr(
+        scan.ArticleView, "done_mtime", property(lambda v: asked.append(v.slug) or real.fget(v))
+    )
+    report = run_cycle(ws, engines)
+    assert report.exit_code == 0, report.summary()
+    assert sorted(asked) == (["coffee", "tea"] if publishing else [])
+    assert report.counts["published"] == (2 if publishing else 0)
