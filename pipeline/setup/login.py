@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..accounts import Account, account_named, all_accounts
+from ..accounts import Account, account_config, account_named, all_accounts
 from ..config import Config
 from ..contract.workspace import browser_session
 from ..engines.qwen.browser import (
@@ -85,9 +85,8 @@ def state_key(account: Account) -> str:
 
 
 def account_browser(config: Config, account: Account, **changes: Any) -> dict:
-    """[browser] with the account's profile and saved login (and `changes`)."""
-    paths = {"profile_dir": str(account.profile_dir), "storage_state": str(account.storage_state)}
-    return {**config.browser.as_dict(), **paths, **changes}
+    """[browser] as the account's engine sees it (accounts.account_config), with `changes`."""
+    return {**account_config(config, account).browser.as_dict(), **changes}
 
 
 def headless_requested(env: Mapping[str, str] | None = None) -> bool:

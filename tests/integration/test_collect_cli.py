@@ -42,7 +42,7 @@ def site(sim):
 def sent(site, tmp_path, count: int, topic: str, extra: str = "concurrency = 1"):
     """A project whose `count` prompts one cycle sent, answers held short of their end."""
     site.set(hold_answers=True)
-    project = make_project(tmp_path, site, router=False, extra=extra)
+    project = make_project(tmp_path, site, router=False, extra=extra, stable_reads=2)  # the JSON reads twice
     with open(project / "config.toml", "a", encoding="utf-8") as config:
         config.write("\n[article]\nmin_words = 0\n")
     texts = {

@@ -110,7 +110,7 @@ def qwenpipe(root: Path, *args: str, config: Path | None = None) -> tuple[int, s
     stderr, stdout = io.StringIO(), io.StringIO()
     with (
         mock.patch.dict(os.environ, {"QWENPIPE_DEBUG": "1"}),
-        mock.patch.object(Engines, "chat", lambda self: chat),
+        mock.patch.object(Engines, "chat", lambda self, account="default": chat),
         mock.patch.object(Engines, "router", lambda self: router),
         contextlib.redirect_stderr(stderr),
         contextlib.redirect_stdout(stdout),
