@@ -86,3 +86,9 @@ def postgres_server():
 
     with PostgresServer() as server:
         yield server
+
+
+def pytest_collection_modifyitems(items):
+    """The crash and concurrency runs (marker `chaos`, minutes each) first: spread over the
+    workers at the start, they run beside everything else instead of alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("chaos") is None)

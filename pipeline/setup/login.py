@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..accounts import Account, account_config, account_named, all_accounts
+from ..accounts import Account, account_named, all_accounts
 from ..config import Config
 from ..contract.workspace import browser_session
 from ..engines.qwen.browser import (
@@ -85,8 +85,10 @@ def state_key(account: Account) -> str:
 
 
 def account_browser(config: Config, account: Account, **changes: Any) -> dict:
-    """[browser] as the account's engine sees it (accounts.account_config), with `changes`."""
-    return {**account_config(config, account).browser.as_dict(), **changes}
+    """[browser] with the account's profile and saved login as absolute paths (and `changes`):
+    the login writes its state file there, whatever the working folder."""
+    paths = {"profile_dir": str(account.profile_dir), "storage_state": str(account.storage_state)}
+    return {**config.browser.as_dict(), **paths, **changes}
 
 
 def headless_requested(env: Mapping[str, str] | None = None) -> bool:
