@@ -205,14 +205,14 @@ class PostgresStore:
         return {row[0]: PromptCheck(*row) for row in rows}
 
     def article(self, slug: str) -> ArticleRecord | None:
-        rows = self._rows(f"SELECT {ARTICLE_COLUMNS} FROM articles WHERE batch = %s AND slug = %s", (slug,))
-        intents = self._rows(
-            f"SELECT {SEND_COLUMNS} FROM sends WHERE batch = %s AND slug = %s AND chat_url = ''", (slug,)
-        )
-        intent = _open_intent(intents)
-        if not rows:
-            return ArticleRecord(slug, intent=intent) if intent else None
-        return _article(rows[0], intent)
+        with self._lock:
+            conn = self._connection()
+            try:
+                return _read_article(conn, self.batch, slug)
+            except BaseException as err:
+                if _is_psycopg(err):
+                    raise self._error(err) from None
+                raise
 
     def articles(self) -> dict[str, ArticleRecord]:
         by_slug: dict[str, list[tuple]] = {}
@@ -367,17 +367,7 @@ class PostgresStep:
             )
 
     def article(self, slug: str) -> ArticleRecord | None:
-        row = self._conn.execute(
-            f"SELECT {ARTICLE_COLUMNS} FROM articles WHERE batch = %s AND slug = %s", self.batched(slug)
-        ).fetchone()
-        intents = self._conn.execute(
-            f"SELECT {SEND_COLUMNS} FROM sends WHERE batch = %s AND slug = %s AND chat_url = ''",
-            self.batched(slug),
-        ).fetchall()
-        intent = _open_intent(intents)
-        if row is None:
-            return ArticleRecord(slug, intent=intent) if intent else None
-        return _article(row, intent)
+        return _read_article(self._conn, self._batch, slug)
 
     def put_article(self, record: ArticleRecord) -> None:
         values = astuple(record)[:-2]  # all but errors and intent
@@ -462,6 +452,20 @@ class PostgresStep:
             self.batched(slug, turn),
         ).fetchone()
         return Send(*row) if row else None
+
+
+def _read_article(conn: Any, batch: str, slug: str) -> ArticleRecord | None:
+    """One article's record with its open intent (a store read, or inside a step)."""
+    row = conn.execute(
+        f"SELECT {ARTICLE_COLUMNS} FROM articles WHERE batch = %s AND slug = %s", (batch, slug)
+    ).fetchone()
+    intents = conn.execute(
+        f"SELECT {SEND_COLUMNS} FROM sends WHERE batch = %s AND slug = %s AND chat_url = ''", (batch, slug)
+    ).fetchall()
+    intent = _open_intent(intents)
+    if row is None:
+        return ArticleRecord(slug, intent=intent) if intent else None
+    return _article(row, intent)
 
 
 def _is_psycopg(err: BaseException) -> bool:
