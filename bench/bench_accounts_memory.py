@@ -26,6 +26,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent)]
 
+from pipeline.config import Browser  # noqa: E402
 from pipeline.engines.qwen.browser import BrowserSession, find_executable, launch_args  # noqa: E402
 from pipeline.simulator import Simulator  # noqa: E402
 
@@ -114,7 +115,7 @@ def browser_per_account(sim, names, folder: Path) -> tuple[int, float, float]:
             state.parent.mkdir(parents=True)
             state.write_text(json.dumps(sim.login_state(name)))
             profile = str(folder / name / "profile")
-            config = {"headless": True, "profile_dir": profile, "storage_state": str(state)}
+            config = Browser(headless=True, profile_dir=profile, storage_state=str(state))
             session = BrowserSession(config, root=folder)
             sessions.append(session)
             open_chat(session.new_page(), sim.base_url)

@@ -9,11 +9,10 @@ record know; rotation and affinity (which account sends, which one polls) read t
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import ACCOUNTS, Config, ConfigError
+from .config import Config, ConfigError
 
 DEFAULT_ACCOUNT = "default"
 
@@ -35,13 +34,13 @@ class Account:
 
 def all_accounts(config: Config) -> tuple[Account, ...]:
     """Every account, in the file's order (the fixed order that breaks ties in rotation)."""
-    tables = config.values.get(ACCOUNTS) or {}
+    tables = config.accounts
     if not tables:
         return (
             Account(
                 name=DEFAULT_ACCOUNT,
-                profile_dir=config.path("browser", "profile_dir"),
-                storage_state=config.path("browser", "storage_state"),
+                profile_dir=config.resolve(config.browser.profile_dir),
+                storage_state=config.resolve(config.browser.storage_state),
                 max_sends_per_day=0,
                 enabled=True,
                 configured=False,
@@ -50,13 +49,13 @@ def all_accounts(config: Config) -> tuple[Account, ...]:
     return tuple(
         Account(
             name=name,
-            profile_dir=_path(config, keys["profile_dir"]),
-            storage_state=_path(config, keys["storage_state"]),
-            max_sends_per_day=int(keys["max_sends_per_day"]),
-            enabled=bool(keys["enabled"]),
+            profile_dir=config.resolve(settings.profile_dir),
+            storage_state=config.resolve(settings.storage_state),
+            max_sends_per_day=settings.max_sends_per_day,
+            enabled=settings.enabled,
             configured=True,
         )
-        for name, keys in tables.items()
+        for name, settings in tables.items()
     )
 
 
@@ -71,10 +70,6 @@ def account_named(config: Config, name: str) -> Account:
         f"no account {name!r} (the accounts are: {known}): name one of them, "
         f"or add an [accounts.{name}] table to {config.describe()}"
     )
-
-
-def _path(config: Config, value: str) -> Path:
-    return (config.root / os.path.expanduser(value)).resolve()
 
 
 def account_config(config: Config, account: Account) -> Config:
@@ -92,7 +87,7 @@ def config_account(config: Config) -> str:
     """The account an account_config() serves: the one whose saved login its [browser] names
     (the first account for the config itself)."""
     accounts = all_accounts(config)
-    state = config.path("browser", "storage_state")
+    state = config.resolve(config.browser.storage_state)
     for account in accounts:
         if account.storage_state == state:
             return account.name

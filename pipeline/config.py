@@ -425,16 +425,17 @@ class Config:
     source: Path | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
 
-    def path(self, section: str, key: str) -> Path:
-        return (self.root / os.path.expanduser(self.values[section][key])).resolve()
+    def resolve(self, value: str) -> Path:
+        """A path key's value as an absolute path (a relative one is taken from the file's folder)."""
+        return (self.root / os.path.expanduser(value)).resolve()
 
     @property
     def prompts_dir(self) -> Path:
-        return self.path("paths", "prompts")
+        return self.resolve(self.paths.prompts)
 
     @property
     def articles_dir(self) -> Path:
-        return self.path("paths", "articles")
+        return self.resolve(self.paths.articles)
 
     @property
     def publish_dir(self) -> Path | None:
@@ -479,6 +480,11 @@ class Config:
     @cached_property
     def store(self) -> Store:
         return Store(**self.values["store"])
+
+    @cached_property
+    def accounts(self) -> dict[str, AccountSettings]:
+        """[accounts.NAME] tables by name, in the file's order (none: the one account of [browser])."""
+        return {name: AccountSettings(**keys) for name, keys in self.values.get(ACCOUNTS, {}).items()}
 
     def with_override(self, section: str, key: str, value: Any, where: str) -> Config:
         """A copy with one key set from the command line, checked like the file's keys."""

@@ -23,7 +23,10 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Mapping
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from .config import Router
 
 MASK = "[REDACTED]"
 MIN_PREFIX = 8  # this many leading characters of a key are already the key
@@ -43,9 +46,10 @@ def register(secret: str | None) -> None:
         _secrets = tuple(sorted(set(_secrets) | forms))
 
 
-def router_key(settings: Mapping[str, Any], env: Mapping[str, str] | None = None) -> str | None:
-    """The router key from the variable named by `settings["api_key_env"]`, registered; None if unset."""
-    name = str(settings.get("api_key_env") or "ROUTER_API_KEY")
+def router_key(settings: Router, env: Mapping[str, str] | None = None) -> str | None:
+    """The router key from the variable named by `settings.api_key_env` (the [router] section),
+    registered; None if unset."""
+    name = settings.api_key_env or "ROUTER_API_KEY"
     key = (os.environ if env is None else env).get(name) or None
     register(key)
     return key

@@ -15,20 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.config import Browser
 from pipeline.engines.qwen.browser import find_executable, launch_args
 
 
-def browser_config(folder: Path, **changes) -> dict:
-    """A `[browser]` table for a headless BrowserSession whose profile and state live in `folder`."""
-    config = {
-        "executable": "",
-        "headless": True,
-        "profile_dir": str(folder / "profile"),
-        "storage_state": str(folder / "state.json"),
-        "cdp_url": "",
-        "args": [],
-    }
-    return {**config, **changes}
+def browser_config(folder: Path, **changes) -> Browser:
+    """A `[browser]` section for a headless BrowserSession whose profile and state live in `folder`."""
+    paths = {"profile_dir": str(folder / "profile"), "storage_state": str(folder / "state.json")}
+    return Browser(**{"headless": True, **paths, **changes})
 
 
 def free_port() -> int:

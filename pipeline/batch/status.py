@@ -291,9 +291,9 @@ def collect(
         quota_blocked_until=able.quota_until if able else None,
         quota_reason=able.quota_reason or None if able else None,
         last_cycle=LastCycle.read(workspace.state_dir / CYCLE_RECORD),
-        login=LoginInfo.read(workspace.config.path("browser", "storage_state")),
+        login=LoginInfo.read(workspace.config.resolve(workspace.config.browser.storage_state)),
         accounts=collect_accounts(workspace, now),
-        several_accounts=bool(workspace.config.values.get("accounts")),
+        several_accounts=bool(workspace.config.accounts),
     )
     places, limits = Places(str(workspace.articles_dir)), status.limits
     if able and able.off:

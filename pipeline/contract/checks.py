@@ -11,6 +11,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..config import Article
 
 REFUSALS = (
     # English
@@ -155,26 +159,26 @@ def _normalised(text: str) -> str:
     return " ".join(text.lower().split()).replace("’", "'")
 
 
-def check_answer(markdown: str, settings: dict) -> Verdict:
-    """Tidy `markdown` and judge it against `settings` (the merged [article] table)."""
-    text = tidy(markdown, strip_chatter=settings.get("strip_chatter", True))
+def check_answer(markdown: str, settings: Article) -> Verdict:
+    """Tidy `markdown` and judge it against `settings` ([article], the prompt's table over it)."""
+    text = tidy(markdown, strip_chatter=settings.strip_chatter)
     lowered = _normalised(text)
     head = lowered[:400]
-    for phrase in (*REFUSALS, *settings.get("refusal_phrases", [])):
+    for phrase in (*REFUSALS, *settings.refusal_phrases):
         if phrase.lower() in head:
             return Verdict(text, f'the answer is a refusal ("{phrase}")', "refusal")
     words = count_words(text)
-    minimum = settings.get("min_words", 0)
+    minimum = settings.min_words
     if minimum and words < minimum:
         return Verdict(
             text, f"the answer has {words} words, fewer than article.min_words = {minimum}", "too_short"
         )
-    maximum = settings.get("max_words", 0)
+    maximum = settings.max_words
     if maximum and words > maximum:
         return Verdict(
             text, f"the answer has {words} words, more than article.max_words = {maximum}", "too_long"
         )
-    headings = settings.get("min_headings", 0)
+    headings = settings.min_headings
     if headings and count_headings(text) < headings:
         return Verdict(
             text,
@@ -182,12 +186,12 @@ def check_answer(markdown: str, settings: dict) -> Verdict:
             f"article.min_headings = {headings}",
             "few_headings",
         )
-    for phrase in (*FORBIDDEN, *settings.get("forbidden", [])):
+    for phrase in (*FORBIDDEN, *settings.forbidden):
         if _normalised(phrase) in lowered:
             return Verdict(
                 text, f'the answer holds the forbidden phrase "{phrase}" (article.forbidden)', "forbidden"
             )
-    wanted = settings.get("language", "")
+    wanted = settings.language
     if wanted:
         found = detect_language(text)
         if found and found != wanted:

@@ -58,7 +58,7 @@ from .phases import (
     backoff_delay,
     decide,
 )
-from .prompts import PROMPT_QWEN_KEYS, Prompt, check_slug, load_prompt
+from .prompts import Prompt, check_slug, load_prompt
 from .quota import SendBudget, sends_today
 from .render import article_body, render_article
 from .rotation import capacity, sender_of, sender_problem, standings
@@ -575,7 +575,7 @@ class Step:
 
     def chat_choice(self) -> ChatChoice:
         """The model and modes the chat is to answer with: config.toml's [qwen], then the prompt's."""
-        return ChatChoice.of({**{k: getattr(self.qwen, k) for k in PROMPT_QWEN_KEYS}, **self.prompt.qwen})
+        return ChatChoice.of(replace(self.qwen, **self.prompt.qwen))
 
     def check_model(self, answer: Answer) -> None:
         """A chat answer must come from the model asked for (qwen.model): never a silent article
@@ -597,7 +597,7 @@ class Step:
 
     def finish(self, answer: Answer) -> Outcome:
         self.check_model(answer)
-        settings = {**self.ws.config.article.as_dict(), **self.prompt.settings}
+        settings = replace(self.ws.config.article, **self.prompt.settings)
         verdict = check_answer(answer.markdown, settings)
         if verdict.problem:
             return self.reject(answer, verdict)
@@ -608,7 +608,7 @@ class Step:
             answer,
             chat_url=self.chat_url,
             when=datetime.fromtimestamp(self.clock()),
-            strip_title=settings["strip_title"],
+            strip_title=settings.strip_title,
             turns=len(self.prompt.turns),
             sent_sha256=self.state.sent_sha256 if edited else None,
             account=self.sender() if answer.engine == "qwen" else "",
@@ -618,7 +618,7 @@ class Step:
         self.state.engine, self.state.progress, self.state.attempts = answer.engine, "done", 0
         self.state.next_try = 0.0
         self.save()
-        words = count_words(article_body(self.prompt, answer, strip_title=settings["strip_title"]))
+        words = count_words(article_body(self.prompt, answer, strip_title=settings.strip_title))
         self.log(
             "done",
             engine=answer.engine,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..config import Config, ConfigError
+from ..config import Browser, Config, ConfigError
 from ..engines.base import ChatEngine, DirectEngine, EngineBusy, EngineError
 from ..files import FileLock, LockBusy
 from ..redact import router_key
@@ -25,7 +25,7 @@ class Workspace:
     def __post_init__(self) -> None:
         # Known before anything is read or written, so every sink masks the key, even in a
         # command that never talks to the router (status, show).
-        router_key(self.config.router.as_dict())
+        router_key(self.config.router)
 
     @property
     def prompts_dir(self) -> Path:
@@ -79,12 +79,12 @@ def lock_browser_profile(profile: Path) -> Callable[[], None]:
         ) from None
 
 
-def browser_session(config: Config, browser: dict | None = None) -> BrowserSession:
-    """A browser session on the config's profile (`browser` overrides [browser]), its lock given."""
+def browser_session(config: Config, browser: Browser | None = None) -> BrowserSession:
+    """A browser session on the config's profile (`browser` instead of [browser]), its lock given."""
     from ..engines.qwen.browser import BrowserSession
 
     return BrowserSession(
-        config.browser.as_dict() if browser is None else browser,
+        config.browser if browser is None else browser,
         root=config.root,
         lock_profile=lock_browser_profile,
     )
@@ -101,8 +101,8 @@ def default_chat_factory(config: Config) -> ChatEngine:
 
     try:
         return QwenEngine(
-            config.qwen.as_dict(),
-            config.browser.as_dict(),
+            config.qwen,
+            config.browser,
             root=config.root,
             lock_profile=lock_browser_profile,
             keep_login=LoginRefresh(config, say=say, account=account_named(config, config_account(config))),
@@ -115,7 +115,7 @@ def default_chat_factory(config: Config) -> ChatEngine:
 def default_router_factory(config: Config) -> DirectEngine:
     from ..engines.router import RouterEngine
 
-    return RouterEngine(config.router.as_dict())
+    return RouterEngine(config.router)
 
 
 @dataclass

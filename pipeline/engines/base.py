@@ -12,7 +12,10 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:  # the section's type only: engines do not import the config
+    from pipeline.config import Qwen
 
 
 class EngineError(Exception):
@@ -71,14 +74,9 @@ class ChatChoice:
     web_search: bool = False
 
     @classmethod
-    def of(cls, settings: dict) -> ChatChoice:
-        """From a table holding (some of) the keys model, thinking, web_search."""
-        default = cls()
-        return cls(
-            model=str(settings.get("model", default.model)).strip(),
-            thinking=str(settings.get("thinking", default.thinking)),
-            web_search=bool(settings.get("web_search", default.web_search)),
-        )
+    def of(cls, qwen: Qwen) -> ChatChoice:
+        """From a [qwen] section (its keys model, thinking, web_search)."""
+        return cls(model=qwen.model.strip(), thinking=qwen.thinking, web_search=qwen.web_search)
 
 
 def same_model(wanted: str, named: str | None) -> bool:

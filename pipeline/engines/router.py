@@ -15,7 +15,7 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -29,6 +29,9 @@ from pipeline.engines.router_errors import (
     parse_error_body,
 )
 from pipeline.redact import mask, router_key
+
+if TYPE_CHECKING:  # the section's type only: engines do not import the config
+    from pipeline.config import Router
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +59,7 @@ class _Secret:
 class RouterEngine:
     """base.DirectEngine over `POST {base_url}/chat/completions`, with retries the SDK way.
 
-    `settings` is Config.router, every key of it (the config gives the defaults). The key is read from the
+    `settings` is the [router] section (pipeline.config.Router). The key is read from the
     environment variable named by `api_key_env` in `env` (default os.environ) and registered
     with pipeline.redact, so that no message, log line, file or repr can show it. `sleep`,
     `transport` and `rng` exist so tests run instantly; `on_retry(message)` is told before each wait.
@@ -66,7 +69,7 @@ class RouterEngine:
 
     def __init__(
         self,
-        settings: Mapping[str, Any],
+        settings: Router,
         *,
         env: Mapping[str, str] | None = None,
         sleep: Callable[[float], None] = time.sleep,
@@ -74,18 +77,16 @@ class RouterEngine:
         on_retry: Callable[[str], None] | None = None,
         rng: random.Random | None = None,
     ):
-        self.base_url = str(settings["base_url"]).rstrip("/")
-        self.model = str(settings["model"])
-        self.api_key_env = str(settings["api_key_env"])
-        self.max_retries = int(settings["max_retries"])
-        self.max_retry_wait = float(settings["max_retry_wait"])
+        self.base_url = settings.base_url.rstrip("/")
+        self.model = settings.model
+        self.api_key_env = settings.api_key_env
+        self.max_retries = settings.max_retries
+        self.max_retry_wait = float(settings.max_retry_wait)
         self._key = _Secret(router_key(settings, env))  # registered: every sink masks it from now on
         self._sleep = sleep
         self._on_retry = on_retry
         self._random = rng or random.Random()
-        timeout = httpx.Timeout(
-            connect=settings["connect_timeout"], read=settings["timeout"], write=30, pool=30
-        )
+        timeout = httpx.Timeout(connect=settings.connect_timeout, read=settings.timeout, write=30, pool=30)
         # A loopback router must not go through the HTTP_PROXY a user set for the outside world.
         trust_env = not _is_loopback(self.base_url)
         self._client = httpx.Client(timeout=timeout, transport=transport, trust_env=trust_env)

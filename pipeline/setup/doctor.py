@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..accounts import Account, all_accounts
-from ..config import Config
+from ..config import Browser, Config
 from ..contract.workspace import browser_session
 from ..engines.qwen.browser import INSTALL_HINT, find_executable
 from ..engines.qwen.login import read_settled_login_state
@@ -194,7 +194,7 @@ def check_display(report: Report, config: Config) -> None:
     """Which screen a run's browser will use (browser.display), and whether Xvfb is installed."""
     from ..engines.qwen.display import XVFB_INSTALL, no_display_message, plan_display
 
-    plan = plan_display(config.browser.as_dict())
+    plan = plan_display(config.browser)
     installed = f"Xvfb installed ({plan.xvfb})" if plan.xvfb else f"Xvfb not installed (`{XVFB_INSTALL}`)"
     detail = f'browser.display = "{plan.mode}": {plan.detail}; {installed}'
     extra = {"mode": plan.mode, "use": plan.use, "xvfb": plan.xvfb}
@@ -354,11 +354,11 @@ def _check_chat_page(
     config: Config,
     executable: Any,
     attached: bool,
-    browser: dict | None,
+    browser: Browser | None,
     name: str,
     account: Account,
 ) -> bool | None:
-    """One browser on `browser` (a [browser] table; None: the config's own), one new-chat page:
+    """One browser on `browser` (a [browser] section; None: the config's own), one new-chat page:
     the version (once), the login as the check `name`, and the selectors unless they have been
     checked already. Whether it was logged in; None when the page did not open."""
     from playwright.sync_api import Error as PlaywrightError
@@ -531,8 +531,8 @@ def _skip_selectors(report: Report, why: str) -> None:
 def check_router(report: Report, config: Config) -> None:
     from ..engines.router import RouterEngine
 
-    settings = config.router.as_dict()
-    if not settings["enabled"]:
+    settings = config.router
+    if not settings.enabled:
         report.add("router", SKIP, "router.enabled = false: no fallback when the chat fails hard")
         return
     with RouterEngine(settings) as router:

@@ -17,13 +17,13 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..accounts import Account, account_named, all_accounts
-from ..config import Config
+from ..config import Browser, Config
 from ..contract.workspace import browser_session
 from ..engines.qwen.browser import (
     jwt_exp_claim,
@@ -84,11 +84,11 @@ def state_key(account: Account) -> str:
     return f"accounts.{account.name}.storage_state" if account.configured else "browser.storage_state"
 
 
-def account_browser(config: Config, account: Account, **changes: Any) -> dict:
+def account_browser(config: Config, account: Account, **changes: Any) -> Browser:
     """[browser] with the account's profile and saved login as absolute paths (and `changes`):
     the login writes its state file there, whatever the working folder."""
     paths = {"profile_dir": str(account.profile_dir), "storage_state": str(account.storage_state)}
-    return {**config.browser.as_dict(), **paths, **changes}
+    return replace(config.browser, **paths, **changes)
 
 
 def headless_requested(env: Mapping[str, str] | None = None) -> bool:
@@ -208,7 +208,7 @@ class LoginRefresh:
         clock: Callable[[], float] = time.time,
         account: Account | None = None,
     ):
-        self.path = account.storage_state if account else config.path("browser", "storage_state")
+        self.path = account.storage_state if account else config.resolve(config.browser.storage_state)
         self.again = login_command(account) if account else "qwenpipe login"
         self.window = float(config.login.refresh_hours) * 3600
         self.base_url = str(config.qwen.base_url).rstrip("/")
@@ -277,13 +277,13 @@ def run_login(
 
     base_url = str(config.qwen.base_url).rstrip("/")
     browser = account_browser(config, account)
-    attached = bool(browser.get("cdp_url"))
+    attached = bool(browser.cdp_url)
     if not attached:
         headless = headless_requested()
         # A person signs in by hand, so only a forced Xvfb (watched over VNC) stands in for a screen.
-        if not headless and not has_display() and browser.get("display") != "xvfb":
+        if not headless and not has_display() and browser.display != "xvfb":
             raise NoDisplay(no_display_help(config, account))
-        browser["headless"] = headless
+        browser = replace(browser, headless=headless)
     path = account.storage_state
     try:
         expires = _login_in_browser(browser, config, base_url, timeout, on_page, say)
@@ -294,14 +294,14 @@ def run_login(
 
 
 def _login_in_browser(
-    browser: dict,
+    browser: Browser,
     config: Config,
     base_url: str,
     timeout: float,
     on_page: Callable[[Any], None] | None,
     say: Callable[[str], None],
 ) -> float | None:
-    attached = bool(browser.get("cdp_url"))
+    attached = bool(browser.cdp_url)
     with browser_session(config, browser) as session:
         page = session.new_page()
         page.set_default_timeout(float(config.qwen.page_timeout) * 1000)
@@ -312,7 +312,7 @@ def _login_in_browser(
             seen = read_settled_login_state(page, min(timeout, float(config.qwen.page_timeout)))
             if seen is None or not seen.logged_in(base_url):
                 raise LoginFailed(
-                    f"the browser at {browser['cdp_url']} is not signed in to {base_url}: "
+                    f"the browser at {browser.cdp_url} is not signed in to {base_url}: "
                     "sign in there (in that browser's window), then run this again"
                 )
         else:
@@ -321,7 +321,7 @@ def _login_in_browser(
             if on_page:
                 on_page(page)
             wait_for_login(page, base_url, timeout)
-        state = Path(browser["storage_state"])
+        state = Path(browser.storage_state)
         return save_state(session.context, state, only_for=base_url if attached else None)
 
 

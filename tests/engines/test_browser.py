@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from pipeline.config import Browser
 from pipeline.engines.qwen import browser
 from pipeline.engines.qwen.browser import (
     BrowserNotFound,
@@ -172,7 +173,7 @@ def test_unreadable_storage_state_is_skipped(tmp_path):
 
 def test_session_is_lazy_and_counts_nothing_until_used(tmp_path):
     before = browser.BrowserSession.launches
-    with browser.BrowserSession({"profile_dir": str(tmp_path / "p")}, root=tmp_path) as session:
+    with browser.BrowserSession(Browser(profile_dir=str(tmp_path / "p")), root=tmp_path) as session:
         assert not session.started
     assert browser.BrowserSession.launches == before
     assert not (tmp_path / "p").exists()

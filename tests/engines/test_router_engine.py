@@ -11,7 +11,7 @@ import time
 import httpx
 import pytest
 
-from pipeline.config import defaults
+from pipeline.config import Router
 from pipeline.engines.base import Answer, HardError
 from pipeline.engines.router import RouterEngine, read_sse
 from pipeline.engines.router_errors import announced_wait, parse_error_body, reset_after_seconds
@@ -81,7 +81,7 @@ def chunk(content=None, finish=None, model="test/model"):
 def make(script, *, env=None, rng=None, on_retry=None, **settings):
     sleeps: list[float] = []
     engine = RouterEngine(
-        {**defaults()["router"], **SETTINGS, **settings},
+        Router(**{**SETTINGS, **settings}),
         env={} if env is None else env,
         sleep=sleeps.append,
         transport=httpx.MockTransport(script),

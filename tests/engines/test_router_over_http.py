@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from pipeline.config import defaults
+from pipeline.config import Router
 from pipeline.engines.base import HardError
 from pipeline.engines.router import RouterEngine
 from pipeline.simulator.router import RouterSim
@@ -65,14 +65,8 @@ def make_engine(router_url: str):
     engines: list[RouterEngine] = []
 
     def make(*, env: dict | None = None, sleeps: list | None = None, **settings) -> RouterEngine:
-        config = {
-            **defaults()["router"],
-            "base_url": router_url,
-            "model": "test/model",
-            "max_retries": 4,
-            "timeout": 5,
-            **settings,
-        }
+        given = {"base_url": router_url, "model": "test/model", "max_retries": 4, "timeout": 5, **settings}
+        config = Router(**given)
         told = sleeps if sleeps is not None else []
         engine = RouterEngine(config, env=env or {}, sleep=told.append)
         engines.append(engine)

@@ -2,6 +2,7 @@
 
 import pytest
 
+from pipeline.config import Browser, Qwen
 from pipeline.engines.base import TransientError
 from pipeline.engines.qwen.engine import STALL_READS, Steadiness
 
@@ -51,7 +52,7 @@ def test_a_read_that_is_not_stalled_resets_the_stall_count():
 def engine():
     from pipeline.engines.qwen.engine import QwenEngine
 
-    return QwenEngine({"base_url": "http://127.0.0.1:9", "stable_reads": 3}, {"headless": True})
+    return QwenEngine(Qwen(base_url="http://127.0.0.1:9", stable_reads=3), Browser(headless=True))
 
 
 def test_reads_of_an_answer_the_stored_status_vouches_for_are_a_quarter_second_apart():

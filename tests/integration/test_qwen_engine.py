@@ -13,7 +13,7 @@ import uuid
 import pytest
 from browser_helpers import browser_config, users_chromium
 
-from pipeline.config import defaults
+from pipeline.config import Qwen
 from pipeline.engines.base import Answer, Generating, HardError, QuotaSpent, TransientError
 from pipeline.engines.qwen.browser import BrowserSession
 from pipeline.engines.qwen.engine import QwenEngine
@@ -40,7 +40,7 @@ def session(tmp_path_factory, launches_at_start):
 
 @pytest.fixture
 def engine(sim, session):
-    qwen = {**defaults()["qwen"], "base_url": sim.base_url, "stable_reads": 2, "page_timeout": 15}
+    qwen = Qwen(base_url=sim.base_url, stable_reads=2, page_timeout=15)
     return QwenEngine(qwen, session)
 
 
@@ -160,7 +160,7 @@ def test_a_site_that_never_answers_is_a_short_transient_error(session):
         silent.bind(("127.0.0.1", 0))
         silent.listen()
         base_url = f"http://127.0.0.1:{silent.getsockname()[1]}"
-        qwen = {**defaults()["qwen"], "base_url": base_url, "page_timeout": 1}
+        qwen = Qwen(base_url=base_url, page_timeout=1)
         with pytest.raises(TransientError) as caught:
             QwenEngine(qwen, session).send(prompt("silence"))
     assert caught.value.code == "timeout"
@@ -276,7 +276,7 @@ def test_unusable_api_falls_back_to_the_page_text(sim, engine, session):
 def test_storage_state_logs_a_new_profile_in(sim, tmp_path):
     from pipeline.simulator.api import make_token
 
-    qwen = {**defaults()["qwen"], "base_url": sim.base_url, "stable_reads": 2, "page_timeout": 15}
+    qwen = Qwen(base_url=sim.base_url, stable_reads=2, page_timeout=15)
     host = sim.base_url.split("//")[1].split(":")[0]
     token = make_token()
     (tmp_path / "state.json").write_text(
@@ -310,7 +310,7 @@ def users_chrome(tmp_path):
 
 def test_attached_chrome_is_used_and_left_running(sim, tmp_path, users_chrome):
     proc, endpoint = users_chrome
-    qwen = {**defaults()["qwen"], "base_url": sim.base_url, "stable_reads": 2, "page_timeout": 15}
+    qwen = Qwen(base_url=sim.base_url, stable_reads=2, page_timeout=15)
     launches = BrowserSession.launches
     text = prompt("attached")
     with QwenEngine(qwen, browser_config(tmp_path, cdp_url=endpoint)) as attached:
@@ -323,7 +323,7 @@ def test_attached_chrome_is_used_and_left_running(sim, tmp_path, users_chrome):
 
 
 def test_a_browser_that_died_is_started_again(sim, tmp_path):
-    qwen = {**defaults()["qwen"], "base_url": sim.base_url, "stable_reads": 2, "page_timeout": 15}
+    qwen = Qwen(base_url=sim.base_url, stable_reads=2, page_timeout=15)
     with BrowserSession(browser_config(tmp_path)) as own:
         engine = QwenEngine(qwen, own)
         engine.check_login()

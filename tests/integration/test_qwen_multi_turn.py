@@ -14,7 +14,7 @@ import uuid
 import pytest
 from browser_helpers import browser_config
 
-from pipeline.config import defaults
+from pipeline.config import Qwen
 from pipeline.engines.base import ChatTurns, HardError, QuotaSpent, TransientError
 from pipeline.engines.qwen.api import ChatView, Turn, chat_id_from_url, parse_chat
 from pipeline.engines.qwen.browser import BrowserSession
@@ -39,7 +39,7 @@ def session(tmp_path_factory):
 
 @pytest.fixture
 def engine(sim, session):
-    qwen = {**defaults()["qwen"], "base_url": sim.base_url, "stable_reads": 2, "page_timeout": 15}
+    qwen = Qwen(base_url=sim.base_url, stable_reads=2, page_timeout=15)
     return QwenEngine(qwen, session)
 
 

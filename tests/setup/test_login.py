@@ -92,7 +92,7 @@ def test_import_into_an_existing_profile_replaces_its_login(sim, tmp_path, capfd
 
     project = make_project(tmp_path, sim)
     config = load(project / "config.toml")
-    with BrowserSession(config.browser.as_dict(), root=config.root) as session:
+    with BrowserSession(config.browser, root=config.root) as session:
         session.new_page()  # a profile that exists and is logged out: it ignores state files
     assert (project / "profile" / "Default").exists()
     export = [{"name": "token", "value": make_token(), "domain": "127.0.0.1", "path": "/", "session": True}]

@@ -3,25 +3,21 @@
 from __future__ import annotations
 
 import tomllib
+from dataclasses import replace
 from datetime import datetime
 
 import pytest
 from fakes import answer
 from project_files import add_prompt
 
+from pipeline.config import Article
 from pipeline.contract.checks import check_answer, detect_language, tidy
 from pipeline.contract.prompts import Prompt
 from pipeline.contract.render import description, render_article
 from pipeline.contract.step import Status, generate
 from pipeline.engines.base import Answer
 
-DEFAULTS = {
-    "min_words": 50,
-    "language": "",
-    "refusal_phrases": [],
-    "strip_chatter": True,
-    "strip_title": False,
-}
+DEFAULTS = Article(min_words=50)
 LONG = "# Tea\n\n" + " ".join(["Green tea is brewed with water that is not boiling, for a short time."] * 8)
 SPANISH = "# Té\n\n" + " ".join(
     ["El té verde se prepara con agua que no está hirviendo y por poco tiempo."] * 8
@@ -50,7 +46,7 @@ def test_refusals_in_several_languages(refusal):
 def test_extra_refusal_phrases_from_settings():
     verdict = check_answer(
         LONG.replace("# Tea", "# Tea\n\nAs a policy I decline topics."),
-        {**DEFAULTS, "refusal_phrases": ["as a policy i decline"]},
+        replace(DEFAULTS, refusal_phrases=["as a policy i decline"]),
     )
     assert verdict.code == "refusal"
 
@@ -58,16 +54,16 @@ def test_extra_refusal_phrases_from_settings():
 def test_too_short():
     verdict = check_answer("# Tea\n\nShort.\nVery.\nDone.", DEFAULTS)
     assert verdict.code == "too_short" and "article.min_words = 50" in verdict.problem
-    assert check_answer("# Tea\n\nShort.", {**DEFAULTS, "min_words": 0}).problem is None
+    assert check_answer("# Tea\n\nShort.", replace(DEFAULTS, min_words=0)).problem is None
 
 
 def test_language_heuristic():
     assert detect_language(LONG) == "en" and detect_language(SPANISH) == "es"
     assert detect_language("这是一个关于绿茶的文章。" * 10) == "zh"
     assert detect_language("short") is None
-    verdict = check_answer(SPANISH, {**DEFAULTS, "language": "en"})
+    verdict = check_answer(SPANISH, replace(DEFAULTS, language="en"))
     assert verdict.code == "wrong_language" and "'es'" in verdict.problem
-    assert check_answer(LONG, {**DEFAULTS, "language": "en"}).problem is None
+    assert check_answer(LONG, replace(DEFAULTS, language="en")).problem is None
 
 
 def test_chatter_and_a_wrapping_fence_are_stripped():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pipeline.config import Browser
 from pipeline.engines.qwen.display import no_display_message, plan_display
 
 SCREEN = {"DISPLAY": ":7"}
@@ -22,11 +23,11 @@ SCREEN = {"DISPLAY": ":7"}
     ],
 )
 def test_a_headed_launch_without_a_screen_gets_an_xvfb_unless_display_is_none(browser, env, use):
-    assert plan_display(browser, env, "linux").use == use
+    assert plan_display(Browser(**browser), env, "linux").use == use
 
 
 def test_without_xvfb_installed_the_message_names_the_apt_line(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
-    plan = plan_display({"headless": False, "display": "auto"}, {}, "linux")
+    plan = plan_display(Browser(headless=False, display="auto"), {}, "linux")
     assert plan.use == "missing" and plan.xvfb is None
     assert "apt-get install -y xvfb" in no_display_message(plan)

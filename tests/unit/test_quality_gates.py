@@ -8,17 +8,16 @@ import pytest
 from fakes import answer
 from project_files import add_prompt
 
-from pipeline.config import ConfigError, validate
+from pipeline.config import Article, ConfigError, validate
 from pipeline.contract.checks import FORBIDDEN, check_answer, count_headings
 from pipeline.contract.step import Status, generate
 from pipeline.engines.base import Answer
 
-BASE = {"min_words": 0, "language": "", "refusal_phrases": [], "strip_chatter": True}
 SECTIONS = "# Tea\n\nIntro words here.\n\n## Brewing\n\nHot water.\n\n## Storing\n\nDry jar.\n"
 
 
 def verdict(markdown: str, **settings):
-    return check_answer(markdown, {**BASE, **settings})
+    return check_answer(markdown, Article(**{"min_words": 0, **settings}))
 
 
 def test_gates_are_off_by_default():

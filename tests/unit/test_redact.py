@@ -11,7 +11,7 @@ import pytest
 import tomli_w
 
 from pipeline import redact
-from pipeline.config import ConfigError, defaults, validate
+from pipeline.config import ConfigError, Router, validate
 from pipeline.engines.base import HardError
 from pipeline.engines.router import RouterEngine
 from pipeline.engines.router_errors import MAX_QUOTE, one_line, parse_error_body
@@ -111,12 +111,7 @@ def test_router_engine_error_for_an_echoed_long_key_holds_none_of_it(key):
         given = request.headers["authorization"].removeprefix("Bearer ")
         return httpx.Response(401, json={"error": {"message": f"Invalid API key provided: {given}"}})
 
-    settings = {
-        **defaults()["router"],
-        "base_url": "http://router.test/v1",
-        "api_key_env": "MY_KEY",
-        "max_retries": 0,
-    }
+    settings = Router(base_url="http://router.test/v1", api_key_env="MY_KEY", max_retries=0)
     told: list[str] = []
     engine = RouterEngine(
         settings, env={"MY_KEY": key}, transport=httpx.MockTransport(echo), on_retry=told.append
@@ -132,9 +127,9 @@ def test_router_engine_error_for_an_echoed_long_key_holds_none_of_it(key):
 
 def test_router_key_is_read_from_the_named_variable_and_registered():
     key = "Qw3-registered-by-router-key-0042"
-    assert redact.router_key({"api_key_env": "SOME_KEY"}, {"SOME_KEY": key}) == key
+    assert redact.router_key(Router(api_key_env="SOME_KEY"), {"SOME_KEY": key}) == key
     assert mask(f"echo {key}") == f"echo {MASK}"
-    assert redact.router_key({"api_key_env": "UNSET_KEY"}, {}) is None
+    assert redact.router_key(Router(api_key_env="UNSET_KEY"), {}) is None
 
 
 def test_console_messages_and_results_are_masked(capsys):

@@ -17,10 +17,13 @@ import shutil
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.engines.base import EngineBusy, HardError, LockProfile
 from pipeline.engines.qwen.display import NoDisplay, VirtualDisplay, no_display_message, plan_display
+
+if TYPE_CHECKING:  # the section's type only: engines do not import the config
+    from pipeline.config import Browser
 
 PATH_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 INSTALL_HINT = (
@@ -144,17 +147,15 @@ class _SharedBrowser(threading.local):
 
     def _launch(self, session: BrowserSession) -> None:
         chromium = session._playwright.chromium
-        executable, session.description = find_executable(
-            session.config.get("executable", ""), chromium=chromium
-        )
+        executable, session.description = find_executable(session.config.executable, chromium=chromium)
         port = _free_port()
-        args = launch_args(session.config.get("args") or []) + [f"--remote-debugging-port={port}"]
+        args = launch_args(session.config.args) + [f"--remote-debugging-port={port}"]
         env = session._screen_env()
         self._xvfb, session._xvfb = session._xvfb, None  # the display lives as long as the browser
         try:
             self._browser = chromium.launch(
                 executable_path=executable,
-                headless=bool(session.config.get("headless", True)),
+                headless=session.config.headless,
                 args=args,
                 env=env,
             )
@@ -315,7 +316,7 @@ class BrowserSession:
 
     def __init__(
         self,
-        browser: dict,
+        browser: Browser,
         *,
         root: Path | None = None,
         expose_cdp: bool = False,
@@ -346,8 +347,8 @@ class BrowserSession:
         self._pages: list[Any] = []
         self._xvfb: VirtualDisplay | None = None  # started for a headed launch without a screen
 
-    def _path(self, key: str) -> Path:
-        return (self.root / os.path.expanduser(self.config.get(key) or "")).resolve()
+    def _path(self, value: str) -> Path:
+        return (self.root / os.path.expanduser(value)).resolve()
 
     @property
     def started(self) -> bool:
@@ -377,8 +378,8 @@ class BrowserSession:
 
         self._playwright = _PLAYWRIGHT.acquire()
         try:
-            if self.config.get("cdp_url"):
-                self._attach(self.config["cdp_url"])
+            if self.config.cdp_url:
+                self._attach(self.config.cdp_url)
             elif self.shared_browser:
                 self._open_account_context(_BROWSER.acquire(self))
                 self._holds_shared = True
@@ -410,19 +411,19 @@ class BrowserSession:
     def _open_account_context(self, browser: Any) -> None:
         """A fresh context of `browser` holding this account's saved login (none: logged out)."""
         self._context, self._owns_context = browser.new_context(), True
-        state = self._path("storage_state")
+        state = self._path(self.config.storage_state)
         if state.is_file():
             load_storage_state(self._context, state)
 
     def _launch(self) -> None:
         chromium = self._playwright.chromium
-        executable, self.description = find_executable(self.config.get("executable", ""), chromium=chromium)
-        profile = self._path("profile_dir")
+        executable, self.description = find_executable(self.config.executable, chromium=chromium)
+        profile = self._path(self.config.profile_dir)
         is_new_profile = not (profile / "Default").exists()
         profile.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(profile, 0o700)  # mkdir's mode is masked by umask; the profile holds the login
         self._lock_profile(profile)
-        args = launch_args(self.config.get("args") or [])
+        args = launch_args(self.config.args)
         if self.expose_cdp:
             args.append("--remote-debugging-port=0")  # loopback only; Chromium picks the port
             (profile / DEVTOOLS_PORT_FILE).unlink(missing_ok=True)  # an earlier browser's port
@@ -430,7 +431,7 @@ class BrowserSession:
             self._context = chromium.launch_persistent_context(
                 str(profile),
                 executable_path=executable,
-                headless=bool(self.config.get("headless", True)),
+                headless=self.config.headless,
                 args=args,
                 env=self._screen_env(),
             )
@@ -444,7 +445,7 @@ class BrowserSession:
             raise
         self._owns_context = True
         BrowserSession.launches += 1
-        state = self._path("storage_state")
+        state = self._path(self.config.storage_state)
         loaded = profile / "qwenpipe-state-loaded"  # its mtime: when the state file was last loaded
         if state.is_file() and (
             is_new_profile or not loaded.exists() or state.stat().st_mtime > loaded.stat().st_mtime
@@ -479,14 +480,14 @@ class BrowserSession:
         """
         if self._context is None:
             return None
-        if self.config.get("cdp_url"):
-            return self.config["cdp_url"]
+        if self.config.cdp_url:
+            return self.config.cdp_url
         if self._holds_shared:
             return _BROWSER.endpoint
         if not self.expose_cdp:
             return None
         if self._cdp_endpoint is None:
-            self._cdp_endpoint = read_devtools_endpoint(self._path("profile_dir"), timeout=timeout)
+            self._cdp_endpoint = read_devtools_endpoint(self._path(self.config.profile_dir), timeout=timeout)
         return self._cdp_endpoint
 
     def close(self) -> None:

@@ -24,9 +24,12 @@ import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import UsageProblem
+
+if TYPE_CHECKING:  # the section's type only: engines do not import the config
+    from pipeline.config import Browser
 
 MODES = ("auto", "xvfb", "none")
 XVFB_NAME = "Xvfb"
@@ -70,14 +73,14 @@ class DisplayPlan:
 
 
 def plan_display(
-    browser: Mapping, env: Mapping[str, str] | None = None, platform: str | None = None
+    browser: Browser, env: Mapping[str, str] | None = None, platform: str | None = None
 ) -> DisplayPlan:
     """Which screen a browser launched with `browser` (the [browser] section) will use here."""
-    mode = str(browser.get("display") or "auto")
+    mode = browser.display
     xvfb = find_xvfb()
-    if browser.get("cdp_url"):
+    if browser.cdp_url:
         return DisplayPlan(mode, "attached", "attached over CDP: the browser has its own screen", xvfb)
-    if browser.get("headless", True):
+    if browser.headless:
         return DisplayPlan(mode, "headless", "headless: no screen needed", xvfb)
     screen = has_display(env, platform)
     if screen and mode != "xvfb":

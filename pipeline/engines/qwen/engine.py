@@ -18,9 +18,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.engines.base import (
     Answer,
@@ -61,6 +61,9 @@ from pipeline.engines.qwen.page import (
 )
 from pipeline.engines.qwen.selectors import Selectors, merge_overrides
 from pipeline.redact import mask
+
+if TYPE_CHECKING:  # the sections' types only: engines do not import the config
+    from pipeline.config import Browser, Qwen
 
 CHAT_LIST_PAGES = 3
 STALL_READS = 3  # reads of "page idle, API unfinished" before the answer counts as cut short
@@ -149,8 +152,8 @@ class QwenEngine:
 
     def __init__(
         self,
-        qwen: dict,
-        browser: dict | BrowserSession,
+        qwen: Qwen,
+        browser: Browser | BrowserSession,
         *,
         root: Path | None = None,
         lock_profile: LockProfile | None = None,
@@ -163,14 +166,14 @@ class QwenEngine:
         login fresh, and must not raise). A bad [qwen.selectors] raises SelectorError (a
         ValueError naming the key)."""
         self.settings = qwen
-        self.base_url = str(qwen["base_url"]).rstrip("/")
-        self.page_timeout = float(qwen.get("page_timeout", 30))
-        self.answer_timeout = float(qwen.get("answer_timeout", 1800))
-        self.stable_reads = max(1, int(qwen.get("stable_reads", 3)))
+        self.base_url = qwen.base_url.rstrip("/")
+        self.page_timeout = float(qwen.page_timeout)
+        self.answer_timeout = float(qwen.answer_timeout)
+        self.stable_reads = max(1, qwen.stable_reads)
         self.read_interval = 1.0
-        self.api_reads_per_second = float(qwen.get("api_reads_per_second", 10))
-        self.collect_from = str(qwen.get("collect", "api"))
-        self.selector_sets = merge_overrides(qwen.get("selectors"))
+        self.api_reads_per_second = float(qwen.api_reads_per_second)
+        self.collect_from = qwen.collect
+        self.selector_sets = merge_overrides(qwen.selectors)
         self.keep_login = keep_login
         if isinstance(browser, BrowserSession):
             self.session, self._owns_session = browser, False
@@ -336,7 +339,7 @@ class QwenEngine:
             raise EngineError(
                 "the browser announced no DevTools port (DevToolsActivePort) in 5 s", code="no_devtools"
             )
-        browser = {**session.config, "cdp_url": endpoint}
+        browser = replace(session.config, cdp_url=endpoint)
 
         def attach() -> QwenEngine:
             engine = QwenEngine(
