@@ -33,7 +33,20 @@ class Account:
 
 
 def all_accounts(config: Config) -> tuple[Account, ...]:
-    """Every account, in the file's order (the fixed order that breaks ties in rotation)."""
+    """Every account, in the file's order (the fixed order that breaks ties in rotation).
+
+    Made once per Config, as its sections are (it is frozen): status and the cycle ask for each
+    of 10,000 articles, and each Account resolves two paths."""
+    known = config.__dict__.get(_ACCOUNTS_OF)
+    if known is None:
+        known = config.__dict__[_ACCOUNTS_OF] = _accounts_of(config)
+    return known
+
+
+_ACCOUNTS_OF = "_all_accounts"  # where all_accounts keeps them in the Config (as cached_property does)
+
+
+def _accounts_of(config: Config) -> tuple[Account, ...]:
     tables = config.accounts
     if not tables:
         return (

@@ -546,7 +546,7 @@ def check_router(report: Report, config: Config) -> None:
             f"start the router, or fix router.base_url (now {base})",
             **_router_extra(health),
         )
-        report.add("router model", SKIP, f"{settings['model']}: the router is not reachable")
+        report.add("router model", SKIP, f"{settings.model}: the router is not reachable")
         return
     if health["health_ok"] is False:
         report.add(
