@@ -44,8 +44,18 @@ def say(message: str) -> None:
     """One message line on stderr (markup off: messages quote paths and prompts verbatim).
 
     Off a terminal each line starts with the local time (ISO 8601): cron appends these lines to
-    a log for months, and a line without a time cannot be matched with the journal."""
-    err().print(as_line(message), markup=False)
+    a log for months, and a line without a time cannot be matched with the journal. There it is
+    written as plain text, without loading rich (most of a no-op cron cycle's start-up): the
+    control characters rich drops (a carriage return would hide the line) dropped too."""
+    if stderr_is_terminal():
+        err().print(message, markup=False)
+        return
+    stream = MaskedStream(sys.stderr)
+    stream.write(stamped(message).translate(_CONTROL).expandtabs(8) + "\n")
+    stream.flush()
+
+
+_CONTROL = dict.fromkeys((7, 8, 11, 12, 13))  # bell, backspace, vertical tab, form feed, CR
 
 
 def as_line(message: str) -> str:

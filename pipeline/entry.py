@@ -1,9 +1,9 @@
 """The console script's first step: answer the commonest calls before loading the CLI.
 
-`qwenpipe generate SLUG` on a finished article is what cron runs most, and `status --json` is
-what monitoring scripts run. Typer builds its parameters with pydantic (about 0.15 s of
-imports), so these two are answered here with the same output and exit code, and everything
-else goes to the full command line.
+`qwenpipe cycle` and `qwenpipe generate SLUG` on a finished article are what cron runs most,
+and `status --json` is what monitoring scripts run. Typer builds its parameters with pydantic
+(about 0.15 s of imports), so these three are answered here with the same output and exit
+code, and everything else goes to the full command line.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from __future__ import annotations
 import sys
 
 
-def already_done(argv: list[str]) -> str | None:
-    """The article's path when argv is exactly `[--config X] generate SLUG [--config X]` and
-    SLUG.md exists; None for anything else (then the full CLI decides, errors included)."""
+def plain_words(argv: list[str]) -> tuple[str | None, list[str]] | None:
+    """(config, the words) when argv is words and `--config X` alone (before or after them, the
+    last one counting); None when it holds any other option (then the full CLI decides)."""
     config, rest, args = None, [], list(argv)
     while args:
         token = args.pop(0)
@@ -25,6 +25,16 @@ def already_done(argv: list[str]) -> str | None:
             return None
         else:
             rest.append(token)
+    return config, rest
+
+
+def already_done(argv: list[str]) -> str | None:
+    """The article's path when argv is exactly `[--config X] generate SLUG [--config X]` and
+    SLUG.md exists; None for anything else (then the full CLI decides, errors included)."""
+    plain = plain_words(argv)
+    if plain is None:
+        return None
+    config, rest = plain
     if len(rest) != 2 or rest[0] != "generate":
         return None
     from .config import ConfigError, load
@@ -106,7 +116,27 @@ def answered_status(config: str | None, query: dict) -> bool:
     return True
 
 
+def cycle_config(argv: list[str]) -> tuple[str | None] | None:
+    """(config,) when argv is exactly `[--config X] cycle [--config X]` (what cron runs); None
+    for anything else."""
+    plain = plain_words(argv)
+    return (plain[0],) if plain is not None and plain[1] == ["cycle"] else None
+
+
+def run_cycle(config: str | None) -> int:
+    """`qwenpipe cycle` as the full CLI runs it (the same command, failures and exit codes),
+    without loading Typer: most cron cycles have nothing to do, and Typer would be most of it."""
+    from .cli.running import cycle_command, exit_code_of
+    from .config import load
+    from .contract.workspace import Workspace
+
+    return exit_code_of(lambda: cycle_command(Workspace(load(config))))
+
+
 def main() -> None:
+    cycle = cycle_config(sys.argv[1:])
+    if cycle is not None:
+        sys.exit(run_cycle(*cycle))
     status = status_json_query(sys.argv[1:])
     if status is not None and answered_status(*status):
         from .exitcodes import ExitCode

@@ -4,25 +4,24 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import os
 import sys
 from typing import Annotated, Literal
 
 import typer
 
 from .. import __version__
-from ..config import ConfigError, load
-from ..console import err, out, say, stderr_is_terminal
-from ..errors import SetupProblem, UsageProblem
+from ..config import load
+from ..console import out, say
+from ..errors import UsageProblem
 from ..exitcodes import ExitCode
 from ..files import LockBusy
-from ..store.protocol import StoreBusy
 from . import log as cli_log
 from . import prompts as cli_prompts
 from . import setup as cli_setup
 from . import status as cli_status
 from . import store as cli_store
 from .common import ConfigOption, workspace_of
+from .running import cycle_command, exit_code_of, progress, watchdog
 
 app = typer.Typer(
     name="qwenpipe",
@@ -59,54 +58,6 @@ def main_options(
     ctx.obj = {"config": config, "cdp": cdp}
 
 
-@contextlib.contextmanager
-def _progress(first: str, *, enabled: bool = True, live: bool = False):
-    """Progress messages. Off a terminal: plain lines on stderr (say). On a terminal, a spinner:
-    `live` (generate --wait) shows each message in the spinner's one line, replacing the last
-    (the journal and `show` keep every step); otherwise each message is printed once as a line
-    above a spinner that keeps saying `first`. Never both: one message, shown once."""
-    if not (enabled and stderr_is_terminal()):
-        yield say
-        return
-    from rich.text import Text
-
-    console = err()
-    with console.status(Text(first)) as spinner:
-
-        def report(message: str) -> None:
-            if live:
-                spinner.update(Text(message))
-            else:
-                console.print(message, markup=False, highlight=False)
-
-        yield report
-
-
-def _disarm_watchdog() -> None:
-    import signal
-
-    if hasattr(signal, "SIGALRM"):
-        signal.setitimer(signal.ITIMER_REAL, 0)
-
-
-def _watchdog(seconds: float, what: str) -> None:
-    """Stop a run that hangs (a frozen browser, a silent server) so cron never piles up behind a
-    held lock. Exiting at any instant is as safe as a SIGKILL: every file is written atomically
-    and the intent marker makes the next run look before it sends."""
-    import signal
-
-    def expire(_signum, _frame) -> None:
-        say(
-            f"qwenpipe: {what} ran longer than {seconds:.0f} s (qwen.run_timeout); stopping. "
-            "Nothing is lost: the next run resumes where this one stopped."
-        )
-        os._exit(ExitCode.WORKING)
-
-    if hasattr(signal, "SIGALRM"):
-        signal.signal(signal.SIGALRM, expire)
-        signal.setitimer(signal.ITIMER_REAL, seconds)
-
-
 STATUS_EXIT = {
     "done": ExitCode.DONE,
     "queued": ExitCode.QUEUED,
@@ -134,11 +85,11 @@ def generate(
     workspace = workspace_of(ctx, config)
     qwen = workspace.config.qwen
     limit = max(qwen.run_timeout, qwen.answer_timeout + 300) if wait else qwen.run_timeout
-    _watchdog(limit, f"generate {slug}")
+    watchdog(limit, f"generate {slug}")
     try:
         with (
             Engines(workspace.config) as engines,
-            _progress(f"{slug}: starting", enabled=wait, live=True) as report,
+            progress(f"{slug}: starting", enabled=wait, live=True) as report,
             _quiet_browser_on_interrupt(),
         ):
             outcome = run_contract(
@@ -197,20 +148,7 @@ def _interrupted(workspace, slug: str) -> str:
 @app.command()
 def cycle(ctx: typer.Context, config: ConfigOption = None) -> None:
     """One cron cycle over prompts/: 1 if an article failed hard, else 42 if sent, 3 if working, 0 if done."""
-    from ..batch.cycle import run_cycle
-    from ..batch.notify import ping
-    from ..contract.workspace import Engines
-
-    workspace = workspace_of(ctx, config)
-    workspace.config.require_prompts_dir()
-    ping_url = workspace.config.notify.ping_url
-    ping(ping_url, "start", say=say)
-    _watchdog(workspace.config.qwen.run_timeout, "cycle")
-    with Engines(workspace.config) as engines, _progress("cycle: working") as report_line:
-        report = run_cycle(workspace, engines, say=report_line)
-    say(report.summary())
-    ping(ping_url, str(report.exit_code), say=say)
-    raise typer.Exit(report.exit_code)
+    raise typer.Exit(cycle_command(workspace_of(ctx, config)))
 
 
 @app.command()
@@ -358,51 +296,26 @@ cli_log.register(app)
 cli_prompts.register(app)
 
 
-def _debug() -> bool:
-    """QWENPIPE_DEBUG set: an unexpected exception propagates with its traceback."""
-    return bool(os.environ.get("QWENPIPE_DEBUG"))
-
-
 def run(argv: list[str] | None = None) -> int:
     """Run the command line in-process and return its exit code; expected failures become one
     clear line on stderr, never a traceback."""
     from typer.exceptions import TyperException
 
-    try:
-        result = app(args=argv, prog_name="qwenpipe", standalone_mode=False)
-    except typer.Exit as done:
-        return done.exit_code
-    except typer.Abort:
-        say("qwenpipe: interrupted")
-        return ExitCode.INTERRUPTED
-    except TyperException as bad:  # bad usage: unknown option, missing argument
-        show = getattr(bad, "show", None)
-        show() if show else say(f"qwenpipe: {bad.format_message()}")
-        return ExitCode.USAGE
-    except (UsageProblem, ConfigError) as problem:
-        say(f"qwenpipe: {problem}")
-        return ExitCode.USAGE
-    except LockBusy as busy:
-        say(f"qwenpipe: busy: {busy.owner} holds {busy.path}")
-        return ExitCode.WORKING
-    except StoreBusy as busy:  # held by another process, or its server unreachable: try later
-        say(f"qwenpipe: {busy}")
-        return ExitCode.WORKING
-    except SetupProblem as problem:  # our files or folders need a person: what and the fix
-        say(f"qwenpipe: {problem}")
-        return ExitCode.FAILED
-    except KeyboardInterrupt:
-        say("qwenpipe: interrupted")
-        return ExitCode.INTERRUPTED
-    except Exception as error:  # the last line of defence for users
-        if _debug():
-            raise
-        name = type(error).__name__
-        say(f"qwenpipe: internal error: {name}: {error} (QWENPIPE_DEBUG=1 shows the traceback)")
-        return ExitCode.FAILED
-    finally:
-        _disarm_watchdog()  # however the command ended, an in-process caller goes on unwatched
-    return result if isinstance(result, int) else ExitCode.DONE
+    def parse_and_run() -> int:
+        try:
+            result = app(args=argv, prog_name="qwenpipe", standalone_mode=False)
+        except typer.Exit as done:
+            return done.exit_code
+        except typer.Abort:
+            say("qwenpipe: interrupted")
+            return ExitCode.INTERRUPTED
+        except TyperException as bad:  # bad usage: unknown option, missing argument
+            show = getattr(bad, "show", None)
+            show() if show else say(f"qwenpipe: {bad.format_message()}")
+            return ExitCode.USAGE
+        return result if isinstance(result, int) else ExitCode.DONE
+
+    return exit_code_of(parse_and_run)
 
 
 def main() -> None:

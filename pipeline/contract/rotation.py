@@ -121,7 +121,7 @@ def sender_of(article, first_send: Send | None) -> str:
     old marker that does not say)."""
     from .step import read_marker
 
-    marker = read_marker(article.sending) if article.sending.exists() else None
+    marker = read_marker(article.sending)  # None when there is none: one open, no stat first
     named = marker.get("account") if marker else None
     if isinstance(named, str) and named:
         return named

@@ -25,19 +25,12 @@ from urllib.parse import urlsplit
 from ..accounts import Account, account_named, all_accounts
 from ..config import Browser, Config
 from ..contract.workspace import browser_session
-from ..engines.qwen.browser import (
-    jwt_exp_claim,
-    jwt_expiry,
-    load_storage_state,
-    plausible_time,
-    state_tokens,
-    token_expiry,
-)
-from ..engines.qwen.display import NoDisplay, has_display
-from ..engines.qwen.login import read_login_state, read_settled_login_state, renew_login, site_origin
+from ..engines.qwen.tokens import jwt_exp_claim, jwt_expiry, plausible_time, state_tokens, token_expiry
 from ..errors import SetupProblem, UsageProblem
 from ..files import atomic_write, read_bytes
 
+# The browser's own modules (engines.qwen.browser, .login, .display) are imported where a
+# browser is used: `status` reads saved logins here (state_token_expiry) and must not load them.
 HEADLESS_ENV = "QWENPIPE_LOGIN_HEADLESS"  # "1": sign in without a window (tests, scripted setups)
 SIGNIN_PATH = "/auth?action=signin"
 POLL_SECONDS = 0.5
@@ -125,6 +118,8 @@ def wait_for_login(page: Any, base_url: str, timeout: float, *, poll: float = PO
     """
     from playwright.sync_api import Error as PlaywrightError
 
+    from ..engines.qwen.login import read_login_state, site_origin
+
     deadline = time.monotonic() + timeout
     while True:
         if page.is_closed():
@@ -158,6 +153,8 @@ def save_state(context: Any, path: Path, *, only_for: str | None = None) -> floa
 
 def context_state(context: Any, only_for: str | None = None) -> dict:
     """The context's storage state; with `only_for` (a base URL) just that site's part."""
+    from ..engines.qwen.login import site_origin
+
     state = context.storage_state()
     if only_for:
         host = urlsplit(only_for).hostname or ""
@@ -231,6 +228,8 @@ class LoginRefresh:
     def _refresh(self, page: Any, before: float) -> None:
         from playwright.sync_api import Error as PlaywrightError
 
+        from ..engines.qwen.login import renew_login
+
         try:
             renewal = renew_login(page, self.base_url, self.timeout)
             held = token_expiry(context_state(page.context, self.only_for))
@@ -275,6 +274,8 @@ def run_login(
     """
     from playwright.sync_api import Error as PlaywrightError
 
+    from ..engines.qwen.display import NoDisplay, has_display
+
     base_url = str(config.qwen.base_url).rstrip("/")
     browser = account_browser(config, account)
     attached = bool(browser.cdp_url)
@@ -301,6 +302,8 @@ def _login_in_browser(
     on_page: Callable[[Any], None] | None,
     say: Callable[[str], None],
 ) -> float | None:
+    from ..engines.qwen.login import read_settled_login_state
+
     attached = bool(browser.cdp_url)
     with browser_session(config, browser) as session:
         page = session.new_page()
@@ -356,6 +359,7 @@ def import_state(config: Config, account: Account, source: Path, *, now: float |
 def apply_to_profile(config: Config, account: Account, path: Path) -> str | None:
     """Put the state's cookies into the account's existing profile; a note for the user, or None."""
     from ..engines.base import EngineBusy, EngineError
+    from ..engines.qwen.browser import load_storage_state
 
     profile = account.profile_dir
     if config.browser.cdp_url or not (profile / "Default").exists():

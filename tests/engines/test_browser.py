@@ -15,10 +15,10 @@ from pipeline.engines.qwen import browser
 from pipeline.engines.qwen.browser import (
     BrowserNotFound,
     find_executable,
-    jwt_expiry,
     launch_args,
     load_storage_state,
 )
+from pipeline.engines.qwen.tokens import jwt_expiry
 from pipeline.setup.login import state_token_expiry
 
 

@@ -154,6 +154,54 @@ def test_status_json_is_answered_without_typer_and_matches_the_full_cli(project,
     ]
 
 
+def entry_point(project, *argv: str) -> subprocess.CompletedProcess:
+    """The console script run with `argv`; its last stderr line is `EXIT [heavy modules it loaded]`."""
+    probe = (
+        "import sys\nfrom pipeline import entry\n"
+        f"sys.argv = ['qwenpipe', *{list(argv)!r}]\n"
+        "try:\n    entry.main()\nexcept SystemExit as done:\n"
+        "    heavy = ('typer', 'rich', 'httpx', 'playwright', 'pydantic')\n"
+        "    loaded = sorted(m for m in sys.modules if m.split('.')[0] in heavy or m.startswith("
+        "'pipeline.engines.qwen.b'))\n"
+        "    sys.stderr.write(f'{int(done.code)} {loaded}\\n')\n"
+    )
+    command = [sys.executable, "-c", probe]
+    return subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=60)
+
+
+def test_a_no_op_cycle_loads_neither_typer_rich_httpx_nor_the_browser_and_says_what_the_cli_says(
+    project, capfd
+):
+    from pipeline.cli.app import run
+
+    add_prompt(project, "tea")
+    (project / "articles" / "tea.md").write_text("done")
+    fast = entry_point(project, "cycle", "--config", str(project / "config.toml"))
+    assert fast.stderr.splitlines()[-1] == "0 []", fast.stderr
+    assert run(["cycle"]) == 0
+    said = fast.stderr.splitlines()[-2].split(" ", 1)[1]
+    assert said == capfd.readouterr().err.strip().split(" ", 1)[1]
+    assert said.startswith("cycle: 1 done (no browser")
+
+
+def test_a_cycle_that_cannot_run_is_the_same_exit_2_line_without_typer(project, capfd):
+    from pipeline.cli.app import run
+
+    (project / "config.toml").write_text("[qwen]\npoll_interval = -5\n")
+    fast = entry_point(project, "cycle")
+    assert fast.stderr.splitlines()[-1] == "2 []", fast.stderr
+    assert run(["cycle"]) == 2
+    assert fast.stderr.splitlines()[0].split(" ", 1)[1] == capfd.readouterr().err.strip().split(" ", 1)[1]
+
+
+def test_status_json_loads_neither_rich_httpx_nor_the_browser(project):
+    add_prompt(project, "tea")
+    add_prompt(project, "coffee", "")  # invalid: a warning said on stderr
+    fast = entry_point(project, "status", "--json")
+    assert fast.stderr.splitlines()[-1] == "0 []", fast.stderr
+    assert "warning:" in fast.stderr and json.loads(fast.stdout)["totals"]["invalid"] == 1
+
+
 PLAIN_QUERY = {"state_filter": [], "pattern": None, "sort": "state"}
 
 

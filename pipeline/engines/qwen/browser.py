@@ -10,7 +10,6 @@ this package knows browsers, not the project's files.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import shutil
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.engines.base import EngineBusy, HardError, LockProfile
 from pipeline.engines.qwen.display import NoDisplay, VirtualDisplay, no_display_message, plan_display
+from pipeline.engines.qwen.tokens import listed, local_storage
 
 if TYPE_CHECKING:  # the section's type only: engines do not import the config
     from pipeline.config import Browser
@@ -217,46 +217,17 @@ def load_storage_state(context: Any, state_path: Path) -> bool:
         state = json.loads(state_path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         return False
-    cookies = [c for c in _list(state, "cookies") if isinstance(c, dict) and c.get("name")]
+    cookies = [c for c in listed(state, "cookies") if isinstance(c, dict) and c.get("name")]
     if cookies:
         try:
             context.add_cookies(cookies)
         except PlaywrightError:
             return False  # a hand-edited file Chromium refuses: the run goes on logged out, and says so
-    for origin in _list(state, "origins"):
-        items = {i["name"]: i["value"] for i in _local_storage(origin)}
+    for origin in listed(state, "origins"):
+        items = {i["name"]: i["value"] for i in local_storage(origin)}
         if items:
             context.add_init_script(_local_storage_script(str(origin.get("origin", "")), items))
     return True
-
-
-def _list(table: Any, key: str) -> list:
-    """`table[key]` when `table` is an object and that is a list, else []: a saved state may have
-    been edited by hand, and reading it must never raise."""
-    value = table.get(key) if isinstance(table, dict) else None
-    return value if isinstance(value, list) else []
-
-
-def _local_storage(origin: Any) -> list[dict]:
-    """An origin's localStorage entries that are {"name": str, "value": str} pairs."""
-    return [
-        i
-        for i in _list(origin, "localStorage")
-        if isinstance(i, dict) and isinstance(i.get("name"), str) and isinstance(i.get("value"), str)
-    ]
-
-
-def state_tokens(state: Any) -> list[str]:
-    """The login `token` values of a storage state (its cookies and localStorage), whatever the
-    shape of what was read: a malformed state has fewer tokens, never an exception."""
-    found = [
-        c["value"]
-        for c in _list(state, "cookies")
-        if isinstance(c, dict) and c.get("name") == "token" and isinstance(c.get("value"), str)
-    ]
-    for origin in _list(state, "origins"):
-        found += [i["value"] for i in _local_storage(origin) if i["name"] == "token"]
-    return [token for token in found if token]
 
 
 def _local_storage_script(origin: str, items: dict[str, str]) -> str:
@@ -266,39 +237,6 @@ def _local_storage_script(origin: str, items: dict[str, str]) -> str:
         " for (const [k, v] of Object.entries(items))"
         " if (localStorage.getItem(k) === null) localStorage.setItem(k, v); })();"
     )
-
-
-# The latest time a saved expiry may name (1 Jan 3000): beyond it a date cannot be shown or
-# compared with a clock (1e30 overflows), so it is not an expiry but a broken or forged token.
-LATEST_EXPIRY = 32503680000.0
-
-
-def plausible_time(value: Any) -> bool:
-    """Whether `value` is an epoch time a login can expire at: a finite number, 0 to LATEST_EXPIRY."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= LATEST_EXPIRY
-
-
-def jwt_exp_claim(token: str) -> Any:
-    """The raw `exp` claim of a JWT such as the site's login token; None when unreadable."""
-    try:
-        payload = token.split(".")[1]
-        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-        return claims.get("exp") if isinstance(claims, dict) else None
-    except (AttributeError, IndexError, TypeError, ValueError):
-        return None
-
-
-def jwt_expiry(token: str) -> float | None:
-    """The `exp` (epoch seconds) of a JWT, None when unreadable or not a plausible time."""
-    exp = jwt_exp_claim(token)
-    return float(exp) if plausible_time(exp) else None
-
-
-def token_expiry(state: Any) -> float | None:
-    """When the login in a storage state (already parsed) expires: its latest readable `token`
-    (cookie or localStorage); None when it holds none, whatever its shape."""
-    expiries = [e for e in (jwt_expiry(t) for t in state_tokens(state)) if e is not None]
-    return max(expiries) if expiries else None
 
 
 # What Chromium says when another browser runs on the same user data dir.

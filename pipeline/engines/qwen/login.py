@@ -15,9 +15,9 @@ from urllib.parse import urlsplit
 
 from pipeline.engines.base import EngineError, HardError
 from pipeline.engines.qwen.api import LOGIN_HINT, classify_api_error, is_logged_in_status
-from pipeline.engines.qwen.browser import jwt_expiry
 from pipeline.engines.qwen.page import API_HEADERS_JS, evaluate, refusal_in
 from pipeline.engines.qwen.selectors import CURRENT
+from pipeline.engines.qwen.tokens import jwt_expiry
 
 STATUS_PATH = "/api/v2/users/status"
 SETTLE_PAUSE = 0.25  # between reads while the page is still on its way somewhere

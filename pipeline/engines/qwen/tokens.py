@@ -1,0 +1,73 @@
+"""The site's login token in a saved storage state: where it is and when it expires.
+
+Pure reading of what was already parsed (no browser, no file): `status` warns days ahead
+from the file alone, and the login and the engine read the same way.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+
+def listed(table: Any, key: str) -> list:
+    """`table[key]` when `table` is an object and that is a list, else []: a saved state may have
+    been edited by hand, and reading it must never raise."""
+    value = table.get(key) if isinstance(table, dict) else None
+    return value if isinstance(value, list) else []
+
+
+def local_storage(origin: Any) -> list[dict]:
+    """An origin's localStorage entries that are {"name": str, "value": str} pairs."""
+    return [
+        i
+        for i in listed(origin, "localStorage")
+        if isinstance(i, dict) and isinstance(i.get("name"), str) and isinstance(i.get("value"), str)
+    ]
+
+
+def state_tokens(state: Any) -> list[str]:
+    """The login `token` values of a storage state (its cookies and localStorage), whatever the
+    shape of what was read: a malformed state has fewer tokens, never an exception."""
+    found = [
+        c["value"]
+        for c in listed(state, "cookies")
+        if isinstance(c, dict) and c.get("name") == "token" and isinstance(c.get("value"), str)
+    ]
+    for origin in listed(state, "origins"):
+        found += [i["value"] for i in local_storage(origin) if i["name"] == "token"]
+    return [token for token in found if token]
+
+
+# The latest time a saved expiry may name (1 Jan 3000): beyond it a date cannot be shown or
+# compared with a clock (1e30 overflows), so it is not an expiry but a broken or forged token.
+LATEST_EXPIRY = 32503680000.0
+
+
+def plausible_time(value: Any) -> bool:
+    """Whether `value` is an epoch time a login can expire at: a finite number, 0 to LATEST_EXPIRY."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= LATEST_EXPIRY
+
+
+def jwt_exp_claim(token: str) -> Any:
+    """The raw `exp` claim of a JWT such as the site's login token; None when unreadable."""
+    try:
+        payload = token.split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        return claims.get("exp") if isinstance(claims, dict) else None
+    except (AttributeError, IndexError, TypeError, ValueError):
+        return None
+
+
+def jwt_expiry(token: str) -> float | None:
+    """The `exp` (epoch seconds) of a JWT, None when unreadable or not a plausible time."""
+    exp = jwt_exp_claim(token)
+    return float(exp) if plausible_time(exp) else None
+
+
+def token_expiry(state: Any) -> float | None:
+    """When the login in a storage state (already parsed) expires: its latest readable `token`
+    (cookie or localStorage); None when it holds none, whatever its shape."""
+    expiries = [e for e in (jwt_expiry(t) for t in state_tokens(state)) if e is not None]
+    return max(expiries) if expiries else None
