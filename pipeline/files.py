@@ -18,7 +18,6 @@ import fcntl
 import json
 import os
 import re
-import secrets
 import stat
 import time
 from collections.abc import Iterator
@@ -243,7 +242,7 @@ def _temporary(path: Path, data: str | bytes, mode: int | None, *, sync: bool = 
     in the body is a SetupProblem naming `path`."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
     # Named as mkstemp names them (so a sweep knows it); created private, then given its mode.
-    tmp = str(path.parent / f"{TMP_PREFIX}{path.name}.{secrets.token_hex(4)}")
+    tmp = str(path.parent / f"{TMP_PREFIX}{path.name}.{os.urandom(4).hex()}")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, PRIVATE)
     except OSError as err:

@@ -110,7 +110,7 @@ class ArticleView:
         return self.file_problem or self.problem or ""
 
 
-SUFFIXES = (".md.url", ".md.sending", ".md.failed", ".md.rejected", ".md")
+SUFFIXES = (".md", ".md.url", ".md.sending", ".md.failed", ".md.rejected")  # no name has two: done first
 
 
 def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:

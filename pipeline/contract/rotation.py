@@ -9,6 +9,7 @@ or sends its next turn; its being disabled or blocked makes the article wait, ne
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -119,9 +120,11 @@ def sender_of(article, first_send: Send | None) -> str:
     """The account that took (or was about to take) an article's prompt: its intent marker's,
     else its first send's in the store, else `default` (a send from before accounts, or an
     old marker that does not say)."""
-    from .step import read_marker
+    marker = None
+    if os.access(article.sending_file, os.F_OK):  # a bool, no exception: most articles have none
+        from .step import read_marker
 
-    marker = read_marker(article.sending)  # None when there is none: one open, no stat first
+        marker = read_marker(article.sending_file)
     named = marker.get("account") if marker else None
     if isinstance(named, str) and named:
         return named
