@@ -30,6 +30,7 @@ from .protocol import (
     AlreadySent,
     ArticleRecord,
     Event,
+    Finished,
     Intent,
     Lease,
     LeaseLost,
@@ -37,13 +38,22 @@ from .protocol import (
     QuotaBlock,
     Send,
     SendCounts,
+    Served,
     StoreBusy,
     StoreError,
     StoreUnreachable,
     Summary,
     dumps,
 )
-from .sqlite import ARTICLE_COLUMNS, EVENT_COLUMNS, SEND_COLUMNS, _article, _event, _open_intent
+from .sqlite import (
+    ARTICLE_COLUMNS,
+    EVENT_COLUMNS,
+    FINISHED_COLUMNS,
+    SEND_COLUMNS,
+    _article,
+    _event,
+    _open_intent,
+)
 
 BUSY_TIMEOUT = 5.0
 CONNECT_TIMEOUT = 10
@@ -73,8 +83,10 @@ class PostgresStore:
         busy_timeout: float = BUSY_TIMEOUT,
         migrate: bool = False,
         check: bool = True,
+        host: str = "",
     ):
         self.url, self.batch, self.busy_timeout = url, batch, busy_timeout
+        self.host = host  # this host's name: every event it appends says it
         self.where = f"store {shown_url(url)}"
         self._lock = threading.RLock()
         self._conn: Any = None
@@ -146,7 +158,8 @@ class PostgresStore:
         if isinstance(err, psycopg.OperationalError) or self._conn is None or self._conn.broken:
             self._drop()
             return StoreUnreachable(
-                f"{self.where}: unreachable ({text}); nothing was sent; the next run reconnects"
+                f"store unreachable: {shown_url(self.url)} ({text}); nothing was sent; "
+                "the next run reconnects"
             )
         return StoreError(f"{self.where}: {text}")
 
@@ -159,7 +172,7 @@ class PostgresStore:
             try:
                 with conn.transaction():
                     conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.batch,))
-                    yield PostgresStep(conn, self.batch)
+                    yield PostgresStep(conn, self.batch, self.host)
             except BaseException as err:
                 if _is_psycopg(err):
                     raise self._error(err) from None
@@ -266,6 +279,20 @@ class PostgresStore:
         rows = self._rows("SELECT value FROM meta WHERE batch = %s AND key = %s", (key,))
         return rows[0][0] if rows else None
 
+    def finished(self, slugs: list[str] | None = None) -> dict[str, Finished]:
+        if slugs is None:
+            rows = self._rows(f"SELECT {FINISHED_COLUMNS} FROM finished WHERE batch = %s")
+        else:
+            rows = self._rows(
+                f"SELECT {FINISHED_COLUMNS}, document FROM finished WHERE batch = %s AND slug = ANY(%s)",
+                (list(slugs),),
+            )
+        return {row[0]: Finished(*row) for row in rows}
+
+    def served(self) -> dict[str, Served]:
+        rows = self._rows("SELECT account, host, seen FROM served WHERE batch = %s ORDER BY seen")
+        return {row[0]: Served(*row) for row in rows}  # the latest host of each account wins
+
     # -- leases (each its own transaction) -------------------------------------------------
 
     def claim_lease(self, slug: str, owner: str, seconds: float, now: float) -> bool:
@@ -313,8 +340,8 @@ class PostgresStore:
 class PostgresStep:
     """The writes of one `PostgresStore.step()` transaction (the batch's advisory lock held)."""
 
-    def __init__(self, conn: Any, batch: str):
-        self._conn, self._batch = conn, batch
+    def __init__(self, conn: Any, batch: str, host: str = ""):
+        self._conn, self._batch, self._host = conn, batch, host
 
     def batched(self, *params: Any) -> tuple:
         return (self._batch, *params)
@@ -325,12 +352,13 @@ class PostgresStep:
         return cursor.rowcount == 1
 
     def append(self, event: Event) -> int:
+        fields = dict(event.fields)
+        if self._host:
+            fields.setdefault("host", self._host)
         row = self._conn.execute(
             "INSERT INTO events (batch, ts, slug, event, pid, account, fields) "
             "VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING seq",
-            self.batched(
-                event.ts, event.slug, event.event, event.pid, event.account, dumps(dict(event.fields))
-            ),
+            self.batched(event.ts, event.slug, event.event, event.pid, event.account, dumps(fields)),
         ).fetchone()
         self._summarize(event)
         return int(row[0])
@@ -438,6 +466,21 @@ class PostgresStep:
         if row is None:
             raise LeaseLost(
                 f"{slug}: the lease of {owner} expired or was taken over; stopping before any send"
+            )
+
+    def put_finished(self, finished: Finished) -> bool:
+        return self.execute(
+            f"INSERT INTO finished (batch, {FINISHED_COLUMNS}, document) VALUES (%s, %s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (batch, slug) DO NOTHING",
+            astuple(finished),
+        )
+
+    def serve(self, host: str, accounts: list[str], now: float) -> None:
+        with self._conn.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO served (batch, account, host, seen) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (batch, account, host) DO UPDATE SET seen = excluded.seen",
+                [self.batched(account, host, now) for account in accounts],
             )
 
     def claim_meta(self, key: str, value: str) -> bool:
