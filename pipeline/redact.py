@@ -86,6 +86,19 @@ def mask_data(value: Any, secrets: Iterable[str] | None = None) -> Any:
     return _mask_all(value, known) if known else value
 
 
+def masked_json(value: Any, **options: Any) -> str:
+    """`json.dumps(mask_data(value), **options)`, in one C-speed pass when no secret is in it.
+
+    Sound because escaping never hides a key's head: each secret is registered in its JSON
+    forms too, and the escaped text of a string holding a head holds the head of an escaped
+    form. So a text where no head of any form is found is exactly what masking would write."""
+    text = json.dumps(value, **options)
+    known = _secrets
+    if not known or _probe(known).search(text) is None:
+        return text
+    return json.dumps(mask_data(value, known), **options)
+
+
 def _mask_all(value: Any, secrets: tuple[str, ...]) -> Any:
     if isinstance(value, str):
         return mask(value, secrets)
@@ -150,4 +163,4 @@ class MaskedStream:
         return getattr(self._stream, name)
 
 
-__all__ = ["MASK", "MIN_PREFIX", "MaskedStream", "mask", "mask_data", "register", "router_key"]
+__all__ = ["MASK", "MIN_PREFIX", "MaskedStream", "mask", "mask_data", "masked_json", "register", "router_key"]

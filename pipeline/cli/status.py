@@ -11,7 +11,7 @@ import time
 from typing import Annotated
 
 from ..errors import UsageProblem
-from ..redact import mask, mask_data
+from ..redact import mask, mask_data, masked_json
 
 
 def register(app) -> None:
@@ -114,7 +114,7 @@ def print_status(workspace, query: dict, as_json: bool) -> None:
     if as_json:
         # Indented for a person at a terminal; one compact line (C-speed encoder) for scripts.
         indent = 1 if sys.stdout.isatty() else None
-        sys.stdout.write(json.dumps(mask_data(status.to_json()), ensure_ascii=False, indent=indent) + "\n")
+        sys.stdout.write(masked_json(status.to_json(), ensure_ascii=False, indent=indent) + "\n")
     else:  # the dashboard (rich's tables) only for a person: a script's --json never loads it
         from ..batch.dashboard import plain_status, plain_wanted, rich_status
 

@@ -81,6 +81,21 @@ def test_mask_data_masks_before_serialising_so_json_and_toml_stay_valid():
     assert not leaks(mask(json.dumps({"error": REGEX_KEY})), json.dumps(REGEX_KEY)[1:-1])
 
 
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"error": f"bad key {REGEX_KEY}", "nested": [{"k": REGEX_KEY[:12]}], REGEX_KEY: 1},
+        {"quoted": f'a "{KEY}" \\ {KEY[:MIN_PREFIX]}\n', "short": "test"},
+        {"articles": [{"slug": "tea", "last_error": None}], "n": 3},
+    ],
+    ids=["escaped key", "quoted key", "no key"],
+)
+def test_masked_json_writes_what_masking_before_serialising_writes(record):
+    redact.register(REGEX_KEY), redact.register(KEY), redact.register("test")
+    for options in ({"ensure_ascii": False}, {"ensure_ascii": False, "indent": 1}, {}):
+        assert redact.masked_json(record, **options) == json.dumps(mask_data(record), **options)
+
+
 def test_a_short_key_is_masked_only_where_it_stands_alone():
     short = "abc12"
     assert len(short) < MIN_PREFIX
