@@ -183,13 +183,15 @@ def sync(store, articles_dir, host: str) -> Synced:
         for finished in store.finished(missing[start : start + 200]).values():
             write_finished(ArticleFiles(finished.slug, articles_dir), finished)
             synced.articles += 1
-    for send in store.sends():
-        if send.turn != 1 or send.slug in done or f"{send.slug}.md" in present:
+    for send in store.sends():  # every sent chat's URL, finished or not (as on one machine)
+        if send.turn != 1:
             continue
         article = ArticleFiles(send.slug, articles_dir)
         if send.chat_url and f"{send.slug}.md.url" not in present:
             files.atomic_write(article.url, send.chat_url + "\n")
             synced.urls += 1
+        elif send.slug in done or f"{send.slug}.md" in present:
+            continue
         elif not send.chat_url and not ({f"{send.slug}.md.url", f"{send.slug}.md.sending"} & present):
             files.atomic_write(article.sending, json.dumps(marker_of(send)) + "\n")
             synced.markers += 1
