@@ -34,7 +34,7 @@ from ..contract.article import ArticleState, make_private, read_chat_url
 from ..contract.hosts import Synced, chat_limits, serve, shared_batch, sync
 from ..contract.phases import Action, Facts, Limits, Phase, Reason, Record, decide, schedule, settled
 from ..contract.prompts import load_prompt
-from ..contract.quota import SendBudget, sends_today
+from ..contract.quota import SendBudget, host_accounts, sends_today
 from ..contract.rotation import capacity, first_sends, sender_of, standings
 from ..contract.step import Status, generate
 from ..contract.workspace import Engines, Workspace
@@ -213,7 +213,7 @@ def plan(
     served = workspace.store.served() if shared_batch(workspace.config) else {}
     if not blocked:  # while the chat's quota is spent, "sending" means the router: no chat limits
         per_day = int(qwen.max_sends_per_day)
-        today = sends_today(workspace.journal, now) if per_day else 0
+        today = sends_today(workspace.journal, now, host_accounts(workspace.config)) if per_day else 0
         per_cycle = int(qwen.max_sends_per_cycle)
         limits = replace(limits, max_sends_per_day=per_day, sends_today=today, max_sends_per_cycle=per_cycle)
     polls, sends = [], []

@@ -21,7 +21,7 @@ from ..accounts import all_accounts
 from ..contract.article import ArticleState
 from ..contract.hosts import chat_limits, shared_batch
 from ..contract.phases import UNFINISHED, Limits, Phase, Record, phase_of
-from ..contract.quota import local_day_start
+from ..contract.quota import host_accounts, local_day_start, sends_today
 from ..contract.rotation import capacity, first_sends, sender_of, standings
 from ..contract.workspace import Workspace
 from ..errors import UsageProblem
@@ -289,7 +289,7 @@ def collect(
         articles_dir=workspace.articles_dir,
         rows=[],
         totals=dict.fromkeys(STATES, 0),
-        sends_today=store.send_counts(local_day_start(now)).total if store else 0,
+        sends_today=sends_today(workspace.journal, now, host_accounts(workspace.config)) if store else 0,
         sends_limit=int(workspace.config.qwen.max_sends_per_day),
         quota_blocked_until=able.quota_until if able else None,
         quota_reason=able.quota_reason or None if able else None,

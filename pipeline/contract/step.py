@@ -60,7 +60,7 @@ from .phases import (
     decide,
 )
 from .prompts import Prompt, check_slug, load_prompt
-from .quota import SendBudget, sends_today
+from .quota import SendBudget, host_accounts, sends_today
 from .render import article_body, render_article
 from .rotation import capacity, sender_of, standings
 from .workspace import Engines, Workspace
@@ -271,7 +271,7 @@ class Step:
         return replace(
             limits,
             max_sends_per_day=per_day,
-            sends_today=sends_today(self.ws.journal, now) if per_day else 0,
+            sends_today=sends_today(self.ws.journal, now, host_accounts(self.ws.config)) if per_day else 0,
             max_sends_per_cycle=budget.limit if budget else 0,
             cycle_sends=budget.limit if budget and budget_spent else (budget.used if budget else 0),
         )
