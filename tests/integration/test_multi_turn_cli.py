@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from sim_project import journal, make_project, prompt, read_article
+from sim_project import finish_answer, journal, make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe
 
 from pipeline.engines.qwen.api import chat_id_from_url
@@ -52,13 +52,7 @@ def last_turn_done(sim, project, slug: str) -> bool:
 def finish_soon(sim, project, slug: str) -> None:
     """Let the chat's growing answer end about a second from now (the long answers below only
     have to outlast the re-run that looks at them mid-way)."""
-    chat_id = chat_id_from_url((project / "articles" / f"{slug}.md.url").read_text().strip())
-    with sim.store.lock:
-        message = sim.store.chats[chat_id].last_assistant()
-        elapsed = time.monotonic() - message.started
-        message.answer_seconds = min(
-            message.answer_seconds, max(0.0, elapsed - message.thinking_seconds) + 1.0
-        )
+    finish_answer(sim, (project / "articles" / f"{slug}.md.url").read_text().strip(), after=1.0)
 
 
 def run_until(project, slug: str, stop, *, env=None, limit: int = 40) -> list[int]:
