@@ -34,6 +34,21 @@ max_retry_wait = 1
     return folder
 
 
+def finish_answer(sim, chat_url: str, *, after: float = 0.0) -> None:
+    """Let the chat's growing last answer end `after` seconds from now (a test gives an answer a
+    long time to grow, so that it is read mid-way however slow the machine, then ends it)."""
+    import time
+
+    from pipeline.engines.qwen.api import chat_id_from_url
+
+    with sim.store.lock:
+        message = sim.store.chats[chat_id_from_url(chat_url)].last_assistant()
+        elapsed = time.monotonic() - message.started
+        message.answer_seconds = min(
+            message.answer_seconds, max(0.0, elapsed - message.thinking_seconds) + after
+        )
+
+
 def prompt(folder: Path, slug: str, text: str) -> str:
     (folder / "prompts" / f"{slug}.md").write_text(text, encoding="utf-8")
     return text

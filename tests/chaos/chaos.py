@@ -241,11 +241,12 @@ def sign_in_accounts(trial: Trial, project: Path, sim) -> None:
 
 
 def break_it(trial: Trial, project: Path, rng: random.Random) -> None:
-    """Run commands with the crash armed until one was killed (sometimes two), at most 5 runs."""
+    """Run commands with the crash armed until one was killed (sometimes two): at most 5 runs, or
+    up to 10 while none was (a kill at a random moment may come after a short command ended)."""
     wanted_kills = 2 if rng.random() < 0.25 else 1
     kills = 0
-    for _ in range(5):
-        if done(project, trial.slugs):
+    for run in range(10):
+        if done(project, trial.slugs) or (run >= 5 and kills):
             break
         command = pick_command(rng, trial, project)
         if trial.kind == "random":

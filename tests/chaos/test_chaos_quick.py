@@ -1,6 +1,8 @@
-"""The quick chaos run for CI: every crash point and random kills, a few trials each.
+"""The quick chaos run for CI: one trial per kind of kill (each named crash point, and a kill at
+a random moment), and each of those trials must see its kill.
 
-Long runs: `.venv/bin/python tests/chaos/chaos.py --trials 500` (docs/reliability.md).
+Long runs: `.venv/bin/python tests/chaos/chaos.py --trials 500` (docs/reliability.md), or this
+test with QWENPIPE_CHAOS_TRIALS=N (the first 2 x 6 trials go through the kinds in turn).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import pytest
 
 pytestmark = [pytest.mark.chaos, pytest.mark.browser]
 
-TRIALS = int(os.environ.get("QWENPIPE_CHAOS_TRIALS", "12"))  # two per kind of kill
+TRIALS = int(os.environ.get("QWENPIPE_CHAOS_TRIALS", str(len(chaos.KINDS))))  # one per kind of kill
 
 
 @pytest.mark.timeout(420)
@@ -28,7 +30,7 @@ def test_killed_commands_never_send_twice_nor_lose_an_article(tmp_path):
     print("\n" + summary.table())
     assert not summary.failed, summary.problems()
     kills = summary.kills
-    if len(chaos.KINDS) * 2 <= TRIALS:
+    if len(chaos.KINDS) <= TRIALS:
         missing = [name for name in chaos.KINDS if not kills[name]]
         assert not missing, f"no kill happened at {missing}: the trials did not reach those points"
     # `not summary.failed` covers duplicates and lost articles; it says something only if the

@@ -1,8 +1,10 @@
-"""Eight processes at once on one batch of prompts: cron cycles overlapping by-hand `generate`s.
+"""Processes at once on one batch of prompts: cron cycles overlapping by-hand `generate`s.
 
 Real processes, real Chromium, one simulator. The promises: no prompt reaches the chat twice,
 every article is written exactly once (one `done` in the journal), a chat article is the chat's
-exact answer, and no prompt is paid for twice (the chat took it AND the router wrote it).
+exact answer, and no prompt is paid for twice (the chat took it AND the router wrote it). The
+journal proves the processes did overlap: two of them, running at the same time, each wrote an
+event about the same article.
 
 Processes share one browser profile and Chromium refuses a second browser on it: the process
 that finds the profile taken steps aside (exit 3, "in use by pid N"), it never counts that as a
@@ -17,7 +19,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from itertools import combinations
 
 import pytest
 from sim_project import journal, make_project, read_article
@@ -26,33 +30,76 @@ from pipeline.simulator import Simulator
 
 pytestmark = [pytest.mark.chaos, pytest.mark.browser]
 
-# Eight processes overlap on every batch size; CI's run takes 20 prompts, a long run more
-# (QWENPIPE_CONCURRENCY_PROMPTS=50, docs/reliability.md).
-PROMPTS = int(os.environ.get("QWENPIPE_CONCURRENCY_PROMPTS", "20"))
-CYCLE_WORKERS = 3
-GENERATE_WORKERS = 5  # two of them by hand with --wait
-CONCURRENT_SECONDS = 60  # eight processes at once, then cycles alone finish what is left
-DEADLINE = 300  # a ceiling for a loaded 2-CPU machine; a quiet one needs about half
-SENDS_PER_CYCLE = 10
+# CI's run: four processes (two looping `cycle`, two looping `generate`, one of those with
+# --wait) on four prompts, the fewest that still overlap on the same articles (asserted from the
+# journal). A long run: QWENPIPE_CONCURRENCY_PROCESSES=8 QWENPIPE_CONCURRENCY_PROMPTS=50
+# (docs/reliability.md); eight processes are three cycles and five generates, two with --wait.
+PROMPTS = int(os.environ.get("QWENPIPE_CONCURRENCY_PROMPTS", "4"))
+PROCESSES = int(os.environ.get("QWENPIPE_CONCURRENCY_PROCESSES", "4"))
+CYCLE_WORKERS = max(2, PROCESSES * 3 // 8)
+GENERATE_WORKERS = max(2, PROCESSES - CYCLE_WORKERS)
+WAITING_GENERATES = max(1, GENERATE_WORKERS * 2 // 5)  # the last ones: by hand with --wait
+CONCURRENT_SECONDS = 60  # all processes at once, then cycles alone finish what is left
+DEADLINE = 300  # a ceiling for a loaded 2-CPU machine; a quiet one needs a fraction
+SENDS_PER_CYCLE = max(2, PROMPTS // 2)
 
 
-def run_command(args, project) -> tuple[int, str]:
-    result = subprocess.run(
+@dataclass
+class Run:
+    """One command: what it was, how it ended, its pid and when it ran (time.time())."""
+
+    args: list[str]
+    code: int
+    err: str
+    pid: int
+    started: float
+    ended: float
+
+    def overlaps(self, other: Run) -> bool:
+        return self.started < other.ended and other.started < self.ended
+
+
+def run_command(args, project) -> Run:
+    started = time.time()
+    process = subprocess.Popen(
         [sys.executable, "-m", "pipeline", *args],
         cwd=project,
         env={**os.environ, "NO_COLOR": "1"},
-        capture_output=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=120,
     )
-    return result.returncode, result.stderr
+    try:
+        _out, err = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        _out, err = process.communicate()
+        err += "\n(killed after 120 s)"
+    return Run(args, process.returncode, err, process.pid, started, time.time())
+
+
+def shared_articles(runs: list[Run], entries: list[dict]) -> set[str]:
+    """The articles about which two processes that ran at the same time each wrote an event."""
+    runs_of = defaultdict(list)  # pid -> its runs (a pid may come back after many processes)
+    for run in runs:
+        runs_of[run.pid].append(run)
+    writers = defaultdict(set)  # slug -> pids
+    for entry in entries:
+        if entry["slug"] and entry["pid"] in runs_of:
+            writers[entry["slug"]].add(entry["pid"])
+    return {
+        slug
+        for slug, pids in writers.items()
+        for one, other in combinations(sorted(pids), 2)
+        if any(a.overlaps(b) for a in runs_of[one] for b in runs_of[other])
+    }
 
 
 @pytest.mark.timeout(420)
-def test_eight_processes_on_one_batch_send_each_prompt_once_and_write_each_once(tmp_path):
+def test_processes_at_once_on_one_batch_overlap_send_each_prompt_once_and_write_each_once(tmp_path):
     with Simulator(port=0, answer_seconds=0.5, thinking_seconds=0.1, url_delay=0.1).start() as sim:
-        # Short cycles (10 sends at most) overlap each other and the generates more often, and
-        # none comes near the 120 s a command may take on a loaded 2-CPU machine.
+        # Short cycles overlap each other and the generates more often, and none comes near the
+        # 120 s a command may take on a loaded 2-CPU machine.
         project = make_project(tmp_path, sim, extra=f"max_sends_per_cycle = {SENDS_PER_CYCLE}")
         with open(project / "config.toml", "a", encoding="utf-8") as config:
             config.write("\n[article]\nmin_words = 0\n")
@@ -64,7 +111,7 @@ def test_eight_processes_on_one_batch_send_each_prompt_once_and_write_each_once(
         finished = threading.Event()
         started = time.monotonic()
         deadline = started + CONCURRENT_SECONDS
-        results: list[tuple[list[str], int, str]] = []
+        results: list[Run] = []
         lock = threading.Lock()
 
         def pending() -> list[str]:
@@ -72,6 +119,7 @@ def test_eight_processes_on_one_batch_send_each_prompt_once_and_write_each_once(
 
         def worker(number: int) -> None:
             rng = random.Random(number)
+            waits = number >= CYCLE_WORKERS + GENERATE_WORKERS - WAITING_GENERATES
             while not finished.is_set() and time.monotonic() < deadline:
                 left = pending()
                 if not left:
@@ -80,12 +128,14 @@ def test_eight_processes_on_one_batch_send_each_prompt_once_and_write_each_once(
                 if number < CYCLE_WORKERS:
                     args = ["cycle"]
                 else:
-                    args = ["generate", rng.choice(left)] + (["--wait"] if number >= 6 else [])
-                code, err = run_command(args, project)
+                    args = ["generate", rng.choice(left)] + (["--wait"] if waits else [])
+                run = run_command(args, project)
                 with lock:
-                    results.append((args, code, err))
-                if code == 3 and args == ["cycle"]:
-                    time.sleep(0.2)  # another cycle holds the lock: try again soon
+                    results.append(run)
+                if run.code == 3 and args == ["cycle"]:
+                    time.sleep(
+                        1
+                    )  # another cycle holds the lock: try again in a second (each try is a process)
 
         threads = [
             threading.Thread(target=worker, args=(n,)) for n in range(CYCLE_WORKERS + GENERATE_WORKERS)
@@ -95,20 +145,19 @@ def test_eight_processes_on_one_batch_send_each_prompt_once_and_write_each_once(
         for thread in threads:
             thread.join()
         while pending() and time.monotonic() < started + DEADLINE:
-            code, err = run_command(["cycle"], project)
-            results.append((["cycle"], code, err))
+            results.append(run_command(["cycle"], project))
 
-        odd = [(a, c, e.strip().splitlines()[-1:]) for a, c, e in results if c not in (0, 3, 42)]
+        odd = [(r.args, r.code, r.err.strip().splitlines()[-1:]) for r in results if r.code not in (0, 3, 42)]
         assert not odd, odd
-        assert not any("Traceback" in e for _, _, e in results)
+        assert not any("Traceback" in r.err for r in results)
         assert not pending(), f"not finished in {DEADLINE} s: {pending()}"
         sent = Counter(entry["prompt"] for entry in sim.sends())
         twice = {slug: sent[text] for slug, text in texts.items() if sent[text] != 1}
         twice = {slug: count for slug, count in twice.items() if count > 1}
         assert not twice, f"prompts the chat took more than once: {twice}"
-        done = Counter(e["slug"] for e in journal(project) if e["event"] == "done")
-        assert all(done[slug] == 1 for slug in texts), {s: done[s] for s in texts if done[s] != 1}
         entries = journal(project)
+        done = Counter(e["slug"] for e in entries if e["event"] == "done")
+        assert all(done[slug] == 1 for slug in texts), {s: done[s] for s in texts if done[s] != 1}
         for slug, text in texts.items():
             meta, body = read_article(project / "articles" / f"{slug}.md")
             if meta["engine"] == "qwen":
@@ -116,8 +165,10 @@ def test_eight_processes_on_one_batch_send_each_prompt_once_and_write_each_once(
                 continue
             codes = {e.get("code") for e in entries if e["slug"] == slug and e["event"] == "hard"}
             assert meta["engine"] == "router" and not sent[text], f"{slug}: paid twice ({codes})"
-        commands = Counter(a[0] for a, _, _ in results)
+        commands = Counter(r.args[0] for r in results)
         assert commands["cycle"] and commands["generate"], commands
+        # What makes this a concurrency test: processes were at work on the same articles at once.
+        assert shared_articles(results, entries), [(r.args, r.code, r.err.strip()[-200:]) for r in results]
 
 
 @pytest.mark.timeout(120)
@@ -128,8 +179,8 @@ def test_a_poll_while_another_process_has_the_browser_does_not_pay_the_router(tm
         for slug in ("left", "right"):
             texts[slug] = f"Write about the {slug} hand of two processes."
             (project / "prompts" / f"{slug}.md").write_text(texts[slug], encoding="utf-8")
-        assert run_command(["generate", "left"], project)[0] == 42
-        sim.set(answer_seconds=15)  # `right --wait` keeps its browser open a while
+        assert run_command(["generate", "left"], project).code == 42
+        sim.set(hold_answers=True)  # `right --wait` keeps its browser open until it is killed
         holder = subprocess.Popen(
             [sys.executable, "-m", "pipeline", "generate", "right", "--wait"],
             cwd=project,
@@ -141,10 +192,10 @@ def test_a_poll_while_another_process_has_the_browser_does_not_pay_the_router(tm
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and not any(e["prompt"] == texts["right"] for e in sim.sends()):
                 time.sleep(0.1)
-            code, err = run_command(["generate", "left"], project)
+            left = run_command(["generate", "left"], project)
         finally:
             holder.kill()
             holder.wait()
         article = project / "articles" / "left.md"
-        assert code == 3 and "is in use by" in err, err
+        assert left.code == 3 and "is in use by" in left.err, left.err
         assert not article.exists(), "the router wrote a prompt the chat already took: paid twice"

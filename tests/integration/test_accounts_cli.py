@@ -20,7 +20,7 @@ pytestmark = pytest.mark.browser
 @pytest.fixture(scope="module")
 def sim():
     with Simulator(
-        port=0, answer_seconds=1.0, thinking_seconds=0.1, url_delay=0.1, accounts=("a", "b", "c")
+        port=0, answer_seconds=0.0, thinking_seconds=0.0, url_delay=0.1, accounts=("a", "b", "c")
     ).start() as server:
         yield server
 

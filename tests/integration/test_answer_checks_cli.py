@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from sim_project import journal, make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe
@@ -11,7 +9,8 @@ from tests_cli_helpers import qwenpipe
 pytestmark = pytest.mark.browser
 
 
-SIMULATOR = {"answer_seconds": 1.0, "thinking_seconds": 0.2, "url_delay": 0.1}  # conftest.py `sim`
+# Answers complete once sent: the generate after the send finds the answer to check.
+SIMULATOR = {"answer_seconds": 0.0, "thinking_seconds": 0.0, "url_delay": 0.1}  # conftest.py `sim`
 
 
 def run_until_settled(project, slug):
@@ -19,7 +18,6 @@ def run_until_settled(project, slug):
         result = qwenpipe("generate", slug, cwd=project)
         if result.returncode not in (3, 42):
             return result
-        time.sleep(0.5)
     raise AssertionError("never settled")
 
 

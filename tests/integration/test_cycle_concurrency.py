@@ -8,8 +8,6 @@ looks made one after the other by one thread never seem to overlap).
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from sim_project import journal, make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe
@@ -19,7 +17,9 @@ pytestmark = pytest.mark.browser
 PROMPTS = 6
 
 
-SIMULATOR = {"answer_seconds": 1.0, "thinking_seconds": 0.3, "url_delay": 0.2}  # conftest.py `sim`
+# Answers complete once sent (a test that needs them unfinished holds them): the cycles after
+# the sends have nothing to wait for.
+SIMULATOR = {"answer_seconds": 0.0, "thinking_seconds": 0.0, "url_delay": 0.2}  # conftest.py `sim`
 
 
 def cycles(project) -> list[list[dict]]:
@@ -61,7 +61,6 @@ def run_until_done(project, *, limit: int = 40) -> list[int]:
         assert result.returncode in (0, 3), result.stderr
         if result.returncode == 0:
             break
-        time.sleep(1)
     assert codes[-1] == 0, codes
     return codes
 
@@ -80,7 +79,7 @@ def test_one_cycle_polls_up_to_concurrency_chats_at_once(sim, tmp_path):
     # every chat still generating and journals a `poll` (with its duration) for each, however
     # slow the machine is. Each chat's page is looked at (qwen.collect = "page"): read through the
     # JSON first, held answers would all be told "generating" without opening a page.
-    sim.set(hold_answers=True, answer_seconds=0.0, thinking_seconds=0.0)  # at once at their held end
+    sim.set(hold_answers=True)  # at once at their held end (no growing time: SIMULATOR)
     try:
         project = make_project(tmp_path, sim, extra='concurrency = 4\ncollect = "page"')
         texts = write_prompts(project, "polling chats side by side")
@@ -125,7 +124,6 @@ def test_a_cycle_that_cannot_share_its_browser_polls_one_at_a_time(sim, tmp_path
 
     project = make_project(tmp_path, sim, extra="concurrency = 4")
     texts = {f"b{i}": prompt(project, f"b{i}", f"Write article {i} about one browser.") for i in range(3)}
-    sim.set(answer_seconds=0.0, thinking_seconds=0.0)  # every answer complete once it is sent
     assert qwenpipe("cycle", cwd=project, timeout=180).returncode == 42
     monkeypatch.chdir(project)
     monkeypatch.setattr(BrowserSession, "cdp_endpoint", lambda self, timeout=5.0: None)

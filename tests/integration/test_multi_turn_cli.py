@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from sim_project import journal, make_project, prompt, read_article
+from sim_project import finish_answer, journal, make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe
 
 from pipeline.engines.qwen.api import chat_id_from_url
@@ -18,11 +18,11 @@ from pipeline.engines.qwen.api import chat_id_from_url
 pytestmark = pytest.mark.browser
 
 SEPARATOR = "\n=== next turn ===\n"
-ANSWER_SECONDS = 1.0
-LONG = 30.0  # an answer still growing whatever the start-up time of the next run
+ANSWER_SECONDS = 0.0  # complete once sent: the run after a send finds it done
+LONG = 600.0  # an answer still growing whatever the start-up time of the next run; ended by hand
 
 
-SIMULATOR = {"answer_seconds": ANSWER_SECONDS, "thinking_seconds": 0.2, "url_delay": 0.1}  # conftest.py `sim`
+SIMULATOR = {"answer_seconds": ANSWER_SECONDS, "thinking_seconds": 0.0, "url_delay": 0.1}  # conftest.py `sim`
 
 
 def three_turns(project, slug: str, topic: str) -> list[str]:
@@ -49,16 +49,10 @@ def last_turn_done(sim, project, slug: str) -> bool:
     return bool(view and view["messages"] and view["messages"][-1].get("finished"))
 
 
-def finish_soon(sim, project, slug: str) -> None:
-    """Let the chat's growing answer end about a second from now (the long answers below only
-    have to outlast the re-run that looks at them mid-way)."""
-    chat_id = chat_id_from_url((project / "articles" / f"{slug}.md.url").read_text().strip())
-    with sim.store.lock:
-        message = sim.store.chats[chat_id].last_assistant()
-        elapsed = time.monotonic() - message.started
-        message.answer_seconds = min(
-            message.answer_seconds, max(0.0, elapsed - message.thinking_seconds) + 1.0
-        )
+def finish_now(sim, project, slug: str) -> None:
+    """End the chat's growing answer now (the long answers below only have to outlast the re-run
+    that looks at them mid-way)."""
+    finish_answer(sim, (project / "articles" / f"{slug}.md.url").read_text().strip())
 
 
 def run_until(project, slug: str, stop, *, env=None, limit: int = 40) -> list[int]:
@@ -117,7 +111,7 @@ def test_sigkill_after_sending_turn_2_then_reruns(sim, tmp_path):
     assert "turn 2 of 3" in rerun.stderr
     assert chat_turns(sim, project, "crash") == [(1, texts[0]), (2, texts[1])], "turn 2 sent again"
     assert not article.exists()
-    finish_soon(sim, project, "crash")
+    finish_now(sim, project, "crash")
 
     # Turn 3 grows for a while: a run in the middle of it must write nothing.
     codes = run_until(project, "crash", lambda code: code in (0, 42))
@@ -128,7 +122,7 @@ def test_sigkill_after_sending_turn_2_then_reruns(sim, tmp_path):
     assert "turn 3 of 3" in growing.stderr
     assert not article.exists() and not (project / "articles" / "crash.md.rejected").exists()
     assert not last_turn_done(sim, project, "crash"), "turn 3 finished too early for this check"
-    finish_soon(sim, project, "crash")
+    finish_now(sim, project, "crash")
 
     codes = run_until(project, "crash", lambda code: code == 0)
     assert 42 not in codes, codes

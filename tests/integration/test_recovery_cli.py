@@ -14,7 +14,8 @@ from tests_cli_helpers import qwenpipe
 pytestmark = pytest.mark.browser
 
 
-SIMULATOR = {"answer_seconds": 1.0, "thinking_seconds": 0.2, "url_delay": 0.2}  # conftest.py `sim`
+# Answers complete once sent (these tests are about sends and recovery, not an answer's growth).
+SIMULATOR = {"answer_seconds": 0.0, "thinking_seconds": 0.0, "url_delay": 0.2}  # conftest.py `sim`
 
 
 def status_json(project) -> dict:

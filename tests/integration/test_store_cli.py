@@ -3,8 +3,6 @@ article, and never causes a second send (real processes, real Chromium, the simu
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from sim_project import journal, make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe
@@ -12,7 +10,8 @@ from tests_cli_helpers import qwenpipe
 pytestmark = pytest.mark.browser
 
 
-SIMULATOR = {"answer_seconds": 1.0, "thinking_seconds": 0.3, "url_delay": 0.2}  # conftest.py `sim`
+# Answers complete once sent: the run after the deletion finds the answer to collect.
+SIMULATOR = {"answer_seconds": 0.0, "thinking_seconds": 0.0, "url_delay": 0.2}  # conftest.py `sim`
 
 
 def delete_the_store(project):
@@ -37,7 +36,6 @@ def test_deleting_the_database_after_a_send_never_sends_again_and_the_article_is
         result = qwenpipe(*args, cwd=project)
         if result.returncode != 3:
             break
-        time.sleep(0.5)
     assert result.returncode == 0, result.stderr
     meta, body = read_article(project / "articles" / "tea.md")
     assert meta["chat_url"] == url and body == sim.expected_answer(text).strip()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import stat
-import time
 
 import browser_helpers
 import pytest
@@ -46,7 +45,8 @@ def sign_in_in_the_users_browser(cdp_url: str, base_url: str) -> None:
 
 def test_login_and_generate_through_the_users_browser(users_chromium, tmp_path):
     proc, cdp = users_chromium
-    with Simulator(port=0, require_login=True, answer_seconds=1.0, thinking_seconds=0.2).start() as sim:
+    # The answer is complete once sent: the generate after the send collects it.
+    with Simulator(port=0, require_login=True, answer_seconds=0.0, thinking_seconds=0.0).start() as sim:
         project = make_project(tmp_path / "project", sim)
 
         refused = qwenpipe("--cdp", cdp, "login", cwd=project)
@@ -70,7 +70,6 @@ def test_login_and_generate_through_the_users_browser(users_chromium, tmp_path):
             codes.append(result.returncode)
             if result.returncode not in (3, 42):
                 break
-            time.sleep(0.5)
         assert codes[0] == 42 and codes[-1] == 0, (codes, result.stderr)
         meta, body = read_article(project / "articles" / "attached.md")
         assert body == sim.expected_answer(text).strip()
