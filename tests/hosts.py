@@ -203,10 +203,15 @@ def local_ports(inodes: set[str]) -> set[int]:
     return ports
 
 
-def host_backends(server, url: str, process: subprocess.Popen) -> list[int]:
-    """The server pids of the database connections that this host's command holds."""
+def host_backends(server, url: str, process: subprocess.Popen, busy: bool = False) -> list[int]:
+    """The server pids of the database connections that this host's command holds (`busy`:
+    only those inside a statement or a transaction: mid-step)."""
     ports = local_ports(group_sockets(process.pid))
-    return [pid for pid, port in server.backends(database_name(url)) if port in ports]
+    return [
+        pid
+        for pid, port, state in server.backends(database_name(url))
+        if port in ports and (not busy or state != "idle")
+    ]
 
 
 # -- the checks -----------------------------------------------------------------------------

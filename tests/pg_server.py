@@ -89,16 +89,18 @@ class PostgresServer:
         """Stop the server and keep its databases (`start` brings it back): the store unreachable."""
         self._run(find_bin("pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop", check=False)
 
-    def backends(self, database: str, application_name: str = "qwenpipe") -> list[tuple[int, int]]:
-        """(server pid, client port) of every connection to `database` by that application."""
+    def backends(self, database: str, application_name: str = "qwenpipe") -> list[tuple[int, int, str]]:
+        """(server pid, client port, state) of every connection to `database` by that application;
+        the state is pg_stat_activity's ("idle", "active", "idle in transaction"...)."""
         import psycopg
 
         with psycopg.connect(self.url(), autocommit=True) as conn:
             rows = conn.execute(
-                "SELECT pid, client_port FROM pg_stat_activity WHERE datname = %s AND application_name = %s",
+                "SELECT pid, client_port, coalesce(state, '') FROM pg_stat_activity"
+                " WHERE datname = %s AND application_name = %s",
                 (database, application_name),
             ).fetchall()
-        return [(int(pid), int(port or 0)) for pid, port in rows]
+        return [(int(pid), int(port or 0), state) for pid, port, state in rows]
 
     def terminate(self, pids) -> int:
         """pg_terminate_backend each server pid (a connection cut mid-step); how many were cut."""

@@ -4,7 +4,7 @@ their cycles overlap; then `sync` on every host. What is checked comes from outs
 (hosts.check_hosts): the simulator's ledger, its affinity counter, the database's rows, every
 host's files and `status --json`.
 
-CI runs 12 prompts; QWENPIPE_HOSTS_PROMPTS=60 runs the issue's 60.
+CI runs 9 prompts; QWENPIPE_HOSTS_PROMPTS=60 runs the issue's 60.
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ from hosts import (
 
 pytestmark = pytest.mark.browser
 
-PROMPTS = int(os.environ.get("QWENPIPE_HOSTS_PROMPTS", "12"))
-SENDS_PER_CYCLE = 2  # each host's cycle sends at most this many: every host gets some, whatever its speed
+PROMPTS = int(os.environ.get("QWENPIPE_HOSTS_PROMPTS", "9"))
+# Each host's cycle sends at most a third of the prompts: every host gets some, whatever its speed.
+SENDS_PER_CYCLE = -(-PROMPTS // 3)
 SIMULATOR = {"accounts": ("a", "b", "c"), "answer_seconds": 0.5, "thinking_seconds": 0.1, "url_delay": 0.1}
 
 
