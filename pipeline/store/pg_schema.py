@@ -90,6 +90,23 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (batch, slug)
     );
     """,
+    # 1 -> 2: finished articles (each host writes its SLUG.md from them) and served accounts.
+    """
+    CREATE TABLE finished (
+        batch TEXT NOT NULL,
+        slug TEXT NOT NULL,
+        engine TEXT NOT NULL DEFAULT '',
+        account TEXT NOT NULL DEFAULT '',
+        host TEXT NOT NULL DEFAULT '',
+        ts DOUBLE PRECISION NOT NULL DEFAULT 0,
+        document TEXT NOT NULL,
+        PRIMARY KEY (batch, slug)
+    );
+    CREATE TABLE served (
+        batch TEXT NOT NULL, account TEXT NOT NULL, host TEXT NOT NULL, seen DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (batch, account, host)
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 INIT_COMMAND = "qwenpipe store init"

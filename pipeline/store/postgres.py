@@ -30,6 +30,7 @@ from .protocol import (
     AlreadySent,
     ArticleRecord,
     Event,
+    Finished,
     Intent,
     Lease,
     LeaseLost,
@@ -37,13 +38,22 @@ from .protocol import (
     QuotaBlock,
     Send,
     SendCounts,
+    Served,
     StoreBusy,
     StoreError,
     StoreUnreachable,
     Summary,
     dumps,
 )
-from .sqlite import ARTICLE_COLUMNS, EVENT_COLUMNS, SEND_COLUMNS, _article, _event, _open_intent
+from .sqlite import (
+    ARTICLE_COLUMNS,
+    EVENT_COLUMNS,
+    FINISHED_COLUMNS,
+    SEND_COLUMNS,
+    _article,
+    _event,
+    _open_intent,
+)
 
 BUSY_TIMEOUT = 5.0
 CONNECT_TIMEOUT = 10
@@ -266,6 +276,20 @@ class PostgresStore:
         rows = self._rows("SELECT value FROM meta WHERE batch = %s AND key = %s", (key,))
         return rows[0][0] if rows else None
 
+    def finished(self, slugs: list[str] | None = None) -> dict[str, Finished]:
+        if slugs is None:
+            rows = self._rows(f"SELECT {FINISHED_COLUMNS} FROM finished WHERE batch = %s")
+        else:
+            rows = self._rows(
+                f"SELECT {FINISHED_COLUMNS}, document FROM finished WHERE batch = %s AND slug = ANY(%s)",
+                (list(slugs),),
+            )
+        return {row[0]: Finished(*row) for row in rows}
+
+    def served(self) -> dict[str, Served]:
+        rows = self._rows("SELECT account, host, seen FROM served WHERE batch = %s ORDER BY seen")
+        return {row[0]: Served(*row) for row in rows}  # the latest host of each account wins
+
     # -- leases (each its own transaction) -------------------------------------------------
 
     def claim_lease(self, slug: str, owner: str, seconds: float, now: float) -> bool:
@@ -438,6 +462,21 @@ class PostgresStep:
         if row is None:
             raise LeaseLost(
                 f"{slug}: the lease of {owner} expired or was taken over; stopping before any send"
+            )
+
+    def put_finished(self, finished: Finished) -> bool:
+        return self.execute(
+            f"INSERT INTO finished (batch, {FINISHED_COLUMNS}, document) VALUES (%s, %s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (batch, slug) DO NOTHING",
+            astuple(finished),
+        )
+
+    def serve(self, host: str, accounts: list[str], now: float) -> None:
+        with self._conn.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO served (batch, account, host, seen) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (batch, account, host) DO UPDATE SET seen = excluded.seen",
+                [self.batched(account, host, now) for account in accounts],
             )
 
     def claim_meta(self, key: str, value: str) -> bool:

@@ -226,6 +226,28 @@ class Lease:
     expires: float
 
 
+@dataclass(frozen=True)
+class Finished:
+    """A finished article as the batch's record holds it (a store shared by several hosts: each
+    host writes its SLUG.md from this row). `document` is "" when only the listing was read."""
+
+    slug: str
+    engine: str
+    account: str = ""
+    host: str = ""
+    ts: float = 0.0
+    document: str = ""
+
+
+@dataclass(frozen=True)
+class Served:
+    """An account as the hosts serve it: the last host that said it serves it, and when."""
+
+    account: str
+    host: str
+    seen: float
+
+
 class Step(Protocol):
     """The writes of one transaction; the context manager commits them together or none."""
 
@@ -260,6 +282,13 @@ class Step(Protocol):
 
     def put_prompt_checks(self, checks: list[PromptCheck]) -> None:
         """Remember prompt checks (replacing the earlier ones of the same slugs)."""
+
+    def put_finished(self, finished: Finished) -> bool:
+        """Record the finished article (its whole document); False, and nothing changed, when
+        the article is already recorded finished (the first one stays the batch's)."""
+
+    def serve(self, host: str, accounts: list[str], now: float) -> None:
+        """`host` serves these accounts now (each cycle says so: see Store.served)."""
 
     def claim_meta(self, key: str, value: str) -> bool:
         """Write a named value once: False (nothing written) when `key` is already there. Lets two
@@ -315,6 +344,13 @@ class Store(Protocol):
 
     def meta(self, key: str) -> str | None:
         """A value written with Step.claim_meta."""
+
+    def finished(self, slugs: list[str] | None = None) -> dict[str, Finished]:
+        """The finished articles: with `slugs`, those (and their documents); else every one,
+        without documents (a listing: cheap for 10,000)."""
+
+    def served(self) -> dict[str, Served]:
+        """Each account's last serving host and time (Step.serve)."""
 
     def close(self) -> None: ...
 

@@ -92,6 +92,20 @@ MIGRATIONS: tuple[str, ...] = (
     ) WHERE slug IN (SELECT slug FROM events WHERE event IN ({_listed(ENGINE_EVENTS)}));
     CREATE TABLE prompt_checks (slug TEXT PRIMARY KEY, stamp TEXT NOT NULL, problem TEXT NOT NULL);
     """,
+    # 2 -> 3: finished articles and served accounts (what several hosts share; see protocol.py).
+    """
+    CREATE TABLE finished (
+        slug TEXT PRIMARY KEY,
+        engine TEXT NOT NULL DEFAULT '',
+        account TEXT NOT NULL DEFAULT '',
+        host TEXT NOT NULL DEFAULT '',
+        ts REAL NOT NULL DEFAULT 0,
+        document TEXT NOT NULL
+    );
+    CREATE TABLE served (
+        account TEXT NOT NULL, host TEXT NOT NULL, seen REAL NOT NULL, PRIMARY KEY (account, host)
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -26,6 +26,7 @@ from .protocol import (
     AlreadySent,
     ArticleRecord,
     Event,
+    Finished,
     Intent,
     Lease,
     LeaseLost,
@@ -33,6 +34,7 @@ from .protocol import (
     QuotaBlock,
     Send,
     SendCounts,
+    Served,
     StoreBusy,
     StoreError,
     Summary,
@@ -46,6 +48,7 @@ ARTICLE_COLUMNS = (
 )
 SEND_COLUMNS = "slug, turn, account, prompt_sha256, intent_at, pid, owner, sent_at, chat_url"
 EVENT_COLUMNS = "seq, ts, slug, event, pid, account, fields"
+FINISHED_COLUMNS = "slug, engine, account, host, ts"
 
 
 class SQLiteStore:
@@ -193,6 +196,23 @@ class SQLiteStore:
     def meta(self, key: str) -> str | None:
         rows = self._rows("SELECT value FROM meta WHERE key = ?", (key,))
         return rows[0][0] if rows else None
+
+    def finished(self, slugs: list[str] | None = None) -> dict[str, Finished]:
+        if slugs is None:
+            return {row[0]: Finished(*row) for row in self._rows(f"SELECT {FINISHED_COLUMNS} FROM finished")}
+        found: dict[str, Finished] = {}
+        for start in range(0, len(slugs), 500):  # SQLite's limit on bound values, well under
+            chunk = slugs[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            rows = self._rows(
+                f"SELECT {FINISHED_COLUMNS}, document FROM finished WHERE slug IN ({marks})", tuple(chunk)
+            )
+            found.update({row[0]: Finished(*row) for row in rows})
+        return found
+
+    def served(self) -> dict[str, Served]:
+        rows = self._rows("SELECT account, host, seen FROM served ORDER BY seen")
+        return {row[0]: Served(*row) for row in rows}  # the latest host of each account wins
 
     # -- leases (each its own transaction) -------------------------------------------------
 
@@ -343,6 +363,19 @@ class SQLiteStep:
             raise LeaseLost(
                 f"{slug}: the lease of {owner} expired or was taken over; stopping before any send"
             )
+
+    def put_finished(self, finished: Finished) -> bool:
+        cursor = self._conn.execute(
+            f"INSERT OR IGNORE INTO finished ({FINISHED_COLUMNS}, document) VALUES (?, ?, ?, ?, ?, ?)",
+            astuple(finished),
+        )
+        return cursor.rowcount == 1
+
+    def serve(self, host: str, accounts: list[str], now: float) -> None:
+        self._conn.executemany(
+            "INSERT OR REPLACE INTO served (account, host, seen) VALUES (?, ?, ?)",
+            [(account, host, now) for account in accounts],
+        )
 
     def claim_meta(self, key: str, value: str) -> bool:
         return (

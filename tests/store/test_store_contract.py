@@ -402,3 +402,36 @@ def test_prompt_checks_are_remembered_and_replaced(store):
         "a": PromptCheck("a", "7:8:9", "a.md: not UTF-8"),
         "b": PromptCheck("b", "4:5:6", "b.md: empty"),
     }
+
+
+def test_a_finished_article_is_recorded_once_and_listed_without_its_document(store):
+    from pipeline.store.protocol import Finished
+
+    first = Finished("alpha", "qwen", "a", "h1", 10.0, "+++\ntitle = 'A'\n+++\n\nbody\n")
+    with store.step() as step:
+        assert step.put_finished(first)
+    with store.step() as step:  # a second finish (another host's) changes nothing
+        assert not step.put_finished(Finished("alpha", "router", "", "h2", 11.0, "other"))
+    listed = store.finished()
+    assert listed == {"alpha": Finished("alpha", "qwen", "a", "h1", 10.0, "")}
+    assert store.finished(["alpha", "beta"]) == {"alpha": first}
+    assert store.finished([]) == {}
+
+
+def test_a_finished_article_cut_off_with_its_step_is_not_recorded(store):
+    from pipeline.store.protocol import Finished
+
+    with pytest.raises(RuntimeError), store.step() as step:
+        step.put_finished(Finished("alpha", "qwen", document="x"))
+        raise RuntimeError("killed")
+    assert store.finished() == {}
+
+
+def test_each_account_is_served_by_its_latest_host(store):
+    with store.step() as step:
+        step.serve("h1", ["a", "b"], 100.0)
+    with store.step() as step:
+        step.serve("h2", ["b"], 200.0)
+        step.serve("h1", ["a"], 150.0)
+    served = store.served()
+    assert {k: (v.host, v.seen) for k, v in served.items()} == {"a": ("h1", 150.0), "b": ("h2", 200.0)}

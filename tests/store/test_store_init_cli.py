@@ -8,6 +8,7 @@ from project_files import write_config
 from tests_cli_helpers import qwenpipe
 
 from pipeline.exitcodes import ExitCode
+from pipeline.store.pg_schema import SCHEMA_VERSION
 
 
 def _project(tmp_path, url: str):
@@ -20,9 +21,10 @@ def test_store_init_creates_the_schema_then_says_there_is_nothing_to_do(tmp_path
     project = _project(tmp_path, postgres_server.new_database())
     first = qwenpipe("store", "init", cwd=project)
     assert first.returncode == ExitCode.DONE, first.stderr
-    assert "no schema -> schema version 1" in first.stderr
+    assert f"no schema -> schema version {SCHEMA_VERSION}" in first.stderr
     again = qwenpipe("store", "init", cwd=project)
-    assert again.returncode == ExitCode.DONE and "already at schema version 1; nothing to do" in again.stderr
+    assert again.returncode == ExitCode.DONE
+    assert f"already at schema version {SCHEMA_VERSION}; nothing to do" in again.stderr
 
 
 def test_store_init_on_an_unreachable_server_is_try_later_in_one_line(tmp_path):
