@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import tomllib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -322,8 +323,25 @@ def check_copies(found: Findings, hosts, sim, slug, text, accepted, sender, rout
         ):
             found.problems.append(f"{slug} on {host.host_id}: no .md.url naming the chat {sender['chat_id']}")
     if len(set(copies.values())) > 1:
-        found.wrong.append(slug)
-        found.problems.append(f"{slug}: the hosts' copies differ ({sorted(copies)})")
+        if slug not in found.wrong:
+            found.wrong.append(slug)
+        found.problems.append(f"{slug}: the hosts' copies differ: {difference(copies)}")
+
+
+def difference(copies: dict[str, bytes]) -> str:
+    """Which front matter keys (or the body) differ between the hosts' copies of one article."""
+    parsed = {}
+    for host_id, raw in copies.items():
+        try:
+            head, body = raw.decode()[4:].split("\n+++\n", 1)
+            parsed[host_id] = {**tomllib.loads(head), "(body)": body.strip()}
+        except (ValueError, tomllib.TOMLDecodeError):
+            parsed[host_id] = {"(front matter)": "unreadable"}
+    keys = sorted({key for meta in parsed.values() for key in meta})
+    differing = [k for k in keys if len({repr(meta.get(k)) for meta in parsed.values()}) > 1]
+    return "; ".join(
+        f"{k}: " + ", ".join(f"{h}={m.get(k)!r}"[:80] for h, m in sorted(parsed.items())) for k in differing
+    )
 
 
 def check_status(found: Findings, hosts, prompts, taken, host_of) -> None:
