@@ -280,13 +280,13 @@ def wait_for(predicate, seconds: float, every: float = 0.02) -> bool:
 
 
 def holds_lease(url: str, host_id: str) -> bool:
-    """A lease row owned by this host (the owner token starts with its host_id)."""
+    """A live lease row owned by this host (an owner token is "host_id:pid:random")."""
     import psycopg
 
     with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
         row = conn.execute(
             "SELECT 1 FROM leases WHERE owner LIKE %s AND expires > extract(epoch from now())",
-            (host_id + "%",),
+            (host_id + ":%",),
         ).fetchone()
     return row is not None
 
