@@ -68,6 +68,7 @@ class HostTrial(Trial):
     rounds: int = 0
     done_twice: list[str] = field(default_factory=list)
     unreachable_runs: int = 0  # cycles run while the server was down (each must exit 3, send nothing)
+    no_url: list[str] = field(default_factory=list)  # hosts.Findings.no_url: noted, not a broken promise
 
 
 def run_trial(
@@ -112,7 +113,7 @@ def run_trial(
         routed = set(trial.slugs) if trial.quota else trial.router_slugs
         found = hosts.check_hosts(group, sim, url, trial.slugs, router_slugs=routed, affinity=False)
         trial.duplicates, trial.lost, trial.wrong = found.duplicates, found.lost, found.wrong
-        trial.done_twice = found.done_twice
+        trial.done_twice, trial.no_url = found.done_twice, found.no_url
         unsent = hosts.senders(sim, trial.slugs.values())
         trial.router_articles = sum(
             not unsent[trial.slugs[slug]] for slug in routed if slug not in found.lost
@@ -245,17 +246,16 @@ BREAK = {
 
 
 def heal(trial: HostTrial, group) -> None:
-    """Crash-free rounds until the whole batch is done and a round of cycles exits 0 everywhere
-    (a killed host's lease runs out meanwhile)."""
+    """Crash-free rounds until `status --json` says the whole batch is done (a killed host's
+    lease runs out meanwhile)."""
     deadline = time.monotonic() + CLEAN_DEADLINE
     while time.monotonic() < deadline:
         outcomes = hosts.cycle_round(group)
         judge(trial, outcomes, killed_ok=False)
         if any(o.code in (1, 2) or "Traceback" in o.stderr for o in outcomes):
             return
-        if all(o.code == 0 for o in outcomes) and finished(trial, group):
+        if finished(trial, group):
             return
-        time.sleep(0.2)
     trial.problems.append(f"not finished after {CLEAN_DEADLINE} s of crash-free rounds")
 
 
@@ -340,6 +340,7 @@ class HostSummary(Summary):
             ("articles done twice in the database", self.total("done_twice")),
             ("affinity violations", self.affinity_violations),
             ("articles wrong, incomplete or differing", self.total("wrong")),
+            ("finished articles without their .md.url on a host", self.total("no_url")),
             ("processes outliving a killed command", self.total("orphans")),
             ("trials with a broken promise", len(self.failed)),
             ("wall time (s)", round(self.seconds, 1)),
