@@ -355,6 +355,13 @@ class Store(Section):
         "a chat whose account no host served this long goes to the router",
     )
 
+    @property
+    def host(self) -> str:
+        """This host's name in the batch: host_id, else the machine's hostname."""
+        import socket
+
+        return self.host_id or socket.gethostname()
+
 
 SECTIONS: dict[str, type[Section]] = {
     "paths": Paths,

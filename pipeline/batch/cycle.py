@@ -31,10 +31,11 @@ from .. import files
 from ..accounts import all_accounts, several
 from ..config import Qwen
 from ..contract.article import ArticleState, make_private, read_chat_url
+from ..contract.hosts import Synced, chat_limits, serve, shared_batch, sync
 from ..contract.phases import Action, Facts, Limits, Phase, Reason, Record, decide, schedule, settled
 from ..contract.prompts import load_prompt
-from ..contract.quota import SendBudget, sends_today
-from ..contract.rotation import capacity, first_sends, sender_of, sender_problem, standings
+from ..contract.quota import SendBudget, host_accounts, sends_today
+from ..contract.rotation import capacity, first_sends, sender_of, standings
 from ..contract.step import Status, generate
 from ..contract.workspace import Engines, Workspace
 from ..engines.base import ChatEngine
@@ -62,6 +63,7 @@ class CycleReport:
     browser_used: bool = False
     browser_launches: int = 0
     seconds: float = 0.0
+    synced: Synced | None = None  # a shared batch: what the cycle's sync wrote first
 
     @property
     def in_progress(self) -> int:
@@ -140,6 +142,11 @@ def run_cycle(
             workspace, {"started": clock(), "pid": os.getpid(), **_logged_out_record(previous, None)}
         )
         workspace.journal.append("*", "cycle_start")
+        if shared_batch(workspace.config):  # this host's articles/ from the batch's rows first
+            report.synced = sync(workspace.store, workspace.articles_dir, workspace.config.store.host)
+            if report.synced.articles or report.synced.urls or report.synced.uploaded:
+                say(report.synced.line())
+            serve(workspace, clock(), again=True)
         views = scan(workspace.prompts_dir, workspace.articles_dir)
         attach_records(views, workspace.state_dir, workspace.store)
         polls, sends = plan(workspace, views, report, clock())
@@ -203,9 +210,10 @@ def plan(
         account_off=able.off,
     )
     senders = first_sends(workspace.store)
+    served = workspace.store.served() if shared_batch(workspace.config) else {}
     if not blocked:  # while the chat's quota is spent, "sending" means the router: no chat limits
         per_day = int(qwen.max_sends_per_day)
-        today = sends_today(workspace.journal, now) if per_day else 0
+        today = sends_today(workspace.journal, now, host_accounts(workspace.config)) if per_day else 0
         per_cycle = int(qwen.max_sends_per_cycle)
         limits = replace(limits, max_sends_per_day=per_day, sends_today=today, max_sends_per_cycle=per_cycle)
     polls, sends = [], []
@@ -221,8 +229,10 @@ def plan(
                     counted = replace(counted, account_off=ACCOUNTS_SPENT)
             facts_limits = counted
             if view.sent or view.sending:  # its chat is its sender's alone
-                sender = sender_of(view.files, senders.get(view.slug))
-                facts_limits = replace(counted, account_off=sender_problem(workspace, sender))
+                first = senders.get(view.slug)
+                sender = sender_of(view.files, first)
+                since = first.intent_at if first else now
+                facts_limits = chat_limits(workspace, counted, sender, since, now, served)
             decision = decide(Facts(view.seen, record, facts_limits, now, planning=True))
         if decision.replan:
             _replan(view, qwen, now)
@@ -259,6 +269,8 @@ REASON_BUCKETS = {
     Reason.QUOTA: "throttled",
     Reason.LIMIT: "throttled",
     Reason.ACCOUNT: "throttled",
+    Reason.ORPHANED: "throttled",
+    Reason.ELSEWHERE: "working",
     Reason.GENERATING: "generating",
 }
 

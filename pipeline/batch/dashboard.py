@@ -85,7 +85,7 @@ def cells(row: Row, now: float, *, compact: bool = False) -> tuple[str, ...]:
         row.slug,
         state,
         row.engine or "-",
-        row.account or "-",
+        f"{row.account or '-'}@{row.host}" if row.host else row.account or "-",  # a shared batch
         ago(row.age_seconds) if row.age_seconds is not None else "-",
         str(row.attempts),
         str(row.hard_failures),

@@ -204,6 +204,33 @@ def attach_records(views: list[ArticleView], state_dir: Path, store) -> None:
         view._state_problem = unsafe.get(view.slug, "")
 
 
+def overlay_batch(views: list[ArticleView], store, articles_dir: Path) -> dict[str, str]:
+    """A shared batch (several hosts): each view as the batch's rows say it is, whatever this
+    host's files show yet (finished, sent, or being sent on any host); views are added for the
+    batch's articles this host has no file of. Returns slug -> the host that sent or wrote it."""
+    from ..contract.hosts import host_of
+
+    by_slug = {view.slug: view for view in views}
+
+    def view(slug: str) -> ArticleView:
+        if slug not in by_slug:
+            by_slug[slug] = ArticleView(slug, ArticleFiles(slug, articles_dir))
+            views.append(by_slug[slug])
+        return by_slug[slug]
+
+    where: dict[str, str] = {}
+    for send in store.sends():
+        if send.turn == 1:
+            item = view(send.slug)
+            item.sent = item.sent or bool(send.chat_url)
+            item.sending = item.sending or not send.chat_url
+            where[send.slug] = host_of(send.owner)
+    for slug, finished in store.finished().items():
+        view(slug).done = True
+        where[slug] = where.get(slug) or finished.host
+    return where
+
+
 def unsafe_entries(folder: Path, suffix: str) -> dict[str, str]:
     """Slug -> problem for each entry NAME{suffix} of `folder` that is not a regular file (a
     link, a FIFO, a folder), from one listing: no file is opened or followed."""

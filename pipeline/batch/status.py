@@ -19,9 +19,10 @@ from pathlib import Path
 from .. import files
 from ..accounts import all_accounts
 from ..contract.article import ArticleState
+from ..contract.hosts import chat_limits, shared_batch
 from ..contract.phases import UNFINISHED, Limits, Phase, Record, phase_of
-from ..contract.quota import local_day_start
-from ..contract.rotation import capacity, first_sends, sender_of, sender_problem, standings
+from ..contract.quota import host_accounts, local_day_start, sends_today
+from ..contract.rotation import capacity, first_sends, sender_of, standings
 from ..contract.workspace import Workspace
 from ..errors import UsageProblem
 from ..store.protocol import Send, StoreBusy, Summary
@@ -55,6 +56,7 @@ class Row:
     turns: int | None = None  # multi-turn prompts: how many turns the prompt has
     path: str = ""
     account: str | None = None  # the chat account its chat is on (or was sent from)
+    host: str | None = None  # a shared batch: the host that sent its chat (or wrote it)
 
     def to_json(self) -> dict:
         return {
@@ -71,6 +73,7 @@ class Row:
             "turns": self.turns,
             "path": self.path,
             "account": self.account,
+            "host": self.host,
         }
 
 
@@ -172,7 +175,7 @@ def collect_accounts(workspace: Workspace, now: float) -> list[AccountLine]:
     """Every account, in config order, with its login, its sends today and its quota block."""
     from ..contract.rotation import standings
 
-    store = workspace.store if workspace.state_dir.exists() else None  # a reader creates no store
+    store = workspace.store if workspace.has_store else None  # a reader creates no store
     counts = store.send_counts(local_day_start(now)) if store else None
     found = standings(workspace, now, {}, replan=False) if store else None
     blocks = {s.account.name: s for s in found or ()}
@@ -277,7 +280,7 @@ def collect(
         raise UsageProblem(f"--sort {sort!r}: choose one of {', '.join(SORTS)}")
     files.check_folder(workspace.state_dir / "state")  # read nothing through a link of .qwenpipe
     # A project that never ran has no store: status, a reader, does not create one.
-    store = workspace.store if workspace.state_dir.exists() else None
+    store = workspace.store if workspace.has_store else None
     summaries = store.summaries() if store else {}
     able = capacity(standings(workspace, now, {}, replan=False)) if store else None  # never writes
     status = BatchStatus(
@@ -286,7 +289,7 @@ def collect(
         articles_dir=workspace.articles_dir,
         rows=[],
         totals=dict.fromkeys(STATES, 0),
-        sends_today=store.send_counts(local_day_start(now)).total if store else 0,
+        sends_today=sends_today(workspace.journal, now, host_accounts(workspace.config)) if store else 0,
         sends_limit=int(workspace.config.qwen.max_sends_per_day),
         quota_blocked_until=able.quota_until if able else None,
         quota_reason=able.quota_reason or None if able else None,
@@ -300,6 +303,9 @@ def collect(
         limits = replace(limits, account_off=able.off)
     senders = first_sends(store) if store else {}
     views = batch.scan(workspace.prompts_dir, workspace.articles_dir)
+    shared = store is not None and shared_batch(workspace.config)
+    hosts = batch.overlay_batch(views, store, workspace.articles_dir) if shared else {}
+    served = store.served() if shared else None
     batch.attach_records(views, workspace.state_dir, store)
     learned = batch.check_waiting_prompts(
         views, workspace.prompts_dir, store.prompt_checks() if store else None
@@ -307,9 +313,13 @@ def collect(
     if learned and store:
         remember_prompt_checks(store, learned)
     rows = [
-        build_row(view, summaries.get(view.slug), now, limits, places, workspace, senders.get(view.slug))
+        build_row(
+            view, summaries.get(view.slug), now, limits, places, workspace, senders.get(view.slug), served
+        )
         for view in views
     ]
+    for row in rows:
+        row.host = hosts.get(row.slug) or None
     for row in rows:
         status.totals[row.state] += 1
     status.invalid = [row.last_error or row.slug for row in rows if row.state == Phase.INVALID]
@@ -345,6 +355,7 @@ def build_row(
     places: Places,
     workspace: Workspace | None = None,
     first_send: Send | None = None,
+    served: dict | None = None,
 ) -> Row:
     """One article's row. Done articles are described by the store alone (no file read). Its
     account: the one its chat is on (its first send's, or its intent marker's)."""
@@ -379,7 +390,10 @@ def build_row(
         if phase is Phase.GENERATING:
             row.chat_url = chat_url or row.chat_url
         if row.account and workspace is not None and (view.sent or view.sending):
-            limits = replace(limits, account_off=sender_problem(workspace, row.account))
+            since = first_send.intent_at if first_send else now
+            limits = chat_limits(workspace, limits, row.account, since, now, served)
+            if limits.orphaned:  # said here before the next cycle's router takes it over
+                row.last_error = f"{limits.orphaned}; the router writes it next"
         elif view.sent or view.sending:
             limits = replace(limits, account_off="")
         row.state = state_of(view, state, journal.last_event, limits, now)
@@ -583,7 +597,7 @@ def collect_story(workspace: Workspace, slug: str, now: float | None = None) -> 
     return ArticleStory(
         row=row,
         files=found,
-        entries=list(workspace.journal.read(slug=slug)) if workspace.state_dir.exists() else [],
+        entries=list(workspace.journal.read(slug=slug)) if workspace.has_store else [],
     )
 
 

@@ -1,4 +1,5 @@
-"""`qwenpipe store init`: create or migrate the store's schema (store.url, else the SQLite file).
+"""`qwenpipe store init`: create or migrate the store's schema (store.url, else the SQLite file);
+`qwenpipe sync`: this host's articles/ from a shared batch's rows.
 
 Only this command migrates a PostgreSQL store: several hosts' cron jobs must not race a
 migration, and a host running an older qwenpipe must stop, not write an old shape (every other
@@ -8,6 +9,7 @@ command refuses another schema version with exit 2, naming this command).
 # No `from __future__ import annotations`: Typer reads these annotations at runtime.
 import typer
 
+from ..errors import UsageProblem
 from .common import ConfigOption, workspace_of
 
 
@@ -30,3 +32,21 @@ def register(app: typer.Typer) -> None:
             say(f"store {done.where}: {was} -> schema version {done.after}")
         else:
             say(f"store {done.where} (SQLite): at schema version {done.after} (it migrates itself on use)")
+
+    @app.command("sync")
+    def sync_command(ctx: typer.Context, config: ConfigOption = None) -> None:
+        """Write every finished article (and the .md.url of every sent one) of the batch several
+        hosts share into this host's articles/ (every cycle does it too)."""
+        from .. import files
+        from ..console import say
+        from ..contract.hosts import sync
+
+        workspace = workspace_of(ctx, config)
+        if not workspace.config.store.url:
+            raise UsageProblem(
+                "sync needs a batch several hosts share: set [store] url in "
+                f"{workspace.config.describe()} (on one machine, articles/ is already the record)"
+            )
+        files.ensure_folder(workspace.articles_dir)
+        done = sync(workspace.store, workspace.articles_dir, workspace.config.store.host)
+        say(done.line())

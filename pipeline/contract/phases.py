@@ -66,6 +66,8 @@ class Reason(StrEnum):
     LIMIT = "limit"  # our send limit: `why` names it (qwen.max_sends_per_day or _per_cycle)
     ACCOUNT = "account"  # its chat account may not go on (disabled, removed), or no account may
     # send: `why` says which, with the fix
+    ELSEWHERE = "elsewhere"  # its chat's account is another host's (a shared batch): that host goes on
+    ORPHANED = "orphaned"  # its chat's account has had no host for store.orphan_hours: the router
     ASKED = "asked"  # --engine router
     HARD = "hard"  # the chat failed hard in this step
 
@@ -135,6 +137,8 @@ class Limits:
     poll_interval: float = 60.0
     max_attempts: int = 5
     account_off: str = ""  # why the article's account (a new send: every account) may not go on
+    elsewhere: str = ""  # a shared batch: its chat's account is another host's (which, said here)
+    orphaned: str = ""  # a shared batch: no host served its chat's account for store.orphan_hours
 
     @property
     def sends_stopped(self) -> bool:
@@ -274,6 +278,11 @@ def decide(facts: Facts) -> Decision:
         return Decision(phase, Action.DEAD_LETTER if last else Action.FAIL, Reason.HARD, why=why)
     if limits.engine == "router":
         return Decision(phase, Action.FALL_BACK, Reason.ASKED, why="asked for the router (--engine router)")
+    if limits.orphaned and (f.sent or f.sending):  # no host has its account any more
+        action = Action.FALL_BACK if limits.engine == "auto" and limits.router else Action.WAIT
+        return Decision(phase, action, Reason.ORPHANED, why=limits.orphaned)
+    if limits.elsewhere and (f.sent or f.sending):  # the host with its account goes on with it
+        return Decision(phase, Action.WAIT, Reason.ELSEWHERE, why=limits.elsewhere)
     if limits.account_off and (f.sent or f.sending):  # its chat is its account's alone: it waits
         return Decision(phase, Action.WAIT, Reason.ACCOUNT, why=limits.account_off)
     if f.sent and facts.next_turn:

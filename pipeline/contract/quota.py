@@ -114,7 +114,19 @@ def local_day_start(now: float) -> float:
     )
 
 
-def sends_today(journal: Journal, now: float) -> int:
+def sends_today(journal: Journal, now: float, accounts: list[str] | None = None) -> int:
     """Prompts sent to the chat since local midnight: each `sending` step that may have reached
-    it (one the engine proved unsent, an `unsent` step, does not count): one query of the store."""
-    return journal.store.send_counts(local_day_start(now)).total
+    it (one the engine proved unsent, an `unsent` step, does not count): one query of the store.
+    `accounts`: only theirs (a batch several hosts share: qwen.max_sends_per_day is this host's)."""
+    counts = journal.store.send_counts(local_day_start(now))
+    return counts.total if accounts is None else sum(counts.of(name) for name in accounts)
+
+
+def host_accounts(config) -> list[str] | None:
+    """The accounts whose sends this host's qwen.max_sends_per_day counts: its own in a shared
+    batch (other hosts' sends are theirs), None (every send) on one machine."""
+    if not config.store.url:
+        return None
+    from ..accounts import all_accounts
+
+    return [account.name for account in all_accounts(config)]

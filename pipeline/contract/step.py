@@ -40,7 +40,8 @@ from ..engines.base import (
 from ..errors import UsageProblem
 from ..files import FileLock, LockBusy
 from ..redact import mask, mask_data
-from ..store.protocol import DEFAULT_ACCOUNT, Intent, StoreBusy
+from ..store.protocol import DEFAULT_ACCOUNT, AlreadySent, Finished, Intent, LeaseLost, StoreBusy
+from . import hosts
 from .article import ArticleFiles, ArticleState, read_chat_url
 from .checks import Verdict, check_answer, count_words
 from .phases import (
@@ -59,9 +60,9 @@ from .phases import (
     decide,
 )
 from .prompts import PROMPT_QWEN_KEYS, Prompt, check_slug, load_prompt
-from .quota import SendBudget, sends_today
+from .quota import SendBudget, host_accounts, sends_today
 from .render import article_body, render_article
-from .rotation import capacity, sender_of, sender_problem, standings
+from .rotation import capacity, sender_of, standings
 from .workspace import Engines, Workspace
 
 ENGINE_CHOICES = ("auto", "qwen", "router")
@@ -138,7 +139,20 @@ def generate(
         return Outcome(
             Status.WORKING, slug, f"{slug} is in progress elsewhere ({busy.owner})", reason="locked"
         )
+    lease = None
     try:
+        if hosts.shared_batch(workspace.config):  # the batch's rows first; then this host's lease
+            store, host = workspace.store, workspace.config.store.host
+            hosts.sync_article(store, article, host)
+            if article.md.exists():
+                return Outcome(Status.DONE, slug, f"{article.md} is already done (from the batch)")
+            lease = hosts.ArticleLease(store, slug, host, workspace.config.store.lease_seconds, clock)
+            holder = lease.claim()
+            if holder:
+                lease = None
+                where = hosts.host_of(holder) or holder
+                return Outcome(Status.WORKING, slug, f"{slug} is in progress on {where}", reason="locked")
+            hosts.serve(workspace, clock())
         step = Step(
             workspace,
             article,
@@ -150,11 +164,16 @@ def generate(
             clock=clock,
             budget=budget,
             account=account,
+            lease=lease,
         )
         return step.run()
     except StoreBusy as busy:  # nothing of the step was written, nothing sent after it: try later
         return Outcome(Status.WORKING, slug, f"{slug}: {busy}", reason="store_busy")
+    except LeaseLost as lost:  # another host took the article over while this one was stopped
+        return Outcome(Status.WORKING, slug, str(lost), reason="locked")
     finally:
+        if lease is not None:
+            lease.release()
         lock.release()
 
 
@@ -174,8 +193,10 @@ class Step:
         clock: Callable[[], float],
         budget: SendBudget | None = None,
         account: str | None = None,
+        lease: hosts.ArticleLease | None = None,
     ):
         self.ws, self.article, self.prompt, self.engines = workspace, article, prompt, engines
+        self.lease = lease  # a shared batch: this host's lease on the article (checked before a send)
         self.wait, self.choice, self.say, self.clock = wait, choice, say, clock
         self.budget = budget
         self.qwen = workspace.config.qwen
@@ -188,6 +209,7 @@ class Step:
         self.only: tuple[str, ...] = (account,) if account else ()
         self.chosen: str | None = None  # the account rotation chose for the send being decided
         self.account = ""  # the account the article's chat is on, once known
+        self.first_send = None  # its first send in the store, once read (sender())
 
     # -- the steps ---------------------------------------------------------------------------
 
@@ -227,7 +249,9 @@ class Step:
         if wants_send and not (done or dead):
             limits = self.send_limits(limits, now, budget_spent, (self.sender(),) if next_turn else self.only)
         if (seen.sent or seen.sending) and not (done or dead):  # its chat is its account's alone
-            limits = replace(limits, account_off=sender_problem(self.ws, self.sender()))
+            sender = self.sender()
+            since = self.first_send.intent_at if self.first_send else now
+            limits = hosts.chat_limits(self.ws, limits, sender, since, now)
         record = Record.of(self.state)
         return decide(Facts(seen, record, limits, now, wait=self.wait, next_turn=next_turn, failure=failure))
 
@@ -247,7 +271,7 @@ class Step:
         return replace(
             limits,
             max_sends_per_day=per_day,
-            sends_today=sends_today(self.ws.journal, now) if per_day else 0,
+            sends_today=sends_today(self.ws.journal, now, host_accounts(self.ws.config)) if per_day else 0,
             max_sends_per_cycle=budget.limit if budget else 0,
             cycle_sends=budget.limit if budget and budget_spent else (budget.used if budget else 0),
         )
@@ -268,6 +292,8 @@ class Step:
                 f"run `qwenpipe replay {self.slug}` to try again",
             )
         if action is Action.FALL_BACK:
+            if decision.reason is Reason.ORPHANED:
+                return self.fallback(f"{decision.why}: {hosts.ORPHAN_NOTE}", chat_error=None)
             if decision.reason is Reason.QUOTA:
                 why = f"the chat's daily quota is spent until {_clock(decision.until)} ({decision.why})"
                 return self.fallback(why, chat_error=None)
@@ -292,7 +318,7 @@ class Step:
             message = f"{self.slug}: retrying after {_clock(until)} (last error: {self.state.last_error})"
         elif reason is Reason.SPACING:
             message = f"{self.slug}: generating; next look in {until - self.clock():.0f} s"
-        elif reason is Reason.ACCOUNT:
+        elif reason in (Reason.ACCOUNT, Reason.ELSEWHERE, Reason.ORPHANED):
             message = f"{self.slug}: waits: {decision.why}"
         elif reason is Reason.QUOTA:
             spent = f"spent until {_clock(until)}; no fallback"
@@ -320,9 +346,7 @@ class Step:
         chat = self.engines.chat(account)
         chat.prepare()  # a busy or missing browser stops us before the marker
         now = self.clock()
-        with self.ws.store.step() as step:  # the account is recorded with the send, before the click
-            step.forget_sends(self.slug)  # an earlier send whose files were deleted, or in doubt
-            step.record_intent(self.slug, Intent(1, now, self.prompt.sha256, account, os.getpid()))
+        self.record_intent(1, account, now)
         # What recovery needs to tell this send's chat from any other: see adoptable_chat.
         marker = {"time": now, "pid": os.getpid(), "prompt_sha256": self.prompt.sha256, "account": account}
         files.atomic_write(self.article.sending, json.dumps(marker) + "\n")
@@ -335,6 +359,8 @@ class Step:
         )
         self.say(f"{self.slug}: sending the prompt to the chat (account {account})")
         started = time.monotonic()
+        if self.lease is not None:
+            self.lease.check()  # still ours just before the click (a host paused past its lease)
         crashpoint("before_send")
         try:
             url = chat.send(self.prompt.turns[0], self.chat_choice())
@@ -365,6 +391,20 @@ class Step:
         return self.outcome(
             Status.QUEUED, f"{self.slug}: sent, the chat is {url} (account {account})", sent=True
         )
+
+    def record_intent(self, turn: int, account: str, now: float) -> None:
+        """Record in the store that `turn` is about to be sent from `account`, before the click:
+        the store refuses a second send of a turn (AlreadySent). In a shared batch the lease is
+        checked in the same transaction, so a host that lost it records nothing and sends nothing."""
+        owner = self.lease.owner if self.lease is not None else ""
+        with self.ws.store.step() as step:
+            if self.lease is not None:
+                self.lease.check(step)
+            if turn == 1 and self.lease is None:
+                step.forget_sends(self.slug)  # an earlier send whose files were deleted, or in doubt
+            else:  # only an intent that never got its URL (in doubt: the chat said it never arrived)
+                step.withdraw_intent(self.slug, turn)
+            step.record_intent(self.slug, Intent(turn, now, self.prompt.sha256, account, os.getpid(), owner))
 
     def may_rotate(self) -> bool:
         """Whether a refused first send may go to another account: there are several, and not
@@ -399,7 +439,8 @@ class Step:
         """The account that took (or was about to take) the article's prompt (rotation.sender_of)."""
         if not self.account:
             first = [s for s in self.ws.store.sends(self.slug) if s.turn == 1]
-            self.account = sender_of(self.article, first[0] if first else None)
+            self.first_send = first[0] if first else None
+            self.account = sender_of(self.article, self.first_send)
         return self.account
 
     def unsent(self, err: EngineError, **fields: object) -> None:
@@ -426,6 +467,8 @@ class Step:
             return None
         marker = read_marker(self.article.sending)
         others = chats_of_other_articles(self.article)
+        if self.lease is not None:  # a shared batch: every host's sent chats are other articles' too
+            others.update(chats_in_batch(self.ws.store, self.slug))
         url, why = adoptable_chat(found, marker, self.prompt.sha256, others, account)
         if url is None:
             self.log("recovery_in_doubt", engine="qwen", account=account, reason=why)
@@ -447,11 +490,13 @@ class Step:
         recorded by an older version (or none at all) gets the marker's account and time."""
         sends = [s for s in self.ws.store.sends(self.slug) if s.turn == 1]
         since = marker.get("time") if marker else None
+        owner = self.lease.owner if self.lease is not None else ""
         with self.ws.store.step() as step:
             if not sends or sends[0].account != self.account or sends[0].chat_url not in ("", url):
                 step.forget_sends(self.slug)
                 when = float(since) if isinstance(since, (int, float)) else self.clock()
-                step.record_intent(self.slug, Intent(1, when, self.prompt.sha256, self.account, os.getpid()))
+                intent = Intent(1, when, self.prompt.sha256, self.account, os.getpid(), owner)
+                step.record_intent(self.slug, intent)
             step.record_sent(self.slug, 1, url, self.clock())
 
     def poll(self) -> Outcome:
@@ -547,16 +592,31 @@ class Step:
         if decision.action is not Action.SEND:
             return self.carry_out(decision, f"turn {number}")
         total = len(self.prompt.turns)
+        try:
+            self.record_intent(number, self.account, self.clock())
+        except AlreadySent as sent:  # recorded sent, and the chat does not show it yet
+            return self.outcome(
+                Status.WORKING,
+                f"{self.slug}: turn {number} of {total} was sent at {_clock(sent.send.intent_at)}; "
+                "the chat does not show it yet",
+                reason="generating",
+            )
         self.log("sending", engine="qwen", account=self.account, turn=number, chat_url=self.chat_url)
         self.say(f"{self.slug}: sending turn {number} of {total}")
         started = time.monotonic()
+        if self.lease is not None:
+            self.lease.check()
         try:
             self.engines.chat(self.account).send_turn(self.chat_url, self.prompt.turns[number - 1])
         except EngineError as err:
             if err.nothing_sent:
+                with self.ws.store.step() as step:
+                    step.withdraw_intent(self.slug, number)
                 self.unsent(err, turn=number)
             raise
         crashpoint("after_send")
+        with self.ws.store.step() as step:
+            step.record_sent(self.slug, number, self.chat_url, self.clock())
         self.state.turn, self.state.progress, self.state.last_poll = (
             number,
             f"turn {number} of {total}: sent",
@@ -613,6 +673,8 @@ class Step:
             sent_sha256=self.state.sent_sha256 if edited else None,
             account=self.sender() if answer.engine == "qwen" else "",
         )
+        if self.lease is not None:  # the batch's record first; this host's file from it
+            document = self.record_finished(answer, document)
         files.atomic_write(self.article.md, document, mode=files.SHARED, crash_at="mid_article")
         files.remove(self.article.sending)
         self.state.engine, self.state.progress, self.state.attempts = answer.engine, "done", 0
@@ -639,6 +701,17 @@ class Step:
             f"{self.slug}: wrote {self.article.md} ({words} words, {answer.engine})",
             engine=answer.engine,
         )
+
+    def record_finished(self, answer: Answer, document: str) -> str:
+        """The finished article as a row of the shared batch; the document to write (the batch's
+        own, when another host finished it first)."""
+        account = self.sender() if answer.engine == "qwen" else ""
+        row = Finished(self.slug, answer.engine, account, self.ws.config.store.host, self.clock(), document)
+        with self.ws.store.step() as step:
+            if step.put_finished(row):
+                return document
+        kept = self.ws.store.finished([self.slug]).get(self.slug)
+        return kept.document if kept else document
 
     def edited_since_sent(self, answer: Answer) -> bool:
         """A one-turn prompt changed since the chat got it: the chat's answer is to the old text.
@@ -877,6 +950,15 @@ def chats_of_other_articles(article: ArticleFiles) -> dict[str, str]:
         for line in text.split():
             named[urlparse(line).path.rstrip("/")] = entry.name[: -len(".md.url")]
     return named
+
+
+def chats_in_batch(store, slug: str) -> dict[str, str]:
+    """Chat path -> slug for every other article's sent chat in a shared batch's store."""
+    return {
+        urlparse(send.chat_url).path.rstrip("/"): send.slug
+        for send in store.sends()
+        if send.chat_url and send.slug != slug
+    }
 
 
 def adoptable_chat(

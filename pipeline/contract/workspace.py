@@ -26,6 +26,10 @@ class Workspace:
         # Known before anything is read or written, so every sink masks the key, even in a
         # command that never talks to the router (status, show).
         router_key(self.config.router.as_dict())
+        if self.config.store.url:  # a batch several hosts share: its store is the server's
+            from ..store import use_server
+
+            use_server(self.state_dir, self.config.store.url, self.config.store.host)
 
     @property
     def prompts_dir(self) -> Path:
@@ -49,6 +53,11 @@ class Workspace:
         from ..store import shared
 
         return shared(self.state_dir)
+
+    @property
+    def has_store(self) -> bool:
+        """Whether there is a store to read (a reader creates none): a shared batch's always."""
+        return bool(self.config.store.url) or self.state_dir.exists()
 
     @property
     def chat_quota(self) -> ChatQuota:

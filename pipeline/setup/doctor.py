@@ -141,6 +141,7 @@ def run_doctor(
     check_router(report, config)
     check_prompts(report, config)
     check_articles(report, config)
+    check_store(report, config, now)
     return report
 
 
@@ -314,6 +315,40 @@ def check_articles(report: Report, config: Config) -> None:
         report.add("articles", OK, f"{folder} will be created on the first run ({existing} is writable)")
     else:
         report.add("articles", OK, f"{folder} is writable")
+
+
+def check_store(report: Report, config: Config, now: float) -> None:
+    """A batch several hosts share: its server is reachable, at this qwenpipe's schema, and no
+    other host serves this host's accounts (an account name means one login everywhere)."""
+    if not config.store.url:
+        return
+    from ..store.postgres import PostgresStore, shown_url
+    from ..store.protocol import StoreError
+
+    host = config.store.host
+    try:
+        with PostgresStore(config.store.url, host=host) as store:
+            served = store.served()
+    except StoreError as err:
+        fix = "run `qwenpipe store init`" if "store init" in str(err) else "check store.url and the server"
+        report.add("store", FAIL, str(err), fix)
+        return
+    mine = {a.name for a in all_accounts(config) if a.enabled}
+    others = sorted(
+        f"{s.account} (host {s.host})"
+        for s in served.values()
+        if s.account in mine and s.host != host and now - s.seen < config.store.lease_seconds * 4
+    )
+    detail = f"{shown_url(config.store.url)}: reachable, schema current; this host is {host}"
+    if others:
+        report.add(
+            "store",
+            WARN,
+            f"{detail}; another host serves this host's accounts lately: {', '.join(others)}",
+            "give each host's accounts their own names (or store.host_id must differ per host)",
+        )
+    else:
+        report.add("store", OK, detail)
 
 
 def _mode(path: Path) -> int:

@@ -56,15 +56,33 @@ def open_store(state_dir: Path) -> Store:
 
 _OPEN: dict[str, Store] = {}
 KEEP_OPEN = 8  # stores a process keeps open (a long-lived process may see many workspaces)
+_SERVERS: dict[str, tuple[str, str]] = {}  # state_dir -> (store.url, host) of a shared batch
+
+
+def use_server(state_dir: Path, url: str, host: str) -> None:
+    """The batch of `state_dir` lives in the PostgreSQL store at `url` ([store] url), this
+    host named `host`: `shared` opens that store for it instead of the SQLite file."""
+    key = str(state_dir)
+    if _SERVERS.get(key) != (url, host):
+        _SERVERS[key] = (url, host)
+        stale = _OPEN.pop(key, None)
+        if stale is not None:
+            stale.close()
 
 
 def shared(state_dir: Path) -> Store:
     """The process's one open store of `state_dir`, opened on first use (every reader and writer
-    of a workspace shares it: one connection, one import check). SQLiteStore is thread-safe."""
+    of a workspace shares it: one connection, one import check). Both stores are thread-safe."""
     key = str(state_dir)
     store = _OPEN.get(key)
     if store is None:
-        store = _OPEN[key] = open_store(Path(state_dir))
+        server = _SERVERS.get(key)
+        if server is not None:
+            from .postgres import PostgresStore
+
+            store = _OPEN[key] = PostgresStore.open(server[0], host=server[1])
+        else:
+            store = _OPEN[key] = open_store(Path(state_dir))
         while len(_OPEN) > KEEP_OPEN:
             _OPEN.pop(next(iter(_OPEN))).close()
     return store

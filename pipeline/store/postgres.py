@@ -83,8 +83,10 @@ class PostgresStore:
         busy_timeout: float = BUSY_TIMEOUT,
         migrate: bool = False,
         check: bool = True,
+        host: str = "",
     ):
         self.url, self.batch, self.busy_timeout = url, batch, busy_timeout
+        self.host = host  # this host's name: every event it appends says it
         self.where = f"store {shown_url(url)}"
         self._lock = threading.RLock()
         self._conn: Any = None
@@ -156,7 +158,8 @@ class PostgresStore:
         if isinstance(err, psycopg.OperationalError) or self._conn is None or self._conn.broken:
             self._drop()
             return StoreUnreachable(
-                f"{self.where}: unreachable ({text}); nothing was sent; the next run reconnects"
+                f"store unreachable: {shown_url(self.url)} ({text}); nothing was sent; "
+                "the next run reconnects"
             )
         return StoreError(f"{self.where}: {text}")
 
@@ -169,7 +172,7 @@ class PostgresStore:
             try:
                 with conn.transaction():
                     conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.batch,))
-                    yield PostgresStep(conn, self.batch)
+                    yield PostgresStep(conn, self.batch, self.host)
             except BaseException as err:
                 if _is_psycopg(err):
                     raise self._error(err) from None
@@ -337,8 +340,8 @@ class PostgresStore:
 class PostgresStep:
     """The writes of one `PostgresStore.step()` transaction (the batch's advisory lock held)."""
 
-    def __init__(self, conn: Any, batch: str):
-        self._conn, self._batch = conn, batch
+    def __init__(self, conn: Any, batch: str, host: str = ""):
+        self._conn, self._batch, self._host = conn, batch, host
 
     def batched(self, *params: Any) -> tuple:
         return (self._batch, *params)
@@ -349,12 +352,13 @@ class PostgresStep:
         return cursor.rowcount == 1
 
     def append(self, event: Event) -> int:
+        fields = dict(event.fields)
+        if self._host:
+            fields.setdefault("host", self._host)
         row = self._conn.execute(
             "INSERT INTO events (batch, ts, slug, event, pid, account, fields) "
             "VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING seq",
-            self.batched(
-                event.ts, event.slug, event.event, event.pid, event.account, dumps(dict(event.fields))
-            ),
+            self.batched(event.ts, event.slug, event.event, event.pid, event.account, dumps(fields)),
         ).fetchone()
         self._summarize(event)
         return int(row[0])

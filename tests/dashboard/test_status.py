@@ -35,6 +35,7 @@ ROW_FIELDS = [
     "turns",
     "path",
     "account",
+    "host",
 ]
 TOP_FIELDS = [
     "schema",

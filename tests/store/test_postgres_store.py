@@ -108,3 +108,30 @@ def test_a_batch_held_past_the_busy_timeout_is_busy_not_a_hang(url):
     assert [e.slug for e in holder.events()] == []
     holder.close()
     waiter.close()
+
+
+def test_doctor_checks_the_shared_store_schema_and_whose_accounts_another_host_serves(
+    tmp_path, postgres_server
+):
+    import time
+
+    from project_files import write_config
+
+    from pipeline.config import load
+    from pipeline.setup.doctor import Report, check_store
+
+    url = postgres_server.new_database()
+    (tmp_path / "prompts").mkdir()
+    write_config(tmp_path, f'[store]\nurl = "{url}"\nhost_id = "h1"\n[accounts.a]\n')
+    config = load(str(tmp_path / "config.toml"))
+    report = Report("test")
+    check_store(report, config, time.time())
+    (check,) = report.checks
+    assert check.status == "fail" and "qwenpipe store init" in check.detail + check.fix
+    PostgresStore.init(url)
+    with PostgresStore(url) as store, store.step() as step:
+        step.serve("h2", ["a"], time.time())
+    report = Report("test")
+    check_store(report, config, time.time())
+    (check,) = report.checks
+    assert check.status == "warn" and "a (host h2)" in check.detail, check.detail

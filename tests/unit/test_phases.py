@@ -109,6 +109,20 @@ ROWS = [
      {"failure": Failure.ALL}, (Phase.FAILED, Action.FAIL, Reason.HARD, None)),
     ("every engine failed the max_attempts-th time: dead-letter", SENT, Record(hard_failures=4), ROUTER,
      {"failure": Failure.ALL}, (Phase.FAILED, Action.DEAD_LETTER, Reason.HARD, None)),
+    ("a shared batch: its chat is another host's account: wait for that host", SENT, Record(),
+     Limits(router=True, elsewhere="account b, host h2"), {},
+     (Phase.GENERATING, Action.WAIT, Reason.ELSEWHERE, None)),
+    ("... even with a send marker only", MARKER, Record(), Limits(elsewhere="account b, host h2"), {},
+     (Phase.SENDING, Action.WAIT, Reason.ELSEWHERE, None)),
+    ("... a new send is anyone's", PENDING, Record(), Limits(elsewhere="account b, host h2"), {},
+     (Phase.PENDING, Action.SEND, Reason.NONE, None)),
+    ("its account has had no host for orphan_hours: the router", SENT, Record(),
+     Limits(router=True, orphaned="no host"), {},
+     (Phase.GENERATING, Action.FALL_BACK, Reason.ORPHANED, None)),
+    ("... no router: it waits, saying why", SENT, Record(), Limits(router=False, orphaned="no host"), {},
+     (Phase.GENERATING, Action.WAIT, Reason.ORPHANED, None)),
+    ("... --engine qwen: it waits", SENT, Record(), Limits(router=True, engine="qwen", orphaned="no host"),
+     {}, (Phase.GENERATING, Action.WAIT, Reason.ORPHANED, None)),
 ]  # fmt: skip
 
 
@@ -178,3 +192,36 @@ def test_the_files_alone_settle_only_what_no_step_moves():
         decision = settled(files)
         assert decision is not None and (decision.phase, decision.action) == (phase, Action.NOTHING)
     assert all(settled(files) is None for files in (PENDING, SENT, MARKER))
+
+
+def test_a_shared_batch_tells_this_hosts_accounts_from_another_hosts_and_from_orphans(tmp_path):
+    """hosts.chat_limits: the facts decide gets about whose chat it is (no server needed: the
+    served accounts are given)."""
+    from project_files import write_config
+
+    from pipeline.config import load
+    from pipeline.contract.hosts import chat_limits
+    from pipeline.contract.workspace import Workspace
+    from pipeline.store.protocol import Served
+
+    (tmp_path / "prompts").mkdir()
+    write_config(
+        tmp_path,
+        '[store]\nurl = "postgresql://q@127.0.0.1:9/db"\nhost_id = "h1"\norphan_hours = 2\n'
+        "[accounts.a]\n[accounts.off]\nenabled = false\n",
+    )
+    ws = Workspace(load(str(tmp_path / "config.toml")))
+    served = {"b": Served("b", "h2", NOW - 3600), "old": Served("old", "h3", NOW - 3 * 3600)}
+    limits = Limits()
+    mine = chat_limits(ws, limits, "a", NOW - DAY, NOW, served)
+    assert (mine.elsewhere, mine.orphaned, mine.account_off) == ("", "", "")
+    assert "disabled" in chat_limits(ws, limits, "off", NOW, NOW, served).account_off
+    other = chat_limits(ws, limits, "b", NOW - DAY, NOW, served)
+    assert other.elsewhere == "its chat is on account b, which host h2 serves" and not other.orphaned
+    gone = chat_limits(ws, limits, "old", NOW - DAY, NOW, served)
+    assert "account old has not been served for store.orphan_hours = 2 h (last: host h3, 3.0 h ago)" in (
+        gone.orphaned
+    )
+    fresh = chat_limits(ws, limits, "new", NOW - 60, NOW, served)  # never served: counts from its send
+    assert fresh.elsewhere and not fresh.orphaned
+    assert chat_limits(ws, limits, "new", NOW - 3 * 3600, NOW, served).orphaned

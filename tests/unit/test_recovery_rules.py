@@ -266,3 +266,16 @@ def test_adoptable_chat_rules():
     assert adoptable_chat([mine], {**marker, "account": "work"}, "h", {})[0] is None
     assert adoptable_chat([mine], {"time": True, "prompt_sha256": "h"}, "h", {})[0] is None
     assert adoptable_chat([mine], None, "h", {})[0] is None
+
+
+def test_a_hosts_daily_count_is_its_own_accounts_sends_only(workspace):
+    """A batch several hosts share counts every host's sends; qwen.max_sends_per_day of one host
+    counts its own accounts' (quota.host_accounts gives them; None on one machine: every send)."""
+    from pipeline.contract.quota import host_accounts, sends_today
+
+    for account in ("a", "a", "b"):
+        workspace.journal.append("tea", "sending", engine="qwen", account=account)
+    now = time.time()
+    assert sends_today(workspace.journal, now) == 3
+    assert sends_today(workspace.journal, now, ["a"]) == 2 and sends_today(workspace.journal, now, []) == 0
+    assert host_accounts(workspace.config) is None

@@ -1,0 +1,290 @@
+"""Several hosts over one batch: the PostgreSQL store is the record, each host's files its face.
+
+With `[store] url` set, what one machine's files prove is proved by rows instead: the intent
+(before the click), the chat URL (right after) and the finished article. Each host writes its
+own `articles/` from those rows (`sync`), so cron scripts and Hugo keep reading files.
+
+- Leases, not locks: a host claims an article with a lease (owner token: host, pid, random),
+  renews it in the background every lease_seconds/3, checks it inside the transaction that
+  records a send's intent and again just before the click, and releases it with its token. A
+  host paused past its lease finds it lost and stops before any send.
+- Affinity: a chat is looked at only by a host that has the account that sent it. An account no
+  host has served for `orphan_hours` sends its in-flight articles to the router.
+
+Hosts' clocks must agree to within a few seconds (NTP): lease times are each host's clock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from .. import files
+from ..store.protocol import Finished, LeaseLost, Send, Served, StoreError
+from .article import ArticleFiles
+from .phases import Limits
+
+ORPHAN_NOTE = "the router writes it"
+
+
+def shared_batch(config) -> bool:
+    """Whether this workspace's batch is shared by several hosts (a PostgreSQL store)."""
+    return bool(config.store.url)
+
+
+def owner_token(host: str) -> str:
+    """A lease owner: this host, this process, and a random part (a pid is reused)."""
+    return f"{host}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+def host_of(owner: str) -> str:
+    """The host part of an owner token ("" for a send recorded on one machine)."""
+    return owner.rsplit(":", 2)[0] if owner.count(":") >= 2 else ""
+
+
+class ArticleLease:
+    """This process's lease on one article, renewed in the background while it works on it."""
+
+    def __init__(self, store, slug: str, host: str, seconds: float, clock: Callable[[], float] = time.time):
+        self.store, self.slug, self.seconds, self.clock = store, slug, float(seconds), clock
+        self.owner = owner_token(host)
+        self.lost = ""  # why the lease is lost ("" while held)
+        self._renewed = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def claim(self) -> str:
+        """Take the lease: "" when it is ours, else who holds it (the caller steps aside)."""
+        now = self.clock()
+        if self.store.claim_lease(self.slug, self.owner, self.seconds, now):
+            self._thread = threading.Thread(target=self._renew, name=f"lease {self.slug}", daemon=True)
+            self._thread.start()
+            return ""
+        held = self.store.lease(self.slug, now)
+        return held.owner if held else "another host"
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.seconds / 3):
+            try:
+                kept = self.store.renew_lease(self.slug, self.owner, self.seconds, self.clock())
+            except StoreError as err:  # unreachable: the lease runs out unless renewed in time
+                if self.clock() >= self._expiry_guess():
+                    self.lost = f"the lease could not be renewed ({err})"
+                    return
+                continue
+            if not kept:
+                self.lost = "the lease expired or was taken over"
+                return
+            self._renewed = self.clock()
+
+    def _expiry_guess(self) -> float:
+        return (self._renewed or self.clock()) + self.seconds
+
+    def check(self, step=None) -> None:
+        """LeaseLost unless the lease is still ours: inside `step` (the intent's transaction), or
+        by a read of the store (just before the click)."""
+        if self.lost:
+            raise LeaseLost(f"{self.slug}: {self.lost}; stopping before any send")
+        if step is not None:
+            step.check_lease(self.slug, self.owner, self.clock())
+            return
+        held = self.store.lease(self.slug, self.clock())
+        if held is None or held.owner != self.owner:
+            raise LeaseLost(f"{self.slug}: the lease of {self.owner} was lost; stopping before any send")
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            try:
+                self.store.release_lease(self.slug, self.owner)
+            except StoreError:
+                pass  # it expires on its own; only our token could release it anyway
+
+
+# -- this host's face: files written from the batch's rows --------------------------------------
+
+
+@dataclass
+class Synced:
+    """What `sync` wrote into this host's articles/ (and gave the batch from it)."""
+
+    articles: int = 0  # SLUG.md written from finished rows
+    urls: int = 0  # SLUG.md.url written from sent chats
+    markers: int = 0  # SLUG.md.sending written from intents without a URL yet
+    uploaded: int = 0  # this host's finished or sent articles the batch did not have
+
+    def line(self) -> str:
+        parts = [f"{self.articles} article(s)", f"{self.urls} chat URL(s)"]
+        if self.markers:
+            parts.append(f"{self.markers} send(s) in progress")
+        text = f"sync: wrote {', '.join(parts)} from the batch"
+        return text + (f"; gave it {self.uploaded} of this host's" if self.uploaded else "")
+
+
+def write_finished(article: ArticleFiles, finished: Finished) -> None:
+    """SLUG.md from the batch's row; its intent marker has no more meaning."""
+    files.atomic_write(article.md, finished.document, mode=files.SHARED)
+    files.remove(article.sending)
+
+
+def marker_of(send: Send) -> dict:
+    """The intent marker an intent row stands for (what recovery compares a chat with)."""
+    return {
+        "time": send.intent_at,
+        "pid": send.pid,
+        "prompt_sha256": send.prompt_sha256,
+        "account": send.account,
+    }
+
+
+def sync_article(store, article: ArticleFiles, host: str) -> None:
+    """Bring one article's files in line with the batch before a step: its finished row, else
+    its first send's URL or intent. What only this host knows (SLUG.md written, a URL whose
+    recording a kill cut off) goes to the batch."""
+    slug = article.slug
+    finished = store.finished([slug]).get(slug)
+    if finished is not None:
+        if not article.md.exists():
+            write_finished(article, finished)
+        return
+    if article.md.exists():
+        _upload_finished(store, article, host)
+        return
+    first = next((s for s in store.sends(slug) if s.turn == 1), None)
+    if first is None:
+        return
+    if first.chat_url:
+        if not article.url.exists():
+            files.atomic_write(article.url, first.chat_url + "\n")
+        return
+    local = _local_url(article)
+    if local:  # sent, and killed before the URL was recorded: the file is the proof
+        with store.step() as step:
+            step.record_sent(slug, 1, local, time.time())
+    elif not article.sending.exists():
+        files.atomic_write(article.sending, json.dumps(marker_of(first)) + "\n")
+
+
+def sync(store, articles_dir, host: str) -> Synced:
+    """Every finished article and every sent chat of the batch, written into `articles_dir`
+    (only what is missing: a listing of the batch, then the documents this host lacks)."""
+    done = store.finished()
+    synced = Synced()
+    present = _names(articles_dir)
+    missing = [slug for slug in done if f"{slug}.md" not in present]
+    for start in range(0, len(missing), 200):
+        for finished in store.finished(missing[start : start + 200]).values():
+            write_finished(ArticleFiles(finished.slug, articles_dir), finished)
+            synced.articles += 1
+    for send in store.sends():
+        if send.turn != 1 or send.slug in done or f"{send.slug}.md" in present:
+            continue
+        article = ArticleFiles(send.slug, articles_dir)
+        if send.chat_url and f"{send.slug}.md.url" not in present:
+            files.atomic_write(article.url, send.chat_url + "\n")
+            synced.urls += 1
+        elif not send.chat_url and not ({f"{send.slug}.md.url", f"{send.slug}.md.sending"} & present):
+            files.atomic_write(article.sending, json.dumps(marker_of(send)) + "\n")
+            synced.markers += 1
+    for name in present:
+        slug = name[:-3] if name.endswith(".md") and not name.startswith(".") else ""
+        if slug and slug not in done and _is_article(ArticleFiles(slug, articles_dir)):
+            synced.uploaded += _upload_finished(store, ArticleFiles(slug, articles_dir), host)
+    return synced
+
+
+def _upload_finished(store, article: ArticleFiles, host: str) -> int:
+    """This host's SLUG.md, which the batch lacks (written before the store was shared)."""
+    try:
+        document = article.md.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return 0
+    engine = _front_matter_value(document, "engine")
+    account = _front_matter_value(document, "account")
+    with store.step() as step:
+        return int(step.put_finished(Finished(article.slug, engine, account, host, time.time(), document)))
+
+
+def _is_article(article: ArticleFiles) -> bool:
+    return article.md.is_file() and not article.md.is_symlink()
+
+
+def _front_matter_value(document: str, key: str) -> str:
+    for line in document.split("\n+++", 1)[0].splitlines()[1:]:
+        name, _, value = line.partition("=")
+        if name.strip() == key:
+            return value.strip().strip("\"'")
+    return ""
+
+
+def _local_url(article: ArticleFiles) -> str:
+    try:
+        return article.url.read_text(encoding="utf-8").strip().split()[0]
+    except (OSError, UnicodeDecodeError, IndexError):
+        return ""
+
+
+def _names(folder) -> set[str]:
+    try:
+        with os.scandir(folder) as entries:
+            return {entry.name for entry in entries}
+    except FileNotFoundError:
+        return set()
+
+
+# -- affinity across hosts ---------------------------------------------------------------------
+
+_SERVED_ONCE: set[tuple[str, str]] = set()  # (state folder, host) this process said it serves
+
+
+def serve(workspace, now: float, *, again: bool = False) -> None:
+    """Say in the batch that this host serves its enabled accounts now (once a process unless
+    `again`: a cycle says it every time)."""
+    from ..accounts import all_accounts
+
+    key = (str(workspace.state_dir), workspace.config.store.host)
+    if key in _SERVED_ONCE and not again:
+        return
+    names = [a.name for a in all_accounts(workspace.config) if a.enabled]
+    with workspace.store.step() as step:
+        step.serve(workspace.config.store.host, names, now)
+    _SERVED_ONCE.add(key)
+
+
+def chat_limits(
+    workspace, limits: Limits, sender: str, since: float, now: float, served: dict[str, Served] | None = None
+) -> Limits:
+    """`limits` for an article whose chat is `sender`'s: this host's account (disabled or gone:
+    it waits, rotation.sender_problem), or, in a shared batch, another host's (it waits for that
+    host), or an account no host served for store.orphan_hours (the router takes it over).
+    `since`: when its send was recorded (an account never said served counts from then)."""
+    from ..accounts import all_accounts
+    from .rotation import sender_problem
+
+    config = workspace.config
+    if not shared_batch(config) or any(a.name == sender for a in all_accounts(config)):
+        return replace(limits, account_off=sender_problem(workspace, sender))
+    if served is None:
+        served = workspace.store.served()
+    seen = served.get(sender)
+    last = max(seen.seen if seen else 0.0, since)
+    hours = config.store.orphan_hours
+    if now - last > hours * 3600:
+        by = f"host {seen.host}, {_ago(now - seen.seen)} ago" if seen else "no host ever"
+        return replace(
+            limits,
+            orphaned=f"its chat's account {sender} has not been served for store.orphan_hours = "
+            f"{hours:g} h (last: {by})",
+        )
+    where = f"host {seen.host}" if seen else "another host"
+    return replace(limits, elsewhere=f"its chat is on account {sender}, which {where} serves")
+
+
+def _ago(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
