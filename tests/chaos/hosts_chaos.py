@@ -87,7 +87,7 @@ def run_trial(
     trial = HostTrial(**{**vars(base), "kind": kind, "hosts": count})
     try:
         url = server.new_database()
-        per_cycle = rng.choice((0, 1, 2))  # 1-2: every host gets sends; 0: no limit, a race for them
+        per_cycle = rng.choice((0, 2))  # 0: no limit, the hosts race for the prompts
         group = hosts.make_hosts(
             root / f"t{index:04d}",
             sim,
