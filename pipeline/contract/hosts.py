@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from .. import files
-from ..store.protocol import Finished, LeaseLost, Send, Served, StoreError
+from ..store.protocol import Finished, Intent, LeaseLost, Send, Served, StoreError
 from .article import ArticleFiles
 from .phases import Limits
 
@@ -158,6 +158,7 @@ def sync_article(store, article: ArticleFiles, host: str) -> None:
         return
     first = next((s for s in store.sends(slug) if s.turn == 1), None)
     if first is None:
+        _upload_sent(store, article, host)
         return
     if first.chat_url:
         if not article.url.exists():
@@ -182,21 +183,61 @@ def sync(store, articles_dir, host: str) -> Synced:
         for finished in store.finished(missing[start : start + 200]).values():
             write_finished(ArticleFiles(finished.slug, articles_dir), finished)
             synced.articles += 1
-    for send in store.sends():
-        if send.turn != 1 or send.slug in done or f"{send.slug}.md" in present:
+    for send in store.sends():  # every sent chat's URL, finished or not (as on one machine)
+        if send.turn != 1:
             continue
         article = ArticleFiles(send.slug, articles_dir)
         if send.chat_url and f"{send.slug}.md.url" not in present:
             files.atomic_write(article.url, send.chat_url + "\n")
             synced.urls += 1
+        elif send.slug in done or f"{send.slug}.md" in present:
+            continue
         elif not send.chat_url and not ({f"{send.slug}.md.url", f"{send.slug}.md.sending"} & present):
             files.atomic_write(article.sending, json.dumps(marker_of(send)) + "\n")
             synced.markers += 1
+    sent = {send.slug for send in store.sends() if send.turn == 1}
     for name in present:
         slug = name[:-3] if name.endswith(".md") and not name.startswith(".") else ""
         if slug and slug not in done and _is_article(ArticleFiles(slug, articles_dir)):
             synced.uploaded += _upload_finished(store, ArticleFiles(slug, articles_dir), host)
+        slug = name[: -len(".md.url")] if name.endswith(".md.url") else ""
+        if slug and slug not in sent and slug not in done and f"{slug}.md" not in present:
+            synced.uploaded += _upload_sent(store, ArticleFiles(slug, articles_dir), host)
     return synced
+
+
+def _upload_sent(store, article: ArticleFiles, host: str) -> int:
+    """This host's SLUG.md.url, which the batch lacks (sent before the store was shared): its
+    send becomes the batch's, from the account this host's own SQLite store names (else
+    `default`), so that no host sends the prompt again and only its account polls the chat."""
+    url = _local_url(article)
+    if not url:
+        return 0
+    account, sha, when = _local_send(article)
+    intent = Intent(1, when or time.time(), sha, account, 0, owner_token(host))
+    with store.step() as step:
+        if any(s.turn == 1 for s in store.sends(article.slug)):
+            return 0
+        step.record_intent(article.slug, intent)
+        step.record_sent(article.slug, 1, url, time.time())
+    return 1
+
+
+def _local_send(article: ArticleFiles) -> tuple[str, str, float]:
+    """(account, prompt hash, time) of the article's first send in this host's SQLite store."""
+    from ..store.protocol import DEFAULT_ACCOUNT
+
+    database = article.folder / ".qwenpipe" / "qwenpipe.db"
+    if not database.is_file():
+        return DEFAULT_ACCOUNT, "", 0.0
+    from ..store.sqlite import SQLiteStore
+
+    try:
+        with SQLiteStore(database) as local:
+            first = next((s for s in local.sends(article.slug) if s.turn == 1), None)
+    except StoreError:
+        return DEFAULT_ACCOUNT, "", 0.0
+    return (first.account, first.prompt_sha256, first.intent_at) if first else (DEFAULT_ACCOUNT, "", 0.0)
 
 
 def _upload_finished(store, article: ArticleFiles, host: str) -> int:

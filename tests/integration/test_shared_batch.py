@@ -143,3 +143,19 @@ def test_an_orphaned_chat_goes_to_the_router_and_status_says_why_first(batch):
     meta, _ = read_article(first / "articles" / "p0.md")
     assert meta["engine"] == "router"
     assert taken_since(sim, start) == {} and sim.affinity_violations() == 0
+
+
+def test_a_host_that_joins_with_a_chat_in_flight_gives_the_batch_its_send(batch):
+    sim, url, first, second, start = batch
+    same_prompts([first, second], 1)
+    config = first / "config.toml"
+    shared = config.read_text()
+    config.write_text(shared.split("\n[store]")[0])  # h1 on its own first (its SQLite store)
+    sim.set(answer_seconds=600)
+    assert qwenpipe("generate", "p0", cwd=first).returncode == ExitCode.QUEUED
+    config.write_text(shared)
+    joined = qwenpipe("sync", cwd=first)
+    assert joined.returncode == ExitCode.DONE and "gave it 1 of this host's" in joined.stderr, joined.stderr
+    result = qwenpipe("generate", "p0", cwd=second)
+    assert result.returncode == ExitCode.WORKING and "account a, which" in result.stderr, result.stderr
+    assert len(taken_since(sim, start)) == 1 and sim.affinity_violations() == 0

@@ -1,0 +1,78 @@
+"""The lease a host holds on an article in a shared batch (contract/hosts.ArticleLease), with the
+fake engines and the SQLite store (the Store protocol's leases; the PostgreSQL runs are
+tests/integration/test_shared_batch.py and test_hosts.py): a step whose lease is gone records
+no intent and sends nothing."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from project_files import add_prompt
+
+from pipeline.contract.hosts import ArticleLease, host_of, owner_token
+from pipeline.contract.prompts import load_prompt
+from pipeline.contract.step import Status, Step
+from pipeline.store.protocol import LeaseLost
+
+
+def step_with(workspace, engines, lease) -> Step:
+    prompt = load_prompt(workspace.prompts_dir, "tea")
+    return Step(
+        workspace,
+        workspace.article("tea"),
+        prompt,
+        engines,
+        wait=False,
+        choice="auto",
+        say=lambda _m: None,
+        clock=time.time,
+        lease=lease,
+    )
+
+
+def test_an_owner_token_names_its_host_and_is_never_reused():
+    first, second = owner_token("berlin-1"), owner_token("berlin-1")
+    assert first != second and host_of(first) == host_of(second) == "berlin-1"
+    assert host_of("") == "" and host_of("h:1:x") == "h"
+
+
+def test_a_lease_taken_over_while_stopped_makes_the_step_send_nothing(project, workspace, engines, chat):
+    add_prompt(project, "tea")
+    store = workspace.store
+    lease = ArticleLease(store, "tea", "h1", 30)
+    assert lease.claim() == ""
+    lease._stop.set()  # paused: no renewal
+    assert store.claim_lease("tea", "h2:1:abcd", 30, time.time() + 31)  # expired, taken by h2
+    with pytest.raises(LeaseLost):
+        step_with(workspace, engines, lease).run()
+    assert chat.sends == 0 and store.sends("tea") == []  # no intent recorded, no click
+    assert not (project / "articles" / "tea.md.sending").exists()
+
+
+def test_a_held_lease_sends_once_with_its_owner_recorded_and_is_released(project, workspace, engines, chat):
+    add_prompt(project, "tea")
+    store = workspace.store
+    lease = ArticleLease(store, "tea", "h1", 30)
+    assert lease.claim() == ""
+    assert ArticleLease(store, "tea", "h2", 30).claim() == lease.owner  # held: the other steps aside
+    outcome = step_with(workspace, engines, lease).run()
+    lease.release()
+    assert outcome.status is Status.QUEUED and chat.sends == 1
+    (send,) = store.sends("tea")
+    assert send.owner == lease.owner and send.chat_url
+    assert store.lease("tea", time.time()) is None
+
+
+def test_a_lease_that_cannot_be_renewed_is_lost(workspace):
+    store = workspace.store
+    lease = ArticleLease(store, "tea", "h1", 0.3)  # renewed every 0.1 s
+    assert lease.claim() == ""
+    store.release_lease("tea", lease.owner)  # as if it expired and another host took it
+    assert store.claim_lease("tea", "h2:1:abcd", 30, time.time())
+    lease._thread.join(timeout=30)  # its next renewal finds the lease another's, and stops
+    assert lease.lost and not lease._thread.is_alive()
+    with pytest.raises(LeaseLost):
+        lease.check()
+    lease.release()
+    assert store.lease("tea", time.time()).owner == "h2:1:abcd"  # only its owner releases it
