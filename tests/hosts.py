@@ -227,9 +227,6 @@ class Findings:
     wrong: list[str] = field(default_factory=list)  # an article that is not what the ledger says
     done_twice: list[str] = field(default_factory=list)  # more than one `done` step in the database
     affinity_violations: int = 0
-    # A finished chat article without its SLUG.md.url on a host: sync writes the URL of a sent
-    # article only while it is unfinished. Noted, not a broken promise: SLUG.md is the article.
-    no_url: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
 
@@ -322,7 +319,7 @@ def check_copies(found: Findings, hosts, sim, slug, text, accepted, sender, rout
             found.problems.append(f"{slug} on {host.host_id}: {problem}")
         sidecar = host.articles / f"{slug}.md.url"
         if sender and not sidecar.exists():
-            found.no_url.append(f"{slug} on {host.host_id}")
+            found.problems.append(f"{slug} on {host.host_id}: no .md.url (sync writes every sent chat's)")
         elif sender and not sidecar.read_text().strip().rstrip("/").endswith("/c/" + sender["chat_id"]):
             found.problems.append(
                 f"{slug} on {host.host_id}: its .md.url does not name the chat {sender['chat_id']}"

@@ -68,7 +68,6 @@ class HostTrial(Trial):
     rounds: int = 0
     done_twice: list[str] = field(default_factory=list)
     unreachable_runs: int = 0  # cycles run while the server was down (each must exit 3, send nothing)
-    no_url: list[str] = field(default_factory=list)  # hosts.Findings.no_url: noted, not a broken promise
 
 
 def run_trial(
@@ -113,7 +112,7 @@ def run_trial(
         routed = set(trial.slugs) if trial.quota else trial.router_slugs
         found = hosts.check_hosts(group, sim, url, trial.slugs, router_slugs=routed, affinity=False)
         trial.duplicates, trial.lost, trial.wrong = found.duplicates, found.lost, found.wrong
-        trial.done_twice, trial.no_url = found.done_twice, found.no_url
+        trial.done_twice = found.done_twice
         unsent = hosts.senders(sim, trial.slugs.values())
         trial.router_articles = sum(
             not unsent[trial.slugs[slug]] for slug in routed if slug not in found.lost
@@ -340,7 +339,6 @@ class HostSummary(Summary):
             ("articles done twice in the database", self.total("done_twice")),
             ("affinity violations", self.affinity_violations),
             ("articles wrong, incomplete or differing", self.total("wrong")),
-            ("finished articles without their .md.url on a host", self.total("no_url")),
             ("processes outliving a killed command", self.total("orphans")),
             ("trials with a broken promise", len(self.failed)),
             ("wall time (s)", round(self.seconds, 1)),

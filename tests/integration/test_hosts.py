@@ -72,4 +72,3 @@ def test_three_hosts_over_one_database_send_each_prompt_once_and_every_host_gets
         assert synced.returncode == 0, f"{host.host_id}: sync exit {synced.returncode}: {synced.stderr}"
     found = check_hosts(hosts, sim, url, prompts, since=since)
     assert not found.problems, "\n".join(found.problems)
-    assert not found.no_url, found.no_url  # every host saw each chat in flight: it has its URL
