@@ -48,9 +48,11 @@ class PostgresServer:
         return subprocess.run(command, capture_output=True, text=True, check=check, timeout=120)
 
     def start(self) -> PostgresServer:
-        if self.user:
-            shutil.chown(self.folder, self.user)
-        self._run(find_bin("initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8")
+        """Start the server (made with initdb the first time; a stopped one keeps its databases)."""
+        if not self.data.exists():
+            if self.user:
+                shutil.chown(self.folder, self.user)
+            self._run(find_bin("initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8")
         options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
         self._run(
             find_bin("pg_ctl"),
@@ -77,16 +79,46 @@ class PostgresServer:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
 
-    def restart(self) -> None:
-        self._run(find_bin("pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "restart")
+    def restart(self, mode: str = "fast") -> None:
+        """Stop and start again on the same port: every connection is cut (`fast` rolls back what
+        is under way; `immediate` is a crash, recovered from the WAL at the start)."""
+        self.stop(mode)
+        self.start()
 
-    def stop(self) -> None:
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server and keep its databases (`start` brings it back): the store unreachable."""
+        self._run(find_bin("pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop", check=False)
+
+    def backends(self, database: str, application_name: str = "qwenpipe") -> list[tuple[int, int, str]]:
+        """(server pid, client port, state) of every connection to `database` by that application;
+        the state is pg_stat_activity's ("idle", "active", "idle in transaction"...)."""
+        import psycopg
+
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT pid, client_port, coalesce(state, '') FROM pg_stat_activity"
+                " WHERE datname = %s AND application_name = %s",
+                (database, application_name),
+            ).fetchall()
+        return [(int(pid), int(port or 0), state) for pid, port, state in rows]
+
+    def terminate(self, pids) -> int:
+        """pg_terminate_backend each server pid (a connection cut mid-step); how many were cut."""
+        import psycopg
+
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            return sum(
+                bool(conn.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()[0]) for pid in pids
+            )
+
+    def close(self) -> None:
+        """Stop the server and remove its folder."""
         with contextlib.suppress(Exception):
-            self._run(find_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop", check=False)
+            self.stop("immediate")
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def __enter__(self) -> PostgresServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
-        self.stop()
+        self.close()

@@ -1,0 +1,37 @@
+"""The quick multi-host chaos run for CI: one trial of each kind of fault, three hosts over one
+PostgreSQL batch (tests/chaos/hosts_chaos.py).
+
+Long runs: `.venv/bin/python tests/chaos/hosts_chaos.py --hosts 3 --store postgres --trials 200`.
+"""
+
+from __future__ import annotations
+
+import os
+
+import hosts_chaos
+import pytest
+
+pytestmark = [pytest.mark.chaos, pytest.mark.browser]
+
+TRIALS = int(os.environ.get("QWENPIPE_HOSTS_CHAOS_TRIALS", str(len(hosts_chaos.KINDS))))  # one per kind
+
+
+@pytest.mark.timeout(900)
+def test_faulty_hosts_over_one_database_never_send_twice_nor_lose_an_article(tmp_path):
+    summary = hosts_chaos.run(
+        TRIALS,
+        seed=int(os.environ.get("QWENPIPE_HOSTS_CHAOS_SEED", "0")),
+        root=tmp_path,
+        jobs=2,
+        max_prompts=3,
+    )
+    print("\n" + summary.table())
+    assert not summary.broken, summary.problems() or f"{summary.affinity_violations} affinity violations"
+    # `not broken` says something only if the faults landed: every trial ran, with prompts and
+    # rounds, and each kind did what it is named after.
+    assert len(summary.trials) == TRIALS, summary.table()
+    assert all(trial.slugs and trial.rounds for trial in summary.trials), summary.table()
+    landed = {
+        trial.kind for trial in summary.trials if sum(trial.kills.values()) or sum(trial.faults.values())
+    }
+    assert landed >= set(hosts_chaos.KINDS[:TRIALS]), summary.table()
