@@ -67,9 +67,9 @@ class FakeChat:
     collected: dict = field(default_factory=dict)
     collect_calls: list[list[str]] = field(default_factory=list)
 
-    def collect(self, chat_urls: list[str]) -> dict:
+    def collect(self, chat_urls: list[str]) -> Iterator[tuple[str, object]]:
         self.collect_calls.append(list(chat_urls))
-        return {url: self.collected.pop(url) for url in chat_urls if url in self.collected}
+        return iter([(url, self.collected.pop(url)) for url in chat_urls if url in self.collected])
 
     def enqueue_check(self, *results) -> FakeChat:
         self.checks.extend(results)

@@ -492,7 +492,8 @@ def _collect_first(
 ) -> list[ArticleView]:
     """Let `account`'s chat engine look at every one of its sent one-turn chats at once
     (`collect`: for qwen, their JSON through one page), step each article it decided through the
-    contract, and return the polls left: those it could not decide look at their own pages."""
+    contract as it is decided (the engine reads the others meanwhile), and return the polls
+    left: those it could not decide look at their own pages."""
     urls: dict[str, ArticleView] = {}
     for view in polls:
         url = _collectable_url(workspace, view)
@@ -500,23 +501,34 @@ def _collect_first(
             urls[url] = view
     if not urls:
         return polls
-    try:
-        results = engines.chat(account).collect(list(urls))
-    except Exception as err:  # the chat's page failed: every chat's own page says how, as before
-        say(f"cycle: looking at each chat's page ({_first_line(err)})")
-        return polls
-    for url, result in list(results.items()):
-        progress = getattr(result, "progress", None)
-        if progress and progress.startswith("writing") and progress == urls[url].state.progress:
-            del results[url]  # its answer did not grow since the last look: a stall only its page shows
+    results: dict = {}
     collected = Engines(
         engines.config,
         chat_factory=lambda _config: CollectedChat(engines.chat(account), results),
         router_factory=lambda _config: engines.router(),
     )  # owns nothing: never closed
-    stepped = {urls[url].slug for url in results}
-    for url in list(results):
-        _step(workspace, collected, urls[url], report, say, clock, budget)
+    stepped: set[str] = set()
+    decided = None
+    try:
+        while True:
+            try:  # the collect's own failures only: a step's are the cycle's, as everywhere else
+                decided = decided or iter(engines.chat(account).collect(list(urls)))
+                url, result = next(decided)
+            except StopIteration:
+                break
+            except Exception as err:  # the chat's page failed: every chat left has its own page say how
+                say(f"cycle: looking at each chat's page ({_first_line(err)})")
+                break
+            progress = getattr(result, "progress", None)
+            if progress and progress.startswith("writing") and progress == urls[url].state.progress:
+                continue  # its answer did not grow since the last look: a stall only its page shows
+            results[url] = result
+            stepped.add(urls[url].slug)
+            _step(workspace, collected, urls[url], report, say, clock, budget)
+    finally:
+        close = getattr(decided, "close", None)
+        if close is not None:
+            close()  # the collect's page, when it stopped early
     return [view for view in polls if view.slug not in stepped]
 
 

@@ -40,6 +40,12 @@ class Journal:
     def append(self, slug: str, event: str, **fields: object) -> dict:
         """Record one step. None-valued fields are left out to keep events short. `account`
         (a field): the chat account the step was about; a chat step names `default` without it."""
+        with self.store.step() as step:
+            return self.append_in(step, slug, event, **fields)
+
+    def append_in(self, step, slug: str, event: str, **fields: object) -> dict:
+        """`append` as one write of the caller's store step: it commits with the step's other
+        writes (one transaction, one fsync), or not at all."""
         from ..store.protocol import DEFAULT_ACCOUNT, Event
 
         kept = mask_data({k: v for k, v in fields.items() if v is not None})
@@ -52,10 +58,8 @@ class Journal:
             account=str(account) if account else DEFAULT_ACCOUNT if kept.get("engine") == "qwen" else "",
             fields=kept,
         )
-        store = self.store
-        with store.step() as step:
-            record.seq = step.append(record)
-            crashpoint("mid_journal")  # chaos: killed inside the step, nothing of it is written
+        record.seq = step.append(record)
+        crashpoint("mid_journal")  # chaos: killed inside the step, nothing of it is written
         return record.to_entry()
 
     def read(self, *, slug: str | None = None, after: int = 0) -> Iterator[dict]:

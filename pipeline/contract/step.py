@@ -679,17 +679,20 @@ class Step:
         files.remove(self.article.sending)
         self.state.engine, self.state.progress, self.state.attempts = answer.engine, "done", 0
         self.state.next_try = 0.0
-        self.save()
         words = count_words(article_body(self.prompt, answer, strip_title=settings.strip_title))
-        self.log(
-            "done",
-            engine=answer.engine,
-            model=answer.model,
-            words=words,
-            turns=len(self.prompt.turns),
-            duration=round(self.clock() - self.state.sent_at, 3) if self.state.sent_at else None,
-            **({"prompt_edited_after_send": True} if edited else {}),
-        )
+        with self.ws.store.step() as step:  # the record and its "done" event: one commit, one fsync
+            step.put_article(self.state.to_record(self.slug))
+            self.ws.journal.append_in(
+                step,
+                self.slug,
+                "done",
+                engine=answer.engine,
+                model=answer.model,
+                words=words,
+                turns=len(self.prompt.turns),
+                duration=round(self.clock() - self.state.sent_at, 3) if self.state.sent_at else None,
+                **({"prompt_edited_after_send": True} if edited else {}),
+            )
         if edited:
             self.say(
                 f"{self.slug}: {self.prompt.path} was edited after it was sent; the article answers "

@@ -8,7 +8,7 @@ expected failures.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,10 +164,11 @@ class ChatEngine(Protocol):
     def check(self, chat_url: str) -> Answer | Generating:
         """Open `chat_url` and report: a complete Answer, or Generating. Never sends anything."""
 
-    def collect(self, chat_urls: list[str]) -> dict[str, Answer | Generating]:
+    def collect(self, chat_urls: list[str]) -> Iterable[tuple[str, Answer | Generating]]:
         """Look at many sent one-turn chats at once, reading only (a cycle calls it before its
-        polls): url -> a complete Answer or Generating for each chat this way can decide, by
-        the same standard as `check`. A chat left out is one only `check` can tell."""
+        polls): (url, a complete Answer or Generating) for each chat this way can decide, by
+        the same standard as `check`, each as soon as it is decided (the engine may go on
+        reading while the caller handles one). A chat left out is one only `check` can tell."""
 
     def find_chats(self, text: str) -> list[FoundChat]:
         """Every recent chat of the account whose first user message is `text`, newest first.

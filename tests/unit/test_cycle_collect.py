@@ -91,3 +91,40 @@ def test_a_collect_that_fails_leaves_every_chat_to_its_page(project, chat, route
     run_cycle(ws, engines(), say=said.append)
     assert "cycle: looking at each chat's page (the chat page timed out)" in said
     assert sorted(checked(chat)) == sorted(url_of(project, slug) for slug in SLUGS)
+
+
+def test_each_collected_article_is_written_while_the_collect_goes_on(project, chat, router):
+    # The engine reads the other chats while the cycle writes one: nothing waits for the last read.
+    ws, engines = setup(project, chat, router)
+    urls = [url_of(project, slug) for slug in SLUGS]
+    written_before_next: list[bool] = []
+
+    def streaming(chat_urls):
+        chat.collect_calls.append(list(chat_urls))
+        for n, url in enumerate(urls):
+            if n:
+                written_before_next.append((project / "articles" / f"{SLUGS[n - 1]}.md").exists())
+            yield url, answer()
+
+    chat.collect = streaming
+    report = run_cycle(ws, engines())
+    assert report.counts["finished"] == len(SLUGS) and checked(chat) == []
+    assert written_before_next == [True] * (len(SLUGS) - 1)
+
+
+def test_a_collect_that_fails_midway_keeps_what_it_wrote_and_leaves_the_rest_to_their_pages(
+    project, chat, router
+):
+    ws, engines = setup(project, chat, router)
+    urls = [url_of(project, slug) for slug in SLUGS]
+
+    def breaking(_chat_urls):
+        yield urls[0], answer()
+        raise TransientError("the chat page timed out", code="timeout")
+
+    chat.collect = breaking
+    chat.enqueue_check(*[Generating("thinking")] * 3)
+    said: list[str] = []
+    report = run_cycle(ws, engines(), say=said.append)
+    assert "cycle: looking at each chat's page (the chat page timed out)" in said
+    assert report.counts["finished"] == 1 and sorted(checked(chat)) == sorted(urls[1:])

@@ -2,8 +2,10 @@
 
 A cycle with 200 chats in flight would otherwise load 200 pages. The page's own `fetch` (which
 carries the login and the site's anti-bot headers) reads `/api/v2/chats/<id>` for each chat, in
-rounds (every chat still undecided once, in one in-page call), the reads' starts spaced so that
-at most `qwen.api_reads_per_second` start in a second (the site sees no burst).
+batches started in the page and left running (the chats read again first, then new ones), the
+reads' starts spaced so that at most `qwen.api_reads_per_second` start in a second (the site sees
+no burst). Each decided chat is handed to the caller while the next batch is being read, so the
+writing of one chat's article and the reading of the others overlap.
 
 The JSON decides a chat when it can:
 - complete: the stored completion status says finished, without error, AND the answer's
@@ -22,43 +24,41 @@ One collector per open page: with several accounts, one per account's browser co
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pipeline.engines.base import Answer, EngineError, Generating
 from pipeline.engines.qwen.api import ChatShapeError, chat_id_from_url, classify_api_error, parse_chat
 from pipeline.engines.qwen.engine import API_STABLE_SECONDS, Steadiness
-from pipeline.engines.qwen.page import ApiUnusable, fetch_bodies
+from pipeline.engines.qwen.page import ApiUnusable, fetched_bodies, start_fetches
 
 # Reads of a chat whose status says finished while its text still changes, before its page decides.
 UNSTEADY_READS = 3
+# Batches of reads under way in the page at once: while the caller handles one batch's chats,
+# the next is being read (the page never idles between two batches).
+BATCHES_AHEAD = 2
 
 
 class Pacer:
     """Reads start at most `per_second` a second, evenly spaced (a burst of 200 reads is what
-    an anti-bot system notices). `clock` and `sleep` are injectable: tests pace a fake clock."""
+    an anti-bot system notices). `clock` is injectable: tests pace a fake clock."""
 
-    def __init__(
-        self,
-        per_second: float,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-    ):
+    def __init__(self, per_second: float, *, clock: Callable[[], float] = time.monotonic):
         if not per_second > 0:
             raise ValueError(f"reads per second must be more than 0, not {per_second!r}")
         self.interval = 1.0 / per_second
-        self.clock, self.sleep = clock, sleep
+        self.clock = clock
         self._next: float | None = None
 
     def reserve(self, count: int, not_before: float = float("-inf")) -> float:
-        """Wait until `count` reads may start one `interval` apart, the first not before
-        `not_before` (a clock time); return the first one's start. The caller spaces the rest."""
+        """The start (a clock time, now or later) of `count` reads one `interval` apart, the
+        first not before `not_before`; they are booked: the next reads come after them. The
+        caller waits for that start (the page does, in `start_fetches`)."""
         now = self.clock()
         start = max(now, not_before, self._next if self._next is not None else now)
-        if start > now:
-            self.sleep(start - now)
         self._next = start + count * self.interval
         return start
 
@@ -76,50 +76,76 @@ class ChatCollector:
         extra: dict | None = None,
         timeout: float = 30,
         clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
     ):
         self.page = page
         self.stable_reads = max(1, stable_reads)
-        self.pacer = Pacer(reads_per_second, clock=clock, sleep=sleep)
+        self.pacer = Pacer(reads_per_second, clock=clock)
+        self.clock = clock
         self.engine, self.extra, self.timeout = engine, dict(extra or {}), timeout
+        # A batch's reads span about API_STABLE_SECONDS: a chat read again two batches later is
+        # then far enough from its last read without anyone waiting.
+        self.batch = max(1, math.ceil(reads_per_second * API_STABLE_SECONDS))
         self.reads = 0  # JSON reads made (the benchmark and the tests count them)
 
-    def collect(self, chat_urls: list[str]) -> dict[str, Answer | Generating]:
-        """Chat URL -> Answer or Generating, for every chat the JSON decides; the others are left
-        out (their pages must look). Never raises for one chat's problem: a WAF page or a bot
-        check on a read leaves that chat and every one after it to their pages."""
-        results: dict[str, Answer | Generating] = {}
-        wanted = [url for url in dict.fromkeys(chat_urls) if chat_id_from_url(url)]
-        pending = {url: Steadiness(self.stable_reads) for url in wanted}
+    def collect(self, chat_urls: list[str]) -> Iterator[tuple[str, Answer | Generating]]:
+        """(chat URL, Answer or Generating) for every chat the JSON decides, each as soon as it
+        is decided; the others are left out (their pages must look). While the caller handles
+        one, the page goes on reading (up to BATCHES_AHEAD batches). Never raises for one chat's
+        problem: a WAF page or a bot check on a read leaves that chat and every one after it to
+        their pages."""
+        fresh = deque(url for url in dict.fromkeys(chat_urls) if chat_id_from_url(url))
+        again: deque[str] = deque()  # read, not decided yet: read again, oldest read first
+        steady: dict[str, Steadiness] = {}
         reads: dict[str, int] = {}
         last_read: dict[str, float] = {}
+        under_way: deque[tuple[list[str], float, str]] = deque()
         gap = self.pacer.interval
-        while pending:
-            # One round: every pending chat once, in one in-page call whose reads start `gap`
-            # apart; each chat's read at least API_STABLE_SECONDS after its read of the round before.
-            urls = list(pending)
+
+        def start_batch() -> bool:
+            urls = [again.popleft() for _ in range(min(self.batch, len(again)))]
+            urls += [fresh.popleft() for _ in range(min(self.batch - len(urls), len(fresh)))]
+            if not urls:
+                return False
+            # Each chat's read at least API_STABLE_SECONDS after its last one.
             earliest = max(
                 last_read.get(url, float("-inf")) + API_STABLE_SECONDS - i * gap for i, url in enumerate(urls)
             )
             start = self.pacer.reserve(len(urls), earliest)
             paths = [f"/api/v2/chats/{chat_id_from_url(url)}" for url in urls]
-            bodies = fetch_bodies(self.page, paths, timeout=self.timeout, gap=gap)
-            self.reads += len(urls)
-            for i, (url, body) in enumerate(zip(urls, bodies, strict=True)):
-                if isinstance(body, EngineError):
-                    return results  # the site refuses reading (WAF, bot check): pages tell the rest
+            key = start_fetches(self.page, paths, timeout=self.timeout, gap=gap, delay=start - self.clock())
+            for i, url in enumerate(urls):
                 last_read[url] = start + i * gap
+            under_way.append((urls, start, key))
+            self.reads += len(urls)
+            return True
+
+        while len(under_way) < BATCHES_AHEAD and start_batch():
+            pass
+        while under_way:
+            urls, _start, key = under_way.popleft()
+            paths = [f"/api/v2/chats/{chat_id_from_url(url)}" for url in urls]
+            decided: list[tuple[str, Answer | Generating]] = []
+            refused = False
+            for url, body in zip(urls, fetched_bodies(self.page, key, paths), strict=True):
+                if isinstance(body, EngineError):
+                    refused = True  # the site refuses reading (WAF, bot check): pages tell the rest
+                    break
                 reads[url] = reads.get(url, 0) + 1
                 seen = judge_body(body, chat_id_from_url(url), engine=self.engine, extra=self.extra)
-                if isinstance(seen, Answer) and pending[url].steady(seen.markdown):
-                    results[url] = seen
+                counting = steady.setdefault(url, Steadiness(self.stable_reads))
+                if isinstance(seen, Answer) and counting.steady(seen.markdown):
+                    decided.append((url, seen))
                 elif isinstance(seen, Answer) and reads[url] < self.stable_reads + UNSTEADY_READS:
-                    continue  # read it again in the next round
+                    again.append(url)  # read it again two batches on
                 elif isinstance(seen, Generating):
-                    results[url] = seen
+                    decided.append((url, seen))
                 # else: the JSON cannot decide, or "finished" text that keeps changing: the page looks
-                del pending[url]
-        return results
+            if refused:
+                yield from decided
+                return
+            while len(under_way) < BATCHES_AHEAD and start_batch():
+                pass
+            yield from decided
 
 
 def judge_body(body: Any, chat_id: str, *, engine: str, extra: dict) -> Answer | Generating | None:

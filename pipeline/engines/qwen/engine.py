@@ -218,14 +218,15 @@ class QwenEngine:
             selectors = self._wait_for_app(page)
             return self._watch(page, selectors, chat_id, deadline=self._deadline(self.page_timeout))
 
-    def collect(self, chat_urls: list[str]) -> dict[str, Answer | Generating]:
+    def collect(self, chat_urls: list[str]) -> Iterator[tuple[str, Answer | Generating]]:
         """Read many one-turn chats' JSON through one page of this engine's browser (see
-        collect.py): url -> Answer / Generating for the chats the JSON decides; the rest are left
-        out for `check` (their pages). `qwen.collect = "page"` leaves every chat out."""
+        collect.py): (url, Answer / Generating) for each chat the JSON decides, as it is
+        decided (the page stays open, reading, until the iteration ends or is closed); the
+        rest are left out for `check` (their pages). `qwen.collect = "page"` leaves every chat out."""
         from pipeline.engines.qwen.collect import ChatCollector
 
         if self.collect_from != "api" or not chat_urls:
-            return {}
+            return
         with self._page() as page:
             self._open(page, self.base_url + "/")
             selectors = self._wait_for_app(page)
@@ -236,9 +237,8 @@ class QwenEngine:
                 engine=self.name,
                 extra={"ui": selectors.name},
                 timeout=self.page_timeout,
-                sleep=lambda seconds: page.wait_for_timeout(seconds * 1000),
             )
-            return collector.collect(chat_urls)
+            yield from collector.collect(chat_urls)
 
     def wait(self, chat_url: str, *, timeout: float, on_progress: ProgressCallback | None = None) -> Answer:
         """Stay on the chat page, re-reading it every second, until the answer is complete."""

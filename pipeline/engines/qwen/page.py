@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,10 +83,10 @@ API_HEADERS_JS = """(() => {
   return headers;
 })()"""
 
-_FETCH_JS = (
-    """
-async ({paths, ms, gap}) => Promise.all(paths.map(async (path, i) => {
-  if (gap) await new Promise((done) => setTimeout(done, i * gap));  // paced: one start every gap ms
+# One paced read: `wait` ms after it is asked for, a GET whose outcome is a small object.
+_READ_JS = (
+    """async (path, ms, wait) => {
+  if (wait > 0) await new Promise((done) => setTimeout(done, wait));  // paced
   try {
     const init = {credentials: 'include', headers: """
     + API_HEADERS_JS
@@ -94,12 +95,36 @@ async ({paths, ms, gap}) => Promise.all(paths.map(async (path, i) => {
     const body = await r.text();
     const actual = r.headers.get('x-actual-status-code');
     if (actual === '404') return {missing: true};
-    try { return {json: JSON.parse(body)}; }
+    // The JSON goes back as text (parsed by Python): a parsed object crosses Playwright's pipe
+    // value by value, and for 200 chats that costs more than reading them.
+    try { JSON.parse(body); return {json_text: body}; }
     catch (e) { return {text: body.slice(0, 4000), status: r.status}; }
   } catch (e) { return {error: String(e)}; }
-}))
-"""
+}"""
 )
+# Every read at once, one start every `gap` ms; answers when the last one is done.
+_FETCH_JS = (
+    "async ({paths, ms, gap}) => { const read = "
+    + _READ_JS
+    + "; return Promise.all(paths.map((path, i) => read(path, ms, i * gap))); }"
+)
+# The same reads started in the page and left running (the first `delay` ms from now): the call
+# answers at once, and _COLLECT_FETCH_JS later hands over what they read.
+_START_FETCH_JS = (
+    "({paths, ms, gap, delay, key}) => { const read = "
+    + _READ_JS
+    + """;
+  const reads = window.__qwenpipeReads || (window.__qwenpipeReads = {});
+  reads[key] = Promise.all(paths.map((path, i) => read(path, ms, delay + i * gap)));
+  return key;
+}"""
+)
+_COLLECT_FETCH_JS = """async (key) => {
+  const reads = window.__qwenpipeReads, pending = reads && reads[key];
+  if (!pending) return null;  // the page navigated: what it read is gone
+  delete reads[key];
+  return await pending;
+}"""
 
 
 _PRESENT_JS = "(selectors) => selectors.map((s) => !!s && !!document.querySelector(s))"
@@ -251,14 +276,38 @@ def fetch_bodies(page: Any, paths: list[str], *, timeout: float = 30, gap: float
     bot check, else ApiUnusable. `gap`: seconds between the starts of two reads (0: at once)."""
     # A server that never answers must not hang a cron job: every fetch is aborted in time.
     results = evaluate(page, _FETCH_JS, {"paths": paths, "ms": int(timeout * 1000), "gap": gap * 1000})
+    return _bodies(paths, results)
+
+
+def start_fetches(
+    page: Any, paths: list[str], *, timeout: float = 30, gap: float = 0, delay: float = 0
+) -> str:
+    """fetch_bodies started in the page and left running: the first read `delay` seconds from
+    now, one every `gap`. Returns at once; `fetched_bodies` (with the key returned) waits for
+    them. Between the two the caller is free: the page reads meanwhile."""
+    key = secrets.token_hex(8)
+    arg = {"paths": paths, "ms": int(timeout * 1000), "gap": gap * 1000, "delay": max(0.0, delay) * 1000}
+    return page.evaluate(_START_FETCH_JS, {**arg, "key": key})
+
+
+def fetched_bodies(page: Any, key: str, paths: list[str]) -> list[Any]:
+    """What the reads `start_fetches` started (`key`, for `paths`) gave, as fetch_bodies gives it;
+    every one ApiUnusable when the page lost them (it navigated away)."""
+    results = page.evaluate(_COLLECT_FETCH_JS, key)
+    if results is None:
+        return [ApiUnusable(f"{path}: the page navigated away during the read") for path in paths]
+    return _bodies(paths, results)
+
+
+def _bodies(paths: list[str], results: list[dict]) -> list[Any]:
     bodies = []
     for path, result in zip(paths, results, strict=True):
         if result.get("missing"):
             # HTTP 200 whose real status (the header x-actual-status-code) is 404: the chat is gone.
             bodies.append(missing_chat_body(f"{path} (x-actual-status-code: 404)"))
             continue
-        if "json" in result:
-            bodies.append(result["json"])
+        if "json_text" in result:
+            bodies.append(json.loads(result["json_text"]))
             continue
         why = result.get("error") or f"HTTP {result.get('status')}, not JSON"
         bodies.append(refusal_in(result.get("text", "")) or ApiUnusable(f"{path}: {why}"))
