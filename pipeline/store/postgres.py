@@ -56,6 +56,10 @@ from .sqlite import (
 )
 
 BUSY_TIMEOUT = 5.0
+# A step is milliseconds of work; a transaction left idle longer is a host frozen inside it
+# (SIGSTOP, a frozen VM), holding the batch's lock: the server ends that session (rolling the
+# step back) before the shortest lease (10 s) runs out, so the other hosts go on.
+STEP_IDLE_TIMEOUT = 8.0
 CONNECT_TIMEOUT = 10
 
 
@@ -134,7 +138,8 @@ class PostgresStore:
                 autocommit=True,
                 connect_timeout=CONNECT_TIMEOUT,
                 application_name="qwenpipe",
-                options=f"-c lock_timeout={int(self.busy_timeout * 1000)}",
+                options=f"-c lock_timeout={int(self.busy_timeout * 1000)} "
+                f"-c idle_in_transaction_session_timeout={int(STEP_IDLE_TIMEOUT * 1000)}",
             )
         except psycopg.Error as err:
             raise self._error(err) from None

@@ -2,9 +2,8 @@
 lock with its open transaction; the server keeps that transaction as long as the connection
 lives (the kernel answers TCP for a stopped process). Found while building the SIGSTOP fault of
 tests/chaos/hosts_chaos.py (which seldom freezes a host inside a step: a step lasts milliseconds);
-reported to the lead (issue 18), not fixed on this branch: xfail(strict) until
-the store bounds such a transaction (for example `idle_in_transaction_session_timeout` below
-the lease), when this test starts to pass and its marker must go."""
+The store bounds such a transaction: the server ends a session idle inside a transaction for
+longer than postgres.STEP_IDLE_TIMEOUT (below the shortest lease), rolling its step back."""
 
 from __future__ import annotations
 
@@ -13,10 +12,8 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 from pipeline.store.postgres import PostgresStore
-from pipeline.store.protocol import Event, StoreBusy
+from pipeline.store.protocol import Event
 
 FROZEN = """
 import os, signal, sys
@@ -27,12 +24,9 @@ with PostgresStore(sys.argv[1]).step() as step:
     print("inside", flush=True)
     os.kill(os.getpid(), signal.SIGSTOP)
 """
-PAST_THE_LEASE = 12  # seconds: longer than the shortest lease_seconds (10)
+PAST_THE_LEASE = 12  # seconds: longer than the shortest lease_seconds (10) and STEP_IDLE_TIMEOUT
 
 
-@pytest.mark.xfail(
-    strict=True, raises=StoreBusy, reason="issue 18: a frozen host's open step holds the batch lock"
-)
 def test_a_host_frozen_inside_a_step_does_not_hold_the_batch_past_its_lease(postgres_server):
     url = postgres_server.new_database()
     PostgresStore(url, migrate=True).close()
@@ -41,7 +35,10 @@ def test_a_host_frozen_inside_a_step_does_not_hold_the_batch_past_its_lease(post
         assert frozen.stdout.readline().strip() == "inside"
         time.sleep(PAST_THE_LEASE)  # the frozen host's lease would have run out by now
         with PostgresStore(url, busy_timeout=1.0) as other, other.step() as step:
-            step.append(Event("b", "sending", 2.0))  # StoreBusy: "another host holds the batch"
+            step.append(Event("b", "sending", 2.0))  # not StoreBusy: the frozen step was ended
     finally:
         frozen.send_signal(signal.SIGCONT)
         frozen.wait(timeout=30)
+    assert frozen.returncode != 0  # it woke to a closed session: its step could not commit
+    with PostgresStore(url) as store:
+        assert [e.slug for e in store.events()] == ["b"]  # nothing of the frozen step was written
