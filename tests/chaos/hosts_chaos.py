@@ -10,8 +10,9 @@ one round (at most a few) with one kind of fault:
 - `crash`: some hosts' cycles armed with a named crash point each (pipeline/crashpoints.py, as
   chaos.py arms them), re-armed in the next rounds until each was killed there (at most 4);
 - `random`: one host's process group SIGKILLed at a random moment of its cycle;
-- `sigstop`: one host SIGSTOPped (as soon as it holds a lease, else at a random moment) for
-  longer than `lease_seconds`; the other hosts run a round meanwhile; then SIGCONT: it must find
+- `sigstop`: one host SIGSTOPped (in half the trials as soon as it is caught inside a step,
+  else as soon as it holds a lease, else at a random moment) for longer than `lease_seconds`;
+  the other hosts run a round meanwhile and must not all be refused; then SIGCONT: it must find
   its lease lost and stop before any send;
 - `terminate`: `pg_terminate_backend` of a host's connection caught mid-step (inside a statement
   or a transaction; else an idle one), up to three times in a round;
@@ -171,13 +172,20 @@ def break_sigstop(trial, group, server, url, sim, rng, points) -> None:
     others = [h for h in group if h is not victim]
     running = hosts.start_cycles(group)
     process = running[victim.host_id]
-    holding = wait_for(lambda: holds_lease(url, victim.host_id), rng.uniform(1.0, 6.0))
+    window = rng.uniform(1.0, 6.0)
+    # Half the trials try to freeze it inside a step (a transaction open, the batch's lock held).
+    if rng.random() < 0.5 and mid_step(server, url, process, time.monotonic() + window):
+        how = "stopped mid-step"
+    elif wait_for(lambda: holds_lease(url, victim.host_id), window):
+        how = "stopped holding a lease"
+    else:
+        how = "stopped at a random moment"
     if process.poll() is not None:
         judge(trial, hosts.finish_cycles(group, running))  # it ended before it could be stopped
         return
     hosts.stop_group(process)
     stopped = time.monotonic()
-    trial.faults["stopped holding a lease" if holding else "stopped at a random moment"] += 1
+    trial.faults[how] += 1
     try:
         judge(trial, hosts.finish_cycles(others, running))
         time.sleep(max(0.0, LEASE_SECONDS + 1.5 - (time.monotonic() - stopped)))  # its lease runs out
@@ -185,9 +193,30 @@ def break_sigstop(trial, group, server, url, sim, rng, points) -> None:
         judge(trial, meanwhile)
         if all("another host holds the batch" in o.stderr for o in meanwhile):
             trial.faults["rounds held up by the stopped host (the batch lock)"] += 1
+            trial.problems.append(
+                f"{victim.host_id} frozen {how} for {time.monotonic() - stopped:.0f} s (lease_seconds = "
+                f"{LEASE_SECONDS}): every other host's cycle was refused, another host holds the batch"
+            )
     finally:
         hosts.continue_group(process)
     judge(trial, hosts.finish_cycles([victim], running))
+
+
+def mid_step(server, url, process, deadline: float) -> bool:
+    """Wait until one of this command's database connections is inside a statement or a
+    transaction (its ports looked up again every half second: a reconnect changes them); True
+    then, False at `deadline` or when it ends."""
+    database, ports, looked = hosts.database_name(url), set(), 0.0
+    while time.monotonic() < deadline and process.poll() is None:
+        if time.monotonic() - looked > 0.5:
+            ports, looked = hosts.local_ports(hosts.group_sockets(process.pid)), time.monotonic()
+        try:
+            if any(port in ports and state != "idle" for _pid, port, state in server.backends(database)):
+                return True
+        except Exception:
+            pass
+        time.sleep(0.002)
+    return False
 
 
 def break_terminate(trial, group, server, url, sim, rng, points) -> None:
