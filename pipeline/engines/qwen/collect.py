@@ -98,7 +98,7 @@ class ChatCollector:
         steady: dict[str, Steadiness] = {}
         reads: dict[str, int] = {}
         last_read: dict[str, float] = {}
-        under_way: deque[tuple[list[str], float, str]] = deque()
+        under_way: deque[tuple[list[str], list[str], str]] = deque()  # (urls, paths, key)
         gap = self.pacer.interval
 
         def start_batch() -> bool:
@@ -115,15 +115,14 @@ class ChatCollector:
             key = start_fetches(self.page, paths, timeout=self.timeout, gap=gap, delay=start - self.clock())
             for i, url in enumerate(urls):
                 last_read[url] = start + i * gap
-            under_way.append((urls, start, key))
+            under_way.append((urls, paths, key))
             self.reads += len(urls)
             return True
 
         while len(under_way) < BATCHES_AHEAD and start_batch():
             pass
         while under_way:
-            urls, _start, key = under_way.popleft()
-            paths = [f"/api/v2/chats/{chat_id_from_url(url)}" for url in urls]
+            urls, paths, key = under_way.popleft()
             decided: list[tuple[str, Answer | Generating]] = []
             refused = False
             for url, body in zip(urls, fetched_bodies(self.page, key, paths), strict=True):
