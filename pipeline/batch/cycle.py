@@ -31,7 +31,7 @@ from .. import files
 from ..accounts import all_accounts, several
 from ..config import Qwen
 from ..contract.article import ArticleState, make_private, read_chat_url
-from ..contract.hosts import Synced, chat_limits, serve, shared_batch, sync
+from ..contract.hosts import Synced, chat_limits, host_of, serve, shared_batch, sync
 from ..contract.phases import Action, Facts, Limits, Phase, Reason, Record, decide, schedule, settled
 from ..contract.prompts import load_prompt
 from ..contract.quota import SendBudget, host_accounts, sends_today
@@ -210,16 +210,29 @@ def plan(
         account_off=able.off,
     )
     senders = first_sends(workspace.store)
-    served = workspace.store.served() if shared_batch(workspace.config) else {}
+    shared = shared_batch(workspace.config)
+    served = workspace.store.served() if shared else {}
+    # A shared batch: articles another host holds are its (planned around, not stepped into).
+    host = workspace.config.store.host
+    held = (
+        {s for s, lease in workspace.store.leases(now).items() if host_of(lease.owner) != host}
+        if shared
+        else set()
+    )
     if not blocked:  # while the chat's quota is spent, "sending" means the router: no chat limits
         per_day = int(qwen.max_sends_per_day)
         today = sends_today(workspace.journal, now, host_accounts(workspace.config)) if per_day else 0
         per_cycle = int(qwen.max_sends_per_cycle)
+        if shared:  # other hosts may take some of the planned ones first: the cycle's budget still
+            per_cycle *= SHARED_PLAN_SLACK  # sends at most max_sends_per_cycle
         limits = replace(limits, max_sends_per_day=per_day, sends_today=today, max_sends_per_cycle=per_cycle)
     polls, sends = [], []
     counted, planned = limits, 0  # the limits, counting the sends planned so far
     for view in views:
         decision = settled(view.seen)
+        if decision is None and view.slug in held:
+            report.counts["working"] += 1  # in progress on another host
+            continue
         if decision is None:
             record = Record.of(view.state)  # a state file in an unusable form makes it alone invalid
             if planned != len(sends):
@@ -257,6 +270,7 @@ def plan(
     return polls, sends
 
 
+SHARED_PLAN_SLACK = 3  # a shared batch plans this many times qwen.max_sends_per_cycle sends
 ACCOUNTS_SPENT = "every account reached its own daily limit (max_sends_per_day in its [accounts.NAME])"
 
 # The report's buckets: an article's phase when no step moves it, else why it waits (the

@@ -331,6 +331,10 @@ class PostgresStore:
         )
         return Lease(*rows[0]) if rows else None
 
+    def leases(self, now: float) -> dict[str, Lease]:
+        rows = self._rows("SELECT slug, owner, expires FROM leases WHERE batch = %s AND expires > %s", (now,))
+        return {row[0]: Lease(*row) for row in rows}
+
     def close(self) -> None:
         with self._lock:
             self._drop()

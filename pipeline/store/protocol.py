@@ -342,6 +342,9 @@ class Store(Protocol):
     def lease(self, slug: str, now: float) -> Lease | None:
         """Who holds the article's lease at `now`."""
 
+    def leases(self, now: float) -> dict[str, Lease]:
+        """Every lease held at `now`, by slug (a cycle plans around other hosts' articles)."""
+
     def meta(self, key: str) -> str | None:
         """A value written with Step.claim_meta."""
 

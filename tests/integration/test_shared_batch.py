@@ -159,3 +159,17 @@ def test_a_host_that_joins_with_a_chat_in_flight_gives_the_batch_its_send(batch)
     result = qwenpipe("generate", "p0", cwd=second)
     assert result.returncode == ExitCode.WORKING and "account a, which" in result.stderr, result.stderr
     assert len(taken_since(sim, start)) == 1 and sim.affinity_violations() == 0
+
+
+def test_a_cycle_plans_around_articles_another_host_holds(batch):
+    sim, url, first, second, start = batch
+    texts = same_prompts([first], 3)
+    config = first / "config.toml"
+    config.write_text(config.read_text().replace("[qwen]\n", "[qwen]\nmax_sends_per_cycle = 1\n", 1))
+    sim.set(answer_seconds=600)
+    with PostgresStore(url) as store:  # h2 is on p0 (the oldest): h1's one send is the next one
+        assert store.claim_lease("p0", "h2:999:abcd", 300, time.time())
+    result = qwenpipe("cycle", cwd=first)
+    assert result.returncode == ExitCode.QUEUED, result.stderr
+    assert "1 sent" in result.stderr and "in progress elsewhere" in result.stderr, result.stderr
+    assert list(taken_since(sim, start)) == [texts["p1"]]

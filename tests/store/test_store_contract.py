@@ -435,3 +435,9 @@ def test_each_account_is_served_by_its_latest_host(store):
         step.serve("h1", ["a"], 150.0)
     served = store.served()
     assert {k: (v.host, v.seen) for k, v in served.items()} == {"a": ("h1", 150.0), "b": ("h2", 200.0)}
+
+
+def test_every_lease_held_now_in_one_read(store):
+    assert store.claim_lease("a", "h1:1:x", 10, 100.0) and store.claim_lease("b", "h2:1:y", 50, 100.0)
+    assert set(store.leases(105.0)) == {"a", "b"}
+    assert {slug: lease.owner for slug, lease in store.leases(120.0).items()} == {"b": "h2:1:y"}
