@@ -83,6 +83,8 @@ def run_trial(
 ) -> HostTrial:
     started = time.monotonic()
     points = rng.sample(NAMES, k=rng.randint(1, min(count, len(NAMES)))) if kind == "crash" else []
+    if points and "mid_journal" not in points:  # one host's kill always lands (every cycle journals
+        points[0] = "mid_journal"  # its start); the others' points land where their work takes them
     base = plan_trial(index, rng, "after_router" if "after_router" in points else kind, max_prompts)
     trial = HostTrial(**{**vars(base), "kind": kind, "hosts": count})
     try:
