@@ -441,7 +441,7 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 
 
 ContractModel.TestCase.settings = settings(
-    max_examples=int(os.environ.get("QWENPIPE_MODEL_EXAMPLES", "60")),
+    max_examples=int(os.environ.get("QWENPIPE_MODEL_EXAMPLES", "40")),
     stateful_step_count=25,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
