@@ -111,7 +111,7 @@ def test_watch_at_80_columns_says_when_it_was_refreshed(project):
         first = re.findall(r"refreshed (\d\d:\d\d:\d\d)", screen.text())[-1]
         assert screen.wait_for(rf"refreshed (?!{first})\d\d:\d\d:\d\d", timeout=15), "the time never moved"
         child.send_signal(signal.SIGINT)
-        screen.drain(child, timeout=10)
+        screen.drain(child, timeout=60)  # a loaded machine: how soon is not the point
         assert child.returncode == 0
     finally:
         if child.poll() is None:

@@ -27,7 +27,7 @@ def test_watch_redraws_shows_a_new_article_and_exits_0_on_ctrl_c(project):
         assert re.search(r"done 1", screen.text()[seen:])
 
         child.send_signal(signal.SIGINT)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # a loaded machine: how soon is not the point
         while child.poll() is None and time.monotonic() < deadline:
             screen.pump(0.1)
         assert child.returncode == 0, screen.text()[-2000:]
