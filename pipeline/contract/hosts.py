@@ -183,9 +183,8 @@ def sync(store, articles_dir, host: str) -> Synced:
         for finished in store.finished(missing[start : start + 200]).values():
             write_finished(ArticleFiles(finished.slug, articles_dir), finished)
             synced.articles += 1
-    for send in store.sends():  # every sent chat's URL, finished or not (as on one machine)
-        if send.turn != 1:
-            continue
+    firsts = [send for send in store.sends() if send.turn == 1]  # one read of the batch's sends
+    for send in firsts:  # every sent chat's URL, finished or not (as on one machine)
         article = ArticleFiles(send.slug, articles_dir)
         if send.chat_url and f"{send.slug}.md.url" not in present:
             files.atomic_write(article.url, send.chat_url + "\n")
@@ -195,7 +194,7 @@ def sync(store, articles_dir, host: str) -> Synced:
         elif not send.chat_url and not ({f"{send.slug}.md.url", f"{send.slug}.md.sending"} & present):
             files.atomic_write(article.sending, json.dumps(marker_of(send)) + "\n")
             synced.markers += 1
-    sent = {send.slug for send in store.sends() if send.turn == 1}
+    sent = {send.slug for send in firsts}
     for name in present:
         slug = name[:-3] if name.endswith(".md") and not name.startswith(".") else ""
         if slug and slug not in done and _is_article(ArticleFiles(slug, articles_dir)):
