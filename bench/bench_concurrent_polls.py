@@ -20,9 +20,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "tests")]
 
+from installed import ENV  # noqa: E402  # as a user's install runs it (installed.py)
 from sim_project import make_project  # noqa: E402
 
-ENV = {**os.environ, "NO_COLOR": "1"}
 ANSWER_SECONDS = 1.0
 
 

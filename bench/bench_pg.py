@@ -27,6 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE.parent / "tests")]
 
+from installed import ENV  # noqa: E402  # as a user's install runs it (installed.py)
 from pg_server import PostgresServer  # noqa: E402
 
 TARGETS = {"cycle": 1.0, "status --json": 0.5}  # seconds (issue 18)
@@ -79,7 +80,7 @@ def run(root: Path, *argv: str) -> tuple[float, float, subprocess.CompletedProce
         cwd=root,
         capture_output=True,
         text=True,
-        env={**os.environ, "NO_COLOR": "1"},
+        env=ENV,
         timeout=300,
     )
     return time.perf_counter() - started, _children_cpu() - cpu, result

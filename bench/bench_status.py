@@ -27,6 +27,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from installed import ENV  # as a user's install runs it (installed.py)
+
 TARGETS = {"cold": 0.5, "warm": 0.3}  # seconds (issue 13)
 MIX = [  # (share, what the article looks like on disk)
     (0.40, "done"),
@@ -132,7 +134,7 @@ def as_subprocess(root: Path) -> tuple[float, float]:
     result = subprocess.run(
         [sys.executable, "-m", "pipeline", "--config", str(root / "config.toml"), "status", "--json"],
         capture_output=True,
-        env={**os.environ, "NO_COLOR": "1"},
+        env=ENV,
     )
     elapsed, cpu = time.perf_counter() - started, _children_cpu() - cpu
     assert result.returncode == 0, result.stderr

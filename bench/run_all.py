@@ -36,8 +36,8 @@ import bench_collect  # noqa: E402
 import bench_concurrent_polls as polls  # noqa: E402
 import bench_cycle  # noqa: E402
 import bench_status  # noqa: E402
+from installed import ENV  # noqa: E402  # as a user's install runs it (installed.py)
 
-ENV = {**os.environ, "NO_COLOR": "1"}
 # The Python process of a cycle, its peak memory printed for us (and its largest child's).
 MEMORY_PROBE = (
     "import resource, sys\n"
@@ -123,15 +123,18 @@ def main() -> None:
     noop, typer = startup(repeat=7)
     rows.append(("start-up: no-op `generate` (done article)", f"{noop:.3f} s", "", None))
     rows.append(('start-up: python -c "import typer"', f"{typer:.3f} s", "", None))
-    rows.append(("start-up ratio", f"{noop / typer:.2f}x", "<= 2.5x", noop / typer <= 2.5))
+    rows.append(("start-up ratio", f"{noop / typer:.2f}x", "<= 1x", noop / typer <= 1.0))  # issue 13
 
+    target = bench_cycle.TARGET
     for label, seconds, _summary, _cpu in bench_cycle.measure(articles, repeat=3):
-        rows.append((label, f"{seconds:.3f} s", "< 1 s, no browser", seconds < 1.0))
+        rows.append((label, f"{seconds:.3f} s", f"<= {target:g} s, no browser", seconds <= target))
 
     cold, warm = status_figures(articles, lines)
     what = f"{articles:,} articles, {lines:,} journal lines"
-    rows.append((f"status --json, {what}, cold", f"{cold:.3f} s", "< 1 s", cold < 1.0))
-    rows.append((f"status --json, {what}, warm", f"{warm:.3f} s", "< 1 s", warm < 1.0))
+    for when, seconds in (("cold", cold), ("warm", warm)):
+        limit = bench_status.TARGETS[when]
+        label = f"status --json, {what}, {when}"
+        rows.append((label, f"{seconds:.3f} s", f"<= {limit:g} s", seconds <= limit))
 
     poll = polling(chats)
     ratio = poll["generates"] / poll["cycle"]
@@ -178,8 +181,14 @@ def main() -> None:
                 seconds < page_chat * count,
             )
         )
+    from pipeline.simulator.chats import PAGE_SETTLE
+
     lag = statistics.median(bench_collect.wait_latency())
-    rows.append(("stored finished -> SLUG.md (--wait)", f"{lag:.2f} s", "<= 1 s", lag <= 1.0))
+    rows.append(("stored finished -> SLUG.md (--wait)", f"{lag:.2f} s", "(reported)", None))
+    # Issue 17: within 1 s where the stored status and the page agree. The simulator's page
+    # agrees PAGE_SETTLE after the stored status at the earliest, so this is an upper bound.
+    agreed = lag - PAGE_SETTLE
+    rows.append(("  page and store agree -> SLUG.md, at most", f"{agreed:.2f} s", "<= 1 s", agreed <= 1.0))
     if args.makespan:
         for level in (1, 3):
             seconds = bench_collect.makespan(level)

@@ -243,7 +243,7 @@ def plan(
             facts_limits = counted
             if view.sent or view.sending:  # its chat is its sender's alone
                 first = senders.get(view.slug)
-                sender = sender_of(view.files, first)
+                sender = sender_of(view.files, first, may_have_marker=view.sending)
                 since = first.intent_at if first else now
                 facts_limits = chat_limits(workspace, counted, sender, since, now, served)
             decision = decide(Facts(view.seen, record, facts_limits, now, planning=True))

@@ -364,7 +364,7 @@ def build_row(
     row = Row(slug=view.slug, state=Phase.DONE.value, path=places.md(view.slug))
     row.engine = journal.engine or None
     if view.sending or (first_send is not None and first_send.chat_url):
-        row.account = sender_of(view.files, first_send)
+        row.account = sender_of(view.files, first_send, may_have_marker=view.sending)
     row.chat_url = journal.chat_url or None
     sent_at = journal.sent_ts
     if phase is Phase.INVALID:
@@ -378,8 +378,9 @@ def build_row(
             row.state, row.last_error = Phase.INVALID.value, view.file_problem
             return row
         chat_url = None
-        if phase is Phase.GENERATING:
-            chat_url = journal.chat_url or places.chat_url(view.slug)
+        if phase is Phase.GENERATING:  # the file is read only where the store has no URL
+            sent_to = first_send.chat_url if first_send is not None else ""
+            chat_url = journal.chat_url or sent_to or places.chat_url(view.slug)
         row.engine = state.engine or row.engine
         row.attempts, row.hard_failures = state.attempts, state.hard_failures
         row.last_error = first_line(state.last_error) or None
@@ -394,7 +395,7 @@ def build_row(
             limits = chat_limits(workspace, limits, row.account, since, now, served)
             if limits.orphaned:  # said here before the next cycle's router takes it over
                 row.last_error = f"{limits.orphaned}; the router writes it next"
-        elif view.sent or view.sending:
+        elif (view.sent or view.sending) and limits.account_off:
             limits = replace(limits, account_off="")
         row.state = state_of(view, state, journal.last_event, limits, now)
     row.age_seconds = int(now - sent_at) if sent_at and phase is not Phase.PENDING else None

@@ -309,7 +309,8 @@ def chat_limits(
 
     config = workspace.config
     if not shared_batch(config) or any(a.name == sender for a in all_accounts(config)):
-        return replace(limits, account_off=sender_problem(workspace, sender))
+        problem = sender_problem(workspace, sender)
+        return limits if problem == limits.account_off else replace(limits, account_off=problem)
     if served is None:
         served = workspace.store.served()
     seen = served.get(sender)

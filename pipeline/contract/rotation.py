@@ -116,12 +116,13 @@ def sender_problem(workspace, name: str) -> str:
     )
 
 
-def sender_of(article, first_send: Send | None) -> str:
+def sender_of(article, first_send: Send | None, *, may_have_marker: bool = True) -> str:
     """The account that took (or was about to take) an article's prompt: its intent marker's,
     else its first send's in the store, else `default` (a send from before accounts, or an
-    old marker that does not say)."""
+    old marker that does not say). `may_have_marker=False`: a folder listing just saw none
+    (status and the plan ask for 10,000 articles; the look costs more than the rest)."""
     marker = None
-    if os.access(article.sending_file, os.F_OK):  # a bool, no exception: most articles have none
+    if may_have_marker and os.access(article.sending_file, os.F_OK):  # a bool, no exception
         from .step import read_marker
 
         marker = read_marker(article.sending_file)

@@ -65,6 +65,9 @@ SLOW_FACTOR = 100
 # The stored `done` flag flips when the last chunk is stored; the stream's status says
 # "finished" only this much later (and the page settles later still: app.js).
 FINISH_LAG = 0.3
+# After the API says "finished" the page still shows the stop button (and no copy button) for
+# this long (app.js, handed it by pages.app_page): completion is read from the page AND the API.
+PAGE_SETTLE = 0.7
 
 QUOTA_BODY = {
     "success": False,

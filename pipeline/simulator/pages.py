@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pipeline.simulator.chats import MODELS, Settings
+from pipeline.simulator.chats import MODELS, PAGE_SETTLE, Settings
 
 STATIC = Path(__file__).parent / "static"
 CONTENT_TYPES = {
@@ -38,6 +38,7 @@ def app_page(settings: Settings) -> str:
         "ui": settings.ui,
         "url_delay": settings.url_delay,
         "toast_seconds": settings.toast_seconds,
+        "settle_ms": round(PAGE_SETTLE * 1000),
         "models": [{"id": model, "name": name} for model, name in MODELS],
     }
     html = (STATIC / "index.html").read_text(encoding="utf-8")

@@ -23,8 +23,7 @@ def run_until_settled(project, slug):
 
 @pytest.mark.parametrize(
     ("scenario", "code", "reason"),
-    [
-        ("refusal", "refusal", "is a refusal"),
+    [  # a refusal: test_rejected_without_a_router; each check alone: tests/unit/test_checks_and_render.py
         ("short", "too_short", "fewer than article.min_words"),
         ("wrong_language", "wrong_language", "not article.language = 'en'"),
     ],

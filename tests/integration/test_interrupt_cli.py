@@ -16,12 +16,6 @@ pytestmark = pytest.mark.browser
 SIMULATOR = {"answer_seconds": 600.0, "thinking_seconds": 0.3, "url_delay": 0.2}  # conftest.py `sim`
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known race (next session): on a loaded machine Chromium, in the same process group, dies "
-    "of the SIGINT before Python raises KeyboardInterrupt; the step then sees 'browser closed' (a "
-    "transient error, exit 3) instead of the interrupt (130). Nothing is sent twice either way.",
-)
 def test_ctrl_c_after_the_send_leaves_quietly_says_sent_and_how_to_resume(sim, tmp_path):
     project = make_project(tmp_path, sim)
     text = prompt(project, "tea", "Write about tea and patience.")

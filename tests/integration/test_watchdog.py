@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 
 import pytest
 from tests_cli_helpers import qwenpipe
@@ -41,14 +40,14 @@ def test_a_hung_cycle_is_stopped_and_the_next_one_is_not_blocked(tmp_path, silen
     (tmp_path / "prompts").mkdir()
     (tmp_path / "prompts" / "tea.md").write_text("Write about tea.")
     (tmp_path / "config.toml").write_text(
-        f'[qwen]\nbase_url = "{silent_server}"\npage_timeout = 60\nrun_timeout = 4\n'
+        f'[qwen]\nbase_url = "{silent_server}"\npage_timeout = 600\nrun_timeout = 4\n'
         '[router]\nenabled = false\n[browser]\nprofile_dir = "profile"\n'
     )
-    started = time.monotonic()
+    # The page would wait 600 s on the silent server; the helper's own 120 s timeout would
+    # fail the test long before that, so finishing at all with this message is the watchdog's doing.
     result = qwenpipe("cycle", cwd=tmp_path)
     assert result.returncode == 3, result.stderr
     assert "ran longer than 4 s (qwen.run_timeout)" in result.stderr and "Traceback" not in result.stderr
-    assert time.monotonic() - started < 45
     assert not (tmp_path / "articles" / "tea.md.url").exists()
     again = qwenpipe("cycle", cwd=tmp_path)
     assert "another cycle is running" not in again.stderr

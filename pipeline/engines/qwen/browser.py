@@ -372,6 +372,10 @@ class BrowserSession:
                 headless=self.config.headless,
                 args=args,
                 env=self._screen_env(),
+                # Ctrl-C reaches Playwright's driver too (our process group); left to its default
+                # it closes the browser at once, racing our own KeyboardInterrupt, and the step
+                # saw "browser closed" (exit 3) instead of the interrupt (130). We close it ourselves.
+                handle_sigint=False,
             )
         except Exception as err:
             self._stop_xvfb()
