@@ -10,8 +10,9 @@ one round (at most a few) with one kind of fault:
 - `crash`: some hosts' cycles armed with a named crash point each (pipeline/crashpoints.py, as
   chaos.py arms them), re-armed in the next rounds until each was killed there (at most 4);
 - `random`: one host's process group SIGKILLed at a random moment of its cycle;
-- `sigstop`: one host SIGSTOPped (in half the trials as soon as it is caught inside a step,
-  else as soon as it holds a lease, else at a random moment) for longer than `lease_seconds`;
+- `sigstop`: one host SIGSTOPped (in half the tries as soon as it is caught inside a step,
+  else as soon as it holds a lease, else at a random moment; a cycle that ends first makes
+  another round, and the fourth try freezes a cycle just starting) for longer than `lease_seconds`;
   the other hosts run a round meanwhile and must not all be refused; then SIGCONT: it must find
   its lease lost and stop before any send;
 - `terminate`: `pg_terminate_backend` of a host's connection caught mid-step (inside a statement
@@ -172,18 +173,25 @@ def break_random(trial, group, server, url, sim, rng, points) -> None:
 def break_sigstop(trial, group, server, url, sim, rng, points) -> None:
     victim = rng.choice(group)
     others = [h for h in group if h is not victim]
-    running = hosts.start_cycles(group)
-    process = running[victim.host_id]
-    window = rng.uniform(1.0, 6.0)
-    # Half the trials try to freeze it inside a step (a transaction open, the batch's lock held).
-    if rng.random() < 0.5 and mid_step(server, url, process, time.monotonic() + window):
-        how = "stopped mid-step"
-    elif wait_for(lambda: holds_lease(url, victim.host_id), window):
-        how = "stopped holding a lease"
-    else:
-        how = "stopped at a random moment"
-    if process.poll() is not None:
+    for attempt in range(BREAK_ROUNDS):
+        running = hosts.start_cycles(group)
+        process = running[victim.host_id]
+        if attempt == BREAK_ROUNDS - 1:  # the last try lands for sure: a command just starting
+            time.sleep(rng.uniform(0.05, 0.3))
+            how = "stopped at a random moment"
+        else:
+            window = rng.uniform(1.0, 6.0)
+            # Half the tries freeze it inside a step (a transaction open, the batch's lock held).
+            if rng.random() < 0.5 and mid_step(server, url, process, time.monotonic() + window):
+                how = "stopped mid-step"
+            elif wait_for(lambda: holds_lease(url, victim.host_id), window):
+                how = "stopped holding a lease"
+            else:
+                how = "stopped at a random moment"
+        if process.poll() is None:
+            break
         judge(trial, hosts.finish_cycles(group, running))  # it ended before it could be stopped
+    else:
         return
     hosts.stop_group(process)
     stopped = time.monotonic()

@@ -1,5 +1,5 @@
-"""The quick multi-host chaos run for CI: one trial of each fault the issue names, three hosts
-over one PostgreSQL batch (tests/chaos/hosts_chaos.py).
+"""The quick multi-host chaos run for CI: one trial of each fault only several hosts have, three
+hosts over one PostgreSQL batch (tests/chaos/hosts_chaos.py).
 
 Long runs: `.venv/bin/python tests/chaos/hosts_chaos.py --hosts 3 --store postgres --trials 200`.
 """
@@ -13,9 +13,11 @@ import pytest
 
 pytestmark = [pytest.mark.chaos, pytest.mark.browser]
 
-# The four faults the issue names, one trial each; a random SIGKILL and a stopped server are in
-# the long runs (the trials cost about a minute of both cores each: the suite's budget).
-QUICK_KINDS = ("crash", "sigstop", "terminate", "pg_restart")
+# One trial each of the faults only several hosts have: SIGKILLs at crash points with leases
+# held, a host frozen past its lease, the server restarted under them. A connection killed
+# mid-step is tests/store/test_postgres_store.py's; it, a random SIGKILL and a stopped server
+# are in the long runs (a trial costs 40 s of both cores here: the suite's budget).
+QUICK_KINDS = ("crash", "sigstop", "pg_restart")
 TRIALS = int(os.environ.get("QWENPIPE_HOSTS_CHAOS_TRIALS", str(len(QUICK_KINDS))))
 
 

@@ -113,9 +113,10 @@ def test_four_processes_at_once_send_once(sim, tmp_path):
     assert [e["prompt"] for e in sim.sends()].count(text) == 1
 
 
+# Logged out at the send, with the router: tests/setup/test_login.py (the session types nothing).
 @pytest.mark.parametrize(
     ("scenario", "per_prompt", "code"),
-    [("logged_out", False, "logged_out"), ("bot_check", False, "bot_check"), ("quota", True, "quota")],
+    [("bot_check", False, "bot_check"), ("quota", True, "quota")],
 )
 def test_hard_failure_at_send_falls_back_to_the_router(sim, tmp_path, scenario, per_prompt, code):
     project = make_project(tmp_path, sim)
