@@ -381,6 +381,13 @@ def test_pages_and_static(sim):
     assert status == 200 and '"ui": "current"' in page and "/static/app.js" in page
     sim.set(ui="legacy", url_delay=1.5)
     assert '"ui": "legacy", "url_delay": 1.5' in raw(sim, "GET", "/c/local")[2]
+    # The page's settling time is chats.PAGE_SETTLE, handed to app.js (its one definition).
+    from pipeline.simulator.chats import PAGE_SETTLE
+
+    assert (
+        f'"settle_ms": {round(PAGE_SETTLE * 1000)}' in page
+        and "CFG.settle_ms" in raw(sim, "GET", "/static/app.js")[2]
+    )
     for name in ("app.js", "view.js", "markdown.js", "app.css"):
         assert raw(sim, "GET", f"/static/{name}")[0] == 200
     assert raw(sim, "GET", "/static/../server.py")[0] == 404

@@ -9,7 +9,7 @@
   const POLL_MS = 300;
   // After the API says "finished" the page still shows the stop button (and no copy button)
   // for this long (chats.PAGE_SETTLE): completion must be read from the page AND the API.
-  const SETTLE_MS = CFG.settle_ms === undefined ? 700 : CFG.settle_ms;
+  const SETTLE_MS = CFG.settle_ms;
   const CHAT_URL = /^\/c\/([a-f0-9-]{20,})$/;
   const GENERIC_ERROR = "Something went wrong, please try again later.";
 
