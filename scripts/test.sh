@@ -5,6 +5,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-# Five workers on two cores: most of the time is spent waiting on Chromium and the simulator
-# (four left 40% of the CPU idle: 16 min wall for 20 min of CPU).
+# Five workers on two cores. The suite is CPU-bound (a `generate` that sends costs ~4 s of
+# Chromium and Python CPU); four and five workers took the same wall time.
 .venv/bin/python -m pytest -q -n 5 "$@"

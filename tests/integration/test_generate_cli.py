@@ -29,9 +29,8 @@ def wait_for_done(project, slug, *, limit=40):
     raise AssertionError(f"never finished: {codes}")
 
 
-# The API's shapes are the engine's business: tests/integration/test_qwen_engine.py reads each.
-@pytest.mark.parametrize("shape", ["2026-08"])
-def test_queued_then_working_then_done_with_one_send(sim, tmp_path, shape):
+def test_queued_then_working_then_done_with_one_send(sim, tmp_path):
+    shape = "2026-08"  # the API's shapes are the engine's business: test_qwen_engine.py reads each
     # The answer is held one word short of its end until released: the second look finds it
     # still generating however slow the machine is.
     sim.set(api_shape=shape, answer_seconds=1.0, hold_answers=True)
