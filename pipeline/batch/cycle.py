@@ -234,7 +234,7 @@ def plan(
             report.counts["working"] += 1  # in progress on another host
             continue
         if decision is None:
-            record = Record.of(view.state)  # a state file in an unusable form makes it alone invalid
+            record = Record.of(view.record)  # a state file in an unusable form makes it alone invalid
             if planned != len(sends):
                 planned = len(sends)
                 counted = replace(limits, sends_today=limits.sends_today + planned, cycle_sends=planned)
@@ -243,7 +243,7 @@ def plan(
             facts_limits = counted
             if view.sent or view.sending:  # its chat is its sender's alone
                 first = senders.get(view.slug)
-                sender = sender_of(view.files, first, may_have_marker=view.sending)
+                sender = sender_of(view, first, may_have_marker=view.sending)
                 since = first.intent_at if first else now
                 facts_limits = chat_limits(workspace, counted, sender, since, now, served)
             decision = decide(Facts(view.seen, record, facts_limits, now, planning=True))

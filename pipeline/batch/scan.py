@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,26 +17,63 @@ from ..contract.article import ArticleFiles, ArticleState
 from ..contract.phases import Files, Phase, phase_of
 from ..contract.prompts import SLUG_RE, is_folder_notes, is_slug, load_prompt, name_problem
 from ..errors import SetupProblem, UsageProblem
-from ..store.protocol import PromptCheck
+from ..store.protocol import ArticleRecord, PromptCheck
+
+NO_RECORD = ArticleRecord()
 
 
-@dataclass
 class ArticleView:
-    slug: str
-    files: ArticleFiles
-    prompt_mtime: float | None = None
-    done: bool = False
-    sent: bool = False
-    sending: bool = False
-    dead: bool = False
+    """One article as one scan of the folders saw it. A plain class, not a dataclass: a scan
+    makes 10,000 of them, and only the slug and folder are set per view (the rest are class
+    defaults until something is learned)."""
+
+    prompt_mtime: float | None = None  # None: no prompt file
+    done = sent = sending = dead = False
     problem: str | None = None  # why the prompt is invalid (the message names the file and the fix)
     file_problem: str | None = None  # one of its own files is unsafe: wins even over "done"
-    _state: ArticleState | None = field(default=None, repr=False)
-    _state_problem: str = field(default="", repr=False)  # its old state file is a link or a FIFO
-    _record: Any = field(default=None, repr=False)  # its store record, when attach_records gave one
-    _attached: bool = field(default=False, repr=False)  # attach_records ran: no state file is read
-    _done_entry: os.DirEntry | None = field(default=None, repr=False)  # SLUG.md, as listed
-    _prompt_info: os.stat_result | None = field(default=None, repr=False)  # prompts/SLUG.md's
+    _state: ArticleState | None = None
+    _state_problem = ""  # its old state file is a link or a FIFO
+    _record: Any = None  # its store record, when attach_records gave one
+    _attached = False  # attach_records ran: no state file is read
+    _done_entry: os.DirEntry | None = None  # SLUG.md, as listed
+    _prompt_entry: os.DirEntry | None = None  # prompts/SLUG.md, as listed (stat only when asked)
+    _files: ArticleFiles | None = None
+
+    def __init__(self, slug: str, folder: Path):
+        self.slug, self._folder = slug, folder
+
+    def __repr__(self) -> str:
+        return f"ArticleView({self.slug!r}, {self.phase.value})"
+
+    @property
+    def files(self) -> ArticleFiles:
+        if self._files is None:
+            self._files = ArticleFiles(self.slug, self._folder)
+        return self._files
+
+    @property
+    def sending_file(self) -> str:
+        """The intent marker's path (rotation.sender_of looks for it, as for ArticleFiles')."""
+        return f"{self._folder}/{self.slug}.md.sending"
+
+    @property
+    def record(self) -> ArticleRecord:
+        """Its record, to read (status, the plan): the store's as attached, without the working
+        copy `state` builds; `state` where there is no attached record or its old state file
+        is unsafe (which makes this article alone invalid)."""
+        if self._attached and self._state is None and not self._state_problem:
+            return self._record or NO_RECORD
+        return self.state
+
+    @property
+    def _prompt_info(self) -> os.stat_result | None:
+        entry = self._prompt_entry
+        if entry is None:
+            return None
+        try:
+            return entry.stat()  # cached by the DirEntry: one stat at most
+        except OSError:  # gone since the listing
+            return None
 
     @property
     def prompt_stamp(self) -> str:
@@ -63,13 +99,13 @@ class ArticleView:
     def seen(self) -> Files:
         """Its files, as the scan saw them (what phases.decide takes)."""
         return Files(
-            prompt=self.prompt_mtime is not None,
-            done=self.done,
-            sent=self.sent,
-            sending=self.sending,
-            dead=self.dead,
-            unsafe=self.file_problem or "",
-            bad_prompt=self.problem or "",
+            self.prompt_mtime is not None,
+            self.done,
+            self.sent,
+            self.sending,
+            self.dead,
+            self.file_problem or "",
+            self.problem or "",
         )
 
     @property
@@ -111,64 +147,86 @@ class ArticleView:
 
 
 SUFFIXES = (".md", ".md.url", ".md.sending", ".md.failed", ".md.rejected")  # no name has two: done first
+# Each suffix -> the flag of the view it sets.
+MARKS = {".md": "done", ".md.url": "sent", ".md.sending": "sending", ".md.failed": "dead"}
 
 
 def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
-    """Every article known from prompts/ or articles/, sorted oldest prompt first, then by slug.
+    """Every article known from prompts/ or articles/: the finished ones (SLUG.md) first, by
+    slug, then the others oldest prompt first, then by slug (the order sends go in).
 
     A prompt that could never be sent is invalid, with its problem: a file name that is not a
     slug (its view is named by the file's stem), or, for an article not done, a prompt that
     does not load (bad front matter, empty, not UTF-8...): no prompt is read here; status
     checks the waiting ones (check_waiting_prompts), a cycle the ones it picks
-    (ArticleView.check_prompt).
+    (ArticleView.check_prompt). Only the prompts of unfinished articles are stat'ed (their
+    age orders the sends): a batch of 10,000 finished articles costs two folder listings.
     """
     views: dict[str, ArticleView] = {}
-
-    def view(slug: str) -> ArticleView:
-        if slug not in views:
-            views[slug] = ArticleView(slug, ArticleFiles(slug, articles_dir))
-        return views[slug]
-
-    for entry in _entries(prompts_dir):
-        if not entry.name.endswith(".md") or entry.name.startswith(".") or is_folder_notes(entry.name):
-            continue  # hidden files (editors' and systems' own) and the folder's README are not prompts
-        if not entry.is_file():
-            if not entry.is_dir():  # a FIFO or a dangling link: said, never opened
-                item = view(entry.name[:-3])
-                item.prompt_mtime = 0.0
-                item.problem = _problem(entry)
-            continue
-        item = view(entry.name[:-3])
-        info = entry.stat()
-        item.prompt_mtime = info.st_mtime
-        item._prompt_info = info
-        if not is_slug(item.slug):
-            item.problem = name_problem(prompts_dir / entry.name)
+    fullmatch = SLUG_RE.fullmatch
     for entry in _entries(articles_dir):
         name = entry.name
-        for suffix in SUFFIXES:
-            if name.endswith(suffix):
-                slug = name[: -len(suffix)]
-                if not SLUG_RE.fullmatch(slug):
-                    break
-                if not entry.is_file(follow_symlinks=False):  # a dangling link must not stop the batch
-                    item = view(slug)
-                    item.file_problem = item.file_problem or _problem(entry)
-                    break
-                if suffix == ".md.rejected":
-                    break
-                item = view(slug)
-                if suffix == ".md":
-                    item.done = True
-                    item._done_entry = entry  # its mtime only when publishing asks (no stat here)
-                elif suffix == ".md.url":
-                    item.sent = True
-                elif suffix == ".md.sending":
-                    item.sending = True
-                else:
-                    item.dead = True
-                break
-    return sorted(views.values(), key=lambda v: (v.prompt_mtime or 0.0, v.slug))
+        if name.endswith(".md"):
+            suffix = ".md"
+        elif name.endswith(SUFFIXES):
+            suffix = name[name.rfind(".md.") :]
+        else:
+            continue
+        slug = name[: -len(suffix)]
+        if not fullmatch(slug):
+            continue
+        mark = MARKS.get(suffix)
+        regular = entry.is_file(follow_symlinks=False)  # from the listing: no stat
+        if mark is None and regular:
+            continue  # SLUG.md.rejected: the last answer the checks refused, not a state
+        item = views.get(slug)
+        if item is None:
+            item = views[slug] = ArticleView(slug, articles_dir)
+        if not regular:  # a dangling link must not stop the batch
+            item.file_problem = item.file_problem or _problem(entry)
+        elif mark == "done":
+            item.done = True
+            item._done_entry = entry  # its mtime only when publishing asks (no stat here)
+        else:
+            setattr(item, mark, True)
+    for entry in _entries(prompts_dir):
+        name = entry.name
+        if not name.endswith(".md") or name[0] == "." or is_folder_notes(name):
+            continue  # hidden files (editors' and systems' own) and the folder's README are not prompts
+        regular = entry.is_file()
+        if not regular and entry.is_dir():
+            continue
+        slug = name[:-3]
+        item = views.get(slug)
+        if item is None:
+            item = views[slug] = ArticleView(slug, articles_dir)
+        item.prompt_mtime = 0.0  # it exists; its age is read below, for unfinished articles only
+        if not regular:  # a FIFO or a dangling link: said, never opened
+            item.problem = _problem(entry)
+            continue
+        item._prompt_entry = entry
+        if not is_slug(slug):
+            item.problem = name_problem(prompts_dir / name)
+    finished, waiting = [], []
+    for item in views.values():
+        if item.done:
+            finished.append(item)
+        else:
+            info = item._prompt_info
+            if info is not None:
+                item.prompt_mtime = info.st_mtime
+            waiting.append(item)
+    finished.sort(key=_by_slug)
+    waiting.sort(key=_by_age)
+    return finished + waiting
+
+
+def _by_slug(view: ArticleView) -> str:
+    return view.slug
+
+
+def _by_age(view: ArticleView) -> tuple[float, str]:
+    return (view.prompt_mtime or 0.0, view.slug)
 
 
 def check_waiting_prompts(
@@ -199,8 +257,10 @@ def attach_records(views: list[ArticleView], state_dir: Path, store) -> None:
     article's problem, found from one listing of the folder."""
     unsafe = unsafe_entries(state_dir / "state", ".json")
     records = store.articles() if store is not None else {}
+    get = records.get
     for view in views:  # each record becomes a state only when asked (a done article never is)
-        view._record, view._attached = records.get(view.slug), True
+        view._record, view._attached = get(view.slug), True
+    for view in views if unsafe else ():
         view._state_problem = unsafe.get(view.slug, "")
 
 
@@ -214,7 +274,7 @@ def overlay_batch(views: list[ArticleView], store, articles_dir: Path) -> dict[s
 
     def view(slug: str) -> ArticleView:
         if slug not in by_slug:
-            by_slug[slug] = ArticleView(slug, ArticleFiles(slug, articles_dir))
+            by_slug[slug] = ArticleView(slug, articles_dir)
             views.append(by_slug[slug])
         return by_slug[slug]
 
@@ -243,7 +303,7 @@ def unsafe_entries(folder: Path, suffix: str) -> dict[str, str]:
 
 def one(prompts_dir: Path, articles_dir: Path, slug: str) -> ArticleView:
     """One article's view, from its own files only (its prompt is not read)."""
-    item = ArticleView(slug, ArticleFiles(slug, articles_dir))
+    item = ArticleView(slug, articles_dir)
     item.done, item.sent = item.files.md.exists(), item.files.url.exists()
     item.sending, item.dead = item.files.sending.exists(), item.files.failed.exists()
     if (prompts_dir / f"{slug}.md").exists():

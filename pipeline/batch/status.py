@@ -18,7 +18,6 @@ from pathlib import Path
 
 from .. import files
 from ..accounts import all_accounts
-from ..contract.article import ArticleState
 from ..contract.hosts import chat_limits, shared_batch
 from ..contract.phases import UNFINISHED, Limits, Phase, Record, phase_of
 from ..contract.quota import host_accounts, local_day_start, sends_today
@@ -41,7 +40,7 @@ CRON_PERIOD = 5 * 60  # the cron line the README suggests: a cycle every 5 minut
 STALE_CYCLES = 3  # warn after this many missed cycles (or polls, when polls are slower)
 
 
-@dataclass
+@dataclass(slots=True)
 class Row:
     slug: str
     state: str
@@ -298,7 +297,7 @@ def collect(
         accounts=collect_accounts(workspace, now),
         several_accounts=bool(workspace.config.accounts),
     )
-    places, limits = Places(str(workspace.articles_dir)), status.limits
+    limits = status.limits
     if able and able.off:
         limits = replace(limits, account_off=able.off)
     senders = first_sends(store) if store else {}
@@ -312,12 +311,9 @@ def collect(
     )
     if learned and store:
         remember_prompt_checks(store, learned)
-    rows = [
-        build_row(
-            view, summaries.get(view.slug), now, limits, places, workspace, senders.get(view.slug), served
-        )
-        for view in views
-    ]
+    places = Places(str(workspace.articles_dir), workspace, limits, now, served, shared)
+    summary, sender = summaries.get, senders.get
+    rows = [build_row(view, summary(view.slug), places, sender(view.slug)) for view in views]
     for row in rows:
         row.host = hosts.get(row.slug) or None
     for row in rows:
@@ -347,70 +343,83 @@ def remember_prompt_checks(store, learned: list) -> None:
         pass
 
 
+NO_SUMMARY = Summary("")
+DONE, INVALID = Phase.DONE.value, Phase.INVALID.value  # plain strings: rows hold the values
+
+
 def build_row(
-    view: batch.ArticleView,
-    summary: Summary | None,
-    now: float,
-    limits: Limits,
-    places: Places,
-    workspace: Workspace | None = None,
-    first_send: Send | None = None,
-    served: dict | None = None,
+    view: batch.ArticleView, summary: Summary | None, places: Places, first_send: Send | None
 ) -> Row:
     """One article's row. Done articles are described by the store alone (no file read). Its
     account: the one its chat is on (its first send's, or its intent marker's)."""
-    phase = view.phase
-    journal = summary or Summary(view.slug)
-    row = Row(slug=view.slug, state=Phase.DONE.value, path=places.md(view.slug))
-    row.engine = journal.engine or None
+    journal = summary or NO_SUMMARY
+    row = Row(view.slug, DONE, journal.engine or None, path=f"{places.articles}/{view.slug}.md")
     if view.sending or (first_send is not None and first_send.chat_url):
-        row.account = sender_of(view.files, first_send, may_have_marker=view.sending)
+        row.account = sender_of(view, first_send, may_have_marker=view.sending)
     row.chat_url = journal.chat_url or None
     sent_at = journal.sent_ts
+    seen = view.seen
+    phase = phase_of(seen)
     if phase is Phase.INVALID:
-        row.state, row.last_error = Phase.INVALID.value, view.why_invalid
+        row.state, row.last_error = INVALID, view.why_invalid
         return row
     if journal.turns > 1:  # a done multi-turn article: its "done" step says how many
         row.turns = journal.turns
     if phase is not Phase.DONE:
-        state = view.state
+        record = view.record
         if view.file_problem:  # its old state file is a link or a FIFO: its problem alone
-            row.state, row.last_error = Phase.INVALID.value, view.file_problem
+            row.state, row.last_error = INVALID, view.file_problem
             return row
-        chat_url = None
+        now = places.now
         if phase is Phase.GENERATING:  # the file is read only where the store has no URL
             sent_to = first_send.chat_url if first_send is not None else ""
-            chat_url = journal.chat_url or sent_to or places.chat_url(view.slug)
-        row.engine = state.engine or row.engine
-        row.attempts, row.hard_failures = state.attempts, state.hard_failures
-        row.last_error = first_line(state.last_error) or None
-        row.next_try = state.next_try if state.next_try > now else None
-        sent_at = state.sent_at or sent_at
-        if int(getattr(state, "turns", 1) or 1) > 1:
-            row.turn, row.turns = int(state.turn or 1), int(state.turns)
-        if phase is Phase.GENERATING:
-            row.chat_url = chat_url or row.chat_url
-        if row.account and workspace is not None and (view.sent or view.sending):
-            since = first_send.intent_at if first_send else now
-            limits = chat_limits(workspace, limits, row.account, since, now, served)
+            row.chat_url = journal.chat_url or sent_to or places.chat_url(view.slug) or row.chat_url
+        row.engine = record.engine or row.engine
+        row.attempts, row.hard_failures = record.attempts, record.hard_failures
+        row.last_error = first_line(record.last_error) or None
+        row.next_try = record.next_try if record.next_try > now else None
+        sent_at = record.sent_at or sent_at
+        if int(record.turns or 1) > 1:
+            row.turn, row.turns = int(record.turn or 1), int(record.turns)
+        limits = places.limits
+        if row.account and places.workspace is not None and (view.sent or view.sending):
+            limits = places.chat_limits(row.account, first_send.intent_at if first_send else now)
             if limits.orphaned:  # said here before the next cycle's router takes it over
                 row.last_error = f"{limits.orphaned}; the router writes it next"
         elif (view.sent or view.sending) and limits.account_off:
             limits = replace(limits, account_off="")
-        row.state = state_of(view, state, journal.last_event, limits, now)
-    row.age_seconds = int(now - sent_at) if sent_at and phase is not Phase.PENDING else None
+        failing = not journal.last_event or journal.last_event in FAILURE_EVENTS
+        row.state = phase_of(seen, Record.of(record, failing=failing), limits, now).value
+    row.age_seconds = int(places.now - sent_at) if sent_at and phase is not Phase.PENDING else None
     return row
 
 
-@dataclass(frozen=True)
+@dataclass
 class Places:
-    """The per-article files status reads, as plain strings: with 10,000 articles, pathlib's
-    joins cost more than the reads themselves."""
+    """What every row reads beside its own facts: the articles folder as a plain string (with
+    10,000 articles, pathlib's joins cost more than the reads themselves), the batch's limits
+    and each chat account's (the same for all of its articles: worked out once per account)."""
 
     articles: str
+    workspace: Workspace | None = None
+    limits: Limits = field(default_factory=Limits)
+    now: float = 0.0
+    served: dict | None = None
+    shared: bool = False
+    _by_account: dict = field(default_factory=dict)
 
     def md(self, slug: str) -> str:
         return f"{self.articles}/{slug}.md"
+
+    def chat_limits(self, account: str, since: float) -> Limits:
+        """hosts.chat_limits for an article of `account` sent at `since`. `since` matters only
+        in a shared batch (an account no host served since then is orphaned)."""
+        key = (account, since if self.shared else 0.0)
+        found = self._by_account.get(key)
+        if found is None:
+            found = chat_limits(self.workspace, self.limits, account, since, self.now, self.served)
+            self._by_account[key] = found
+        return found
 
     def chat_url(self, slug: str) -> str | None:
         """The chat URL as written (for display only: never opened, so not validated here)."""
@@ -419,16 +428,6 @@ class Places:
                 return first_line(handle.read(4096).decode("utf-8", errors="replace")) or None
         except OSError:
             return None
-
-
-def state_of(
-    view: batch.ArticleView, state: ArticleState, last_event: str, limits: Limits, now: float
-) -> str:
-    """The dashboard state of an article not done: its phase (phases.phase_of, as decide sees
-    it), from its files, its state record, the journal's last step for it, the quota and the
-    daily limit."""
-    failing = not last_event or last_event in FAILURE_EVENTS
-    return phase_of(view.seen, Record.of(state, failing=failing), limits, now).value
 
 
 def sort_rows(rows: list[Row], sort: str) -> list[Row]:
