@@ -358,9 +358,8 @@ class Store(Section):
     @property
     def host(self) -> str:
         """This host's name in the batch: host_id, else the machine's hostname."""
-        import socket
-
-        return self.host_id or socket.gethostname()
+        # os.uname's nodename is what socket.gethostname() returns, without importing socket.
+        return self.host_id or os.uname().nodename
 
 
 SECTIONS: dict[str, type[Section]] = {
