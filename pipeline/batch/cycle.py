@@ -24,7 +24,6 @@ from collections import Counter
 from collections.abc import Callable
 from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field, replace
-from queue import Empty, SimpleQueue
 from typing import TYPE_CHECKING
 
 from .. import files
@@ -442,6 +441,7 @@ def _poll_side_by_side(
     """Poll `side_by_side` (`account`'s chats) with `workers` threads, each with the chat engine of
     that account `attach` makes."""
     from concurrent.futures import ThreadPoolExecutor, wait  # with logging: only when polls run
+    from queue import Empty, SimpleQueue
 
     todo: SimpleQueue[ArticleView] = SimpleQueue()
     for view in side_by_side:
