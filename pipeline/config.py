@@ -435,11 +435,12 @@ class Config:
         """A path key's value as an absolute path (a relative one is taken from the file's folder)."""
         return (self.root / os.path.expanduser(value)).resolve()
 
-    @property
+    # Resolved once (a lstat per level of the path each time): a cycle asks for them often.
+    @cached_property
     def prompts_dir(self) -> Path:
         return self.resolve(self.paths.prompts)
 
-    @property
+    @cached_property
     def articles_dir(self) -> Path:
         return self.resolve(self.paths.articles)
 
