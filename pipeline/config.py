@@ -358,9 +358,8 @@ class Store(Section):
     @property
     def host(self) -> str:
         """This host's name in the batch: host_id, else the machine's hostname."""
-        import socket
-
-        return self.host_id or socket.gethostname()
+        # os.uname's nodename is what socket.gethostname() returns, without importing socket.
+        return self.host_id or os.uname().nodename
 
 
 SECTIONS: dict[str, type[Section]] = {
@@ -436,11 +435,12 @@ class Config:
         """A path key's value as an absolute path (a relative one is taken from the file's folder)."""
         return (self.root / os.path.expanduser(value)).resolve()
 
-    @property
+    # Resolved once (a lstat per level of the path each time): a cycle asks for them often.
+    @cached_property
     def prompts_dir(self) -> Path:
         return self.resolve(self.paths.prompts)
 
-    @property
+    @cached_property
     def articles_dir(self) -> Path:
         return self.resolve(self.paths.articles)
 

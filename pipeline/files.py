@@ -306,22 +306,31 @@ def clean_stale_temporaries(folder: Path, older_than: float = 300) -> list[Path]
     """
     removed = []
     now = time.time()
-    if not _real_folder(folder):
-        return removed
-    with contextlib.suppress(OSError), os.scandir(folder) as entries:
-        for entry in entries:
-            if not TMP_RE.fullmatch(entry.name):
-                continue
-            with contextlib.suppress(OSError):
-                info = entry.stat(follow_symlinks=False)
-                if (
-                    stat.S_ISREG(info.st_mode)
-                    and info.st_uid == os.geteuid()
-                    and now - info.st_mtime > older_than
-                ):
-                    os.unlink(entry.path)
-                    removed.append(Path(entry.path))
+    # Every cycle sweeps articles/ (one name per article): the names are filtered by our prefix
+    # in one pass, and only the few that carry it are matched and looked at.
+    for name in _names(folder, TMP_PREFIX):
+        if not TMP_RE.fullmatch(name):
+            continue
+        path = os.path.join(folder, name)
+        with contextlib.suppress(OSError):
+            info = os.lstat(path)
+            ours = stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid()
+            if ours and now - info.st_mtime > older_than:
+                os.unlink(path)
+                removed.append(Path(path))
     return removed
+
+
+def _names(folder: Path, prefix: str = "", suffixes: tuple[str, ...] = ("",)) -> list[str]:
+    """The names in `folder` that start with `prefix` and end with one of `suffixes`; none when
+    it is not a real folder (never through a symlink) or cannot be read."""
+    if not _real_folder(folder):
+        return []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return [name for name in names if name.startswith(prefix) and name.endswith(suffixes)]
 
 
 def _real_folder(folder: Path) -> bool:
@@ -331,23 +340,21 @@ def _real_folder(folder: Path) -> bool:
         return False
 
 
-def make_private(folder: Path, wanted) -> None:
-    """chmod 0600 the regular files of this user in `folder` whose name `wanted(name)` accepts
-    (what an older version left 0644). Symlinks and other users' files are left alone."""
-    if not _real_folder(folder):
-        return
-    with contextlib.suppress(OSError), os.scandir(folder) as entries:
-        for entry in entries:
-            if not wanted(entry.name) or TMP_RE.fullmatch(entry.name):
-                continue
-            with contextlib.suppress(OSError, SetupProblem):
-                info = entry.stat(follow_symlinks=False)
-                if (
-                    stat.S_ISREG(info.st_mode)
-                    and stat.S_IMODE(info.st_mode) != PRIVATE
-                    and info.st_uid == os.geteuid()
-                ):
-                    os.close(open_regular(entry.path, private=True))  # fchmod, never via a link
+def make_private(folder: Path, suffixes: tuple[str, ...] = ("",)) -> None:
+    """chmod 0600 the regular files of this user in `folder` whose name ends with one of
+    `suffixes` (what an older version left 0644). Symlinks and other users' files are left alone."""
+    for name in _names(folder, "", suffixes):
+        if TMP_RE.fullmatch(name):
+            continue
+        path = os.path.join(folder, name)
+        with contextlib.suppress(OSError, SetupProblem):
+            info = os.lstat(path)
+            if (
+                stat.S_ISREG(info.st_mode)
+                and stat.S_IMODE(info.st_mode) != PRIVATE
+                and info.st_uid == os.geteuid()
+            ):
+                os.close(open_regular(path, private=True))  # fchmod, never via a link
 
 
 class LockBusy(Exception):

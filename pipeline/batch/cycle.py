@@ -22,10 +22,9 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field, replace
-from queue import Empty, SimpleQueue
+from typing import TYPE_CHECKING
 
 from .. import files
 from ..accounts import all_accounts, several
@@ -36,14 +35,15 @@ from ..contract.phases import Action, Facts, Limits, Phase, Reason, Record, deci
 from ..contract.prompts import load_prompt
 from ..contract.quota import SendBudget, host_accounts, sends_today
 from ..contract.rotation import capacity, first_sends, sender_of, standings
-from ..contract.step import Status, generate
 from ..contract.workspace import Engines, Workspace
-from ..engines.base import ChatEngine
 from ..errors import SetupProblem, UsageProblem
 from ..exitcodes import ExitCode
 from ..files import FileLock, LockBusy
 from ..store.protocol import DEFAULT_ACCOUNT
 from .scan import ArticleView, attach_records, scan
+
+if TYPE_CHECKING:
+    from ..engines.base import ChatEngine
 
 
 @dataclass
@@ -440,6 +440,9 @@ def _poll_side_by_side(
 ) -> list[ArticleView]:
     """Poll `side_by_side` (`account`'s chats) with `workers` threads, each with the chat engine of
     that account `attach` makes."""
+    from concurrent.futures import ThreadPoolExecutor, wait  # with logging: only when polls run
+    from queue import Empty, SimpleQueue
+
     todo: SimpleQueue[ArticleView] = SimpleQueue()
     for view in side_by_side:
         todo.put(view)
@@ -608,6 +611,8 @@ def _step(
     budget: SendBudget | None = None,
     guard: threading.Lock | None = None,
 ) -> None:
+    from ..contract.step import generate  # a no-op cycle steps nothing: not loaded for it
+
     slug = view.slug
     try:
         outcome = generate(workspace, slug, engines, say=say, clock=clock, budget=budget)
@@ -623,6 +628,8 @@ def _step(
 
 
 def _count(report: CycleReport, slug: str, outcome) -> None:
+    from ..contract.step import Status
+
     if outcome.chat_error == LOGGED_OUT:
         report.logged_out.append(slug)
         if outcome.status is Status.DONE and outcome.engine == "router":
@@ -646,6 +653,8 @@ def _count(report: CycleReport, slug: str, outcome) -> None:
 def _publish(workspace: Workspace, views: list[ArticleView], report: CycleReport, say) -> None:
     """After the steps: the done articles to publish.dir (when set). Publishing is a step after
     done: its failures are counted and said, never the cycle's exit code or the article's fate."""
+    if workspace.config.publish_dir is None:
+        return  # off, as in most cron cycles: its module (subprocess, hashing) is not loaded
     from ..publishing.publish import publish_done
 
     # A generator: each article's mtime is read only when publishing is on and asks for it.

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -210,11 +211,28 @@ def read_chat_url(article: ArticleFiles, base_url: str) -> str | None:
     return parse_chat_url(text, base_url, article.url)
 
 
+# .qwenpipe/tightened: make_private has run on this folder. Every file this version writes there
+# is private already, so the tightening (a look at every name in articles/ and in locks/) is
+# needed once, not every cycle. Bump TIGHTENED_AS when more files become private: once more.
+TIGHTENED = "tightened"
+TIGHTENED_AS = b"1\n"
+
+
 def make_private(articles_dir: Path) -> None:
     """Tighten what an older version wrote with the umask (0644): the sidecars in articles/ and
     every file under .qwenpipe/ become 0600 (its folders are made 0700 by files.ensure_folder).
-    Only this user's regular files in real folders; nothing is followed or stops the caller."""
-    files.make_private(articles_dir, lambda name: name.endswith(SIDECAR_SUFFIXES))
+    Only this user's regular files in real folders; nothing is followed or stops the caller.
+    Once per folder: skipped when its `tightened` marker says it was done."""
     state = articles_dir / STATE_DIR
+    marker = state / TIGHTENED
+    try:
+        if files.read_bytes(marker) == TIGHTENED_AS:
+            return
+    except (OSError, files.SetupProblem):  # none yet (or not a file of ours): tighten
+        pass
+    files.make_private(articles_dir, SIDECAR_SUFFIXES)
     for folder in (state, state / "state", state / "locks"):
-        files.make_private(folder, lambda _name: True)
+        files.make_private(folder)
+    # A marker that cannot be written (a link there, a full disk) means: tighten again next time.
+    with contextlib.suppress(files.SetupProblem):
+        files.atomic_write(marker, TIGHTENED_AS)

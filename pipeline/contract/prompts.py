@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -83,6 +82,8 @@ class Prompt:
 
     @property
     def sha256(self) -> str:
+        import hashlib  # OpenSSL: loaded when a prompt is sent, not by a cycle that sends none
+
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config import Browser, Config, ConfigError
-from ..engines.base import ChatEngine, DirectEngine, EngineBusy, EngineError
 from ..files import FileLock, LockBusy
 from ..redact import router_key
 from ..store.protocol import DEFAULT_ACCOUNT
@@ -71,13 +70,16 @@ class Workspace:
         return ArticleFiles(slug, self.articles_dir)
 
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the engines' types only: a cycle with nothing to do loads no engine code
+    from ..engines.base import ChatEngine, DirectEngine, EngineError
     from ..engines.qwen.browser import BrowserSession
 
 
 def lock_browser_profile(profile: Path) -> Callable[[], None]:
     """The profile lock engines are given: one qwenpipe process per browser profile. Chromium
     refuses a second browser on it anyway; this makes the refusal a "busy" that names the holder."""
+    from ..engines.base import EngineBusy
+
     lock = FileLock(profile / "qwenpipe.lock", purpose=" ".join(sys.argv[1:3]) or "qwenpipe")
     try:
         return lock.acquire().release

@@ -41,13 +41,18 @@ def initialize(url: str, state_dir: Path) -> Initialized:
     return Initialized("sqlite", where, SCHEMA_VERSION, SCHEMA_VERSION)
 
 
+IMPORT_KEY = "legacy_import"  # the store's meta key that says the old files were imported
+
+
 def open_store(state_dir: Path) -> Store:
-    from . import legacy
     from .sqlite import SQLiteStore
 
     store = SQLiteStore.open(state_dir)
     try:
-        legacy.import_once(store, state_dir)
+        if store.meta(IMPORT_KEY) is None:  # only then are the old files' readers loaded
+            from . import legacy
+
+            legacy.import_once(store, state_dir)
     except BaseException:
         store.close()
         raise

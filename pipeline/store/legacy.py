@@ -20,6 +20,7 @@ from ..contract.article import ArticleState
 from ..contract.journal import read_lines
 from ..contract.quota import ChatQuota
 from ..errors import SetupProblem
+from . import IMPORT_KEY
 from .protocol import (
     DEFAULT_ACCOUNT,
     SEND_EVENT,
@@ -31,8 +32,6 @@ from .protocol import (
     Store,
     dumps,
 )
-
-IMPORT_KEY = "legacy_import"
 
 
 @dataclass(frozen=True)

@@ -203,3 +203,49 @@ def test_create_new_never_replaces_what_is_there_and_leaves_no_temporary(tmp_pat
     assert not create_new(link, "x") and not (tmp_path / "nowhere.md").exists()
     assert create_new(tmp_path / "prompts" / "bulk.md", "y", sync=False)
     assert sorted(p.name for p in (tmp_path / "prompts").iterdir()) == ["bulk.md", "link.md", "tea.md"]
+
+
+def test_make_private_tightens_an_older_versions_files_once_then_marks_the_folder(tmp_path):
+    from pipeline.contract.article import TIGHTENED, TIGHTENED_AS, make_private
+
+    state = tmp_path / files.STATE_DIR
+    (state / "locks").mkdir(parents=True)
+    old = [tmp_path / "tea.md.url", tmp_path / "tea.md.failed", state / "journal.jsonl"]
+    old.append(state / "locks" / "tea.lock")
+    article, notes, link = tmp_path / "tea.md", tmp_path / "notes.txt", tmp_path / "coffee.md.url"
+    for path in (*old, article, notes):
+        path.write_text("x")
+        path.chmod(0o644)
+    link.symlink_to(notes)
+    make_private(tmp_path)
+    assert {p.name: mode(p) for p in old} == {p.name: 0o600 for p in old}
+    assert mode(article) == mode(notes) == 0o644, "an article and a user's file follow the umask"
+    assert (state / TIGHTENED).read_bytes() == TIGHTENED_AS and mode(state / TIGHTENED) == 0o600
+    # Marked: every file this version writes is private already, so the names are not read again.
+    later = tmp_path / "later.md.url"
+    later.write_text("x")
+    later.chmod(0o644)
+    make_private(tmp_path)
+    assert mode(later) == 0o644
+
+
+def test_make_private_runs_again_for_a_marker_of_another_generation_or_kind(tmp_path):
+    from pipeline.contract.article import TIGHTENED, TIGHTENED_AS, make_private
+
+    state = tmp_path / files.STATE_DIR
+    state.mkdir()
+    sidecar = tmp_path / "tea.md.sending"
+    for marker in (b"0\n", None):
+        sidecar.write_text("x")
+        sidecar.chmod(0o644)
+        (state / TIGHTENED).unlink(missing_ok=True)
+        if marker is None:  # a link at the marker: not ours to trust, nor to write through
+            (state / TIGHTENED).symlink_to(tmp_path / "elsewhere")
+        else:
+            (state / TIGHTENED).write_bytes(marker)
+        make_private(tmp_path)
+        assert mode(sidecar) == 0o600, marker
+    assert (state / TIGHTENED).is_symlink() and not (tmp_path / "elsewhere").exists()
+    (state / TIGHTENED).unlink()
+    make_private(tmp_path)
+    assert (state / TIGHTENED).read_bytes() == TIGHTENED_AS
