@@ -5,6 +5,11 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-# Five workers on two cores. The suite is CPU-bound (a `generate` that sends costs ~4 s of
-# Chromium and Python CPU); four and five workers took the same wall time.
-.venv/bin/python -m pytest -q -n 5 "$@"
+# Five workers on two cores. The suite is CPU-bound (a `generate` that sends costs ~6.5 s of
+# CPU: Chromium and its children ~3.5, Playwright's node driver ~1, Python ~1.3); four and five
+# workers took the same wall time.
+# Bytecode caches on even where the environment turns them off (PYTHONDONTWRITEBYTECODE=1):
+# without them every worker rewrites the asserts of all ~100 test modules again at each run
+# (collecting cost 10.9 CPU-s per worker, 3.5 s with the cache), and every `python -m pipeline`
+# the tests start compiles the package from source.
+env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m pytest -q -n 5 "$@"
