@@ -105,10 +105,12 @@ def answered_status(config: str | None, query: dict) -> bool:
     config, --state or --sort, an unreadable folder...: found before a byte is printed).
     Status only reads, so the full command line then runs it again and says what is wrong: it
     is the one place that maps failures to messages and exit codes."""
+    from .batch import status  # noqa: F401 (imported before the freeze)
     from .cli.status import print_status
     from .config import load
     from .contract.workspace import Workspace
 
+    freeze_imports()
     try:
         print_status(Workspace(load(config)), query, as_json=True)
     except (Exception, KeyboardInterrupt):
@@ -126,11 +128,23 @@ def cycle_config(argv: list[str]) -> tuple[str | None] | None:
 def run_cycle(config: str | None) -> int:
     """`qwenpipe cycle` as the full CLI runs it (the same command, failures and exit codes),
     without loading Typer: most cron cycles have nothing to do, and Typer would be most of it."""
+    from .batch import cycle  # noqa: F401 (imported before the freeze)
     from .cli.running import cycle_command, exit_code_of
     from .config import load
     from .contract.workspace import Workspace
 
+    freeze_imports()
     return exit_code_of(lambda: cycle_command(Workspace(load(config))))
+
+
+def freeze_imports() -> None:
+    """Keep what the imports made out of every later garbage collection. A cycle or a status
+    over 10,000 articles allocates enough for several full collections, and each would walk
+    every module's objects again: about a quarter of a no-op cycle's CPU. Nothing imported is
+    ever garbage, so nothing is kept that would have been freed."""
+    import gc
+
+    gc.freeze()
 
 
 def main() -> None:

@@ -218,6 +218,16 @@ TIGHTENED = "tightened"
 TIGHTENED_AS = b"1\n"
 
 
+def read_marker(path) -> dict | None:
+    """The intent marker's record (SLUG.md.sending), or None when it is missing or unreadable."""
+    try:
+        with open(path, "rb") as handle:
+            data = json.loads(handle.read(4096))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def make_private(articles_dir: Path) -> None:
     """Tighten what an older version wrote with the umask (0644): the sidecars in articles/ and
     every file under .qwenpipe/ become 0600 (its folders are made 0700 by files.ensure_folder).

@@ -123,7 +123,7 @@ def sender_of(article, first_send: Send | None, *, may_have_marker: bool = True)
     (status and the plan ask for 10,000 articles; the look costs more than the rest)."""
     marker = None
     if may_have_marker and os.access(article.sending_file, os.F_OK):  # a bool, no exception
-        from .step import read_marker
+        from .article import read_marker
 
         marker = read_marker(article.sending_file)
     named = marker.get("account") if marker else None

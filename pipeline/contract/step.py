@@ -42,7 +42,7 @@ from ..files import FileLock, LockBusy
 from ..redact import mask, mask_data
 from ..store.protocol import DEFAULT_ACCOUNT, AlreadySent, Finished, Intent, LeaseLost, StoreBusy
 from . import hosts
-from .article import ArticleFiles, ArticleState, read_chat_url
+from .article import ArticleFiles, ArticleState, read_chat_url, read_marker
 from .checks import Verdict, check_answer, count_words
 from .phases import (
     CYCLE_LIMIT,
@@ -922,16 +922,6 @@ def replay(workspace: Workspace, slug: str) -> str:
     return f"{slug}: cleared {article.failed.name}; the next run " + (
         "polls its chat first" if article.url.exists() else "sends it"
     )
-
-
-def read_marker(path) -> dict | None:
-    """The intent marker's record, or None when it is missing or unreadable."""
-    try:
-        with open(path, "rb") as handle:
-            data = json.loads(handle.read(4096))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def chats_of_other_articles(article: ArticleFiles) -> dict[str, str]:
