@@ -34,7 +34,7 @@ from ..contract.hosts import Synced, chat_limits, host_of, serve, shared_batch, 
 from ..contract.phases import Action, Facts, Limits, Phase, Reason, Record, decide, schedule, settled
 from ..contract.prompts import load_prompt
 from ..contract.quota import SendBudget, host_accounts, sends_today
-from ..contract.rotation import capacity, first_sends, sender_of, standings
+from ..contract.rotation import capacity, sender_of, standings
 from ..contract.workspace import Engines, Workspace
 from ..errors import SetupProblem, UsageProblem
 from ..exitcodes import ExitCode
@@ -209,7 +209,7 @@ def plan(
         max_attempts=qwen.max_attempts,
         account_off=able.off,
     )
-    senders = first_sends(workspace.store)
+    senders = workspace.store.first_sends()
     shared = shared_batch(workspace.config)
     served = workspace.store.served() if shared else {}
     # A shared batch: articles another host holds are its (planned around, not stepped into).
@@ -418,7 +418,7 @@ def _send_concurrently(
 
 def _by_sender(workspace: Workspace, views: list[ArticleView]) -> dict[str, list[ArticleView]]:
     """The articles by the account that sent each (the only one that may look at its chat)."""
-    senders = first_sends(workspace.store)
+    senders = workspace.store.first_sends()
     groups: dict[str, list[ArticleView]] = {}
     for view in views:
         groups.setdefault(sender_of(view.files, senders.get(view.slug)), []).append(view)

@@ -21,7 +21,7 @@ from ..accounts import all_accounts
 from ..contract.hosts import chat_limits, shared_batch
 from ..contract.phases import UNFINISHED, Limits, Phase, Record, phase_of
 from ..contract.quota import host_accounts, local_day_start, sends_today
-from ..contract.rotation import capacity, first_sends, sender_of, standings
+from ..contract.rotation import capacity, sender_of, standings
 from ..contract.workspace import Workspace
 from ..errors import UsageProblem
 from ..store.protocol import Send, StoreBusy, Summary
@@ -300,7 +300,7 @@ def collect(
     limits = status.limits
     if able and able.off:
         limits = replace(limits, account_off=able.off)
-    senders = first_sends(store) if store else {}
+    senders = store.first_sends() if store else {}
     views = batch.scan(workspace.prompts_dir, workspace.articles_dir)
     shared = store is not None and shared_batch(workspace.config)
     hosts = batch.overlay_batch(views, store, workspace.articles_dir) if shared else {}

@@ -182,7 +182,7 @@ def sync(store, articles_dir, host: str) -> Synced:
         for finished in store.finished(missing[start : start + 200]).values():
             write_finished(ArticleFiles(finished.slug, articles_dir), finished)
             synced.articles += 1
-    firsts = [send for send in store.sends() if send.turn == 1]  # one read of the batch's sends
+    firsts = store.first_sends().values()  # one read of the batch's first sends
     for send in firsts:  # every sent chat's URL, finished or not (as on one machine)
         article = ArticleFiles(send.slug, articles_dir)
         if send.chat_url and f"{send.slug}.md.url" not in present:

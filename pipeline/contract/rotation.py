@@ -132,8 +132,3 @@ def sender_of(article, first_send: Send | None, *, may_have_marker: bool = True)
     if marker is None and first_send is not None:
         return first_send.account
     return DEFAULT_ACCOUNT
-
-
-def first_sends(store) -> dict[str, Send]:
-    """Every article's first send (turn 1), from one read of the store."""
-    return {send.slug: send for send in store.sends() if send.turn == 1}

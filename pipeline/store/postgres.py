@@ -253,6 +253,10 @@ class PostgresStore:
             )
         return [Send(*row) for row in rows]
 
+    def first_sends(self) -> dict[str, Send]:
+        rows = self._rows(f"SELECT {SEND_COLUMNS} FROM sends WHERE batch = %s AND turn = 1")
+        return {row[0]: Send(*row) for row in rows}
+
     def send_counts(self, start: float, end: float = float("inf")) -> SendCounts:
         # A send is taken back by the article's next send step when that one is `unsent`.
         rows = self._rows(

@@ -320,6 +320,10 @@ class Store(Protocol):
     def sends(self, slug: str | None = None) -> list[Send]:
         """The article's sends, by turn; every article's (by slug, then turn) with no slug."""
 
+    def first_sends(self) -> dict[str, Send]:
+        """Every article's first send (turn 1), by slug: what status and the plan read of
+        10,000 articles (an article's later turns are its own step's)."""
+
     def send_counts(self, start: float, end: float = float("inf")) -> SendCounts:
         """Sends with start <= ts < end (a local day: quota.local_day_start and the next one),
         less those an `unsent` step in the range took back."""

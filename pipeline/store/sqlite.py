@@ -169,6 +169,9 @@ class SQLiteStore:
             for row in self._rows(f"SELECT {SEND_COLUMNS} FROM sends WHERE slug = ? ORDER BY turn", (slug,))
         ]
 
+    def first_sends(self) -> dict[str, Send]:
+        return {row[0]: Send(*row) for row in self._rows(f"SELECT {SEND_COLUMNS} FROM sends WHERE turn = 1")}
+
     def send_counts(self, start: float, end: float = float("inf")) -> SendCounts:
         # A send is taken back by the article's next send step when that one is `unsent`.
         rows = self._rows(

@@ -355,6 +355,22 @@ def test_every_articles_sends_in_one_read(store):
     ]
 
 
+def test_first_sends_are_each_articles_turn_one_by_slug(store):
+    with store.step() as step:
+        step.record_intent("b", Intent(1, 1.0, "sha", account="spare"))
+        step.record_intent("a", Intent(2, 2.0, "sha", account="other"))
+        step.record_intent("a", Intent(1, 1.0, "sha", account="main"))
+        step.record_sent("a", 1, "https://chat.qwen.ai/c/a", 1.5)
+    firsts = store.first_sends()
+    assert sorted(firsts) == ["a", "b"]
+    assert (firsts["a"].turn, firsts["a"].account, firsts["a"].chat_url) == (
+        1,
+        "main",
+        "https://chat.qwen.ai/c/a",
+    )
+    assert (firsts["b"].account, firsts["b"].chat_url) == ("spare", "")
+
+
 @pytest.mark.parametrize("protocol", [Store, Step])
 def test_the_implementation_has_every_method_of_the_protocol_with_its_parameters(store, protocol):
     with store.step() as step:
