@@ -311,9 +311,9 @@ def collect(
     )
     if learned and store:
         remember_prompt_checks(store, learned)
-    places = Places(str(workspace.articles_dir), workspace, limits, now, served, shared)
+    context = RowContext(str(workspace.articles_dir), workspace, limits, now, served, shared)
     summary, sender = summaries.get, senders.get
-    rows = [build_row(view, summary(view.slug), places, sender(view.slug)) for view in views]
+    rows = [build_row(view, summary(view.slug), context, sender(view.slug)) for view in views]
     for row in rows:
         row.host = hosts.get(row.slug) or None
     for row in rows:
@@ -348,12 +348,12 @@ DONE, INVALID = Phase.DONE.value, Phase.INVALID.value  # plain strings: rows hol
 
 
 def build_row(
-    view: batch.ArticleView, summary: Summary | None, places: Places, first_send: Send | None
+    view: batch.ArticleView, summary: Summary | None, context: RowContext, first_send: Send | None
 ) -> Row:
     """One article's row. Done articles are described by the store alone (no file read). Its
     account: the one its chat is on (its first send's, or its intent marker's)."""
     journal = summary or NO_SUMMARY
-    row = Row(view.slug, DONE, journal.engine or None, path=f"{places.articles}/{view.slug}.md")
+    row = Row(view.slug, DONE, journal.engine or None, path=f"{context.articles}/{view.slug}.md")
     if view.sending or (first_send is not None and first_send.chat_url):
         row.account = sender_of(view, first_send, may_have_marker=view.sending)
     row.chat_url = journal.chat_url or None
@@ -370,10 +370,10 @@ def build_row(
         if view.file_problem:  # its old state file is a link or a FIFO: its problem alone
             row.state, row.last_error = INVALID, view.file_problem
             return row
-        now = places.now
+        now = context.now
         if phase is Phase.GENERATING:  # the file is read only where the store has no URL
             sent_to = first_send.chat_url if first_send is not None else ""
-            row.chat_url = journal.chat_url or sent_to or places.chat_url(view.slug) or row.chat_url
+            row.chat_url = journal.chat_url or sent_to or context.chat_url(view.slug) or row.chat_url
         row.engine = record.engine or row.engine
         row.attempts, row.hard_failures = record.attempts, record.hard_failures
         row.last_error = first_line(record.last_error) or None
@@ -381,21 +381,21 @@ def build_row(
         sent_at = record.sent_at or sent_at
         if int(record.turns or 1) > 1:
             row.turn, row.turns = int(record.turn or 1), int(record.turns)
-        limits = places.limits
-        if row.account and places.workspace is not None and (view.sent or view.sending):
-            limits = places.chat_limits(row.account, first_send.intent_at if first_send else now)
+        limits = context.limits
+        if row.account and context.workspace is not None and (view.sent or view.sending):
+            limits = context.chat_limits(row.account, first_send.intent_at if first_send else now)
             if limits.orphaned:  # said here before the next cycle's router takes it over
                 row.last_error = f"{limits.orphaned}; the router writes it next"
         elif (view.sent or view.sending) and limits.account_off:
             limits = replace(limits, account_off="")
         failing = not journal.last_event or journal.last_event in FAILURE_EVENTS
         row.state = phase_of(seen, Record.of(record, failing=failing), limits, now).value
-    row.age_seconds = int(places.now - sent_at) if sent_at and phase is not Phase.PENDING else None
+    row.age_seconds = int(context.now - sent_at) if sent_at and phase is not Phase.PENDING else None
     return row
 
 
 @dataclass
-class Places:
+class RowContext:
     """What every row reads beside its own facts: the articles folder as a plain string (with
     10,000 articles, pathlib's joins cost more than the reads themselves), the batch's limits
     and each chat account's (the same for all of its articles: worked out once per account)."""
@@ -407,9 +407,6 @@ class Places:
     served: dict | None = None
     shared: bool = False
     _by_account: dict = field(default_factory=dict)
-
-    def md(self, slug: str) -> str:
-        return f"{self.articles}/{slug}.md"
 
     def chat_limits(self, account: str, since: float) -> Limits:
         """hosts.chat_limits for an article of `account` sent at `since`. `since` matters only
