@@ -6,8 +6,9 @@ Builds the batch in a temporary folder (files written directly, in the shapes th
 before the store wrote them: it is the reading that is measured), imports it into the store
 once (the upgrade in place), then times `status --json` in-process and as a subprocess, cold
 (the store just written by another process: 20 new events, the store opened afresh) and warm
-(the same status again). Wall and CPU seconds; targets 0.5 s cold, 0.3 s warm. Not run by the
-tests.
+(the same status again). Wall and CPU seconds; targets 0.5 s cold, 0.3 s warm. Beside them,
+the floor: a bare Python process that only lists, stats, reads the tables and writes the same
+document (FLOOR), what this machine gives any design. Not run by the tests.
 """
 
 from __future__ import annotations
@@ -153,6 +154,35 @@ def grow(root: Path) -> None:
             step.append(Event("article-00001", "poll", time.time(), fields={"engine": "qwen"}))
 
 
+# The least any Python process does for this document, qwenpipe's logic left out: list both
+# folders, stat the unfinished prompts, read the store's four per-article tables, build a row
+# of the documented fields per article and write the JSON. What the machine gives any design.
+FLOOR = """
+import json, os, sqlite3, sys
+root = sys.argv[1]
+prompts = list(os.scandir(root + "/prompts"))
+articles = {e.name for e in os.scandir(root + "/articles")}
+for e in prompts:
+    if e.name not in articles:
+        e.stat()
+db = sqlite3.connect(root + "/articles/.qwenpipe/qwenpipe.db")
+summaries, _, _, _ = [db.execute(q).fetchall() for q in (
+    "SELECT slug, last_event, sent_ts, chat_url, engine, turns FROM summaries",
+    "SELECT * FROM articles", "SELECT * FROM sends WHERE turn = 1", "SELECT * FROM prompt_checks")]
+rows = [{"slug": r[0], "state": "done", "engine": r[4] or None, "age_seconds": 1, "attempts": 0,
+         "hard_failures": 0, "next_try": None, "last_error": None, "chat_url": r[3] or None,
+         "turn": None, "turns": None, "path": root + "/articles/" + r[0] + ".md",
+         "account": "default", "host": None} for r in summaries]
+sys.stdout.write(json.dumps({"articles": rows}, ensure_ascii=False))
+"""
+
+
+def floor(root: Path) -> tuple[float, float]:
+    started, cpu = time.perf_counter(), _children_cpu()
+    subprocess.run([sys.executable, "-c", FLOOR, str(root)], check=True, capture_output=True, env=ENV)
+    return time.perf_counter() - started, _children_cpu() - cpu
+
+
 def timed(measure, root: Path, *, cold: bool, repeat: int) -> tuple[float, float]:
     figures = []
     for _ in range(repeat):
@@ -180,6 +210,7 @@ def main() -> None:
             ("subprocess", "cold", timed(as_subprocess, root, cold=True, repeat=args.repeat)),
             ("subprocess", "warm", timed(as_subprocess, root, cold=False, repeat=args.repeat)),
         ]
+        least = timed(floor, root, cold=False, repeat=args.repeat)
     load = os.getloadavg()[0]
     print(f"\n`status --json`, {args.articles:,} articles, {args.lines:,} journal lines")
     print(f"median of {args.repeat}; {os.cpu_count()} CPUs, load average {load:.1f} while it ran")
@@ -188,6 +219,8 @@ def main() -> None:
         target = TARGETS[when]
         verdict = "yes" if seconds <= target else ("CPU yes" if cpu <= target else "NO")
         print(f"{how:<12}{when:<8}{seconds:>9.3f}{cpu:>9.3f}  {'<= ' + str(target):>8}  {verdict}")
+    floor_line = f"{'floor':<12}{'warm':<8}{least[0]:>9.3f}{least[1]:>9.3f}"
+    print(f"{floor_line}  (any Python process: list, stat, read, write)")
 
 
 if __name__ == "__main__":

@@ -123,9 +123,11 @@ class Intent:
     owner: str = ""  # the lease owner token that recorded it (several hosts); "" on one machine
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Send:
-    """One (slug, turn) send: its intent, and the chat URL once the site took it."""
+    """One (slug, turn) send: its intent, and the chat URL once the site took it. Read, never
+    changed (not frozen only because a frozen dataclass costs several times more to build, and
+    status builds one per article)."""
 
     slug: str
     turn: int
@@ -226,10 +228,11 @@ class Lease:
     expires: float
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Finished:
     """A finished article as the batch's record holds it (a store shared by several hosts: each
-    host writes its SLUG.md from this row). `document` is "" when only the listing was read."""
+    host writes its SLUG.md from this row). `document` is "" when only the listing was read.
+    Read, never changed (slots, not frozen, as Send)."""
 
     slug: str
     engine: str
