@@ -112,15 +112,29 @@ def generate(
 def _quiet_browser_on_interrupt():
     """Ctrl-C on a terminal reaches the whole process group, so the Playwright driver dies with
     us and the calls it had under way end in "Connection closed", which asyncio would print as
-    "Future exception was never retrieved" while the browser is closed. After an interrupt that
-    is expected, not news: silence it (the browser is still closed, its errors ignored)."""
-    try:
-        yield
-    except KeyboardInterrupt:
+    "Future exception was never retrieved" while the browser is closed; and an answer the driver
+    sends to a call the interrupt abandoned is logged by Playwright as "Error occurred in event
+    listener", with a traceback. After an interrupt that is expected, not news: both are silenced
+    the moment it arrives (the engine's own cleanup talks to the driver before any `except`
+    here would run), and the interrupt goes on as Python's own (KeyboardInterrupt)."""
+    import signal
+    import threading
+
+    def interrupted(_signum, _frame):
         import logging
 
-        logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
-        raise
+        for name in ("asyncio", "playwright"):
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():  # signals reach the main one
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
 
 
 def _interrupted(workspace, slug: str) -> str:
