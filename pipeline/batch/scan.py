@@ -70,8 +70,9 @@ class ArticleView:
 
     @property
     def sending_file(self) -> str:
-        """The intent marker's path (rotation.sender_of looks for it, as for ArticleFiles')."""
-        return f"{self._folder}/{self.slug}.md.sending"
+        """ArticleFiles.sending_file, for rotation.sender_of: it asks only where the listing saw
+        a marker, so the view's files are built only for those articles."""
+        return self.files.sending_file
 
     @property
     def record(self) -> ArticleRecord:
@@ -277,8 +278,9 @@ def attach_records(views: list[ArticleView], state_dir: Path, store) -> None:
     get = records.get
     for view in views:  # each record becomes a state only when asked (a done article never is)
         view._record, view._attached = get(view.slug), True
-    for view in views if unsafe else ():
-        view._state_problem = unsafe.get(view.slug, "")
+    if unsafe:
+        for view in views:
+            view._state_problem = unsafe.get(view.slug, "")
 
 
 def overlay_batch(views: list[ArticleView], store, articles_dir: Path) -> dict[str, str]:
