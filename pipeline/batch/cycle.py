@@ -228,46 +228,50 @@ def plan(
         limits = replace(limits, max_sends_per_day=per_day, sends_today=today, max_sends_per_cycle=per_cycle)
     polls, sends = [], []
     counted, planned = limits, 0  # the limits, counting the sends planned so far
+    counts, invalid, orphan = report.counts, Phase.INVALID, Phase.ORPHAN  # looked up once, not per article
     for view in views:
-        decision = settled(view.seen)
-        if decision is None and view.slug in held:
-            report.counts["working"] += 1  # in progress on another host
+        settles = settled(view.seen())
+        if settles is not None:  # done, dead, an orphan, invalid: nothing moves it; counted
+            if settles.phase is invalid:
+                _count_invalid(report, view)
+            elif settles.phase is not orphan:
+                counts[PHASE_BUCKETS[settles.phase]] += 1
             continue
-        if decision is None:
-            record = Record.of(view.record)  # a state file in an unusable form makes it alone invalid
-            if planned != len(sends):
-                planned = len(sends)
-                counted = replace(limits, sends_today=limits.sends_today + planned, cycle_sends=planned)
-                if able.left is not None and planned >= able.left and not counted.account_off:
-                    counted = replace(counted, account_off=ACCOUNTS_SPENT)
-            facts_limits = counted
-            if view.sent or view.sending:  # its chat is its sender's alone
-                first = senders.get(view.slug)
-                sender = sender_of(view, first, may_have_marker=view.sending)
-                since = first.intent_at if first else now
-                facts_limits = chat_limits(workspace, counted, sender, since, now, served)
-            decision = decide(Facts(view.seen, record, facts_limits, now, planning=True))
+        if view.slug in held:
+            counts["working"] += 1  # in progress on another host
+            continue
+        record = Record.of(view.record)  # a state file in an unusable form makes it alone invalid
+        if planned != len(sends):
+            planned = len(sends)
+            counted = replace(limits, sends_today=limits.sends_today + planned, cycle_sends=planned)
+            if able.left is not None and planned >= able.left and not counted.account_off:
+                counted = replace(counted, account_off=ACCOUNTS_SPENT)
+        facts_limits = counted
+        if view.sent or view.sending:  # its chat is its sender's alone
+            first = senders.get(view.slug)
+            sender = sender_of(view, first, may_have_marker=view.sending)
+            since = first.intent_at if first else now
+            facts_limits = chat_limits(workspace, counted, sender, since, now, served)
+        decision = decide(Facts(view.seen(), record, facts_limits, now, planning=True))
         if decision.replan:
             _replan(view, qwen, now)
-        action, reason = decision.action, decision.reason
-        if action is Action.NOTHING:
-            if decision.phase is Phase.INVALID:
-                report.invalid.append(view.slug)
-                report.problems.append(invalid_line(view))
-            if decision.phase is not Phase.ORPHAN:
-                report.counts[PHASE_BUCKETS[decision.phase]] += 1
-        elif action in (Action.POLL, Action.RECOVER):
+        action, reason = decision.action, decision.reason  # never NOTHING: only settled says that
+        if action in (Action.POLL, Action.RECOVER):
             polls.append(view)
         elif action in (Action.SEND, Action.FALL_BACK) or reason is Reason.QUOTA:
             if view.check_prompt(workspace.prompts_dir):  # only now: a bad prompt takes no send slot
                 sends.append(view)  # one waiting for the quota too: its step says until when
             else:
-                report.invalid.append(view.slug)
-                report.problems.append(invalid_line(view))
-                report.counts["invalid"] += 1
+                _count_invalid(report, view)
         else:
-            report.counts[REASON_BUCKETS[reason]] += 1
+            counts[REASON_BUCKETS[reason]] += 1
     return polls, sends
+
+
+def _count_invalid(report: CycleReport, view: ArticleView) -> None:
+    report.invalid.append(view.slug)
+    report.problems.append(invalid_line(view))
+    report.counts["invalid"] += 1
 
 
 SHARED_PLAN_SLACK = 3  # a shared batch plans this many times qwen.max_sends_per_cycle sends

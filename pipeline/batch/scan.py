@@ -15,11 +15,12 @@ from typing import Any
 from .. import __version__, files
 from ..contract.article import ArticleFiles, ArticleState
 from ..contract.phases import Files, Phase, phase_of
-from ..contract.prompts import SLUG_RE, is_folder_notes, is_slug, load_prompt, name_problem
+from ..contract.prompts import MAX_SLUG, SLUG_RE, is_folder_notes, is_slug, load_prompt, name_problem
 from ..errors import SetupProblem, UsageProblem
 from ..store.protocol import ArticleRecord, PromptCheck
 
 NO_RECORD = ArticleRecord()
+_new_tuple = tuple.__new__
 
 
 class ArticleView:
@@ -113,23 +114,27 @@ class ArticleView:
         except OSError:  # gone since the listing: as if never published
             return None
 
-    @property
     def seen(self) -> Files:
-        """Its files, as the scan saw them (what phases.decide takes)."""
-        return Files(
-            self.prompt_mtime is not None,
-            self.done,
-            self.sent,
-            self.sending,
-            self.dead,
-            self.file_problem or "",
-            self.problem or "",
+        """Its files, as the scan saw them (what phases.decide takes). A method, not a property,
+        and built as the tuple it is (Files' fields in order): Python 3.11 calls a property, and
+        the named tuple's own __new__, the slow way, and a plan asks this of every article."""
+        return _new_tuple(
+            Files,
+            (
+                self.prompt_mtime is not None,
+                self.done,
+                self.sent,
+                self.sending,
+                self.dead,
+                self.file_problem or "",
+                self.problem or "",
+            ),
         )
 
     @property
     def phase(self) -> Phase:
         """The phase its files alone show (its record, the quota and the time not considered)."""
-        return phase_of(self.seen)
+        return phase_of(self.seen())
 
     @property
     def state(self) -> ArticleState:
@@ -191,14 +196,14 @@ def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
         else:
             continue
         slug = name[: -len(suffix)]
-        if not fullmatch(slug):
-            continue
         mark = MARKS.get(suffix)
         regular = entry.is_file(follow_symlinks=False)  # from the listing: no stat
         if mark is None and regular:
             continue  # SLUG.md.rejected: the last answer the checks refused, not a state
         item = views.get(slug)
         if item is None:
+            if not fullmatch(slug):  # checked once per slug, not once per file
+                continue
             item = views[slug] = ArticleView(slug, articles_dir)
         if not regular:  # a dangling link must not stop the batch
             item.file_problem = item.file_problem or _problem(entry)
@@ -216,6 +221,7 @@ def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
             continue
         slug = name[:-3]
         item = views.get(slug)
+        shaped = item is not None  # articles/ made it: its name passed the slug rule there
         if item is None:
             item = views[slug] = ArticleView(slug, articles_dir)
         item.prompt_mtime = 0.0  # it exists; its age is read below, for unfinished articles only
@@ -223,7 +229,7 @@ def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
             item.problem = _problem(entry)
             continue
         item._prompt_entry = entry
-        if not is_slug(slug):
+        if not (len(slug) <= MAX_SLUG if shaped else is_slug(slug)):
             item.problem = name_problem(prompts_dir / name)
     finished, waiting = [], []
     for item in views.values():

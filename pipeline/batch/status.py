@@ -358,7 +358,7 @@ def build_row(
         row.account = sender_of(view, first_send, may_have_marker=view.sending)
     row.chat_url = journal.chat_url or None
     sent_at = journal.sent_ts
-    seen = view.seen
+    seen = view.seen()
     phase = phase_of(seen)
     if phase is Phase.INVALID:
         row.state, row.last_error = INVALID, view.why_invalid

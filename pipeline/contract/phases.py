@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
+from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -163,9 +164,9 @@ class Facts:
     failure: Failure = Failure.NONE
 
 
-@dataclass(slots=True)
-class Decision:
-    """What decide() returns (a result, not kept: a plain dataclass, as cheap as can be built)."""
+class Decision(NamedTuple):
+    """What decide() returns. A named tuple: as cheap to build as a slots dataclass, and
+    immutable, so one decision may serve every article it fits (see settled)."""
 
     phase: Phase
     action: Action
@@ -253,9 +254,12 @@ def phase_of(f: Files, r: Record = NO_RECORD, limits: Limits = NO_LIMITS, now: f
 SETTLED = frozenset({Phase.INVALID, Phase.DONE, Phase.DEAD, Phase.ORPHAN})  # no step moves these
 
 
+@lru_cache(maxsize=256)
 def settled(f: Files) -> Decision | None:
     """The decision when the files alone settle it (done, dead, orphan, invalid: nothing to do),
-    else None. decide's first rule, cheap enough for a batch of finished articles."""
+    else None. decide's first rule. Pure, and a batch's articles mostly share a few kinds of
+    files (finished: a prompt and SLUG.md), so each kind is worked out once; a decision is a
+    named tuple: the articles that share it cannot change it."""
     phase = phase_of(f)
     if phase not in SETTLED:
         return None
@@ -323,7 +327,7 @@ def _send_gate(facts: Facts, phase: Phase) -> Decision:
 
 
 def _with_replan(decision: Decision, replan: tuple[float, float]) -> Decision:
-    return Decision(decision.phase, decision.action, decision.reason, decision.until, decision.why, replan)
+    return decision._replace(replan=replan)
 
 
 def _no_fallback(limits: Limits) -> str:
