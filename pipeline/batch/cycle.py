@@ -154,14 +154,13 @@ def run_cycle(
             say(problem)
         # Every send of this cycle counts, a multi-turn prompt's later turns (sent by polls) too.
         budget = SendBudget(int(workspace.config.qwen.max_sends_per_cycle))
+        steps = CycleSteps(workspace, engines, report, say, clock, budget)
         with ExitStack() as sharing:
             shared = _share_browser(workspace, engines, polls, sends, sharing, say, clock())
-            polls = _poll_concurrently(workspace, engines, shared, polls, report, say, clock, budget)
-            for view in polls:
-                _step(workspace, engines, view, report, say, clock, budget)
-            sends = _send_concurrently(workspace, engines, shared, sends, report, say, clock, budget)
-            for view in sends:
-                _step(workspace, engines, view, report, say, clock, budget)
+            for view in _poll_concurrently(steps, shared, polls):
+                steps.step(view)
+            for view in _send_concurrently(steps, shared, sends):
+                steps.step(view)
         _publish(workspace, views, report, say)
         report.browser_used = engines.chat_started
         report.browser_launches = _browser_launches()
@@ -357,15 +356,40 @@ def _share_browser(
     return shared
 
 
+@dataclass(frozen=True)
+class CycleSteps:
+    """What the cycle steps each article with: one per cycle, and a copy per poll thread (its
+    own engines, its messages and counts under the threads' guard)."""
+
+    workspace: Workspace
+    engines: Engines
+    report: CycleReport
+    say: Callable[[str], None]
+    clock: Callable[[], float]
+    budget: SendBudget
+    guard: threading.Lock | None = None  # the poll threads' lock on the report and the messages
+
+    def step(self, view: ArticleView) -> None:
+        from ..contract.step import generate  # a no-op cycle steps nothing: not loaded for it
+
+        slug, report, say = view.slug, self.report, self.say
+        try:
+            outcome = generate(
+                self.workspace, slug, self.engines, say=say, clock=self.clock, budget=self.budget
+            )
+        except (UsageProblem, SetupProblem) as problem:  # this article's own problem: the rest go on
+            with self.guard or nullcontext():
+                report.invalid.append(slug)
+                report.counts[PHASE_BUCKETS[Phase.INVALID]] += 1
+            say(f"{slug}: skipped: {problem}")
+            return
+        say(outcome.message)
+        with self.guard or nullcontext():
+            _count(report, slug, outcome)
+
+
 def _poll_concurrently(
-    workspace: Workspace,
-    engines: Engines,
-    shared: dict[str, Callable[[], ChatEngine] | None],
-    polls: list[ArticleView],
-    report: CycleReport,
-    say: Callable[[str], None],
-    clock: Callable[[], float],
-    budget: SendBudget,
+    steps: CycleSteps, shared: dict[str, Callable[[], ChatEngine] | None], polls: list[ArticleView]
 ) -> list[ArticleView]:
     """For each account: collect what its chat engine can collect at once (`_collect_first`),
     then poll what can be polled side by side (given its shared session); return the polls left
@@ -376,9 +400,10 @@ def _poll_concurrently(
     a daily send limit, multi-turn prompts (a poll may send their next turn, and the limit is
     checked before sending: two threads could both pass it).
     """
+    workspace = steps.workspace
     concurrency = int(workspace.config.qwen.concurrency)
     for account, group in _by_sender(workspace, polls).items():
-        left = _collect_first(workspace, engines, account, group, report, say, clock, budget)
+        left = _collect_first(steps, account, group)
         decided = {view.slug for view in group} - {view.slug for view in left}
         polls = [view for view in polls if view.slug not in decided]
         attach = shared.get(account)
@@ -386,38 +411,27 @@ def _poll_concurrently(
         if attach is None or len(side_by_side) < 2:
             continue  # the sequential loop polls them
         workers = min(concurrency, len(side_by_side))
-        polls = _poll_side_by_side(
-            workspace, engines, attach, workers, polls, side_by_side, report, say, clock, budget, account
-        )
+        polls = _poll_side_by_side(steps, attach, workers, polls, side_by_side, account)
     return polls
 
 
 def _send_concurrently(
-    workspace: Workspace,
-    engines: Engines,
-    shared: dict[str, Callable[[], ChatEngine] | None],
-    sends: list[ArticleView],
-    report: CycleReport,
-    say: Callable[[str], None],
-    clock: Callable[[], float],
-    budget: SendBudget,
+    steps: CycleSteps, shared: dict[str, Callable[[], ChatEngine] | None], sends: list[ArticleView]
 ) -> list[ArticleView]:
     """Send up to `qwen.send_concurrency` prompts at once, each in a tab of its own thread's
     engine; return the sends left for the sequential loop. Each send is the contract's, as one
     at a time: under the article's lock, its intent marker on disk before the click, its place
     in the cycle's budget taken first; the plan already kept the sends within the daily limit.
     One account only (see _share_browser)."""
-    level = int(workspace.config.qwen.send_concurrency)
-    if level < 2 or len(sends) < 2 or several(workspace.config):
+    config = steps.workspace.config
+    level = int(config.qwen.send_concurrency)
+    if level < 2 or len(sends) < 2 or several(config):
         return sends
-    account = all_accounts(workspace.config)[0].name
+    account = all_accounts(config)[0].name
     attach = shared.get(account)
     if attach is None:
         return sends
-    workers = min(level, len(sends))
-    return _poll_side_by_side(
-        workspace, engines, attach, workers, sends, sends, report, say, clock, budget, account
-    )
+    return _poll_side_by_side(steps, attach, min(level, len(sends)), sends, sends, account)
 
 
 def _by_sender(workspace: Workspace, views: list[ArticleView]) -> dict[str, list[ArticleView]]:
@@ -430,16 +444,11 @@ def _by_sender(workspace: Workspace, views: list[ArticleView]) -> dict[str, list
 
 
 def _poll_side_by_side(
-    workspace: Workspace,
-    engines: Engines,
+    steps: CycleSteps,
     attach: Callable[[], ChatEngine],
     workers: int,
     polls: list[ArticleView],
     side_by_side: list[ArticleView],
-    report: CycleReport,
-    say: Callable[[str], None],
-    clock: Callable[[], float],
-    budget: SendBudget,
     account: str = DEFAULT_ACCOUNT,
 ) -> list[ArticleView]:
     """Poll `side_by_side` (`account`'s chats) with `workers` threads, each with the chat engine of
@@ -456,14 +465,16 @@ def _poll_side_by_side(
 
     def locked_say(message: str) -> None:
         with guard:
-            say(message)
+            steps.say(message)
 
     def worker() -> None:
         # Engines (for qwen: a Playwright driver) of this thread, closed in this thread: Playwright
         # objects belong to the thread that made them.
+        engines = steps.engines
         mine = Engines(
             engines.config, chat_factory=lambda _config: attach(), router_factory=engines.router_factory
         )
+        own = replace(steps, engines=mine, say=locked_say, guard=guard)
         try:
             try:
                 mine.chat(account).prepare()  # attach before taking any article
@@ -476,7 +487,7 @@ def _poll_side_by_side(
                     view = todo.get_nowait()
                 except Empty:
                     return
-                _step(workspace, mine, view, report, locked_say, clock, budget, guard)
+                own.step(view)
         finally:
             mine.close()
 
@@ -496,28 +507,20 @@ def _poll_side_by_side(
         except Empty:
             break
     if failures:
-        say(f"cycle: {len(failures)} of {workers} poll threads could not attach ({failures[0]})")
+        steps.say(f"cycle: {len(failures)} of {workers} poll threads could not attach ({failures[0]})")
     chosen = {view.slug for view in side_by_side} - left
     return [view for view in polls if view.slug not in chosen]
 
 
-def _collect_first(
-    workspace: Workspace,
-    engines: Engines,
-    account: str,
-    polls: list[ArticleView],
-    report: CycleReport,
-    say: Callable[[str], None],
-    clock: Callable[[], float],
-    budget: SendBudget,
-) -> list[ArticleView]:
+def _collect_first(steps: CycleSteps, account: str, polls: list[ArticleView]) -> list[ArticleView]:
     """Let `account`'s chat engine look at every one of its sent one-turn chats at once
     (`collect`: for qwen, their JSON through one page), step each article it decided through the
     contract as it is decided (the engine reads the others meanwhile), and return the polls
     left: those it could not decide look at their own pages."""
+    engines = steps.engines
     urls: dict[str, ArticleView] = {}
     for view in polls:
-        url = _collectable_url(workspace, view)
+        url = _collectable_url(steps.workspace, view)
         if url is not None:
             urls[url] = view
     if not urls:
@@ -528,6 +531,7 @@ def _collect_first(
         chat_factory=lambda _config: CollectedChat(engines.chat(account), results),
         router_factory=lambda _config: engines.router(),
     )  # owns nothing: never closed
+    collecting = replace(steps, engines=collected)
     stepped: set[str] = set()
     decided = None
     try:
@@ -538,14 +542,14 @@ def _collect_first(
             except StopIteration:
                 break
             except Exception as err:  # the chat's page failed: every chat left has its own page say how
-                say(f"cycle: looking at each chat's page ({_first_line(err)})")
+                steps.say(f"cycle: looking at each chat's page ({_first_line(err)})")
                 break
             progress = getattr(result, "progress", None)
             if progress and progress.startswith("writing") and progress == urls[url].state.progress:
                 continue  # its answer did not grow since the last look: a stall only its page shows
             results[url] = result
             stepped.add(urls[url].slug)
-            _step(workspace, collected, urls[url], report, say, clock, budget)
+            collecting.step(urls[url])
     finally:
         close = getattr(decided, "close", None)
         if close is not None:
@@ -603,32 +607,6 @@ def _may_poll_side_by_side(workspace: Workspace, view: ArticleView) -> bool:
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__
-
-
-def _step(
-    workspace: Workspace,
-    engines: Engines,
-    view: ArticleView,
-    report: CycleReport,
-    say: Callable[[str], None],
-    clock: Callable[[], float],
-    budget: SendBudget | None = None,
-    guard: threading.Lock | None = None,
-) -> None:
-    from ..contract.step import generate  # a no-op cycle steps nothing: not loaded for it
-
-    slug = view.slug
-    try:
-        outcome = generate(workspace, slug, engines, say=say, clock=clock, budget=budget)
-    except (UsageProblem, SetupProblem) as problem:  # this article's own problem: the rest go on
-        with guard or nullcontext():
-            report.invalid.append(slug)
-            report.counts[PHASE_BUCKETS[Phase.INVALID]] += 1
-        say(f"{slug}: skipped: {problem}")
-        return
-    say(outcome.message)
-    with guard or nullcontext():
-        _count(report, slug, outcome)
 
 
 def _count(report: CycleReport, slug: str, outcome) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from . import tables
 from .protocol import ENGINE_EVENTS, SENT_EVENTS, StoreError
 
 
@@ -18,65 +19,10 @@ def _listed(names: tuple[str, ...]) -> str:
 
 MIGRATIONS: tuple[str, ...] = (
     # 0 -> 1: the first store.
-    """
-    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    CREATE TABLE events (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        ts REAL NOT NULL,
-        slug TEXT NOT NULL,
-        event TEXT NOT NULL,
-        pid INTEGER NOT NULL DEFAULT 0,
-        account TEXT NOT NULL DEFAULT '',
-        fields TEXT NOT NULL DEFAULT '{}'
-    );
-    CREATE INDEX events_by_slug ON events (slug, seq);
-    CREATE INDEX events_by_kind ON events (event, ts);
-    CREATE TABLE articles (
-        slug TEXT PRIMARY KEY,
-        attempts INTEGER NOT NULL DEFAULT 0,
-        hard_failures INTEGER NOT NULL DEFAULT 0,
-        next_try REAL NOT NULL DEFAULT 0,
-        last_poll REAL NOT NULL DEFAULT 0,
-        sent_at REAL NOT NULL DEFAULT 0,
-        engine TEXT NOT NULL DEFAULT '',
-        last_error TEXT NOT NULL DEFAULT '',
-        last_error_code TEXT NOT NULL DEFAULT '',
-        progress TEXT NOT NULL DEFAULT '',
-        turn INTEGER NOT NULL DEFAULT 0,
-        turns INTEGER NOT NULL DEFAULT 1,
-        sent_sha256 TEXT NOT NULL DEFAULT '',
-        errors TEXT NOT NULL DEFAULT '[]'
-    );
-    CREATE TABLE sends (
-        slug TEXT NOT NULL,
-        turn INTEGER NOT NULL,
-        account TEXT NOT NULL,
-        prompt_sha256 TEXT NOT NULL,
-        intent_at REAL NOT NULL,
-        pid INTEGER NOT NULL DEFAULT 0,
-        owner TEXT NOT NULL DEFAULT '',
-        sent_at REAL NOT NULL DEFAULT 0,
-        chat_url TEXT NOT NULL DEFAULT '',
-        CONSTRAINT one_send_per_turn UNIQUE (slug, turn)
-    );
-    CREATE TABLE quota_blocks (
-        account TEXT PRIMARY KEY,
-        until REAL NOT NULL,
-        since REAL NOT NULL DEFAULT 0,
-        reason TEXT NOT NULL DEFAULT ''
-    );
-    CREATE TABLE leases (slug TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL);
-    """,
+    tables.script(tables.SQLITE, *tables.FIRST),
     # 1 -> 2: one summary row per article (kept by every append), remembered prompt checks.
-    f"""
-    CREATE TABLE summaries (
-        slug TEXT PRIMARY KEY,
-        last_event TEXT NOT NULL DEFAULT '',
-        sent_ts REAL NOT NULL DEFAULT 0,
-        chat_url TEXT NOT NULL DEFAULT '',
-        engine TEXT NOT NULL DEFAULT '',
-        turns INTEGER NOT NULL DEFAULT 0
-    );
+    tables.script(tables.SQLITE, tables.SUMMARIES)
+    + f"""
     INSERT INTO summaries (slug, last_event)
         SELECT slug, event FROM events WHERE seq IN (SELECT max(seq) FROM events GROUP BY slug);
     UPDATE summaries SET (sent_ts, chat_url) = (
@@ -90,22 +36,10 @@ MIGRATIONS: tuple[str, ...] = (
         FROM events
         WHERE events.slug = summaries.slug AND event IN ({_listed(ENGINE_EVENTS)}) ORDER BY seq DESC LIMIT 1
     ) WHERE slug IN (SELECT slug FROM events WHERE event IN ({_listed(ENGINE_EVENTS)}));
-    CREATE TABLE prompt_checks (slug TEXT PRIMARY KEY, stamp TEXT NOT NULL, problem TEXT NOT NULL);
-    """,
-    # 2 -> 3: finished articles and served accounts (what several hosts share; see protocol.py).
     """
-    CREATE TABLE finished (
-        slug TEXT PRIMARY KEY,
-        engine TEXT NOT NULL DEFAULT '',
-        account TEXT NOT NULL DEFAULT '',
-        host TEXT NOT NULL DEFAULT '',
-        ts REAL NOT NULL DEFAULT 0,
-        document TEXT NOT NULL
-    );
-    CREATE TABLE served (
-        account TEXT NOT NULL, host TEXT NOT NULL, seen REAL NOT NULL, PRIMARY KEY (account, host)
-    );
-    """,
+    + tables.script(tables.SQLITE, tables.PROMPT_CHECKS),
+    # 2 -> 3: finished articles and served accounts (what several hosts share; see protocol.py).
+    tables.script(tables.SQLITE, *tables.SHARED),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -10,49 +10,23 @@ power cut as well as a kill.
 from __future__ import annotations
 
 import contextlib
-import json
 import sqlite3
 import threading
 from collections.abc import Iterator
-from dataclasses import astuple
 from pathlib import Path
 
 from . import dbfile, schema
-from .protocol import (
-    ENGINE_EVENTS,
-    SEND_EVENT,
-    SENT_EVENTS,
-    UNSENT_EVENT,
-    AlreadySent,
-    ArticleRecord,
-    Event,
-    Finished,
-    Intent,
-    Lease,
-    LeaseLost,
-    PromptCheck,
-    QuotaBlock,
-    Send,
-    SendCounts,
-    Served,
-    StoreBusy,
-    StoreError,
-    Summary,
-    dumps,
-)
+from .protocol import Event, Finished, StoreBusy, StoreError
+from .sql import EVENT_COLUMNS, FINISHED_COLUMNS, Dialect, SQLStep, SQLStore, event_of
 
 BUSY_TIMEOUT = 5.0  # seconds: far longer than any step, far shorter than a cron period
-ARTICLE_COLUMNS = (
-    "slug, attempts, hard_failures, next_try, last_poll, sent_at, engine, last_error, "
-    "last_error_code, progress, turn, turns, sent_sha256, errors"
-)
-SEND_COLUMNS = "slug, turn, account, prompt_sha256, intent_at, pid, owner, sent_at, chat_url"
-EVENT_COLUMNS = "seq, ts, slug, event, pid, account, fields"
-FINISHED_COLUMNS = "slug, engine, account, host, ts"
+DIALECT = Dialect()  # a file is one batch: no batch column, SQLite's own conflict clauses
 
 
-class SQLiteStore:
+class SQLiteStore(SQLStore):
     """One batch's store in one SQLite file. Safe to share between the threads of a process."""
+
+    _dialect = DIALECT
 
     def __init__(self, path: Path, *, busy_timeout: float = BUSY_TIMEOUT):
         self.path = Path(path)
@@ -78,17 +52,25 @@ class SQLiteStore:
         """The store in `state_dir` (articles/.qwenpipe), made private and migrated on first use."""
         return cls(dbfile.prepare(state_dir), busy_timeout=busy_timeout)
 
-    # -- writing ---------------------------------------------------------------------------
+    # -- the connection --------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _connected(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                yield self._conn
+            except sqlite3.DatabaseError as err:
+                raise _store_error(err, self.path) from None
+
+    @contextlib.contextmanager
+    def step(self) -> Iterator[SQLiteStep]:
         with self._lock:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as err:
                 raise _store_error(err, self.path) from None
             try:
-                yield self._conn
+                yield SQLiteStep(self._conn)
             except BaseException as err:
                 with contextlib.suppress(sqlite3.DatabaseError):  # keep the error that mattered
                     self._conn.execute("ROLLBACK")
@@ -102,27 +84,7 @@ class SQLiteStore:
                     self._conn.execute("ROLLBACK")
                 raise _store_error(err, self.path) from None
 
-    @contextlib.contextmanager
-    def step(self) -> Iterator[SQLiteStep]:
-        with self._transaction() as conn:
-            yield SQLiteStep(conn)
-
-    # -- reading ---------------------------------------------------------------------------
-
-    def _rows(self, sql: str, params: tuple = ()) -> list[tuple]:
-        with self._lock:
-            try:
-                return self._conn.execute(sql, params).fetchall()
-            except sqlite3.DatabaseError as err:
-                raise _store_error(err, self.path) from None
-
-    def events(self, slug: str | None = None, *, after: int = 0, since: float = 0.0) -> Iterator[Event]:
-        where, params = "seq > ? AND ts >= ?", [after, since]
-        if slug is not None:
-            where += " AND slug = ?"
-            params.append(slug)
-        rows = self._rows(f"SELECT {EVENT_COLUMNS} FROM events WHERE {where} ORDER BY seq", tuple(params))
-        return iter([_event(row) for row in rows])
+    # -- reading what only SQLite says so ----------------------------------------------------
 
     def last_events(self, kinds: tuple[str, ...] = ()) -> dict[str, Event]:
         among = f"WHERE event IN ({', '.join('?' * len(kinds))}) " if kinds else ""
@@ -131,74 +93,7 @@ class SQLiteStore:
             f"(SELECT max(seq) FROM events {among}GROUP BY slug)",
             tuple(kinds),
         )
-        return {row[2]: _event(row) for row in rows}
-
-    def summaries(self) -> dict[str, Summary]:
-        rows = self._rows("SELECT slug, last_event, sent_ts, chat_url, engine, turns FROM summaries")
-        return {row[0]: Summary(*row) for row in rows}
-
-    def prompt_checks(self) -> dict[str, PromptCheck]:
-        return {
-            row[0]: PromptCheck(*row) for row in self._rows("SELECT slug, stamp, problem FROM prompt_checks")
-        }
-
-    def article(self, slug: str) -> ArticleRecord | None:
-        with self._lock:
-            try:
-                return _read_article(self._conn, slug)
-            except sqlite3.DatabaseError as err:
-                raise _store_error(err, self.path) from None
-
-    def articles(self) -> dict[str, ArticleRecord]:
-        by_slug: dict[str, list[tuple]] = {}
-        for row in self._rows(f"SELECT {SEND_COLUMNS} FROM sends WHERE chat_url = ''"):
-            by_slug.setdefault(row[0], []).append(row)
-        records = {
-            row[0]: _article(row, _open_intent(by_slug.get(row[0], [])))
-            for row in self._rows(f"SELECT {ARTICLE_COLUMNS} FROM articles")
-        }
-        for slug, intents in by_slug.items():
-            records.setdefault(slug, ArticleRecord(slug, intent=_open_intent(intents)))
-        return records
-
-    def sends(self, slug: str | None = None) -> list[Send]:
-        if slug is None:
-            return [Send(*row) for row in self._rows(f"SELECT {SEND_COLUMNS} FROM sends ORDER BY slug, turn")]
-        return [
-            Send(*row)
-            for row in self._rows(f"SELECT {SEND_COLUMNS} FROM sends WHERE slug = ? ORDER BY turn", (slug,))
-        ]
-
-    def first_sends(self) -> dict[str, Send]:
-        return {row[0]: Send(*row) for row in self._rows(f"SELECT {SEND_COLUMNS} FROM sends WHERE turn = 1")}
-
-    def send_counts(self, start: float, end: float = float("inf")) -> SendCounts:
-        # A send is taken back by the article's next send step when that one is `unsent`.
-        rows = self._rows(
-            "SELECT account, count(*) FROM (SELECT account, event, "
-            "lead(event) OVER (PARTITION BY slug ORDER BY seq) AS next FROM events "
-            "WHERE event IN (?, ?) AND ts >= ? AND ts < ?) "
-            "WHERE event = ? AND (next IS NULL OR next != ?) GROUP BY account",
-            (SEND_EVENT, UNSENT_EVENT, start, min(end, 1e300), SEND_EVENT, UNSENT_EVENT),
-        )
-        return SendCounts(dict(rows))
-
-    def quota_block(self, account: str, now: float) -> QuotaBlock | None:
-        rows = self._rows(
-            "SELECT account, until, reason, since FROM quota_blocks WHERE account = ? AND until > ?",
-            (account, now),
-        )
-        return QuotaBlock(*rows[0]) if rows else None
-
-    def quota_blocks(self, now: float) -> list[QuotaBlock]:
-        rows = self._rows(
-            "SELECT account, until, reason, since FROM quota_blocks WHERE until > ? ORDER BY account", (now,)
-        )
-        return [QuotaBlock(*row) for row in rows]
-
-    def meta(self, key: str) -> str | None:
-        rows = self._rows("SELECT value FROM meta WHERE key = ?", (key,))
-        return rows[0][0] if rows else None
+        return {row[2]: event_of(row) for row in rows}
 
     def finished(self, slugs: list[str] | None = None) -> dict[str, Finished]:
         if slugs is None:
@@ -213,217 +108,26 @@ class SQLiteStore:
             found.update({row[0]: Finished(*row) for row in rows})
         return found
 
-    def served(self) -> dict[str, Served]:
-        rows = self._rows("SELECT account, host, seen FROM served ORDER BY seen")
-        return {row[0]: Served(*row) for row in rows}  # the latest host of each account wins
-
-    # -- leases (each its own transaction) -------------------------------------------------
-
-    def claim_lease(self, slug: str, owner: str, seconds: float, now: float) -> bool:
-        with self._transaction() as conn:
-            cursor = conn.execute(
-                "INSERT INTO leases (slug, owner, expires) VALUES (?, ?, ?) ON CONFLICT (slug) DO UPDATE "
-                "SET owner = excluded.owner, expires = excluded.expires "
-                "WHERE leases.expires <= ? OR leases.owner = excluded.owner",
-                (slug, owner, now + seconds, now),
-            )
-            return cursor.rowcount == 1
-
-    def renew_lease(self, slug: str, owner: str, seconds: float, now: float) -> bool:
-        with self._transaction() as conn:
-            cursor = conn.execute(
-                "UPDATE leases SET expires = ? WHERE slug = ? AND owner = ? AND expires > ?",
-                (now + seconds, slug, owner, now),
-            )
-            return cursor.rowcount == 1
-
-    def release_lease(self, slug: str, owner: str) -> bool:
-        with self._transaction() as conn:
-            return (
-                conn.execute("DELETE FROM leases WHERE slug = ? AND owner = ?", (slug, owner)).rowcount == 1
-            )
-
-    def lease(self, slug: str, now: float) -> Lease | None:
-        rows = self._rows(
-            "SELECT slug, owner, expires FROM leases WHERE slug = ? AND expires > ?", (slug, now)
-        )
-        return Lease(*rows[0]) if rows else None
-
-    def leases(self, now: float) -> dict[str, Lease]:
-        rows = self._rows("SELECT slug, owner, expires FROM leases WHERE expires > ?", (now,))
-        return {row[0]: Lease(*row) for row in rows}
-
     def close(self) -> None:
         with self._lock:
             self._conn.close()
 
-    def __enter__(self) -> SQLiteStore:
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class SQLiteStep:
+class SQLiteStep(SQLStep):
     """The writes of one `SQLiteStore.step()` transaction."""
 
     def __init__(self, conn: sqlite3.Connection):
-        self._conn = conn
+        super().__init__(conn, DIALECT)
 
-    def append(self, event: Event) -> int:
-        cursor = self._conn.execute(
-            "INSERT INTO events (ts, slug, event, pid, account, fields) VALUES (?, ?, ?, ?, ?, ?)",
-            (event.ts, event.slug, event.event, event.pid, event.account, dumps(dict(event.fields))),
-        )
-        self._summarize(event)
-        return int(cursor.lastrowid or 0)
+    def _append_row(self, sql: str, params: tuple) -> int:
+        return int(self._run(sql, params).lastrowid or 0)
 
-    def _summarize(self, event: Event) -> None:
-        """The article's summary row, in the same transaction as its event."""
-        execute, slug = self._conn.execute, event.slug
-        execute(
-            "INSERT INTO summaries (slug, last_event) VALUES (?, ?) "
-            "ON CONFLICT (slug) DO UPDATE SET last_event = excluded.last_event",
-            (slug, event.event),
-        )
-        if event.event in SENT_EVENTS:
-            url = event.fields.get("chat_url")
-            execute(
-                "UPDATE summaries SET sent_ts = ?, chat_url = ? WHERE slug = ?",
-                (event.ts, url if isinstance(url, str) else "", slug),
-            )
-        if event.event in ENGINE_EVENTS:
-            engine, turns = event.fields.get("engine"), event.fields.get("turns")
-            if event.event != "done" or not isinstance(turns, int) or isinstance(turns, bool):
-                turns = 0
-            execute(
-                "UPDATE summaries SET engine = ?, turns = ? WHERE slug = ?",
-                (engine if isinstance(engine, str) else "", turns, slug),
-            )
-
-    def put_prompt_checks(self, checks: list[PromptCheck]) -> None:
-        self._conn.executemany(
-            "INSERT OR REPLACE INTO prompt_checks (slug, stamp, problem) VALUES (?, ?, ?)",
-            [astuple(check) for check in checks],
-        )
-
-    def article(self, slug: str) -> ArticleRecord | None:
-        return _read_article(self._conn, slug)
-
-    def put_article(self, record: ArticleRecord) -> None:
-        values = astuple(record)[:-2]  # all but errors and intent
-        self._conn.execute(
-            f"INSERT OR REPLACE INTO articles ({ARTICLE_COLUMNS}) VALUES ({', '.join('?' * 14)})",
-            (*values, dumps([dict(e) for e in record.errors])),
-        )
-
-    def record_intent(self, slug: str, intent: Intent) -> None:
+    def _insert_unique(self, sql: str, params: tuple) -> bool:
         try:
-            self._conn.execute(
-                "INSERT INTO sends (slug, turn, account, prompt_sha256, intent_at, pid, owner) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    slug,
-                    intent.turn,
-                    intent.account,
-                    intent.prompt_sha256,
-                    intent.time,
-                    intent.pid,
-                    intent.owner,
-                ),
-            )
+            self._run(sql, params)
         except sqlite3.IntegrityError:
-            raise AlreadySent(self._send(slug, intent.turn)) from None
-
-    def record_sent(self, slug: str, turn: int, chat_url: str, when: float) -> None:
-        send = self._send(slug, turn)
-        if send is None:
-            raise StoreError(f"{slug}: turn {turn} has no recorded intent; record it before the click")
-        if send.chat_url and send.chat_url != chat_url:
-            raise AlreadySent(send)
-        if not send.chat_url:
-            self._conn.execute(
-                "UPDATE sends SET chat_url = ?, sent_at = ? WHERE slug = ? AND turn = ?",
-                (chat_url, when, slug, turn),
-            )
-
-    def withdraw_intent(self, slug: str, turn: int) -> bool:
-        cursor = self._conn.execute(
-            "DELETE FROM sends WHERE slug = ? AND turn = ? AND chat_url = ''", (slug, turn)
-        )
-        return cursor.rowcount == 1
-
-    def forget_sends(self, slug: str) -> int:
-        return self._conn.execute("DELETE FROM sends WHERE slug = ?", (slug,)).rowcount
-
-    def block_quota(self, block: QuotaBlock) -> None:
-        self._conn.execute(
-            "INSERT OR REPLACE INTO quota_blocks (account, until, since, reason) VALUES (?, ?, ?, ?)",
-            (block.account, block.until, block.since, block.reason),
-        )
-
-    def check_lease(self, slug: str, owner: str, now: float) -> None:
-        row = self._conn.execute(
-            "SELECT 1 FROM leases WHERE slug = ? AND owner = ? AND expires > ?", (slug, owner, now)
-        ).fetchone()
-        if row is None:
-            raise LeaseLost(
-                f"{slug}: the lease of {owner} expired or was taken over; stopping before any send"
-            )
-
-    def put_finished(self, finished: Finished) -> bool:
-        cursor = self._conn.execute(
-            f"INSERT OR IGNORE INTO finished ({FINISHED_COLUMNS}, document) VALUES (?, ?, ?, ?, ?, ?)",
-            astuple(finished),
-        )
-        return cursor.rowcount == 1
-
-    def serve(self, host: str, accounts: list[str], now: float) -> None:
-        self._conn.executemany(
-            "INSERT OR REPLACE INTO served (account, host, seen) VALUES (?, ?, ?)",
-            [(account, host, now) for account in accounts],
-        )
-
-    def claim_meta(self, key: str, value: str) -> bool:
-        return (
-            self._conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (key, value)).rowcount
-            == 1
-        )
-
-    def _send(self, slug: str, turn: int) -> Send | None:
-        row = self._conn.execute(
-            f"SELECT {SEND_COLUMNS} FROM sends WHERE slug = ? AND turn = ?", (slug, turn)
-        ).fetchone()
-        return Send(*row) if row else None
-
-
-# status decodes one row per article: the bare decoder, and no decoding of empty values, halve that.
-_decode = json.JSONDecoder().decode
-
-
-def _event(row: tuple) -> Event:
-    seq, ts, slug, event, pid, account, fields = row
-    fields = {} if fields == "{}" else _decode(fields)
-    return Event(slug=slug, event=event, ts=ts, pid=pid, account=account, fields=fields, seq=seq)
-
-
-def _article(row: tuple, intent: Intent | None) -> ArticleRecord:
-    *values, errors = row
-    return ArticleRecord(*values, errors=() if errors == "[]" else tuple(_decode(errors)), intent=intent)
-
-
-def _read_article(conn: sqlite3.Connection, slug: str) -> ArticleRecord | None:
-    row = conn.execute(f"SELECT {ARTICLE_COLUMNS} FROM articles WHERE slug = ?", (slug,)).fetchone()
-    intents = conn.execute(f"SELECT {SEND_COLUMNS} FROM sends WHERE slug = ? AND chat_url = ''", (slug,))
-    intent = _open_intent(intents.fetchall())
-    if row is None:
-        return ArticleRecord(slug, intent=intent) if intent else None
-    return _article(row, intent)
-
-
-def _open_intent(rows: list[tuple]) -> Intent | None:
-    """The latest turn's intent among rows of sends without a URL."""
-    return max((Send(*row) for row in rows), key=lambda s: s.turn).intent if rows else None
+            return False
+        return True
 
 
 def _store_error(err: sqlite3.DatabaseError, path: Path) -> StoreError:

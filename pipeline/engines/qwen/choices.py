@@ -37,14 +37,8 @@ def apply_choice(page: Any, selectors: Selectors, choice: ChatChoice) -> None:
 
 def choose_model(page: Any, selectors: Selectors, wanted: str) -> None:
     """Pick `wanted` (as the picker names it) in the model picker, unless it is already chosen."""
-    picker = _control(page, selectors.model_picker)
-    if picker is None:
-        raise HardError(
-            f"qwen.model = {wanted!r}: the chat page shows no model picker "
-            f"({_which(selectors, 'model_picker')}); set qwen.selectors.model_picker, "
-            'or qwen.model = "" for the site\'s default model',
-            code="no_model_picker",
-        )
+    default = 'qwen.model = "" for the site\'s default model'
+    picker = _needed(page, selectors, "model_picker", f"qwen.model = {wanted!r}", default)
     label = picker.locator(selectors.model_label).first if selectors.model_label else picker
     if label is not picker and not label.count():
         label = picker
@@ -79,14 +73,9 @@ def choose_model(page: Any, selectors: Selectors, wanted: str) -> None:
 def set_thinking(page: Any, selectors: Selectors, on: bool) -> None:
     """Turn the thinking toggle on or off."""
     wanted = "on" if on else "off"
-    toggle = _control(page, selectors.thinking_toggle)
-    if toggle is None:
-        raise HardError(
-            f"qwen.thinking = {wanted!r}: the chat page shows no thinking toggle "
-            f"({_which(selectors, 'thinking_toggle')}); set qwen.selectors.thinking_toggle, "
-            'or qwen.thinking = "auto"',
-            code="no_thinking_toggle",
-        )
+    toggle = _needed(
+        page, selectors, "thinking_toggle", f"qwen.thinking = {wanted!r}", 'qwen.thinking = "auto"'
+    )
     if _is_on(toggle) == on:
         return
     toggle.click()
@@ -96,13 +85,8 @@ def set_thinking(page: Any, selectors: Selectors, on: bool) -> None:
 
 def set_web_search(page: Any, selectors: Selectors, on: bool) -> None:
     """Turn web search on or off in the mode menu (whose label names the chosen mode)."""
-    menu = _control(page, selectors.mode_menu)
-    if menu is None:
-        raise HardError(
-            f"qwen.web_search = {'true' if on else 'false'}: the chat page shows no mode menu "
-            f"({_which(selectors, 'mode_menu')}); set qwen.selectors.mode_menu, or qwen.web_search = false",
-            code="no_web_search",
-        )
+    setting = f"qwen.web_search = {'true' if on else 'false'}"
+    menu = _needed(page, selectors, "mode_menu", setting, "qwen.web_search = false", code="no_web_search")
     if _names_web_search(menu.inner_text()) == on:
         return
     menu.click()
@@ -123,6 +107,19 @@ def set_web_search(page: Any, selectors: Selectors, on: bool) -> None:
             f"web search did not turn {'on' if on else 'off'} in the mode menu: not sending",
             code="web_search_not_set",
         )
+
+
+def _needed(page: Any, selectors: Selectors, name: str, setting: str, instead: str, code: str = "") -> Any:
+    """The control the `name` selector finds, which `setting` needs; HardError (`code`, by
+    default no_NAME) naming the selector to set, or the setting to use `instead`, when none."""
+    control = _control(page, getattr(selectors, name))
+    if control is None:
+        raise HardError(
+            f"{setting}: the chat page shows no {name.replace('_', ' ')} ({_which(selectors, name)}); "
+            f"set qwen.selectors.{name}, or {instead}",
+            code=code or f"no_{name}",
+        )
+    return control
 
 
 def _control(page: Any, css: str) -> Any | None:

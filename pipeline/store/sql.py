@@ -1,0 +1,426 @@
+"""The SQL of both stores, written once: a Store's reads, a step's writes, the rows they decode.
+
+SQLiteStore and PostgresStore differ in how they hold a connection and a transaction (their own
+modules) and in what a `Dialect` says: a bound value's mark, the batch a server's rows carry in
+every key, and how a row replaces another. Statements are written the SQLite way (`?` marks, no
+batch); the dialect makes each one its database's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from dataclasses import astuple, dataclass
+from typing import Any, Self
+
+from .protocol import (
+    ENGINE_EVENTS,
+    SEND_EVENT,
+    SENT_EVENTS,
+    UNSENT_EVENT,
+    AlreadySent,
+    ArticleRecord,
+    Event,
+    Finished,
+    Intent,
+    Lease,
+    LeaseLost,
+    PromptCheck,
+    QuotaBlock,
+    Send,
+    SendCounts,
+    Served,
+    StoreError,
+    Summary,
+    dumps,
+)
+
+ARTICLE_COLUMNS = (
+    "slug, attempts, hard_failures, next_try, last_poll, sent_at, engine, last_error, "
+    "last_error_code, progress, turn, turns, sent_sha256, errors"
+)
+SEND_COLUMNS = "slug, turn, account, prompt_sha256, intent_at, pid, owner, sent_at, chat_url"
+EVENT_COLUMNS = "seq, ts, slug, event, pid, account, fields"
+FINISHED_COLUMNS = "slug, engine, account, host, ts"
+NO_URL = "chat_url = ''"  # an intent: a send the site has not taken yet
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What the SQL of one store's database differs in (the defaults are SQLite's)."""
+
+    mark: str = "?"  # a bound value: sqlite3's `?`, psycopg's `%s`
+    key: tuple[str, ...] = ()  # columns that lead every table's key: a server's ("batch",)
+    values: tuple = ()  # their values: the batch
+    or_replace: bool = True  # SQLite's INSERT OR REPLACE / OR IGNORE, where a server says ON CONFLICT
+
+    def sql(self, statement: str) -> str:
+        return statement if self.mark == "?" else statement.replace("?", self.mark)
+
+    def keyed(self, *params: Any) -> tuple:
+        """Bound values of a statement whose first marks are the key's (a `where` or an insert)."""
+        return (*self.values, *params)
+
+    def where(self, condition: str = "") -> str:
+        """` WHERE condition` on this batch's rows ("" for every row of a one-batch file)."""
+        parts = [*(f"{column} = ?" for column in self.key), *([condition] if condition else [])]
+        return f" WHERE {' AND '.join(parts)}" if parts else ""
+
+    def insert(self, table: str, columns: str, verb: str = "INSERT") -> str:
+        names = [*self.key, *columns.split(", ")]
+        return f"{verb} INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+
+    def upsert(self, table: str, columns: str, key: str, updated: str) -> str:
+        """Insert a row, or set `updated` of the row with its `key` (both databases say it so)."""
+        sets = ", ".join(f"{column} = excluded.{column}" for column in updated.split(", "))
+        return f"{self.insert(table, columns)} ON CONFLICT ({self._conflict(key)}) DO UPDATE SET {sets}"
+
+    def replace(self, table: str, columns: str, key: str) -> str:
+        """Insert a whole row over the one with its `key`."""
+        if self.or_replace:
+            return self.insert(table, columns, "INSERT OR REPLACE")
+        updated = ", ".join(c for c in columns.split(", ") if c not in key.split(", "))
+        return self.upsert(table, columns, key, updated)
+
+    def insert_new(self, table: str, columns: str, key: str) -> str:
+        """Insert a row unless one with its `key` is there (nothing changes then)."""
+        if self.or_replace:
+            return self.insert(table, columns, "INSERT OR IGNORE")
+        return f"{self.insert(table, columns)} ON CONFLICT ({self._conflict(key)}) DO NOTHING"
+
+    def _conflict(self, key: str) -> str:
+        return ", ".join([*self.key, key])
+
+
+class SQLStore:
+    """A Store's reads and leases over a connection that `_connected` lends (the lock held, the
+    database's errors turned into StoreErrors) and steps that `step` opens."""
+
+    _dialect: Dialect
+
+    def _connected(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def step(self) -> AbstractContextManager[SQLStep]:
+        raise NotImplementedError
+
+    def _rows(self, sql: str, params: tuple = ()) -> list[tuple]:
+        """The rows of a read; every read's first marks are its `where`'s key."""
+        with self._connected() as conn:
+            return conn.execute(self._dialect.sql(sql), self._dialect.keyed(*params)).fetchall()
+
+    def _where(self, condition: str = "") -> str:
+        return self._dialect.where(condition)
+
+    def events(self, slug: str | None = None, *, after: int = 0, since: float = 0.0) -> Iterator[Event]:
+        condition, params = "seq > ? AND ts >= ?", [after, since]
+        if slug is not None:
+            condition += " AND slug = ?"
+            params.append(slug)
+        rows = self._rows(
+            f"SELECT {EVENT_COLUMNS} FROM events{self._where(condition)} ORDER BY seq", tuple(params)
+        )
+        return iter([event_of(row) for row in rows])
+
+    def summaries(self) -> dict[str, Summary]:
+        rows = self._rows(
+            f"SELECT slug, last_event, sent_ts, chat_url, engine, turns FROM summaries{self._where()}"
+        )
+        return {row[0]: Summary(*row) for row in rows}
+
+    def prompt_checks(self) -> dict[str, PromptCheck]:
+        rows = self._rows(f"SELECT slug, stamp, problem FROM prompt_checks{self._where()}")
+        return {row[0]: PromptCheck(*row) for row in rows}
+
+    def article(self, slug: str) -> ArticleRecord | None:
+        with self._connected() as conn:
+            return read_article(conn, self._dialect, slug)
+
+    def articles(self) -> dict[str, ArticleRecord]:
+        by_slug: dict[str, list[tuple]] = {}
+        for row in self._rows(f"SELECT {SEND_COLUMNS} FROM sends{self._where(NO_URL)}"):
+            by_slug.setdefault(row[0], []).append(row)
+        records = {
+            row[0]: article_of(row, open_intent(by_slug.get(row[0], [])))
+            for row in self._rows(f"SELECT {ARTICLE_COLUMNS} FROM articles{self._where()}")
+        }
+        for slug, intents in by_slug.items():
+            records.setdefault(slug, ArticleRecord(slug, intent=open_intent(intents)))
+        return records
+
+    def sends(self, slug: str | None = None) -> list[Send]:
+        if slug is None:
+            rows = self._rows(f"SELECT {SEND_COLUMNS} FROM sends{self._where()} ORDER BY slug, turn")
+        else:
+            rows = self._rows(
+                f"SELECT {SEND_COLUMNS} FROM sends{self._where('slug = ?')} ORDER BY turn", (slug,)
+            )
+        return [Send(*row) for row in rows]
+
+    def first_sends(self) -> dict[str, Send]:
+        rows = self._rows(f"SELECT {SEND_COLUMNS} FROM sends{self._where('turn = 1')}")
+        return {row[0]: Send(*row) for row in rows}
+
+    def send_counts(self, start: float, end: float = float("inf")) -> SendCounts:
+        # A send is taken back by the article's next send step when that one is `unsent`.
+        steps = self._where("event IN (?, ?) AND ts >= ? AND ts < ?")
+        rows = self._rows(
+            "SELECT account, count(*) FROM (SELECT account, event, "
+            f"lead(event) OVER (PARTITION BY slug ORDER BY seq) AS next FROM events{steps}) AS steps "
+            "WHERE event = ? AND (next IS NULL OR next != ?) GROUP BY account",
+            (SEND_EVENT, UNSENT_EVENT, start, min(end, 1e300), SEND_EVENT, UNSENT_EVENT),
+        )
+        return SendCounts({account: int(count) for account, count in rows})
+
+    def quota_block(self, account: str, now: float) -> QuotaBlock | None:
+        rows = self._rows(
+            "SELECT account, until, reason, since FROM quota_blocks"
+            f"{self._where('account = ? AND until > ?')}",
+            (account, now),
+        )
+        return QuotaBlock(*rows[0]) if rows else None
+
+    def quota_blocks(self, now: float) -> list[QuotaBlock]:
+        rows = self._rows(
+            "SELECT account, until, reason, since FROM quota_blocks"
+            f"{self._where('until > ?')} ORDER BY account",
+            (now,),
+        )
+        return [QuotaBlock(*row) for row in rows]
+
+    def meta(self, key: str) -> str | None:
+        rows = self._rows(f"SELECT value FROM meta{self._where('key = ?')}", (key,))
+        return rows[0][0] if rows else None
+
+    def served(self) -> dict[str, Served]:
+        rows = self._rows(f"SELECT account, host, seen FROM served{self._where()} ORDER BY seen")
+        return {row[0]: Served(*row) for row in rows}  # the latest host of each account wins
+
+    # -- leases (each its own transaction) -------------------------------------------------
+
+    def claim_lease(self, slug: str, owner: str, seconds: float, now: float) -> bool:
+        claim = self._dialect.upsert("leases", "slug, owner, expires", "slug", "owner, expires")
+        with self.step() as step:
+            return step.changes_one(
+                f"{claim} WHERE leases.expires <= ? OR leases.owner = excluded.owner",
+                self._dialect.keyed(slug, owner, now + seconds, now),
+            )
+
+    def renew_lease(self, slug: str, owner: str, seconds: float, now: float) -> bool:
+        with self.step() as step:
+            return step.changes_one(
+                f"UPDATE leases SET expires = ?{self._where('slug = ? AND owner = ? AND expires > ?')}",
+                (now + seconds, *self._dialect.keyed(slug, owner, now)),
+            )
+
+    def release_lease(self, slug: str, owner: str) -> bool:
+        with self.step() as step:
+            return step.changes_one(
+                f"DELETE FROM leases{self._where('slug = ? AND owner = ?')}",
+                self._dialect.keyed(slug, owner),
+            )
+
+    def lease(self, slug: str, now: float) -> Lease | None:
+        rows = self._rows(
+            f"SELECT slug, owner, expires FROM leases{self._where('slug = ? AND expires > ?')}", (slug, now)
+        )
+        return Lease(*rows[0]) if rows else None
+
+    def leases(self, now: float) -> dict[str, Lease]:
+        rows = self._rows(f"SELECT slug, owner, expires FROM leases{self._where('expires > ?')}", (now,))
+        return {row[0]: Lease(*row) for row in rows}
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SQLStep:
+    """The writes of one step's transaction, on the connection the store lent it."""
+
+    def __init__(self, conn: Any, dialect: Dialect, host: str = ""):
+        self._conn, self._dialect, self._host = conn, dialect, host
+
+    def _run(self, sql: str, params: tuple = ()) -> Any:
+        return self._conn.execute(self._dialect.sql(sql), params)
+
+    def _run_many(self, sql: str, rows: list[tuple]) -> None:
+        with contextlib.closing(self._conn.cursor()) as cursor:
+            cursor.executemany(self._dialect.sql(sql), rows)
+
+    def _append_row(self, sql: str, params: tuple) -> int:
+        """Insert an event; its seq (the database's own way of telling it)."""
+        raise NotImplementedError
+
+    def _insert_unique(self, sql: str, params: tuple) -> bool:
+        """Insert a row; False when a unique constraint refused it (the step still usable)."""
+        raise NotImplementedError
+
+    def changes_one(self, sql: str, params: tuple = ()) -> bool:
+        """Run one statement; whether it changed exactly one row."""
+        return self._run(sql, params).rowcount == 1
+
+    def _where(self, condition: str) -> str:
+        return self._dialect.where(condition)
+
+    def append(self, event: Event) -> int:
+        fields = dict(event.fields)
+        if self._host:  # a shared batch: every event says which host wrote it
+            fields.setdefault("host", self._host)
+        seq = self._append_row(
+            self._dialect.insert("events", "ts, slug, event, pid, account, fields"),
+            self._dialect.keyed(event.ts, event.slug, event.event, event.pid, event.account, dumps(fields)),
+        )
+        self._summarize(event)
+        return seq
+
+    def _summarize(self, event: Event) -> None:
+        """The article's summary row, in the same transaction as its event."""
+        batch, slug = self._dialect.values, event.slug
+        self._run(
+            self._dialect.upsert("summaries", "slug, last_event", "slug", "last_event"),
+            (*batch, slug, event.event),
+        )
+        if event.event in SENT_EVENTS:
+            url = event.fields.get("chat_url")
+            self._run(
+                f"UPDATE summaries SET sent_ts = ?, chat_url = ?{self._where('slug = ?')}",
+                (event.ts, url if isinstance(url, str) else "", *batch, slug),
+            )
+        if event.event in ENGINE_EVENTS:
+            engine, turns = event.fields.get("engine"), event.fields.get("turns")
+            if event.event != "done" or not isinstance(turns, int) or isinstance(turns, bool):
+                turns = 0
+            self._run(
+                f"UPDATE summaries SET engine = ?, turns = ?{self._where('slug = ?')}",
+                (engine if isinstance(engine, str) else "", turns, *batch, slug),
+            )
+
+    def put_prompt_checks(self, checks: list[PromptCheck]) -> None:
+        self._run_many(
+            self._dialect.replace("prompt_checks", "slug, stamp, problem", "slug"),
+            [self._dialect.keyed(*astuple(check)) for check in checks],
+        )
+
+    def article(self, slug: str) -> ArticleRecord | None:
+        return read_article(self._conn, self._dialect, slug)
+
+    def put_article(self, record: ArticleRecord) -> None:
+        values = astuple(record)[:-2]  # all but errors and intent
+        self._run(
+            self._dialect.replace("articles", ARTICLE_COLUMNS, "slug"),
+            self._dialect.keyed(*values, dumps([dict(e) for e in record.errors])),
+        )
+
+    def record_intent(self, slug: str, intent: Intent) -> None:
+        inserted = self._insert_unique(
+            self._dialect.insert("sends", "slug, turn, account, prompt_sha256, intent_at, pid, owner"),
+            self._dialect.keyed(
+                slug, intent.turn, intent.account, intent.prompt_sha256, intent.time, intent.pid, intent.owner
+            ),
+        )
+        if not inserted:
+            raise AlreadySent(self._send(slug, intent.turn))
+
+    def record_sent(self, slug: str, turn: int, chat_url: str, when: float) -> None:
+        send = self._send(slug, turn)
+        if send is None:
+            raise StoreError(f"{slug}: turn {turn} has no recorded intent; record it before the click")
+        if send.chat_url and send.chat_url != chat_url:
+            raise AlreadySent(send)
+        if not send.chat_url:
+            self._run(
+                f"UPDATE sends SET chat_url = ?, sent_at = ?{self._where('slug = ? AND turn = ?')}",
+                (chat_url, when, *self._dialect.keyed(slug, turn)),
+            )
+
+    def withdraw_intent(self, slug: str, turn: int) -> bool:
+        return self.changes_one(
+            f"DELETE FROM sends{self._where('slug = ? AND turn = ? AND ' + NO_URL)}",
+            self._dialect.keyed(slug, turn),
+        )
+
+    def forget_sends(self, slug: str) -> int:
+        return self._run(f"DELETE FROM sends{self._where('slug = ?')}", self._dialect.keyed(slug)).rowcount
+
+    def block_quota(self, block: QuotaBlock) -> None:
+        self._run(
+            self._dialect.replace("quota_blocks", "account, until, since, reason", "account"),
+            self._dialect.keyed(block.account, block.until, block.since, block.reason),
+        )
+
+    def check_lease(self, slug: str, owner: str, now: float) -> None:
+        row = self._run(
+            f"SELECT 1 FROM leases{self._where('slug = ? AND owner = ? AND expires > ?')}",
+            self._dialect.keyed(slug, owner, now),
+        ).fetchone()
+        if row is None:
+            raise LeaseLost(
+                f"{slug}: the lease of {owner} expired or was taken over; stopping before any send"
+            )
+
+    def put_finished(self, finished: Finished) -> bool:
+        return self.changes_one(
+            self._dialect.insert_new("finished", f"{FINISHED_COLUMNS}, document", "slug"),
+            self._dialect.keyed(*astuple(finished)),
+        )
+
+    def serve(self, host: str, accounts: list[str], now: float) -> None:
+        self._run_many(
+            self._dialect.replace("served", "account, host, seen", "account, host"),
+            [self._dialect.keyed(account, host, now) for account in accounts],
+        )
+
+    def claim_meta(self, key: str, value: str) -> bool:
+        return self.changes_one(
+            self._dialect.insert_new("meta", "key, value", "key"), self._dialect.keyed(key, value)
+        )
+
+    def _send(self, slug: str, turn: int) -> Send | None:
+        row = self._run(
+            f"SELECT {SEND_COLUMNS} FROM sends{self._where('slug = ? AND turn = ?')}",
+            self._dialect.keyed(slug, turn),
+        ).fetchone()
+        return Send(*row) if row else None
+
+
+# status decodes one row per article: the bare decoder, and no decoding of empty values, halve that.
+_decode = json.JSONDecoder().decode
+
+
+def event_of(row: tuple) -> Event:
+    seq, ts, slug, event, pid, account, fields = row
+    fields = {} if fields == "{}" else _decode(fields)
+    return Event(slug=slug, event=event, ts=ts, pid=pid, account=account, fields=fields, seq=seq)
+
+
+def article_of(row: tuple, intent: Intent | None) -> ArticleRecord:
+    *values, errors = row
+    return ArticleRecord(*values, errors=() if errors == "[]" else tuple(_decode(errors)), intent=intent)
+
+
+def read_article(conn: Any, dialect: Dialect, slug: str) -> ArticleRecord | None:
+    """One article's record with its open intent (a store's read, or inside a step)."""
+    row = conn.execute(
+        dialect.sql(f"SELECT {ARTICLE_COLUMNS} FROM articles{dialect.where('slug = ?')}"), dialect.keyed(slug)
+    ).fetchone()
+    intents = conn.execute(
+        dialect.sql(f"SELECT {SEND_COLUMNS} FROM sends{dialect.where('slug = ? AND ' + NO_URL)}"),
+        dialect.keyed(slug),
+    ).fetchall()
+    intent = open_intent(intents)
+    if row is None:
+        return ArticleRecord(slug, intent=intent) if intent else None
+    return article_of(row, intent)
+
+
+def open_intent(rows: list[tuple]) -> Intent | None:
+    """The latest turn's intent among rows of sends without a URL."""
+    return max((Send(*row) for row in rows), key=lambda s: s.turn).intent if rows else None

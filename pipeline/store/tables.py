@@ -1,0 +1,162 @@
+"""The store's tables, defined once: each database's CREATE statements are made from them.
+
+A table is written as SQLite has it, for one batch. The PostgreSQL store keeps several batches
+in one database: there every table also has a `batch` column that leads its key (and its
+indexes and unique constraints), REAL is DOUBLE PRECISION, and the event counter is BIGSERIAL.
+The migrations (schema.py, pg_schema.py) say which tables each schema version adds.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+SQLITE, POSTGRES = "sqlite", "postgresql"
+BATCH = "batch TEXT NOT NULL"
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    columns: tuple[str, ...]  # "name TYPE constraints", key columns without NOT NULL
+    key: tuple[str, ...] = ()  # the primary key's columns (a batch's own key on a server)
+    counter: str = ""  # a column numbering the rows in insert order, before all others
+    unique: tuple[str, str] = ("", "")  # a named unique constraint: (name, its columns)
+
+    def create(self, dialect: str) -> str:
+        server = dialect == POSTGRES
+        lines = []
+        if self.counter:
+            kind = "BIGSERIAL" if server else "INTEGER"
+            lines.append(f"{self.counter} {kind} PRIMARY KEY{'' if server else ' AUTOINCREMENT'}")
+        if server:
+            lines.append(BATCH)
+        single = len(self.key) == 1 and not server  # SQLite's key, declared on its column
+        for column in self.columns:
+            if column.split()[0] in self.key:
+                column += " PRIMARY KEY" if single else " NOT NULL"
+            lines.append(_typed(column, dialect))
+        if self.key and not single:
+            lines.append(f"PRIMARY KEY ({_batched(', '.join(self.key), dialect)})")
+        name, columns = self.unique
+        if name:
+            lines.append(f"CONSTRAINT {name} UNIQUE ({_batched(columns, dialect)})")
+        body = ",\n    ".join(lines)
+        return f"CREATE TABLE {self.name} (\n    {body}\n);"
+
+
+@dataclass(frozen=True)
+class Index:
+    name: str
+    table: str
+    columns: str
+
+    def create(self, dialect: str) -> str:
+        return f"CREATE INDEX {self.name} ON {self.table} ({_batched(self.columns, dialect)});"
+
+
+def _typed(column: str, dialect: str) -> str:
+    return re.sub(r"\bREAL\b", "DOUBLE PRECISION", column) if dialect == POSTGRES else column
+
+
+def _batched(columns: str, dialect: str) -> str:
+    return f"batch, {columns}" if dialect == POSTGRES else columns
+
+
+def script(dialect: str, *tables: Table | Index) -> str:
+    """The CREATE statements of `tables`, one script."""
+    return "\n".join(table.create(dialect) for table in tables) + "\n"
+
+
+META = Table("meta", ("key TEXT", "value TEXT NOT NULL"), key=("key",))
+EVENTS = Table(
+    "events",
+    (
+        "ts REAL NOT NULL",
+        "slug TEXT NOT NULL",
+        "event TEXT NOT NULL",
+        "pid INTEGER NOT NULL DEFAULT 0",
+        "account TEXT NOT NULL DEFAULT ''",
+        "fields TEXT NOT NULL DEFAULT '{}'",
+    ),
+    counter="seq",
+)
+EVENTS_BY_SLUG = Index("events_by_slug", "events", "slug, seq")
+EVENTS_BY_KIND = Index("events_by_kind", "events", "event, ts")
+ARTICLES = Table(
+    "articles",
+    (
+        "slug TEXT",
+        "attempts INTEGER NOT NULL DEFAULT 0",
+        "hard_failures INTEGER NOT NULL DEFAULT 0",
+        "next_try REAL NOT NULL DEFAULT 0",
+        "last_poll REAL NOT NULL DEFAULT 0",
+        "sent_at REAL NOT NULL DEFAULT 0",
+        "engine TEXT NOT NULL DEFAULT ''",
+        "last_error TEXT NOT NULL DEFAULT ''",
+        "last_error_code TEXT NOT NULL DEFAULT ''",
+        "progress TEXT NOT NULL DEFAULT ''",
+        "turn INTEGER NOT NULL DEFAULT 0",
+        "turns INTEGER NOT NULL DEFAULT 1",
+        "sent_sha256 TEXT NOT NULL DEFAULT ''",
+        "errors TEXT NOT NULL DEFAULT '[]'",
+    ),
+    key=("slug",),
+)
+SENDS = Table(
+    "sends",
+    (
+        "slug TEXT NOT NULL",
+        "turn INTEGER NOT NULL",
+        "account TEXT NOT NULL",
+        "prompt_sha256 TEXT NOT NULL",
+        "intent_at REAL NOT NULL",
+        "pid INTEGER NOT NULL DEFAULT 0",
+        "owner TEXT NOT NULL DEFAULT ''",
+        "sent_at REAL NOT NULL DEFAULT 0",
+        "chat_url TEXT NOT NULL DEFAULT ''",
+    ),
+    unique=("one_send_per_turn", "slug, turn"),  # the last guard against a second send
+)
+QUOTA_BLOCKS = Table(
+    "quota_blocks",
+    (
+        "account TEXT",
+        "until REAL NOT NULL",
+        "since REAL NOT NULL DEFAULT 0",
+        "reason TEXT NOT NULL DEFAULT ''",
+    ),
+    key=("account",),
+)
+LEASES = Table("leases", ("slug TEXT", "owner TEXT NOT NULL", "expires REAL NOT NULL"), key=("slug",))
+SUMMARIES = Table(
+    "summaries",
+    (
+        "slug TEXT",
+        "last_event TEXT NOT NULL DEFAULT ''",
+        "sent_ts REAL NOT NULL DEFAULT 0",
+        "chat_url TEXT NOT NULL DEFAULT ''",
+        "engine TEXT NOT NULL DEFAULT ''",
+        "turns INTEGER NOT NULL DEFAULT 0",
+    ),
+    key=("slug",),
+)
+PROMPT_CHECKS = Table(
+    "prompt_checks", ("slug TEXT", "stamp TEXT NOT NULL", "problem TEXT NOT NULL"), key=("slug",)
+)
+FINISHED = Table(
+    "finished",
+    (
+        "slug TEXT",
+        "engine TEXT NOT NULL DEFAULT ''",
+        "account TEXT NOT NULL DEFAULT ''",
+        "host TEXT NOT NULL DEFAULT ''",
+        "ts REAL NOT NULL DEFAULT 0",
+        "document TEXT NOT NULL",
+    ),
+    key=("slug",),
+)
+SERVED = Table("served", ("account TEXT", "host TEXT", "seen REAL NOT NULL"), key=("account", "host"))
+
+FIRST = (META, EVENTS, EVENTS_BY_SLUG, EVENTS_BY_KIND, ARTICLES, SENDS, QUOTA_BLOCKS, LEASES)
+SHARED = (FINISHED, SERVED)  # what several hosts share (see protocol.py)
