@@ -8,12 +8,14 @@ PostgreSQL) each plan, break and check trials their own way, and run them the sa
 - `add_run_arguments`, `printer`, `run_and_report`: the command line's common options, its
   progress line a trial, its temporary (or `--keep`) folder, its heading, table and problems,
   and its exit code (1 when a promise was broken);
-- `table`, `closing_rows`: the summary table's layout and its last rows.
+- `table`, `closing_rows`: the summary table's layout and its last rows;
+- `quick_run`: the quick CI test's run of either (tests/chaos/test_*chaos_quick.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import signal
 import tempfile
@@ -170,3 +172,11 @@ def run_and_report(
     if summary.failed:
         print("\nproblems:\n" + summary.problems())
     return 1 if summary.broken else 0
+
+
+def quick_run(run: Callable, trials: int, *, seed_variable: str, root: Path, **options):
+    """A quick CI run of a runner's `run`: `trials` trials two at a time, the seed from the
+    environment variable `seed_variable` (0 without it); its table printed, its summary returned."""
+    summary = run(trials, seed=int(os.environ.get(seed_variable, "0")), root=root, jobs=2, **options)
+    print("\n" + summary.table())
+    return summary
