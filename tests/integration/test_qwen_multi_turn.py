@@ -12,14 +12,11 @@ import time
 import uuid
 
 import pytest
-from browser_helpers import browser_config
 from sim_project import finish_answer
 
-from pipeline.config import Qwen
 from pipeline.engines.base import ChatTurns, HardError, QuotaSpent, TransientError
 from pipeline.engines.qwen.api import ChatView, Turn, chat_id_from_url, parse_chat
-from pipeline.engines.qwen.browser import BrowserSession
-from pipeline.engines.qwen.engine import QwenEngine, judge_turns
+from pipeline.engines.qwen.engine import judge_turns
 from pipeline.engines.qwen.page import DomState
 from pipeline.engines.qwen.selectors import CURRENT, LEGACY
 
@@ -32,16 +29,7 @@ ANSWER_SECONDS = 0.8
 SIMULATOR = {"answer_seconds": ANSWER_SECONDS, "thinking_seconds": THINKING_SECONDS, "url_delay": 0.1}
 
 
-@pytest.fixture(scope="module")
-def session(tmp_path_factory):
-    with BrowserSession(browser_config(tmp_path_factory.mktemp("browser"))) as shared:
-        yield shared
-
-
-@pytest.fixture
-def engine(sim, session):
-    qwen = Qwen(base_url=sim.base_url, stable_reads=2, page_timeout=15)
-    return QwenEngine(qwen, session)
+# `session` (one browser for the file) and `engine`: tests/integration/conftest.py.
 
 
 def turn_texts(topic: str) -> list[str]:
