@@ -12,7 +12,6 @@ warm; the store's part must leave room for the rest. Not run by the tests.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -22,6 +21,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from timing import options
 
 from pipeline.contract.quota import local_day_start, next_local_midnight
 from pipeline.store.protocol import ArticleRecord, Event, Intent, QuotaBlock
@@ -130,11 +131,7 @@ def cold(state_dir: Path, repeat: int) -> tuple[float, float, float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--articles", type=int, default=10_000)
-    parser.add_argument("--events", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
+    args = options(__doc__, articles=10_000, events=100_000, repeat=5)
     with tempfile.TemporaryDirectory(prefix="qwenpipe-bench-store-") as folder:
         state_dir = Path(folder) / "articles" / ".qwenpipe"
         started = time.perf_counter()
