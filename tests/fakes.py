@@ -8,10 +8,14 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pipeline.engines.base import Answer, ChatChoice, ChatTurns, FoundChat, Generating, TurnState
+
+if TYPE_CHECKING:
+    from pipeline.engines.qwen.page import DomState
 
 
 @dataclass
@@ -209,3 +213,26 @@ ROUTED = f"# Routed\n\nFrom the router. {FILLER}\n"
 
 def answer(markdown: str = ARTICLE) -> Answer:
     return Answer(markdown=markdown, engine="qwen", title="Generated Title")
+
+
+def page_state(**changes) -> DomState:
+    """The completion signals of a page (pipeline.engines.qwen.page) that shows one finished
+    answer in the current UI, with `changes`."""
+    from pipeline.engines.qwen.page import DomState
+
+    values = dict(
+        ui="current",
+        composer=True,
+        composer_text="",
+        send_present=True,
+        send_disabled=False,
+        stop_visible=False,
+        user_turns=1,
+        assistant_turns=1,
+        copy_button=True,
+        thinking_visible=False,
+        skip_visible=False,
+        answer_present=True,
+        answer_text="Title\none",
+    )
+    return DomState(**{**values, **changes})

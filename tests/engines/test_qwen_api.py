@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from fakes import page_state as dom  # a finished answer's page, with the changes a test makes
 
 from pipeline.engines.base import HardError, QuotaSpent, TransientError
 from pipeline.engines.qwen.api import (
@@ -13,7 +14,7 @@ from pipeline.engines.qwen.api import (
     is_logged_in_status,
     parse_chat,
 )
-from pipeline.engines.qwen.page import DomState, failure_in
+from pipeline.engines.qwen.page import failure_in
 from pipeline.engines.qwen.selectors import CURRENT, LEGACY, SelectorError, merge_overrides
 
 CHAT_ID = "0f8e2b6a-1c3d-4e5f-9a7b-123456789abc"
@@ -331,25 +332,6 @@ def test_failure_screens(screen, kind, code):
 
 def test_a_normal_page_is_no_failure():
     assert failure_in(seen(text="New chat Ask Qwen")) is None
-
-
-def dom(**kw):
-    base = dict(
-        ui="current",
-        composer=True,
-        composer_text="",
-        send_present=True,
-        send_disabled=False,
-        stop_visible=False,
-        user_turns=1,
-        assistant_turns=1,
-        copy_button=True,
-        thinking_visible=False,
-        skip_visible=False,
-        answer_present=True,
-        answer_text="Title\none",
-    )
-    return DomState(**{**base, **kw})
 
 
 def test_dom_complete_only_with_every_signal():

@@ -12,6 +12,7 @@ import time
 import uuid
 
 import pytest
+from fakes import page_state
 from sim_project import finish_answer
 
 from pipeline.engines.base import ChatTurns, HardError, QuotaSpent, TransientError
@@ -186,22 +187,14 @@ def test_read_turns_of_a_chat_that_is_gone(sim, engine):
 
 
 def dom(assistant_turns: int, user_turns: int | None = None, *, copy: bool = True, **changes) -> DomState:
-    values = dict(
-        ui="current",
-        composer=True,
-        composer_text="",
-        send_present=True,
-        send_disabled=True,
-        stop_visible=False,
-        user_turns=assistant_turns if user_turns is None else user_turns,
-        assistant_turns=assistant_turns,
-        copy_button=copy,
-        thinking_visible=False,
-        skip_visible=False,
-        answer_present=True,
-        answer_text="old answer",
-    )
-    return DomState(**{**values, **changes})
+    values = {
+        "send_disabled": True,
+        "user_turns": assistant_turns if user_turns is None else user_turns,
+        "assistant_turns": assistant_turns,
+        "copy_button": copy,
+        "answer_text": "old answer",
+    }
+    return page_state(**{**values, **changes})
 
 
 def view(*turns: Turn) -> ChatView:
