@@ -147,25 +147,29 @@ def test_hard_failure_without_router_is_exit_1(sim, tmp_path):
     assert not (project / "articles" / "nofb.md").exists()
 
 
-def test_chat_gone_at_poll_falls_back(sim, tmp_path):
+def poll_in_scenario(sim, tmp_path, slug: str, text: str, scenario: str):
+    """(project, result): `generate SLUG` sent the prompt (exit 42), then the next `generate SLUG`
+    polled its chat while the site showed `scenario` (back to "ok" after)."""
     project = make_project(tmp_path, sim)
-    prompt(project, "gone", "Write about chats that vanish.")
-    assert qwenpipe("generate", "gone", cwd=project).returncode == 42
-    sim.set(scenario="chat_not_found")
-    result = qwenpipe("generate", "gone", cwd=project)
+    prompt(project, slug, text)
+    assert qwenpipe("generate", slug, cwd=project).returncode == 42
+    sim.set(scenario=scenario)
+    result = qwenpipe("generate", slug, cwd=project)
     sim.set(scenario="ok")
+    return project, result
+
+
+def test_chat_gone_at_poll_falls_back(sim, tmp_path):
+    project, result = poll_in_scenario(
+        sim, tmp_path, "gone", "Write about chats that vanish.", "chat_not_found"
+    )
     assert result.returncode == 0, result.stderr
     meta, _ = read_article(project / "articles" / "gone.md")
     assert meta["engine"] == "router" and "chat_url" not in meta  # the keys agree with the engine
 
 
 def test_waf_at_poll_is_transient_exit_3(sim, tmp_path):
-    project = make_project(tmp_path, sim)
-    prompt(project, "waf", "Write about web application firewalls.")
-    assert qwenpipe("generate", "waf", cwd=project).returncode == 42
-    sim.set(scenario="waf")
-    result = qwenpipe("generate", "waf", cwd=project)
-    sim.set(scenario="ok")
+    project, result = poll_in_scenario(sim, tmp_path, "waf", "Write about web application firewalls.", "waf")
     assert result.returncode == 3, result.stderr
     assert "attempt 1 of 3" in result.stderr
     assert not (project / "articles" / "waf.md").exists()
