@@ -10,7 +10,7 @@ import time
 
 import pytest
 from sim_project import journal, make_project, prompt, read_article
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe, qwenpipe_at_once
 
 pytestmark = pytest.mark.browser
 
@@ -93,19 +93,7 @@ def test_sigkill_between_send_and_url_does_not_send_again(sim, tmp_path):
 def test_four_processes_at_once_send_once(sim, tmp_path):
     project = make_project(tmp_path, sim)
     text = prompt(project, "race", "Write about four processes racing.")
-    env = {**os.environ, "NO_COLOR": "1"}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "pipeline", "generate", "race"],
-            cwd=project,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(4)
-    ]
-    results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+    results = qwenpipe_at_once("generate", "race", cwd=project, count=4)
     codes = sorted(code for code, _ in results)
     assert codes.count(42) == 1 and codes.count(3) == 3, results
     assert sum("in progress elsewhere" in err for _, err in results) == 3
