@@ -25,6 +25,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from history import EVENTS, event_fields
 from installed import ENV  # as a user's install runs it (installed.py)
 from timing import options, timed_run, verdict
 
@@ -39,7 +40,6 @@ MIX = [  # (share, what the article looks like on disk)
     (0.05, "dead"),
     (0.05, "orphan"),
 ]
-EVENTS = ["sending", "sent", "poll", "poll", "transient", "poll", "done"]
 
 
 def build(root: Path, articles: int, lines: int) -> Path:
@@ -92,13 +92,8 @@ def build(root: Path, articles: int, lines: int) -> Path:
                 "event": event,
                 "pid": 4242,
                 "engine": "qwen",
+                **event_fields(event, i, rng),
             }
-            if event == "sent":
-                entry["chat_url"] = f"https://chat.qwen.ai/c/{i:08d}-0000-4000-8000-000000000000"
-            if event == "transient":
-                entry.update(error="WAF page", code="waf", attempt=1)
-            if event in ("poll", "done"):
-                entry["duration"] = round(rng.uniform(0.5, 9), 3)
             handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
     return root
 
