@@ -9,19 +9,16 @@ well under a second, with no browser started. Not run by the tests.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import resource
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
 
 from installed import ENV  # as a user's install runs it (installed.py)
+from timing import options, timed_qwenpipe, verdict
 
 TARGET = 0.3  # seconds, each (issue 13)
 # Loopback addresses that nothing listens on: a bug that starts a browser or a router call
@@ -71,22 +68,8 @@ def build_throttled(root: Path, articles: int, limit: int = 50) -> Path:
     return root
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def time_cycle(root: Path) -> tuple[float, str, float]:
-    started, cpu = time.perf_counter(), _children_cpu()
-    result = subprocess.run(
-        [sys.executable, "-m", "pipeline", "cycle"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=300,
-    )
-    elapsed, cpu = time.perf_counter() - started, _children_cpu() - cpu
+    elapsed, cpu, result = timed_qwenpipe(root, "cycle", env=ENV)
     summary = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
     if "no browser" not in summary:
         raise SystemExit(f"the no-op cycle used a browser or failed: exit {result.returncode}: {summary}")
@@ -116,16 +99,13 @@ def measure(articles: int = 10_000, repeat: int = 3) -> list[tuple[str, float, s
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--articles", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    args = options(__doc__, articles=10_000, repeat=3)
     rows = measure(args.articles, args.repeat)
     print(f"median of {args.repeat} `qwenpipe cycle` processes; {os.cpu_count()} CPUs")
     print(f"{'what':<36}{'seconds':>9}{'CPU s':>8}  {'target':>8}  ok  cycle says")
     for label, seconds, summary, cpu in rows:
-        verdict = "yes" if seconds <= TARGET else ("cpu" if cpu <= TARGET else "NO")
-        print(f"{label:<36}{seconds:>9.3f}{cpu:>8.3f}  {'<= ' + str(TARGET):>8}  {verdict:<3} {summary}")
+        ok = verdict(seconds, cpu, TARGET)
+        print(f"{label:<36}{seconds:>9.3f}{cpu:>8.3f}  {'<= ' + str(TARGET):>8}  {ok:<3} {summary}")
 
 
 if __name__ == "__main__":

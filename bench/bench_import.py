@@ -8,7 +8,6 @@ every prompt written and fsynced), beside the target: well under a second. Not r
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
@@ -16,6 +15,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from timing import options  # noqa: E402
 
 from pipeline.publishing.topics import import_topics  # noqa: E402
 
@@ -38,10 +39,7 @@ def one_run(rows: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=1000)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    args = options(__doc__, rows=1000, repeat=3)
     figures = [one_run(args.rows) for _ in range(args.repeat)]
     target = TARGET * args.rows / 1000
     median = statistics.median(figures)

@@ -13,10 +13,8 @@ for the cycle, 0.5 s for status. Not run by the tests.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -29,6 +27,7 @@ sys.path[:0] = [str(HERE.parent), str(HERE.parent / "tests")]
 
 from installed import ENV  # noqa: E402  # as a user's install runs it (installed.py)
 from pg_server import PostgresServer  # noqa: E402
+from timing import options, timed_qwenpipe, verdict  # noqa: E402
 
 TARGETS = {"cycle": 1.0, "status --json": 0.5}  # seconds (issue 18)
 # Loopback addresses nothing listens on: a bug that starts a browser or calls the router fails
@@ -68,24 +67,6 @@ def build(root: Path, url: str, articles: int) -> Path:
     return root
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def run(root: Path, *argv: str) -> tuple[float, float, subprocess.CompletedProcess]:
-    started, cpu = time.perf_counter(), _children_cpu()
-    result = subprocess.run(
-        [sys.executable, "-m", "pipeline", *argv],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=300,
-    )
-    return time.perf_counter() - started, _children_cpu() - cpu, result
-
-
 def check(what: str, result: subprocess.CompletedProcess, articles: int) -> str:
     """The run's own word on what it did; SystemExit when it did something else than nothing."""
     if what == "cycle":
@@ -109,8 +90,9 @@ def measure(url: str, articles: int, repeat: int) -> list[tuple[str, float, floa
         print(f"built {articles:,} finished articles (files and rows) in {took:.1f} s")
         rows = []
         for what, argv in (("cycle", ["cycle"]), ("status --json", ["status", "--json"])):
-            check(what, run(root, *argv)[2], articles)  # warm the page cache and the server's
-            figures = [run(root, *argv) for _ in range(repeat)]
+            # warm the page cache and the server's
+            check(what, timed_qwenpipe(root, *argv, env=ENV)[2], articles)
+            figures = [timed_qwenpipe(root, *argv, env=ENV) for _ in range(repeat)]
             said = check(what, figures[-1][2], articles)
             seconds, cpu = (statistics.median(f[i] for f in figures) for i in (0, 1))
             rows.append((what, seconds, cpu, said))
@@ -118,10 +100,7 @@ def measure(url: str, articles: int, repeat: int) -> list[tuple[str, float, floa
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--articles", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    args = options(__doc__, articles=10_000, repeat=3)
     load_before = os.getloadavg()[0]
     with PostgresServer() as server:
         rows = measure(server.new_database(), args.articles, args.repeat)
@@ -131,8 +110,8 @@ def main() -> None:
     print(f"{'what':<16}{'seconds':>9}{'CPU s':>8}  {'target':>8}  ok   it says")
     for what, seconds, cpu, said in rows:
         target = TARGETS[what]
-        verdict = "yes" if seconds <= target else ("cpu" if cpu <= target else "NO")
-        print(f"{what:<16}{seconds:>9.3f}{cpu:>8.3f}  {'<= ' + str(target):>8}  {verdict:<4} {said}")
+        ok = verdict(seconds, cpu, target)
+        print(f"{what:<16}{seconds:>9.3f}{cpu:>8.3f}  {'<= ' + str(target):>8}  {ok:<4} {said}")
 
 
 if __name__ == "__main__":

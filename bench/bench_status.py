@@ -13,22 +13,21 @@ document (FLOOR), what this machine gives any design. Not run by the tests.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import json
 import os
 import random
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
 
+from history import EVENTS, event_fields
 from installed import ENV  # as a user's install runs it (installed.py)
+from timing import options, timed_run, verdict
 
 TARGETS = {"cold": 0.5, "warm": 0.3}  # seconds (issue 13)
 MIX = [  # (share, what the article looks like on disk)
@@ -41,7 +40,6 @@ MIX = [  # (share, what the article looks like on disk)
     (0.05, "dead"),
     (0.05, "orphan"),
 ]
-EVENTS = ["sending", "sent", "poll", "poll", "transient", "poll", "done"]
 
 
 def build(root: Path, articles: int, lines: int) -> Path:
@@ -94,13 +92,8 @@ def build(root: Path, articles: int, lines: int) -> Path:
                 "event": event,
                 "pid": 4242,
                 "engine": "qwen",
+                **event_fields(event, i, rng),
             }
-            if event == "sent":
-                entry["chat_url"] = f"https://chat.qwen.ai/c/{i:08d}-0000-4000-8000-000000000000"
-            if event == "transient":
-                entry.update(error="WAF page", code="waf", attempt=1)
-            if event in ("poll", "done"):
-                entry["duration"] = round(rng.uniform(0.5, 9), 3)
             handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
     return root
 
@@ -125,19 +118,11 @@ def in_process(root: Path) -> tuple[float, float]:
     return elapsed, cpu
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def as_subprocess(root: Path) -> tuple[float, float]:
-    started, cpu = time.perf_counter(), _children_cpu()
-    result = subprocess.run(
+    elapsed, cpu, result = timed_run(
         [sys.executable, "-m", "pipeline", "--config", str(root / "config.toml"), "status", "--json"],
-        capture_output=True,
         env=ENV,
     )
-    elapsed, cpu = time.perf_counter() - started, _children_cpu() - cpu
     assert result.returncode == 0, result.stderr
     return elapsed, cpu
 
@@ -178,9 +163,7 @@ sys.stdout.write(json.dumps({"articles": rows}, ensure_ascii=False))
 
 
 def floor(root: Path) -> tuple[float, float]:
-    started, cpu = time.perf_counter(), _children_cpu()
-    subprocess.run([sys.executable, "-c", FLOOR, str(root)], check=True, capture_output=True, env=ENV)
-    return time.perf_counter() - started, _children_cpu() - cpu
+    return timed_run([sys.executable, "-c", FLOOR, str(root)], env=ENV, check=True)[:2]
 
 
 def timed(measure, root: Path, *, cold: bool, repeat: int) -> tuple[float, float]:
@@ -192,11 +175,7 @@ def timed(measure, root: Path, *, cold: bool, repeat: int) -> tuple[float, float
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--articles", type=int, default=10_000)
-    parser.add_argument("--lines", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    args = options(__doc__, articles=10_000, lines=100_000, repeat=3)
     with tempfile.TemporaryDirectory(prefix="qwenpipe-bench-") as folder:
         started = time.perf_counter()
         root = build(Path(folder), args.articles, args.lines)
@@ -217,8 +196,8 @@ def main() -> None:
     print(f"{'how':<12}{'store':<8}{'seconds':>9}{'CPU s':>9}  {'target':>8}  ok")
     for how, when, (seconds, cpu) in rows:
         target = TARGETS[when]
-        verdict = "yes" if seconds <= target else ("CPU yes" if cpu <= target else "NO")
-        print(f"{how:<12}{when:<8}{seconds:>9.3f}{cpu:>9.3f}  {'<= ' + str(target):>8}  {verdict}")
+        ok = verdict(seconds, cpu, target, cpu_only="CPU yes")
+        print(f"{how:<12}{when:<8}{seconds:>9.3f}{cpu:>9.3f}  {'<= ' + str(target):>8}  {ok}")
     floor_line = f"{'floor':<12}{'warm':<8}{least[0]:>9.3f}{least[1]:>9.3f}"
     print(f"{floor_line}  (any Python process: list, stat, read, write)")
 

@@ -12,7 +12,6 @@ warm; the store's part must leave room for the rest. Not run by the tests.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -28,10 +27,12 @@ from pipeline.store.protocol import ArticleRecord, Event, Intent, QuotaBlock
 from pipeline.store.sqlite import SQLiteStore
 
 TARGETS = {"cold": 0.5, "warm": 0.3}
-EVENTS = ["sending", "sent", "poll", "poll", "transient", "poll", "done"]
 
 
 def build(state_dir: Path, articles: int, events: int) -> None:
+    # Imported here and in main, not at the top: COLD_SCRIPT times its import of this module.
+    from history import EVENTS, event_fields
+
     rng = random.Random(13)
     now = time.time()
     slugs = [f"article-{n:05d}" for n in range(articles)]
@@ -58,13 +59,7 @@ def build(state_dir: Path, articles: int, events: int) -> None:
         start = now - 30 * 86400
         for i in range(events):
             event = rng.choice(EVENTS)
-            fields: dict = {"engine": "qwen"}
-            if event == "sent":
-                fields["chat_url"] = f"https://chat.qwen.ai/c/{i:08d}-0000-4000-8000-000000000000"
-            if event == "transient":
-                fields.update(error="WAF page", code="waf", attempt=1)
-            if event in ("poll", "done"):
-                fields["duration"] = round(rng.uniform(0.5, 9), 3)
+            fields = {"engine": "qwen", **event_fields(event, i, rng)}
             ts = start + (now - start) * i / events
             step.append(
                 Event(rng.choice(slugs), event, round(ts, 3), pid=4242, account="default", fields=fields)
@@ -130,11 +125,9 @@ def cold(state_dir: Path, repeat: int) -> tuple[float, float, float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--articles", type=int, default=10_000)
-    parser.add_argument("--events", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
+    from timing import options
+
+    args = options(__doc__, articles=10_000, events=100_000, repeat=5)
     with tempfile.TemporaryDirectory(prefix="qwenpipe-bench-store-") as folder:
         state_dir = Path(folder) / "articles" / ".qwenpipe"
         started = time.perf_counter()

@@ -29,6 +29,15 @@ def project(tmp_path) -> Path:
 
 
 @pytest.fixture
+def outside(tmp_path) -> Path:
+    """A file of the user's outside the project (tmp_path/precious.txt, "the user's own file\n"),
+    which nothing may change."""
+    target = tmp_path / "precious.txt"
+    target.write_text("the user's own file\n")
+    return target
+
+
+@pytest.fixture
 def workspace(project) -> Workspace:
     return Workspace(load(project / "config.toml"))
 

@@ -8,10 +8,14 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pipeline.engines.base import Answer, ChatChoice, ChatTurns, FoundChat, Generating, TurnState
+
+if TYPE_CHECKING:
+    from pipeline.engines.qwen.page import DomState
 
 
 @dataclass
@@ -85,6 +89,20 @@ class FakeChat:
     sending: int = 0  # sends running right now (from any thread)
     most_sending: int = 0  # the most that ever ran at once
 
+    def _run_with_others(self, running: str, together: threading.Barrier | None) -> None:
+        """Count this call among the calls of its kind running at once (the attribute `running`,
+        "sending" or "checking", and the most ever, "most_" + running) while it waits at
+        `together`, if set, for the others of a side-by-side test."""
+        with self._guard:  # poll and send threads share this script
+            setattr(self, running, getattr(self, running) + 1)
+            setattr(self, f"most_{running}", max(getattr(self, f"most_{running}"), getattr(self, running)))
+        try:
+            if together is not None:
+                together.wait(timeout=10)  # broken (a failure) if the others never come
+        finally:
+            with self._guard:
+                setattr(self, running, getattr(self, running) - 1)
+
     def send(self, text: str, choice: ChatChoice | None = None) -> str:
         with self._guard:  # poll and send threads share this script
             self.history.append(("send", text))
@@ -96,14 +114,7 @@ class FakeChat:
             self.known_chats[text] = url
             self.messages[url] = [text]
             self.created[url] = self.clock()
-            self.sending += 1
-            self.most_sending = max(self.most_sending, self.sending)
-        try:
-            if self.send_together is not None:
-                self.send_together.wait(timeout=10)  # broken (a failure) if the others never come
-        finally:
-            with self._guard:
-                self.sending -= 1
+        self._run_with_others("sending", self.send_together)
         if self.crash_after_send:
             raise self.crash_after_send
         return url
@@ -112,14 +123,7 @@ class FakeChat:
         with self._guard:
             self.history.append(("check", chat_url))
             result = self.checks.popleft() if self.checks else Generating("writing")
-            self.checking += 1
-            self.most_checking = max(self.most_checking, self.checking)
-        try:
-            if self.check_together is not None:
-                self.check_together.wait(timeout=10)  # broken (a failure) if the others never come
-        finally:
-            with self._guard:
-                self.checking -= 1
+        self._run_with_others("checking", self.check_together)
         if isinstance(result, BaseException):
             raise result
         return result
@@ -209,3 +213,26 @@ ROUTED = f"# Routed\n\nFrom the router. {FILLER}\n"
 
 def answer(markdown: str = ARTICLE) -> Answer:
     return Answer(markdown=markdown, engine="qwen", title="Generated Title")
+
+
+def page_state(**changes) -> DomState:
+    """The completion signals of a page (pipeline.engines.qwen.page) that shows one finished
+    answer in the current UI, with `changes`."""
+    from pipeline.engines.qwen.page import DomState
+
+    values = dict(
+        ui="current",
+        composer=True,
+        composer_text="",
+        send_present=True,
+        send_disabled=False,
+        stop_visible=False,
+        user_turns=1,
+        assistant_turns=1,
+        copy_button=True,
+        thinking_visible=False,
+        skip_visible=False,
+        answer_present=True,
+        answer_text="Title\none",
+    )
+    return DomState(**{**values, **changes})

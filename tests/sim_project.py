@@ -76,3 +76,13 @@ def add_accounts(folder: Path, names, **keys) -> dict[str, Path]:
     with (folder / "config.toml").open("a", encoding="utf-8") as config:
         config.write("\n" + tomli_w.dumps({"accounts": {name: dict(keys) for name in names}}))
     return {name: folder / ".qwenpipe" / "accounts" / name / "state.json" for name in names}
+
+
+def senders(sim, start: int = 0) -> dict[str, list[str]]:
+    """Prompt -> the accounts that the site took it from (the ledger's accepted sends since
+    entry `start`)."""
+    taken: dict[str, list[str]] = {}
+    for entry in sim.ledger()[start:]:
+        if entry["accepted"]:
+            taken.setdefault(entry["prompt"], []).append(entry["account"])
+    return taken

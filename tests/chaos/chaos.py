@@ -38,11 +38,9 @@ import random
 import signal
 import subprocess
 import sys
-import threading
 import time
 import tomllib
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,6 +49,7 @@ TESTS = HERE.parent
 if str(TESTS) not in sys.path:  # run as a script: make tests/ importable (sim_project)
     sys.path.insert(0, str(TESTS))
 
+import chaos_common  # noqa: E402
 from sim_project import add_accounts, make_project  # noqa: E402
 
 NAMED = ("before_send", "after_send", "mid_article", "mid_journal", "after_router")
@@ -464,12 +463,9 @@ class Summary:
             ("torn journal lines (mid_journal kills)", self.total("torn_lines")),
             ("journal lines unreadable otherwise", self.total("unreadable_lines")),
             ("browser processes outliving a killed command", self.total("orphans")),
-            ("trials with a broken promise", len(self.failed)),
-            ("wall time (s)", round(self.seconds, 1)),
-            ("seconds per trial", round(self.seconds / max(1, len(self.trials)), 2)),
+            *chaos_common.closing_rows(self),
         ]
-        width = max(len(name) for name, _ in rows)
-        return "\n".join(f"{name:<{width}}  {value:>8}" for name, value in rows)
+        return chaos_common.table(rows)
 
     def problems(self) -> str:
         return "\n".join(f"trial {t.index} ({t.kind}): {p}" for t in self.failed for p in t.problems)
@@ -488,104 +484,44 @@ def run(
 ) -> Summary:
     """Run `trials` trials against one simulator; kinds cycle through every crash point first.
     `accounts`: that many chat accounts (0: the one account of a setup without tables)."""
-    from pipeline.simulator import Simulator
-
-    summary = Summary(accounts=accounts)
-    lock = threading.Lock()
-    started = time.monotonic()
     names = tuple(f"acct{n}" for n in range(1, accounts + 1))
-    sim = Simulator(
-        port=0, answer_seconds=answer_seconds, thinking_seconds=0.2, url_delay=0.3, accounts=names
-    ).start()
-    try:
-        sim.set(router_scenario="slow", router_delay=0.5)  # a router call lasts long enough to be hit
+
+    def set_up(sim) -> None:
         if len(names) > 1:
             sim.set(account_quotas={names[-1]: SMALL_QUOTA})
 
-        stop = threading.Event()
+    def trial_of(sim, index: int, rng: random.Random) -> Trial:
+        kind = KINDS[index % len(KINDS)] if index < 2 * len(KINDS) else None
+        return run_trial(sim, root, index, rng, kind, max_prompts)
 
-        def one(index: int) -> None:
-            if stop.is_set():
-                return  # interrupted: start no more trials
-            rng = random.Random(f"{seed}-{index}")
-            kind = KINDS[index % len(KINDS)] if index < 2 * len(KINDS) else None
-            trial = run_trial(sim, root, index, rng, kind, max_prompts)
-            with lock:
-                summary.add(trial)
-                if progress:
-                    progress(trial, summary)
-
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            try:
-                list(pool.map(one, range(trials)))
-            except KeyboardInterrupt:
-                # A long run stopped by hand still reports every trial it completed; the
-                # trials under way finish (their commands are reaped) before the table.
-                stop.set()
-                summary.interrupted = True
-                pool.shutdown(wait=True, cancel_futures=True)
-        summary.affinity_violations = sim.affinity_violations()
-    finally:
-        sim.stop()
-    summary.trials.sort(key=lambda t: t.index)
-    summary.seconds = time.monotonic() - started
-    return summary
-
-
-def _interrupt(_signum, _frame) -> None:
-    raise KeyboardInterrupt
+    return chaos_common.run_trials(
+        Summary(accounts=accounts),
+        trials,
+        seed=seed,
+        jobs=jobs,
+        answer_seconds=answer_seconds,
+        accounts=names,
+        trial_of=trial_of,
+        progress=progress,
+        set_up=set_up,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    import tempfile
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=30)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--jobs", type=int, default=1, help="trials at once (one simulator for all)")
-    parser.add_argument("--answer-seconds", type=float, default=0.8)
-    parser.add_argument("--max-prompts", type=int, default=3, help="prompts per trial: 1 to this")
-    parser.add_argument("--keep", type=Path, help="keep the trial folders here instead of a temp folder")
+    chaos_common.add_run_arguments(
+        parser, jobs_help="trials at once (one simulator for all)", answer_seconds=0.8, max_prompts=3
+    )
+    chaos_common.add_keep_argument(parser)
     parser.add_argument("--accounts", type=int, default=0, help="chat accounts (0: no [accounts.*] tables)")
     args = parser.parse_args(argv)
-    # Ctrl-C, or SIGTERM from `timeout` or a scheduler, ends a long run with its table; SIGINT
-    # is set explicitly because a shell starts background jobs with it ignored.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _interrupt)
 
-    def progress(trial: Trial, summary: Summary) -> None:
-        verdict = "ok" if trial.ok else "PROBLEM: " + "; ".join(trial.problems)
-        kills = ",".join(f"{k}x{v}" for k, v in trial.kills.items()) or "no kill"
-        print(
-            f"[{len(summary.trials):>4}/{args.trials}] trial {trial.index:>4} {trial.kind:<12} "
-            f"{len(trial.slugs)} prompts, {kills}, {trial.seconds:5.1f} s: {verdict}",
-            flush=True,
-        )
+    def kills(trial: Trial) -> str:
+        return ",".join(f"{k}x{v}" for k, v in trial.kills.items()) or "no kill"
 
-    def go(root: Path) -> Summary:
-        return run(
-            args.trials,
-            seed=args.seed,
-            root=root,
-            jobs=args.jobs,
-            answer_seconds=args.answer_seconds,
-            max_prompts=args.max_prompts,
-            progress=progress,
-            accounts=args.accounts,
-        )
-
-    if args.keep:
-        args.keep.mkdir(parents=True, exist_ok=True)
-        summary = go(args.keep)
-    else:
-        with tempfile.TemporaryDirectory(prefix="qwenpipe-chaos-") as folder:
-            summary = go(Path(folder))
-    stopped = f" (interrupted: {len(summary.trials)} completed)" if summary.interrupted else ""
-    print(f"\nchaos run: {args.trials} trials{stopped}, seed {args.seed}, {args.jobs} at once")
-    print(summary.table())
-    if summary.failed:
-        print("\nproblems:\n" + summary.problems())
-    return 1 if summary.broken else 0
+    return chaos_common.run_and_report(
+        args, run, name="chaos", kind_width=12, details=kills, accounts=args.accounts
+    )
 
 
 if __name__ == "__main__":

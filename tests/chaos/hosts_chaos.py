@@ -41,7 +41,6 @@ import sys
 import threading
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,7 +48,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE.parent) not in sys.path:  # run as a script: make tests/ importable
     sys.path.insert(0, str(HERE.parent))
 
-import chaos  # noqa: E402
+import chaos_common  # noqa: E402
 import hosts  # noqa: E402
 from chaos import CLEAN_DEADLINE, Summary, Trial, last_line, plan_trial  # noqa: E402
 from pg_server import PostgresServer  # noqa: E402
@@ -379,12 +378,9 @@ class HostSummary(Summary):
             ("affinity violations", self.affinity_violations),
             ("articles wrong, incomplete or differing", self.total("wrong")),
             ("processes outliving a killed command", self.total("orphans")),
-            ("trials with a broken promise", len(self.failed)),
-            ("wall time (s)", round(self.seconds, 1)),
-            ("seconds per trial", round(self.seconds / max(1, len(self.trials)), 2)),
+            *chaos_common.closing_rows(self),
         ]
-        width = max(len(name) for name, _ in rows)
-        return "\n".join(f"{name:<{width}}  {value:>8}" for name, value in rows)
+        return chaos_common.table(rows)
 
 
 def run(
@@ -401,117 +397,71 @@ def run(
 ) -> HostSummary:
     """Run `trials` trials of `count` hosts against one simulator (accounts a, b, c...) and one
     PostgreSQL server per job; kinds cycle through `kinds` first, then are drawn at random."""
-    from pipeline.simulator import Simulator
-
-    summary = HostSummary(accounts=count, hosts=count)
     lock = threading.Lock()
-    started = time.monotonic()
-    names = tuple("abcdefghij"[:count])
     servers: list[PostgresServer] = []
     local = threading.local()
-    sim = Simulator(
-        port=0, answer_seconds=answer_seconds, thinking_seconds=0.2, url_delay=0.3, accounts=names
-    ).start()
-    try:
-        sim.set(router_scenario="slow", router_delay=0.5)  # a router call lasts long enough to be hit
-        stop = threading.Event()
 
-        def one(index: int) -> None:
-            if stop.is_set():
-                return
-            if not hasattr(local, "server"):
-                local.server = PostgresServer().start()
-                with lock:
-                    servers.append(local.server)
-            rng = random.Random(f"{seed}-{index}")
-            kind = kinds[index % len(kinds)] if index < 2 * len(kinds) else rng.choice(kinds)
-            trial = run_trial(sim, local.server, root, index, rng, kind, count, max_prompts)
+    def trial_of(sim, index: int, rng: random.Random) -> HostTrial:
+        if not hasattr(local, "server"):
+            local.server = PostgresServer().start()
             with lock:
-                summary.add(trial)
-                if progress:
-                    progress(trial, summary)
+                servers.append(local.server)
+        kind = kinds[index % len(kinds)] if index < 2 * len(kinds) else rng.choice(kinds)
+        return run_trial(sim, local.server, root, index, rng, kind, count, max_prompts)
 
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            try:
-                list(pool.map(one, range(trials)))
-            except KeyboardInterrupt:
-                stop.set()
-                summary.interrupted = True
-                pool.shutdown(wait=True, cancel_futures=True)
-        summary.affinity_violations = sim.affinity_violations()
-    finally:
-        sim.stop()
+    def close_servers() -> None:
         for server in servers:
             server.close()
-    summary.trials.sort(key=lambda t: t.index)
-    summary.seconds = time.monotonic() - started
-    return summary
+
+    return chaos_common.run_trials(
+        HostSummary(accounts=count, hosts=count),
+        trials,
+        seed=seed,
+        jobs=jobs,
+        answer_seconds=answer_seconds,
+        accounts=tuple("abcdefghij"[:count]),
+        trial_of=trial_of,
+        progress=progress,
+        clean_up=close_servers,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    import tempfile
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--hosts", type=int, default=3, help="hosts per trial, each with an account of its own"
     )
     parser.add_argument("--store", choices=("postgres",), default="postgres", help="what the hosts share")
-    parser.add_argument("--trials", type=int, default=30)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--jobs", type=int, default=1, help="trials at once (one simulator, a server per job)"
+    chaos_common.add_run_arguments(
+        parser,
+        jobs_help="trials at once (one simulator, a server per job)",
+        answer_seconds=0.6,
+        max_prompts=5,
     )
-    parser.add_argument("--answer-seconds", type=float, default=0.6)
-    parser.add_argument("--max-prompts", type=int, default=5, help="prompts per trial: 1 to this")
     parser.add_argument(
         "--kinds", default=",".join(KINDS), help=f"faults to draw from (of {', '.join(KINDS)})"
     )
-    parser.add_argument("--keep", type=Path, help="keep the trial folders here instead of a temp folder")
+    chaos_common.add_keep_argument(parser)
     args = parser.parse_args(argv)
     kinds = tuple(k for k in args.kinds.split(",") if k)
     unknown = sorted(set(kinds) - set(KINDS))
     if unknown or not 1 <= args.hosts <= 10:
         parser.error(f"--kinds: unknown {unknown}" if unknown else "--hosts must be 1 to 10")
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, chaos._interrupt)
 
-    def progress(trial: HostTrial, summary: HostSummary) -> None:
-        verdict = "ok" if trial.ok else "PROBLEM: " + "; ".join(trial.problems)
-        done = ",".join(f"{k}x{v}" for k, v in (trial.kills + trial.faults).items()) or "no fault landed"
-        print(
-            f"[{len(summary.trials):>4}/{args.trials}] trial {trial.index:>4} {trial.kind:<10} "
-            f"{len(trial.slugs)} prompts, {done}, {trial.rounds} rounds, {trial.seconds:5.1f} s: {verdict}",
-            flush=True,
-        )
+    def done(trial: HostTrial) -> str:
+        faults = ",".join(f"{k}x{v}" for k, v in (trial.kills + trial.faults).items()) or "no fault landed"
+        return f"{faults}, {trial.rounds} rounds"
 
-    def go(root: Path) -> HostSummary:
-        return run(
-            args.trials,
-            seed=args.seed,
-            root=root,
-            jobs=args.jobs,
-            count=args.hosts,
-            answer_seconds=args.answer_seconds,
-            max_prompts=args.max_prompts,
-            kinds=kinds,
-            progress=progress,
-        )
-
-    if args.keep:
-        args.keep.mkdir(parents=True, exist_ok=True)
-        summary = go(args.keep)
-    else:
-        with tempfile.TemporaryDirectory(prefix="qwenpipe-hosts-chaos-") as folder:
-            summary = go(Path(folder))
-    stopped = f" (interrupted: {len(summary.trials)} completed)" if summary.interrupted else ""
-    print(
-        f"\nhosts chaos run: {args.trials} trials{stopped}, {args.hosts} hosts over PostgreSQL, "
-        f"seed {args.seed}, {args.jobs} at once"
+    return chaos_common.run_and_report(
+        args,
+        run,
+        name="hosts chaos",
+        setting=f", {args.hosts} hosts over PostgreSQL",
+        kind_width=10,
+        details=done,
+        count=args.hosts,
+        kinds=kinds,
     )
-    print(summary.table())
-    if summary.failed:
-        print("\nproblems:\n" + summary.problems())
-    return 1 if summary.broken else 0
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 import chaos
+import chaos_common
 import pytest
 
 pytestmark = [pytest.mark.chaos, pytest.mark.browser]
@@ -19,15 +20,14 @@ TRIALS = int(os.environ.get("QWENPIPE_CHAOS_TRIALS", str(len(chaos.KINDS))))  # 
 
 @pytest.mark.timeout(420)
 def test_killed_commands_never_send_twice_nor_lose_an_article(tmp_path):
-    summary = chaos.run(
+    summary = chaos_common.quick_run(
+        chaos.run,
         TRIALS,
-        seed=int(os.environ.get("QWENPIPE_CHAOS_SEED", "0")),
+        seed_variable="QWENPIPE_CHAOS_SEED",
         root=tmp_path,
-        jobs=2,
         answer_seconds=0.6,
         max_prompts=2,
     )
-    print("\n" + summary.table())
     assert not summary.failed, summary.problems()
     kills = summary.kills
     if len(chaos.KINDS) <= TRIALS:

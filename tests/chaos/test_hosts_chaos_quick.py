@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+import chaos_common
 import hosts_chaos
 import pytest
 
@@ -24,15 +25,14 @@ TRIALS = int(os.environ.get("QWENPIPE_HOSTS_CHAOS_TRIALS", str(len(QUICK_KINDS))
 @pytest.mark.timeout(900)
 def test_faulty_hosts_over_one_database_never_send_twice_nor_lose_an_article(tmp_path):
     kinds = QUICK_KINDS if len(QUICK_KINDS) >= TRIALS else hosts_chaos.KINDS
-    summary = hosts_chaos.run(
+    summary = chaos_common.quick_run(
+        hosts_chaos.run,
         TRIALS,
-        seed=int(os.environ.get("QWENPIPE_HOSTS_CHAOS_SEED", "0")),
+        seed_variable="QWENPIPE_HOSTS_CHAOS_SEED",
         root=tmp_path,
-        jobs=2,
         max_prompts=3,
         kinds=kinds,
     )
-    print("\n" + summary.table())
     assert not summary.broken, summary.problems() or f"{summary.affinity_violations} affinity violations"
     # `not broken` says something only if the faults landed: every trial ran, with prompts and
     # rounds, and each kind did what it is named after.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from fakes import page_state as dom  # a finished answer's page, with the changes a test makes
 
 from pipeline.engines.base import HardError, QuotaSpent, TransientError
 from pipeline.engines.qwen.api import (
@@ -13,7 +14,7 @@ from pipeline.engines.qwen.api import (
     is_logged_in_status,
     parse_chat,
 )
-from pipeline.engines.qwen.page import DomState, failure_in
+from pipeline.engines.qwen.page import failure_in
 from pipeline.engines.qwen.selectors import CURRENT, LEGACY, SelectorError, merge_overrides
 
 CHAT_ID = "0f8e2b6a-1c3d-4e5f-9a7b-123456789abc"
@@ -83,6 +84,18 @@ def conversation(answer=ARTICLE, **kw):
     return link([user("u1", None, "Write about lists", 100), assistant("a1", "u1", answer, 101, **kw)])
 
 
+def two_turns(first, first_answer, second, second_answer):
+    """u1, a1, u2, a2: two turns linked one after the other, in time order."""
+    return link(
+        [
+            user("u1", None, first, 100),
+            assistant("a1", "u1", first_answer, 101),
+            user("u2", "a1", second, 102),
+            assistant("a2", "u2", second_answer, 103),
+        ]
+    )
+
+
 # -- parse_chat ------------------------------------------------------------------------------
 
 
@@ -94,14 +107,7 @@ def test_2026_06_answer_comes_only_from_the_answer_phase():
 
 
 def test_2026_06_turns_follow_parent_links_not_dict_order():
-    messages = link(
-        [
-            user("u1", None, "first prompt", 100),
-            assistant("a1", "u1", "first answer", 101),
-            user("u2", "a1", "second prompt", 102),
-            assistant("a2", "u2", "second answer", 103),
-        ]
-    )
+    messages = two_turns("first prompt", "first answer", "second prompt", "second answer")
     shuffled = [messages[3], messages[0], messages[2], messages[1]]
     view = parse_chat(shape_2026_06(messages, order=shuffled))
     assert [t.user_text for t in view.turns] == ["first prompt", "second prompt"]
@@ -128,14 +134,7 @@ def test_2026_08_ignores_top_level_content_search_and_thinking():
 
 
 def test_2026_08_array_out_of_order_is_put_in_order():
-    messages = link(
-        [
-            user("u1", None, "first", 100),
-            assistant("a1", "u1", "A", 101),
-            user("u2", "a1", "second", 102),
-            assistant("a2", "u2", "B", 103),
-        ]
-    )
+    messages = two_turns("first", "A", "second", "B")
     view = parse_chat(shape_2026_08([messages[2], messages[3], messages[0], messages[1]]))
     assert [(t.user_text, t.answer) for t in view.turns] == [("first", "A"), ("second", "B")]
 
@@ -331,25 +330,6 @@ def test_failure_screens(screen, kind, code):
 
 def test_a_normal_page_is_no_failure():
     assert failure_in(seen(text="New chat Ask Qwen")) is None
-
-
-def dom(**kw):
-    base = dict(
-        ui="current",
-        composer=True,
-        composer_text="",
-        send_present=True,
-        send_disabled=False,
-        stop_visible=False,
-        user_turns=1,
-        assistant_turns=1,
-        copy_button=True,
-        thinking_visible=False,
-        skip_visible=False,
-        answer_present=True,
-        answer_text="Title\none",
-    )
-    return DomState(**{**base, **kw})
 
 
 def test_dom_complete_only_with_every_signal():

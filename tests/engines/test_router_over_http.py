@@ -154,32 +154,40 @@ def test_permanent_failures_are_not_retried(sim, make_engine, scenario, code, me
     assert len(sim.chat_requests()) == 1 and sleeps == []
 
 
-def test_html_error_page_is_quoted_as_text(sim, make_engine):
-    sim.set(scenario="html_error")
-    err = fail(make_engine(max_retries=1))
-    assert (
-        str(err)
-        == "router: HTTP 502: 502 Bad Gateway 502 Bad Gateway nginx/1.25.3 (gave up after 2 attempts)"
-    )
-    assert len(sim.chat_requests()) == 2
-
-
-def test_empty_error_body_is_named(sim, make_engine):
-    sim.set(scenario="empty_error")
-    err = fail(make_engine(max_retries=0))
-    assert str(err) == "router: HTTP 500 with an empty body (gave up after 1 attempt)"
+@pytest.mark.parametrize(
+    "scenario, max_retries, message",
+    [
+        pytest.param(
+            "html_error",
+            1,
+            "router: HTTP 502: 502 Bad Gateway 502 Bad Gateway nginx/1.25.3 (gave up after 2 attempts)",
+            id="html_error_page_is_quoted_as_text",
+        ),
+        pytest.param(
+            "empty_error",
+            0,
+            "router: HTTP 500 with an empty body (gave up after 1 attempt)",
+            id="empty_error_body_is_named",
+        ),
+        pytest.param(
+            "error_in_200",
+            1,
+            "router: HTTP 200 upstream_error: upstream failed (gave up after 2 attempts)",
+            id="error_inside_200_forever_is_a_failure_not_an_article",
+        ),
+    ],
+)
+def test_an_error_the_router_keeps_giving_is_said_in_words(sim, make_engine, scenario, max_retries, message):
+    sim.set(scenario=scenario)
+    err = fail(make_engine(max_retries=max_retries))
+    assert str(err) == message
+    assert len(sim.chat_requests()) == max_retries + 1
 
 
 def test_error_inside_200_is_retried(sim, make_engine):
     sim.set(scenario="error_in_200", fail_times=1)
     assert make_engine().generate("Tea").markdown
     assert len(sim.chat_requests()) == 2
-
-
-def test_error_inside_200_forever_is_a_failure_not_an_article(sim, make_engine):
-    sim.set(scenario="error_in_200")
-    err = fail(make_engine(max_retries=1))
-    assert str(err) == "router: HTTP 200 upstream_error: upstream failed (gave up after 2 attempts)"
 
 
 def test_unknown_model_is_not_retried(sim, make_engine):

@@ -8,7 +8,7 @@ import json
 from collections import Counter
 
 import pytest
-from sim_project import add_accounts, journal, make_project, prompt, read_article
+from sim_project import add_accounts, journal, make_project, prompt, read_article, senders
 from tests_cli_helpers import qwenpipe
 
 from pipeline.simulator import Simulator
@@ -47,15 +47,6 @@ def cycles_until_done(project, most: int = 12) -> list[int]:
         if result.returncode == 0:
             break
     return codes
-
-
-def senders(sim, start: int) -> dict[str, list[str]]:
-    """Prompt -> the accounts that the site took it from (accepted sends since `start`)."""
-    taken: dict[str, list[str]] = {}
-    for entry in sim.ledger()[start:]:
-        if entry["accepted"]:
-            taken.setdefault(entry["prompt"], []).append(entry["account"])
-    return taken
 
 
 def test_three_accounts_one_spent_one_logged_out_every_article_by_its_sender_once(fresh, tmp_path):

@@ -10,7 +10,7 @@ import time
 
 import pytest
 from sim_project import journal, make_project, prompt, read_article
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe, qwenpipe_at_once
 
 pytestmark = pytest.mark.browser
 
@@ -54,19 +54,7 @@ def test_five_prompts_repeated_cycles_each_sent_once(sim, tmp_path):
 def test_two_cycles_at_once_one_works_the_other_exits_3(sim, tmp_path):
     project = make_project(tmp_path, sim)
     texts = [prompt(project, f"c{i}", f"Write about concurrency {i}.") for i in range(2)]
-    env = {**os.environ, "NO_COLOR": "1"}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "pipeline", "cycle"],
-            cwd=project,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(2)
-    ]
-    results = sorted((p.wait(timeout=120), p.stderr.read()) for p in procs)
+    results = sorted(qwenpipe_at_once("cycle", cwd=project, count=2))
     assert [code for code, _ in results] == [3, 42], results
     assert "another cycle is running (pid" in results[0][1]
     for text in texts:

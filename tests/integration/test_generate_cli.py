@@ -10,7 +10,7 @@ import time
 
 import pytest
 from sim_project import journal, make_project, prompt, read_article
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe, qwenpipe_at_once
 
 pytestmark = pytest.mark.browser
 
@@ -93,19 +93,7 @@ def test_sigkill_between_send_and_url_does_not_send_again(sim, tmp_path):
 def test_four_processes_at_once_send_once(sim, tmp_path):
     project = make_project(tmp_path, sim)
     text = prompt(project, "race", "Write about four processes racing.")
-    env = {**os.environ, "NO_COLOR": "1"}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "pipeline", "generate", "race"],
-            cwd=project,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(4)
-    ]
-    results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+    results = qwenpipe_at_once("generate", "race", cwd=project, count=4)
     codes = sorted(code for code, _ in results)
     assert codes.count(42) == 1 and codes.count(3) == 3, results
     assert sum("in progress elsewhere" in err for _, err in results) == 3
@@ -147,25 +135,29 @@ def test_hard_failure_without_router_is_exit_1(sim, tmp_path):
     assert not (project / "articles" / "nofb.md").exists()
 
 
-def test_chat_gone_at_poll_falls_back(sim, tmp_path):
+def poll_in_scenario(sim, tmp_path, slug: str, text: str, scenario: str):
+    """(project, result): `generate SLUG` sent the prompt (exit 42), then the next `generate SLUG`
+    polled its chat while the site showed `scenario` (back to "ok" after)."""
     project = make_project(tmp_path, sim)
-    prompt(project, "gone", "Write about chats that vanish.")
-    assert qwenpipe("generate", "gone", cwd=project).returncode == 42
-    sim.set(scenario="chat_not_found")
-    result = qwenpipe("generate", "gone", cwd=project)
+    prompt(project, slug, text)
+    assert qwenpipe("generate", slug, cwd=project).returncode == 42
+    sim.set(scenario=scenario)
+    result = qwenpipe("generate", slug, cwd=project)
     sim.set(scenario="ok")
+    return project, result
+
+
+def test_chat_gone_at_poll_falls_back(sim, tmp_path):
+    project, result = poll_in_scenario(
+        sim, tmp_path, "gone", "Write about chats that vanish.", "chat_not_found"
+    )
     assert result.returncode == 0, result.stderr
     meta, _ = read_article(project / "articles" / "gone.md")
     assert meta["engine"] == "router" and "chat_url" not in meta  # the keys agree with the engine
 
 
 def test_waf_at_poll_is_transient_exit_3(sim, tmp_path):
-    project = make_project(tmp_path, sim)
-    prompt(project, "waf", "Write about web application firewalls.")
-    assert qwenpipe("generate", "waf", cwd=project).returncode == 42
-    sim.set(scenario="waf")
-    result = qwenpipe("generate", "waf", cwd=project)
-    sim.set(scenario="ok")
+    project, result = poll_in_scenario(sim, tmp_path, "waf", "Write about web application firewalls.", "waf")
     assert result.returncode == 3, result.stderr
     assert "attempt 1 of 3" in result.stderr
     assert not (project / "articles" / "waf.md").exists()

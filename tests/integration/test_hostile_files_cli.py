@@ -31,14 +31,6 @@ def project(sim, tmp_path):
     return folder
 
 
-@pytest.fixture
-def outside(tmp_path):
-    """A file of the user's outside the project, which nothing may change."""
-    target = tmp_path / "precious.txt"
-    target.write_text("the user's own file\n")
-    return target
-
-
 def state_dir(project):
     return project / "articles" / ".qwenpipe"
 

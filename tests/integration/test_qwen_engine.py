@@ -27,21 +27,11 @@ ANSWER_SECONDS = 1.5
 SIMULATOR = {"answer_seconds": ANSWER_SECONDS, "thinking_seconds": THINKING_SECONDS, "url_delay": 0.2}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", autouse=True)
 def launches_at_start():
+    """Browsers launched before this module's first test: an autouse fixture of the module's
+    scope comes before the module's shared `session` (tests/integration/conftest.py)."""
     return BrowserSession.launches
-
-
-@pytest.fixture(scope="module")
-def session(tmp_path_factory, launches_at_start):
-    with BrowserSession(browser_config(tmp_path_factory.mktemp("browser"))) as shared:
-        yield shared
-
-
-@pytest.fixture
-def engine(sim, session):
-    qwen = Qwen(base_url=sim.base_url, stable_reads=2, page_timeout=15)
-    return QwenEngine(qwen, session)
 
 
 def prompt(topic: str = "tea", token: str = "") -> str:

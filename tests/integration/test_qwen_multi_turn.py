@@ -12,14 +12,12 @@ import time
 import uuid
 
 import pytest
-from browser_helpers import browser_config
+from fakes import page_state
 from sim_project import finish_answer
 
-from pipeline.config import Qwen
 from pipeline.engines.base import ChatTurns, HardError, QuotaSpent, TransientError
 from pipeline.engines.qwen.api import ChatView, Turn, chat_id_from_url, parse_chat
-from pipeline.engines.qwen.browser import BrowserSession
-from pipeline.engines.qwen.engine import QwenEngine, judge_turns
+from pipeline.engines.qwen.engine import judge_turns
 from pipeline.engines.qwen.page import DomState
 from pipeline.engines.qwen.selectors import CURRENT, LEGACY
 
@@ -32,16 +30,7 @@ ANSWER_SECONDS = 0.8
 SIMULATOR = {"answer_seconds": ANSWER_SECONDS, "thinking_seconds": THINKING_SECONDS, "url_delay": 0.1}
 
 
-@pytest.fixture(scope="module")
-def session(tmp_path_factory):
-    with BrowserSession(browser_config(tmp_path_factory.mktemp("browser"))) as shared:
-        yield shared
-
-
-@pytest.fixture
-def engine(sim, session):
-    qwen = Qwen(base_url=sim.base_url, stable_reads=2, page_timeout=15)
-    return QwenEngine(qwen, session)
+# `session` (one browser for the file) and `engine`: tests/integration/conftest.py.
 
 
 def turn_texts(topic: str) -> list[str]:
@@ -84,6 +73,14 @@ def read_until_complete(sim, engine, url: str, texts: list[str], seconds: float 
     raise AssertionError(f"turn {count} never completed")
 
 
+def first_turn_done(sim, engine, topic: str) -> tuple[list[str], str, ChatTurns]:
+    """(the three turns' texts, the chat's url, the chat read): a new chat for `topic` whose first
+    turn is sent and complete."""
+    texts = turn_texts(topic)
+    url = engine.send(texts[0])
+    return texts, url, read_until_complete(sim, engine, url, texts[:1])
+
+
 # -- the happy path --------------------------------------------------------------------------
 
 
@@ -91,9 +88,7 @@ def read_until_complete(sim, engine, url: str, texts: list[str], seconds: float 
 @pytest.mark.parametrize("api_shape, ui", [("2026-08", "current"), ("2026-06", "legacy")])
 def test_three_turns_in_one_chat(sim, engine, api_shape, ui):
     sim.set(api_shape=api_shape, ui=ui)
-    texts = turn_texts(f"tea {api_shape} {ui}")
-    url = engine.send(texts[0])
-    chat = read_until_complete(sim, engine, url, texts[:1])
+    texts, url, chat = first_turn_done(sim, engine, f"tea {api_shape} {ui}")
     for number in (2, 3):
         engine.send_turn(url, texts[number - 1])
         chat = read_until_complete(sim, engine, url, texts[:number])
@@ -115,9 +110,8 @@ def test_three_turns_in_one_chat(sim, engine, api_shape, ui):
 def test_right_after_send_turn_the_new_turn_is_never_complete_with_the_old_answer(sim, engine, api_shape, ui):
     """The other two (shape, UI) pairs of the simulator, so that all four are covered."""
     sim.set(api_shape=api_shape, ui=ui)
-    texts = turn_texts(f"coffee {api_shape} {ui}")
-    url = engine.send(texts[0])
-    first = read_until_complete(sim, engine, url, texts[:1]).turns[0].answer
+    texts, url, chat = first_turn_done(sim, engine, f"coffee {api_shape} {ui}")
+    first = chat.turns[0].answer
 
     sim.set(answer_seconds=600.0)  # read mid-way however slow the machine; ended below
     engine.send_turn(url, texts[1])
@@ -151,9 +145,7 @@ def test_send_turn_refused_while_the_previous_answer_is_still_growing(sim, engin
 
 @browser
 def test_send_turn_types_nothing_when_logged_out(sim, engine):
-    texts = turn_texts("session")
-    url = engine.send(texts[0])
-    read_until_complete(sim, engine, url, texts[:1])
+    texts, url, _chat = first_turn_done(sim, engine, "session")
     sim.set(scenario="logged_out")
     with pytest.raises(HardError) as failed:
         engine.send_turn(url, texts[1])
@@ -166,9 +158,7 @@ def test_send_turn_types_nothing_when_logged_out(sim, engine):
 
 @browser
 def test_quota_on_a_follow_up_and_an_answer_cut_short(sim, engine):
-    texts = turn_texts("limits")
-    url = engine.send(texts[0])
-    read_until_complete(sim, engine, url, texts[:1])
+    texts, url, _chat = first_turn_done(sim, engine, "limits")
     with pytest.raises(QuotaSpent) as spent:
         engine.send_turn(url, texts[1] + " [sim:quota]")
     assert spent.value.retry_after == 5 * 3600  # from the API's reply, not the toast
@@ -198,22 +188,14 @@ def test_read_turns_of_a_chat_that_is_gone(sim, engine):
 
 
 def dom(assistant_turns: int, user_turns: int | None = None, *, copy: bool = True, **changes) -> DomState:
-    values = dict(
-        ui="current",
-        composer=True,
-        composer_text="",
-        send_present=True,
-        send_disabled=True,
-        stop_visible=False,
-        user_turns=assistant_turns if user_turns is None else user_turns,
-        assistant_turns=assistant_turns,
-        copy_button=copy,
-        thinking_visible=False,
-        skip_visible=False,
-        answer_present=True,
-        answer_text="old answer",
-    )
-    return DomState(**{**values, **changes})
+    values = {
+        "send_disabled": True,
+        "user_turns": assistant_turns if user_turns is None else user_turns,
+        "assistant_turns": assistant_turns,
+        "copy_button": copy,
+        "answer_text": "old answer",
+    }
+    return page_state(**{**values, **changes})
 
 
 def view(*turns: Turn) -> ChatView:

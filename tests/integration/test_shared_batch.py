@@ -10,7 +10,7 @@ import time
 from collections import Counter
 
 import pytest
-from sim_project import add_accounts, make_project, prompt, read_article
+from sim_project import add_accounts, make_project, prompt, read_article, senders
 from tests_cli_helpers import qwenpipe
 
 from pipeline.exitcodes import ExitCode
@@ -51,14 +51,6 @@ def same_prompts(projects, count: int) -> dict[str, str]:
     return texts
 
 
-def taken_since(sim, start: int) -> dict[str, list[str]]:
-    taken: dict[str, list[str]] = {}
-    for entry in sim.ledger()[start:]:
-        if entry["accepted"]:
-            taken.setdefault(entry["prompt"], []).append(entry["account"])
-    return taken
-
-
 def test_two_hosts_send_each_prompt_once_and_every_host_gets_every_article(batch):
     sim, url, first, second, start = batch
     texts = same_prompts([first, second], 4)
@@ -75,7 +67,7 @@ def test_two_hosts_send_each_prompt_once_and_every_host_gets_every_article(batch
         if set(codes.values()) == {0}:
             break
     assert set(codes.values()) == {0}, codes
-    taken = taken_since(sim, start)
+    taken = senders(sim, start)
     assert {text: len(taken.get(text, [])) for text in texts.values()} == dict.fromkeys(texts.values(), 1)
     assert Counter(a for (a,) in taken.values()) == {"a": 2, "b": 2}
     assert sim.affinity_violations() == 0
@@ -102,7 +94,7 @@ def test_a_host_never_looks_at_another_hosts_chat_nor_sends_its_prompt(batch):
     assert (second / "articles" / "p0.md.url").exists()  # h2's face shows the batch's send
     cycle = qwenpipe("cycle", cwd=second)
     assert cycle.returncode == ExitCode.WORKING and "1 in progress elsewhere" in cycle.stderr, cycle.stderr
-    assert len(taken_since(sim, start)) == 1 and sim.affinity_violations() == 0
+    assert len(senders(sim, start)) == 1 and sim.affinity_violations() == 0
 
 
 def test_an_article_leased_by_another_host_is_left_alone(batch):
@@ -112,7 +104,7 @@ def test_an_article_leased_by_another_host_is_left_alone(batch):
         assert store.claim_lease("p0", "h2:999:abcd", 300, time.time())
     result = qwenpipe("generate", "p0", cwd=first)
     assert result.returncode == ExitCode.WORKING and "in progress on h2" in result.stderr, result.stderr
-    assert taken_since(sim, start) == {}
+    assert senders(sim, start) == {}
 
 
 def test_an_unreachable_store_sends_nothing_and_says_so(batch, tmp_path):
@@ -123,7 +115,7 @@ def test_an_unreachable_store_sends_nothing_and_says_so(batch, tmp_path):
     result = qwenpipe("cycle", cwd=first)
     assert result.returncode == ExitCode.WORKING, result.stderr
     assert "store unreachable" in result.stderr and "Traceback" not in result.stderr
-    assert taken_since(sim, start) == {} and not (first / "articles" / "p0.md.url").exists()
+    assert senders(sim, start) == {} and not (first / "articles" / "p0.md.url").exists()
 
 
 def test_an_orphaned_chat_goes_to_the_router_and_status_says_why_first(batch):
@@ -142,7 +134,7 @@ def test_an_orphaned_chat_goes_to_the_router_and_status_says_why_first(batch):
     assert result.returncode == ExitCode.DONE, result.stderr
     meta, _ = read_article(first / "articles" / "p0.md")
     assert meta["engine"] == "router"
-    assert taken_since(sim, start) == {} and sim.affinity_violations() == 0
+    assert senders(sim, start) == {} and sim.affinity_violations() == 0
 
 
 def test_a_host_that_joins_with_a_chat_in_flight_gives_the_batch_its_send(batch):
@@ -158,7 +150,7 @@ def test_a_host_that_joins_with_a_chat_in_flight_gives_the_batch_its_send(batch)
     assert joined.returncode == ExitCode.DONE and "gave it 1 of this host's" in joined.stderr, joined.stderr
     result = qwenpipe("generate", "p0", cwd=second)
     assert result.returncode == ExitCode.WORKING and "account a, which" in result.stderr, result.stderr
-    assert len(taken_since(sim, start)) == 1 and sim.affinity_violations() == 0
+    assert len(senders(sim, start)) == 1 and sim.affinity_violations() == 0
 
 
 def test_a_cycle_plans_around_articles_another_host_holds(batch):
@@ -172,4 +164,4 @@ def test_a_cycle_plans_around_articles_another_host_holds(batch):
     result = qwenpipe("cycle", cwd=first)
     assert result.returncode == ExitCode.QUEUED, result.stderr
     assert "1 sent" in result.stderr and "in progress elsewhere" in result.stderr, result.stderr
-    assert list(taken_since(sim, start)) == [texts["p1"]]
+    assert list(senders(sim, start)) == [texts["p1"]]

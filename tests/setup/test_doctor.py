@@ -42,6 +42,13 @@ def lines(result) -> dict[str, str]:
     return found
 
 
+def doctor(project, code: int):
+    """`qwenpipe doctor` in `project`, which must exit `code`: (its result, `lines` of it)."""
+    result = qwenpipe("doctor", cwd=project)
+    assert result.returncode == code, result.stdout + result.stderr
+    return result, lines(result)
+
+
 def import_login(project, sim) -> None:
     """A login made elsewhere for the simulator's host (a cookie export)."""
     export = [{"name": "token", "value": make_token(), "domain": "127.0.0.1", "path": "/", "session": True}]
@@ -54,9 +61,7 @@ def import_login(project, sim) -> None:
 def test_healthy_setup_passes_every_check(locked_sim, tmp_path):
     project = make_project(tmp_path, locked_sim)
     import_login(project, locked_sim)  # the simulator requires a login: the imported one works
-    result = qwenpipe("doctor", cwd=project)
-    assert result.returncode == 0, result.stdout + result.stderr
-    found = lines(result)
+    result, found = doctor(project, 0)
     assert not [line for line in found.values() if line.startswith(("FAIL", "WARN"))], result.stdout
     assert found["config"].startswith("OK") and str(project / "config.toml") in found["config"]
     assert found["browser"].startswith("OK") and "Chromium" in found["browser"]
@@ -78,9 +83,7 @@ def test_healthy_setup_passes_every_check(locked_sim, tmp_path):
 @pytest.mark.browser
 def test_logged_out_fails_the_login_check(locked_sim, tmp_path):
     project = make_project(tmp_path, locked_sim)
-    result = qwenpipe("doctor", cwd=project)
-    assert result.returncode == 1
-    found = lines(result)
+    result, found = doctor(project, 1)
     assert found["login"].startswith("FAIL") and "not logged in" in found["login"]
     assert "fix: run `qwenpipe login`" in found["login"]
     assert found["page"].startswith("-") and "needs a logged-in chat page" in found["page"]
@@ -92,9 +95,7 @@ def test_logged_out_fails_the_login_check(locked_sim, tmp_path):
 def test_page_without_the_send_button_names_that_selector(sim, tmp_path):
     # The page "lacks" the send button as far as qwenpipe can tell: config.toml describes it wrongly.
     project = make_project(tmp_path, sim, extra='selectors = { send_button = "button.no-such-send" }')
-    result = qwenpipe("doctor", cwd=project)
-    assert result.returncode == 1
-    found = lines(result)
+    result, found = doctor(project, 1)
     assert found["login"].startswith("OK")
     assert found["page"].startswith("OK") and "'config' matched" in found["page"]
     assert found["selector send_button"].startswith("FAIL")
@@ -108,9 +109,7 @@ def test_page_without_the_send_button_names_that_selector(sim, tmp_path):
 @pytest.mark.browser
 def test_config_selectors_replace_the_built_in_ones(sim, tmp_path):
     project = make_project(tmp_path, sim, extra='selectors = { composer = "textarea.not-the-composer" }')
-    result = qwenpipe("doctor", cwd=project)
-    assert result.returncode == 1
-    found = lines(result)
+    result, found = doctor(project, 1)
     # No fallback to the built-in sets: the page has the current UI, but config.toml said otherwise.
     assert found["page"].startswith("FAIL") and "[qwen.selectors]" in found["page"]
     assert "the page is the built-in 'current' UI" in found["page"]

@@ -1,12 +1,29 @@
-"""Work done by other processes against one store (multiprocessing "spawn": nothing inherited)."""
+"""Work done by other processes against one store (multiprocessing "spawn": nothing inherited),
+and `run_at_once`, which starts them."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 
 from store_places import Place, open_place
 
 from pipeline.store.protocol import AlreadySent, ArticleRecord, Event, Intent
+
+SPAWN = multiprocessing.get_context("spawn")
+
+
+def run_at_once(target, arguments: list[tuple], *, start=None, timeout: float = 60) -> None:
+    """A spawned process running `target` for each tuple of `arguments`, all started before
+    `start` (an Event they wait on) is set; each must end with exit code 0 within `timeout` s."""
+    procs = [SPAWN.Process(target=target, args=args) for args in arguments]
+    for proc in procs:
+        proc.start()
+    if start is not None:
+        start.set()
+    for proc, args in zip(procs, arguments, strict=True):
+        proc.join(timeout)
+        assert proc.exitcode == 0, f"{target.__name__}{args}: exit code {proc.exitcode}"
 
 
 def append_and_update(place: Place, worker: int, steps: int) -> None:

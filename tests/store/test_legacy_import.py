@@ -198,15 +198,7 @@ def test_deleting_the_database_loses_history_never_an_article(workspace, state_d
 
 def test_processes_upgrading_at_once_import_it_once(state_dir):
     start = SPAWN.Event()
-    workers = [
-        SPAWN.Process(target=store_workers.open_at_once, args=(str(state_dir), start)) for _ in range(4)
-    ]
-    for worker in workers:
-        worker.start()
-    start.set()
-    for worker in workers:
-        worker.join(60)
-        assert worker.exitcode == 0
+    store_workers.run_at_once(store_workers.open_at_once, [(str(state_dir), start)] * 4, start=start)
     with SQLiteStore.open(state_dir) as store:
         assert len(list(store.events())) == 41 and store.send_counts(0).total == 9
 

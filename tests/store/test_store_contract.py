@@ -172,17 +172,11 @@ def test_a_refused_send_undoes_its_whole_step(store):
 
 
 def test_processes_racing_to_send_one_turn_record_exactly_one_send(place, store):
-    start, results = SPAWN.Event(), SPAWN.Queue()
-    workers = [
-        SPAWN.Process(target=store_workers.try_to_send, args=(place, n, start, results)) for n in range(6)
-    ]
-    for worker in workers:
-        worker.start()
-    start.set()
-    for worker in workers:
-        worker.join(60)
-        assert worker.exitcode == 0
-    outcomes = sorted(results.get(timeout=5)[0] for _ in workers)
+    start, results, workers = SPAWN.Event(), SPAWN.Queue(), 6
+    store_workers.run_at_once(
+        store_workers.try_to_send, [(place, n, start, results) for n in range(workers)], start=start
+    )
+    outcomes = sorted(results.get(timeout=5)[0] for _ in range(workers))
     assert outcomes == ["refused"] * 5 + ["won"]
     [send] = store.sends("race")
     assert [e.event for e in store.events("race")] == ["sending"]  # the refused steps left nothing
@@ -285,14 +279,9 @@ def test_a_step_that_lost_its_lease_writes_nothing(store):
 
 def test_processes_appending_and_updating_at_once_lose_nothing(place, store):
     workers, steps = 4, 150
-    procs = [
-        SPAWN.Process(target=store_workers.append_and_update, args=(place, n, steps)) for n in range(workers)
-    ]
-    for proc in procs:
-        proc.start()
-    for proc in procs:
-        proc.join(120)
-        assert proc.exitcode == 0
+    store_workers.run_at_once(
+        store_workers.append_and_update, [(place, n, steps) for n in range(workers)], timeout=120
+    )
     events = list(store.events())
     assert len(events) == workers * steps
     for n in range(workers):

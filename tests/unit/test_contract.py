@@ -270,16 +270,22 @@ def test_wait_sends_then_stays_until_complete(project, workspace, engines, chat)
     assert any("writing" in line for line in seen)
 
 
-def test_polls_are_spaced_by_poll_interval(project, chat, router):
+def with_poll_interval(project, chat, router, seconds: int):
+    """(workspace, engines, now, clock) for the prompt "tea" with [qwen] poll_interval = `seconds`:
+    Engines over the fakes, and a clock that reads now[0], which the test moves on."""
     from pipeline.config import load
     from pipeline.contract.workspace import Engines, Workspace
 
-    (project / "config.toml").write_text("[qwen]\npoll_interval = 60\n")
+    (project / "config.toml").write_text(f"[qwen]\npoll_interval = {seconds}\n")
     ws = Workspace(load(project / "config.toml"))
     eng = Engines(ws.config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)
     add_prompt(project, "tea")
     now = [1_000_000.0]
-    clock = lambda: now[0]  # noqa: E731
+    return ws, eng, now, lambda: now[0]
+
+
+def test_polls_are_spaced_by_poll_interval(project, chat, router):
+    ws, eng, now, clock = with_poll_interval(project, chat, router, 60)
     assert generate(ws, "tea", eng, clock=clock).status is Status.QUEUED
     now[0] += 30
     outcome = generate(ws, "tea", eng, clock=clock)
@@ -291,15 +297,7 @@ def test_polls_are_spaced_by_poll_interval(project, chat, router):
 
 
 def test_backoff_after_transient_failure(project, chat, router):
-    from pipeline.config import load
-    from pipeline.contract.workspace import Engines, Workspace
-
-    (project / "config.toml").write_text("[qwen]\npoll_interval = 10\n")
-    ws = Workspace(load(project / "config.toml"))
-    eng = Engines(ws.config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)
-    add_prompt(project, "tea")
-    now = [1_000_000.0]
-    clock = lambda: now[0]  # noqa: E731
+    ws, eng, now, clock = with_poll_interval(project, chat, router, 10)
     generate(ws, "tea", eng, clock=clock)
     now[0] += 10
     chat.enqueue_check(TransientError("x"), TransientError("y"))

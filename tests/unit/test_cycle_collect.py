@@ -3,29 +3,19 @@
 
 from __future__ import annotations
 
+from cycle_project import cycle_project
 from fakes import answer
 from project_files import add_prompt
 
 from pipeline.batch.cycle import run_cycle
-from pipeline.config import load
 from pipeline.contract.article import ArticleState
-from pipeline.contract.workspace import Engines, Workspace
 from pipeline.engines.base import Generating, TransientError
 
 SLUGS = [f"article-{n}" for n in range(4)]
 
 
 def setup(project, chat, router, extra="concurrency = 1"):
-    (project / "config.toml").write_text(f"[article]\nmin_words = 0\n[qwen]\npoll_interval = 0\n{extra}\n")
-    ws = Workspace(load(project / "config.toml"))
-    for slug in SLUGS:
-        add_prompt(project, slug, f"Write about {slug}.")
-
-    def engines():
-        return Engines(ws.config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)
-
-    assert sorted(run_cycle(ws, engines()).sent) == SLUGS
-    return ws, engines
+    return cycle_project(project, chat, router, SLUGS, extra, sent=True)
 
 
 def url_of(project, slug) -> str:

@@ -6,25 +6,15 @@ from __future__ import annotations
 import threading
 import time
 
-from project_files import add_prompt
+from cycle_project import cycle_project
 
 from pipeline.batch.cycle import run_cycle
-from pipeline.config import load
-from pipeline.contract.workspace import Engines, Workspace
 
 SLUGS = [f"article-{n}" for n in range(6)]
 
 
 def setup(project, chat, router, extra=""):
-    (project / "config.toml").write_text(f"[article]\nmin_words = 0\n[qwen]\npoll_interval = 0\n{extra}\n")
-    ws = Workspace(load(project / "config.toml"))
-    for slug in SLUGS:
-        add_prompt(project, slug, f"Write about {slug}.")
-
-    def engines():
-        return Engines(ws.config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)
-
-    return ws, engines
+    return cycle_project(project, chat, router, SLUGS, extra)
 
 
 def sent_texts(chat) -> list[str]:

@@ -39,13 +39,6 @@ def finishes_quickly(call, seconds: float = 10.0):
     return outcome
 
 
-@pytest.fixture
-def outside(tmp_path):
-    target = tmp_path / "precious.txt"
-    target.write_text("keep me\n")
-    return target
-
-
 def test_reading_a_fifo_is_refused_at_once(tmp_path):
     fifo = tmp_path / "journal.jsonl"
     os.mkfifo(fifo)
@@ -59,7 +52,7 @@ def test_reading_through_a_symlink_is_refused_unless_asked(tmp_path, outside):
     link.symlink_to(outside)
     with pytest.raises(UnsafeFile, match="is a symlink"):
         files.read_bytes(link)
-    assert files.read_bytes(link, follow=True) == b"keep me\n"  # the user's own inputs (prompts)
+    assert files.read_bytes(link, follow=True) == b"the user's own file\n"  # the user's own inputs (prompts)
 
 
 def test_atomic_write_replaces_no_symlink_and_leaves_no_temporary(tmp_path, outside):
@@ -67,7 +60,7 @@ def test_atomic_write_replaces_no_symlink_and_leaves_no_temporary(tmp_path, outs
     link.symlink_to(outside)
     with pytest.raises(UnsafeFile, match="tea.md.url is a symlink"):
         files.atomic_write(link, "https://chat.qwen.ai/c/x\n")
-    assert link.is_symlink() and outside.read_text() == "keep me\n"
+    assert link.is_symlink() and outside.read_text() == "the user's own file\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["precious.txt", "tea.md.url"]
 
 
@@ -76,7 +69,7 @@ def test_a_lock_through_a_symlink_is_refused_and_does_not_truncate_the_target(tm
     lock.symlink_to(outside)
     with pytest.raises(UnsafeFile, match="tea.lock is a symlink"):
         FileLock(lock, purpose="test").acquire()
-    assert outside.read_text() == "keep me\n"
+    assert outside.read_text() == "the user's own file\n"
 
 
 def test_journal_lines_never_go_through_a_symlink(tmp_path, outside):
@@ -85,7 +78,7 @@ def test_journal_lines_never_go_through_a_symlink(tmp_path, outside):
     path.symlink_to(outside)
     with pytest.raises(UnsafeFile):
         Journal(path).append("tea", "sending")
-    assert outside.read_text() == "keep me\n"
+    assert outside.read_text() == "the user's own file\n"
 
 
 def test_remove_deletes_no_symlink(tmp_path, outside):

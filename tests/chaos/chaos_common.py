@@ -1,0 +1,182 @@
+"""What the two chaos runners share: chaos.py (one host) and hosts_chaos.py (several hosts over
+PostgreSQL) each plan, break and check trials their own way, and run them the same way:
+
+- `run_trials`: ONE long-lived simulator for the whole run (its router slow enough for a call to
+  be hit), trials `jobs` at a time, each with its own random.Random(f"{seed}-{index}"); Ctrl-C
+  or SIGTERM stops a long run with the trials it completed, then the simulator's affinity
+  violations over the whole run;
+- `add_run_arguments`, `printer`, `run_and_report`: the command line's common options, its
+  progress line a trial, its temporary (or `--keep`) folder, its heading, table and problems,
+  and its exit code (1 when a promise was broken);
+- `table`, `closing_rows`: the summary table's layout and its last rows;
+- `quick_run`: the quick CI test's run of either (tests/chaos/test_*chaos_quick.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+
+def run_trials(
+    summary,
+    trials: int,
+    *,
+    seed: int,
+    jobs: int,
+    answer_seconds: float,
+    accounts: tuple[str, ...],
+    trial_of: Callable,
+    progress=None,
+    set_up: Callable | None = None,
+    clean_up: Callable[[], None] | None = None,
+):
+    """Run trial_of(sim, index, rng) for index 0 to `trials` - 1, `jobs` at a time, against one
+    simulator with `accounts`; each trial goes into `summary` (then `progress(trial, summary)`).
+    `set_up(sim)` before the first trial; `clean_up()` after the simulator stopped."""
+    from pipeline.simulator import Simulator
+
+    lock = threading.Lock()
+    started = time.monotonic()
+    sim = Simulator(
+        port=0, answer_seconds=answer_seconds, thinking_seconds=0.2, url_delay=0.3, accounts=accounts
+    ).start()
+    try:
+        sim.set(router_scenario="slow", router_delay=0.5)  # a router call lasts long enough to be hit
+        if set_up:
+            set_up(sim)
+        stop = threading.Event()
+
+        def one(index: int) -> None:
+            if stop.is_set():
+                return  # interrupted: start no more trials
+            trial = trial_of(sim, index, random.Random(f"{seed}-{index}"))
+            with lock:
+                summary.add(trial)
+                if progress:
+                    progress(trial, summary)
+
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            try:
+                list(pool.map(one, range(trials)))
+            except KeyboardInterrupt:
+                # A long run stopped by hand still reports every trial it completed; the
+                # trials under way finish (their commands are reaped) before the table.
+                stop.set()
+                summary.interrupted = True
+                pool.shutdown(wait=True, cancel_futures=True)
+        summary.affinity_violations = sim.affinity_violations()
+    finally:
+        sim.stop()
+        if clean_up:
+            clean_up()
+    summary.trials.sort(key=lambda t: t.index)
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+def closing_rows(summary) -> list[tuple[str, int | float]]:
+    """The last rows of either runner's table: trials that broke a promise, and the time."""
+    return [
+        ("trials with a broken promise", len(summary.failed)),
+        ("wall time (s)", round(summary.seconds, 1)),
+        ("seconds per trial", round(summary.seconds / max(1, len(summary.trials)), 2)),
+    ]
+
+
+def table(rows: list[tuple[str, int | float]]) -> str:
+    width = max(len(name) for name, _ in rows)
+    return "\n".join(f"{name:<{width}}  {value:>8}" for name, value in rows)
+
+
+def add_run_arguments(
+    parser: argparse.ArgumentParser, *, jobs_help: str, answer_seconds: float, max_prompts: int
+) -> None:
+    """--trials, --seed, --jobs, --answer-seconds and --max-prompts, in that order."""
+    parser.add_argument("--trials", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=1, help=jobs_help)
+    parser.add_argument("--answer-seconds", type=float, default=answer_seconds)
+    parser.add_argument("--max-prompts", type=int, default=max_prompts, help="prompts per trial: 1 to this")
+
+
+def add_keep_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--keep", type=Path, help="keep the trial folders here instead of a temp folder")
+
+
+def printer(total: int, kind_width: int, details: Callable[..., str]) -> Callable:
+    """A progress line a trial: how far the run is, the trial, `details(trial)`, its verdict."""
+
+    def progress(trial, summary) -> None:
+        verdict = "ok" if trial.ok else "PROBLEM: " + "; ".join(trial.problems)
+        print(
+            f"[{len(summary.trials):>4}/{total}] trial {trial.index:>4} {trial.kind:<{kind_width}} "
+            f"{len(trial.slugs)} prompts, {details(trial)}, {trial.seconds:5.1f} s: {verdict}",
+            flush=True,
+        )
+
+    return progress
+
+
+def interrupt(_signum, _frame) -> None:
+    raise KeyboardInterrupt
+
+
+def run_and_report(
+    args: argparse.Namespace,
+    run: Callable,
+    *,
+    name: str,
+    setting: str = "",
+    kind_width: int,
+    details: Callable[..., str],
+    **options,
+) -> int:
+    """The runner's `run` with the common options (and `options`), a progress line a trial
+    (`printer`), in args.keep or else a temporary folder named after `name`; then the heading
+    (`setting` after the trial count), the table and any problems. The exit code."""
+    # Ctrl-C, or SIGTERM from `timeout` or a scheduler, ends a long run with its table; SIGINT
+    # is set explicitly because a shell starts background jobs with it ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, interrupt)
+
+    def go(root: Path):
+        return run(
+            args.trials,
+            seed=args.seed,
+            root=root,
+            jobs=args.jobs,
+            answer_seconds=args.answer_seconds,
+            max_prompts=args.max_prompts,
+            progress=printer(args.trials, kind_width, details),
+            **options,
+        )
+
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        summary = go(args.keep)
+    else:
+        with tempfile.TemporaryDirectory(prefix=f"qwenpipe-{name.replace(' ', '-')}-") as folder:
+            summary = go(Path(folder))
+    stopped = f" (interrupted: {len(summary.trials)} completed)" if summary.interrupted else ""
+    print(f"\n{name} run: {args.trials} trials{stopped}{setting}, seed {args.seed}, {args.jobs} at once")
+    print(summary.table())
+    if summary.failed:
+        print("\nproblems:\n" + summary.problems())
+    return 1 if summary.broken else 0
+
+
+def quick_run(run: Callable, trials: int, *, seed_variable: str, root: Path, **options):
+    """A quick CI run of a runner's `run`: `trials` trials two at a time, the seed from the
+    environment variable `seed_variable` (0 without it); its table printed, its summary returned."""
+    summary = run(trials, seed=int(os.environ.get(seed_variable, "0")), root=root, jobs=2, **options)
+    print("\n" + summary.table())
+    return summary
