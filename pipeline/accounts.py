@@ -9,16 +9,15 @@ record know; rotation and affinity (which account sends, which one polls) read t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .config import Config, ConfigError
 
 DEFAULT_ACCOUNT = "default"
 
 
-@dataclass(frozen=True)
-class Account:
+class Account(NamedTuple):
     name: str
     profile_dir: Path  # absolute: relative paths are taken from config.toml's folder
     storage_state: Path

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlparse
 
 from . import files
@@ -125,8 +125,7 @@ def _string_list(value: list) -> str | None:
     )
 
 
-@dataclass(frozen=True)
-class Key:
+class Key(NamedTuple):
     type: type | tuple[type, ...]
     default: Any
     check: Callable[[Any], str | None] | None = None

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..accounts import Account, all_accounts, saved_login_problem
 from ..store.protocol import DEFAULT_ACCOUNT, Send
 from .quota import local_day_start
 
 
-@dataclass(frozen=True)
-class Standing:
+class Standing(NamedTuple):
     """One account as rotation sees it now."""
 
     account: Account
@@ -34,8 +33,7 @@ class Standing:
         return not self.off and self.quota_until is None and (self.left is None or self.left > 0)
 
 
-@dataclass(frozen=True)
-class Capacity:
+class Capacity(NamedTuple):
     """What a group of accounts (every one, the pinned one, or an article's sender) can take:
     the first that may send, else why none can (a quota block until a time, or `off`)."""
 

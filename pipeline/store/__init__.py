@@ -8,16 +8,14 @@ pays neither sqlite3 nor the legacy readers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from .protocol import Store
 
 
-@dataclass(frozen=True)
-class Initialized:
+class Initialized(NamedTuple):
     """What `qwenpipe store init` did: which store, where, and its schema version before/after."""
 
     kind: str  # "sqlite" or "postgresql"

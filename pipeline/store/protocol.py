@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from ..errors import SetupProblem
 
@@ -111,8 +111,7 @@ class Event:
         )
 
 
-@dataclass(frozen=True)
-class Intent:
+class Intent(NamedTuple):
     """What the intent marker says: a send of `turn` was about to happen (written before the click)."""
 
     turn: int
@@ -184,8 +183,7 @@ class Summary:
     turns: int = 0  # the turns its last ENGINE_EVENTS step said, when that was a "done" (else 0)
 
 
-@dataclass(frozen=True)
-class PromptCheck:
+class PromptCheck(NamedTuple):
     """Whether a prompt file could be sent, as last read: valid while `stamp` (its size, its
     mtime, its ctime and the code that judged it) is unchanged. Status reads 10,000 waiting prompts
     in the time of a few hundred this way."""
@@ -195,8 +193,7 @@ class PromptCheck:
     problem: str = ""  # empty: the prompt loads
 
 
-@dataclass(frozen=True)
-class QuotaBlock:
+class QuotaBlock(NamedTuple):
     """The site said an account's daily quota is spent: no sends from it until `until`."""
 
     account: str
@@ -205,8 +202,7 @@ class QuotaBlock:
     since: float = 0.0  # 0 when not known (imported from a quota.json without it)
 
 
-@dataclass(frozen=True)
-class SendCounts:
+class SendCounts(NamedTuple):
     """Sends (`sending` steps) in a time range, in total and per account."""
 
     by_account: Mapping[str, int]
@@ -219,8 +215,7 @@ class SendCounts:
         return self.by_account.get(account, 0)
 
 
-@dataclass(frozen=True)
-class Lease:
+class Lease(NamedTuple):
     """An article claimed by one worker until `expires`; only its `owner` token renews or releases it."""
 
     slug: str
@@ -242,8 +237,7 @@ class Finished:
     document: str = ""
 
 
-@dataclass(frozen=True)
-class Served:
+class Served(NamedTuple):
     """An account as the hosts serve it: the last host that said it serves it, and when."""
 
     account: str

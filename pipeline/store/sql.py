@@ -12,8 +12,8 @@ import contextlib
 import json
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
-from dataclasses import astuple, dataclass
-from typing import Any, Self
+from dataclasses import astuple
+from typing import Any, NamedTuple, Self
 
 from .protocol import (
     ENGINE_EVENTS,
@@ -47,9 +47,9 @@ FINISHED_COLUMNS = "slug, engine, account, host, ts"
 NO_URL = "chat_url = ''"  # an intent: a send the site has not taken yet
 
 
-@dataclass(frozen=True)
-class Dialect:
-    """What the SQL of one store's database differs in (the defaults are SQLite's)."""
+class Dialect(NamedTuple):
+    """What the SQL of one store's database differs in (the defaults are SQLite's). A named
+    tuple, as tables.Table is."""
 
     mark: str = "?"  # a bound value: sqlite3's `?`, psycopg's `%s`
     key: tuple[str, ...] = ()  # columns that lead every table's key: a server's ("batch",)
@@ -306,7 +306,7 @@ class SQLStep:
     def put_prompt_checks(self, checks: list[PromptCheck]) -> None:
         self._run_many(
             self._dialect.replace("prompt_checks", "slug, stamp, problem", "slug"),
-            [self._dialect.keyed(*astuple(check)) for check in checks],
+            [self._dialect.keyed(*check) for check in checks],
         )
 
     def article(self, slug: str) -> ArticleRecord | None:

@@ -1,4 +1,6 @@
 """The store's tables, defined once: each database's CREATE statements are made from them.
+(Named tuples, not frozen dataclasses: every command imports these, and Python 3.11 compiles
+each dataclass's methods from source at import.)
 
 A table is written as SQLite has it, for one batch. The PostgreSQL store keeps several batches
 in one database: there every table also has a `batch` column that leads its key (and its
@@ -9,14 +11,13 @@ The migrations (schema.py, pg_schema.py) say which tables each schema version ad
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 SQLITE, POSTGRES = "sqlite", "postgresql"
 BATCH = "batch TEXT NOT NULL"
 
 
-@dataclass(frozen=True)
-class Table:
+class Table(NamedTuple):
     name: str
     columns: tuple[str, ...]  # "name TYPE constraints", key columns without NOT NULL
     key: tuple[str, ...] = ()  # the primary key's columns (a batch's own key on a server)
@@ -45,8 +46,7 @@ class Table:
         return f"CREATE TABLE {self.name} (\n    {body}\n);"
 
 
-@dataclass(frozen=True)
-class Index:
+class Index(NamedTuple):
     name: str
     table: str
     columns: str
