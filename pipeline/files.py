@@ -215,23 +215,27 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: str | bytes, *, mode: int | None = PRIVATE, crash_at: str = "") -> None:
+def atomic_write(
+    path: Path, data: str | bytes, *, mode: int | None = PRIVATE, crash_at: str = "", sync: bool = True
+) -> None:
     """Replace `path` with `data` so that no reader, and no crash, ever sees half of it.
 
     `mode`: PRIVATE (0600) unless asked, so that a forgotten mode leaks nothing; SHARED follows
     the umask (articles, the config). What is at `path` must be a regular file or nothing: a
     symlink, FIFO or folder there is refused (UnsafeFile) and left as it was. An OSError (a
-    read-only folder, a full disk) is a SetupProblem.
+    read-only folder, a full disk) is a SetupProblem. `sync=False`: no fsync, for a file a power
+    cut may set back to its older version (or leave empty) without harm.
     """
     path = Path(path)
     ensure_folder(path.parent)
     is_regular(path)
-    with _temporary(path, data, mode) as tmp:
+    with _temporary(path, data, mode, sync=sync) as tmp:
         if crash_at:
             crashpoint(crash_at)
         is_regular(path)  # checked again just before the rename: the window stays small
         os.replace(tmp, path)
-    fsync_dir(path.parent)
+    if sync:
+        fsync_dir(path.parent)
 
 
 @contextlib.contextmanager

@@ -656,7 +656,10 @@ def _browser_launches() -> int:
 
 
 def _record_cycle(workspace: Workspace, record: dict) -> None:
-    files.atomic_write(workspace.state_dir / "last_cycle.json", json.dumps(record))
+    """last_cycle.json, for `status` and the next cycle's login verdict. Written twice a cycle,
+    without fsync (four of them were a tenth of a no-op cycle's time): a power cut may leave
+    the older record or none, which only makes the next cycle look at the chat again."""
+    files.atomic_write(workspace.state_dir / "last_cycle.json", json.dumps(record), sync=False)
 
 
 LOGGED_OUT = "logged_out"  # the chat engines' HardError code for "not logged in"
