@@ -224,7 +224,7 @@ def plan(
         per_cycle = int(qwen.max_sends_per_cycle)
         if shared:  # other hosts may take some of the planned ones first: the cycle's budget still
             per_cycle *= SHARED_PLAN_SLACK  # sends at most max_sends_per_cycle
-        limits = replace(limits, max_sends_per_day=per_day, sends_today=today, max_sends_per_cycle=per_cycle)
+        limits = limits._replace(max_sends_per_day=per_day, sends_today=today, max_sends_per_cycle=per_cycle)
     polls, sends = [], []
     counted, planned = limits, 0  # the limits, counting the sends planned so far
     counts, invalid, orphan = report.counts, Phase.INVALID, Phase.ORPHAN  # looked up once, not per article
@@ -242,9 +242,9 @@ def plan(
         record = Record.of(view.record)  # a state file in an unusable form makes it alone invalid
         if planned != len(sends):
             planned = len(sends)
-            counted = replace(limits, sends_today=limits.sends_today + planned, cycle_sends=planned)
+            counted = limits._replace(sends_today=limits.sends_today + planned, cycle_sends=planned)
             if able.left is not None and planned >= able.left and not counted.account_off:
-                counted = replace(counted, account_off=ACCOUNTS_SPENT)
+                counted = counted._replace(account_off=ACCOUNTS_SPENT)
         facts_limits = counted
         if view.sent or view.sending:  # its chat is its sender's alone
             first = senders.get(view.slug)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -299,7 +299,7 @@ def collect(
     )
     limits = status.limits
     if able and able.off:
-        limits = replace(limits, account_off=able.off)
+        limits = limits._replace(account_off=able.off)
     senders = store.first_sends() if store else {}
     views = batch.scan(workspace.prompts_dir, workspace.articles_dir)
     shared = store is not None and shared_batch(workspace.config)
@@ -387,7 +387,7 @@ def build_row(
             if limits.orphaned:  # said here before the next cycle's router takes it over
                 row.last_error = f"{limits.orphaned}; the router writes it next"
         elif (view.sent or view.sending) and limits.account_off:
-            limits = replace(limits, account_off="")
+            limits = limits._replace(account_off="")
         failing = not journal.last_event or journal.last_event in FAILURE_EVENTS
         row.state = phase_of(seen, Record.of(record, failing=failing), limits, now).value
     row.age_seconds = int(context.now - sent_at) if sent_at and phase is not Phase.PENDING else None

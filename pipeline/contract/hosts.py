@@ -21,7 +21,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .. import files
 from ..store.protocol import Finished, Intent, LeaseLost, Send, Served, StoreError
@@ -309,7 +309,7 @@ def chat_limits(
     config = workspace.config
     if not shared_batch(config) or any(a.name == sender for a in all_accounts(config)):
         problem = sender_problem(workspace, sender)
-        return limits if problem == limits.account_off else replace(limits, account_off=problem)
+        return limits if problem == limits.account_off else limits._replace(account_off=problem)
     if served is None:
         served = workspace.store.served()
     seen = served.get(sender)
@@ -317,13 +317,12 @@ def chat_limits(
     hours = config.store.orphan_hours
     if now - last > hours * 3600:
         by = f"host {seen.host}, {_ago(now - seen.seen)} ago" if seen else "no host ever"
-        return replace(
-            limits,
+        return limits._replace(
             orphaned=f"its chat's account {sender} has not been served for store.orphan_hours = "
             f"{hours:g} h (last: {by})",
         )
     where = f"host {seen.host}" if seen else "another host"
-    return replace(limits, elsewhere=f"its chat is on account {sender}, which {where} serves")
+    return limits._replace(elsewhere=f"its chat is on account {sender}, which {where} serves")
 
 
 def _ago(seconds: float) -> str:

@@ -8,7 +8,7 @@ whom to step and counts the rest, `status` shows the phase.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum, StrEnum
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
@@ -122,9 +122,10 @@ def _time(value) -> float:
         return 0.0  # a state file edited by hand: as if never set
 
 
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """The chat's quota, the send limits and counts, and the config's waits."""
+class Limits(NamedTuple):
+    """The chat's quota, the send limits and counts, and the config's waits. (Named tuples, as
+    Facts and Decision: a plan builds some for each unfinished article, and a frozen dataclass
+    costs several times more to build, and to compile at import.)"""
 
     quota_until: float | None = None  # the chat's quota is spent until then (None: it is not)
     quota_reason: str = ""
@@ -151,11 +152,10 @@ class Limits:
 NO_RECORD, NO_LIMITS = Record(), Limits()
 
 
-@dataclass(frozen=True, slots=True)
-class Facts:
+class Facts(NamedTuple):
     files: Files
-    record: Record = field(default_factory=Record)
-    limits: Limits = field(default_factory=Limits)
+    record: Record = NO_RECORD
+    limits: Limits = NO_LIMITS
     now: float = 0.0
     planning: bool = False  # the cycle chooses whom to step: every wait counts, a send's backoff
     # too; the step itself (a run by hand, or the cycle's) waits only between looks at a sent chat

@@ -263,13 +263,12 @@ class Step:
         able = capacity(standings(self.ws, now, self.engines.unavailable, names))
         self.chosen = able.chosen.name if able.chosen else None
         if able.quota_until is not None:
-            return replace(limits, quota_until=able.quota_until, quota_reason=able.quota_reason)
+            return limits._replace(quota_until=able.quota_until, quota_reason=able.quota_reason)
         if able.off and not self.skipped_error(names):
-            return replace(limits, account_off=able.off)
+            return limits._replace(account_off=able.off)
         per_day = self.qwen.max_sends_per_day
         budget = self.budget
-        return replace(
-            limits,
+        return limits._replace(
             max_sends_per_day=per_day,
             sends_today=sends_today(self.ws.journal, now, host_accounts(self.ws.config)) if per_day else 0,
             max_sends_per_cycle=budget.limit if budget else 0,

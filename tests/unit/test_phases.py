@@ -129,13 +129,9 @@ ROWS = [
 @pytest.mark.parametrize(("files", "record", "limits", "extra", "expected"), [r[1:] for r in ROWS],
                          ids=[r[0] for r in ROWS])  # fmt: skip
 def test_decide(files, record, limits, extra, expected):
-    limits = Limits(**{**_fields(limits), "poll_interval": POLL, "max_attempts": 5})
+    limits = limits._replace(poll_interval=POLL, max_attempts=5)
     decision = decide(Facts(files, record, limits, NOW, **extra))
     assert (decision.phase, decision.action, decision.reason, decision.until) == expected, decision
-
-
-def _fields(limits: Limits) -> dict:
-    return {name: getattr(limits, name) for name in Limits.__slots__}
 
 
 def test_every_action_and_phase_has_a_row():
