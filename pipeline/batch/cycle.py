@@ -31,7 +31,18 @@ from ..accounts import all_accounts, several
 from ..config import Qwen
 from ..contract.article import ArticleState, make_private, read_chat_url
 from ..contract.hosts import Synced, chat_limits, host_of, serve, shared_batch, sync
-from ..contract.phases import Action, Facts, Limits, Phase, Reason, Record, decide, schedule, settled
+from ..contract.phases import (
+    Action,
+    Decision,
+    Facts,
+    Limits,
+    Phase,
+    Reason,
+    Record,
+    decide,
+    schedule,
+    settled,
+)
 from ..contract.prompts import load_prompt
 from ..contract.quota import SendBudget, host_accounts, sends_today
 from ..contract.rotation import capacity, sender_of, standings
@@ -227,14 +238,11 @@ def plan(
         limits = limits._replace(max_sends_per_day=per_day, sends_today=today, max_sends_per_cycle=per_cycle)
     polls, sends = [], []
     counted, planned = limits, 0  # the limits, counting the sends planned so far
-    counts, invalid, orphan = report.counts, Phase.INVALID, Phase.ORPHAN  # looked up once, not per article
+    counts = report.counts
     for view in views:
         settles = settled(view.seen())
         if settles is not None:  # done, dead, an orphan, invalid: nothing moves it; counted
-            if settles.phase is invalid:
-                _count_invalid(report, view)
-            elif settles.phase is not orphan:
-                counts[PHASE_BUCKETS[settles.phase]] += 1
+            _count_settled(report, view, settles)
             continue
         if view.slug in held:
             counts["working"] += 1  # in progress on another host
@@ -254,8 +262,10 @@ def plan(
         decision = decide(Facts(view.seen(), record, facts_limits, now, planning=True))
         if decision.replan:
             _replan(view, qwen, now)
-        action, reason = decision.action, decision.reason  # never NOTHING: only settled says that
-        if action in (Action.POLL, Action.RECOVER):
+        action, reason = decision.action, decision.reason
+        if action is Action.NOTHING:  # reading its record found its old state file unusable
+            _count_settled(report, view, decision)
+        elif action in (Action.POLL, Action.RECOVER):
             polls.append(view)
         elif action in (Action.SEND, Action.FALL_BACK) or reason is Reason.QUOTA:
             if view.check_prompt(workspace.prompts_dir):  # only now: a bad prompt takes no send slot
@@ -265,6 +275,15 @@ def plan(
         else:
             counts[REASON_BUCKETS[reason]] += 1
     return polls, sends
+
+
+def _count_settled(report: CycleReport, view: ArticleView, decision: Decision) -> None:
+    """Count an article nothing moves: its phase's bucket (an orphan in none); an invalid one
+    is also named, with its problem."""
+    if decision.phase is Phase.INVALID:
+        _count_invalid(report, view)
+    elif decision.phase is not Phase.ORPHAN:
+        report.counts[PHASE_BUCKETS[decision.phase]] += 1
 
 
 def _count_invalid(report: CycleReport, view: ArticleView) -> None:

@@ -130,7 +130,8 @@ def finish(process: subprocess.Popen, *, kill_after: float | None = None) -> tup
     except subprocess.TimeoutExpired:
         process.kill()
         _out, err = process.communicate()
-        err = (err or "") + "\n(chaos: killed after the command timeout)"
+        # The problem line shows the last line only: say there what the command was doing.
+        err = f"{err or ''}\n(chaos: killed after the command timeout; it last said: {last_line(err)})"
     return process.returncode, err or "", killed
 
 
