@@ -82,6 +82,7 @@ def sim_settings(chosen: dict) -> dict:
     from pipeline.simulator.chats import Settings
 
     defaults = asdict(Settings())
+    defaults.pop("frontend_version")  # the run's own build stays (a test may release a new one)
     return {**defaults, **{key: value for key, value in chosen.items() if key in defaults}}
 
 

@@ -279,6 +279,8 @@ def _typer_signature(specs) -> inspect.Signature:
             kind = kind | None
         if spec.choices:  # named in the help text: as a metavar they would not fit on a line
             option = typer.Option(spec.flag, help=f"{spec.help}: {', '.join(spec.choices)}", metavar="NAME")
+        elif spec.type is bool and spec.default:  # on unless turned off
+            option = typer.Option(f"{spec.flag}/--no-{spec.flag[2:]}", help=spec.help)
         else:
             option = typer.Option(spec.flag, help=spec.help)
         params.append(

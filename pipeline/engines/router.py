@@ -2,7 +2,7 @@
 
 It is the fallback when the chat fails hard, so it must either return a complete article or
 raise HardError with a line that quotes the router; it never returns a cut or empty answer.
-The quirks it copes with are in shared/reference/router.md: 9router streams unless told
+The quirks it copes with are in docs/qwen-site.md ("The router"): 9router streams unless told
 `"stream": false`, its error bodies come in several shapes, some failures arrive as HTTP 200,
 and after a failure it locks the model for the time it announces.
 """

@@ -21,6 +21,9 @@ from pipeline.simulator import chats, pages, shapes
 TOKEN_DAYS = 7
 ANONYMOUS_USER = "sim-user"  # the `id` of a token in a run without accounts
 CHAT_PATH = re.compile(r"^/api/v2/chats/([^/?]+)$")
+REQUEST_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
+# Calls the sign-in page makes before there is a frontend session to speak for.
+UNCHECKED_PATHS = ("/api/v1/auths/signin",)
 STOP_PATH = re.compile(r"^/api/v2/chats/([^/?]+)/stop$")
 
 Response = tuple[int, str, bytes, list[tuple[str, str]]]
@@ -161,11 +164,42 @@ def gated_api(gate_name: str) -> Response:
     return json_response(chats.refusal_body(gate_name))
 
 
+def frontend_headers_problem(store: chats.ChatStore, settings: chats.Settings, headers) -> str | None:
+    """Why a request does not carry the frontend's own headers (docs/qwen-site.md), or None.
+
+    The page sends `source: web`, its build as `version`, the anti-bot script's `bx-v`, its
+    `timezone` and a fresh UUID `x-request-id` with every API call; the autumn-2026 site answers
+    anything else Bad_Request. A request id seen before counts as missing."""
+    if not settings.strict_headers:
+        return None
+    if headers.get("source") != "web":
+        return "no `source: web`"
+    version = headers.get("version")
+    if version != settings.frontend_version:
+        return f"version {version!r} is not the frontend's build {settings.frontend_version}"
+    if headers.get("bx-v") != chats.BX_V:
+        return f"bx-v {headers.get('bx-v')!r} is not {chats.BX_V}"
+    if not headers.get("timezone"):
+        return "no timezone"
+    request_id = headers.get("x-request-id") or ""
+    if not REQUEST_ID.match(request_id):
+        return f"x-request-id {request_id!r} is not a UUID"
+    if not store.fresh_request_id(request_id):
+        return f"x-request-id {request_id} was used before"
+    return None
+
+
 # -- routes --------------------------------------------------------------------------------------
 def handle(store: chats.ChatStore, method: str, path: str, query: str, body: bytes, headers) -> Response:
     settings = store.snapshot()
     if method == "POST" and path == "/api/v1/auths/signin":
         return sign_in(store, settings, body)
+    stale = None if path in UNCHECKED_PATHS else frontend_headers_problem(store, settings, headers)
+    if stale is not None:
+        store.refuse_headers(method, path, stale)
+        if method == "POST" and path == "/api/v2/chat/completions":
+            store.send(*_send_args(query, body), gate="bad_request", choice=send_choice(body), account=None)
+        return json_response(chats.BAD_REQUEST_BODY)
     bearer = token_account(store, bearer_token(headers))
     if settings.require_auth_header and bearer is None:
         # The late-2026 site: cookies alone are not enough, API calls carry the JWT as a header.

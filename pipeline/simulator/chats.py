@@ -16,6 +16,7 @@ import itertools
 import json
 import math
 import os
+import re
 import tempfile
 import threading
 import time
@@ -61,6 +62,7 @@ MODELS = (
 DEFAULT_MODEL = MODELS[0][0]
 ANONYMOUS = ""  # the one account of a run without --accounts
 DAY = 86400
+VERSION_RE = re.compile(r"^\d{1,3}\.\d{1,3}\.\d{1,4}$")
 SLOW_FACTOR = 100
 # The stored `done` flag flips when the last chunk is stored; the stream's status says
 # "finished" only this much later (and the page settles later still: app.js).
@@ -78,6 +80,8 @@ BOT_BODY = {
     "data": {"code": "FAIL_SYS_USER_VALIDATE", "details": "RGV587_ERROR", "url": "/punish?x5step=1"},
 }
 UNAUTHORIZED_BODY = {"success": False, "data": {"code": "Unauthorized"}}
+BAD_REQUEST_BODY = {"success": False, "data": {"code": "Bad_Request", "details": "Bad_Request"}}
+BX_V = "2.5.36"  # the anti-bot script's version the page sends as `bx-v`
 IN_PROGRESS_BODY = {"success": False, "data": {"code": "Bad_Request", "details": "The chat is in progress!"}}
 ERROR_OBJECT = {"code": "internal_error", "details": "Something went wrong, please try again later."}
 
@@ -95,7 +99,13 @@ def not_found_body(ident: str) -> dict:
 
 def refusal_body(scenario: str) -> dict | None:
     """The JSON body a refused request gets (None for "waf": that answer is an HTML page)."""
-    return {"quota": QUOTA_BODY, "bot_check": BOT_BODY, "logged_out": UNAUTHORIZED_BODY}.get(scenario)
+    bodies = {
+        "quota": QUOTA_BODY,
+        "bot_check": BOT_BODY,
+        "logged_out": UNAUTHORIZED_BODY,
+        "bad_request": BAD_REQUEST_BODY,
+    }
+    return bodies.get(scenario)
 
 
 @dataclass
@@ -112,6 +122,13 @@ class Settings:
     require_login: bool = False
     # API calls without `Authorization: Bearer <valid token>` are refused (Unauthorized).
     require_auth_header: bool = False
+    # The autumn-2026 site (docs/qwen-site.md, "The frontend's own headers"): an API call that
+    # does not carry the frontend's own headers (`source: web`, `version` = the build the page
+    # was served with, `bx-v`, `timezone`) and a fresh UUID `x-request-id` is answered
+    # Bad_Request. `frontend_version` is that build: chosen when the simulator starts, and
+    # changed at run time to play a frontend release (pages served before it go stale).
+    strict_headers: bool = True
+    frontend_version: str = "0.2.68"
     # The site's clock minus ours, in seconds: the times it stamps on chats and messages
     # (`created_at`, `timestamp`). Negative: what is sent now looks made that long ago.
     clock_offset: float = 0.0
@@ -158,6 +175,11 @@ class Settings:
             (0 < self.token_hours <= 24 * 365, "token_hours must be more than 0 and at most 8760"),
             (0 <= self.renew_hours <= 24 * 365, "renew_hours must be 0 to 8760"),
             (isinstance(self.hold_answers, bool), "hold_answers must be true or false"),
+            (isinstance(self.strict_headers, bool), "strict_headers must be true or false"),
+            (
+                isinstance(self.frontend_version, str) and bool(VERSION_RE.match(self.frontend_version)),
+                "frontend_version must be a build number such as 0.2.68",
+            ),
             (
                 isinstance(self.in_progress_sends, int) and self.in_progress_sends >= 0,
                 "in_progress_sends must be a count >= 0",
@@ -283,6 +305,10 @@ class ChatStore:
         self.generations = {name: 0 for name in self.accounts}
         self._sent: dict[tuple[str, int], int] = {}  # (account, site day) -> accepted sends
         self.violations = {name: 0 for name in self.accounts or (ANONYMOUS,)}
+        # Request ids seen (a repeated one is refused like a missing one), and every request
+        # refused for not carrying the frontend's headers: (method, path, why).
+        self._request_ids: set[str] = set()
+        self.header_refusals: list[tuple[str, str, str]] = []
         self._write_ledger()
 
     # -- settings ---------------------------------------------------------------------------
@@ -294,6 +320,19 @@ class ChatStore:
     def snapshot(self) -> Settings:
         with self.lock:
             return replace(self.settings)
+
+    # -- the frontend's headers -----------------------------------------------------------
+    def fresh_request_id(self, request_id: str) -> bool:
+        """Whether `request_id` was never seen before (and remember it)."""
+        with self.lock:
+            if request_id in self._request_ids:
+                return False
+            self._request_ids.add(request_id)
+            return True
+
+    def refuse_headers(self, method: str, path: str, why: str) -> None:
+        with self.lock:
+            self.header_refusals.append((method, path, why))
 
     # -- accounts ---------------------------------------------------------------------------
     def require_account(self, name: str) -> str:

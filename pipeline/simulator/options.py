@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, get_args, get_type_hints
 
 from pipeline.config import ACCOUNT_NAME
 from pipeline.errors import UsageProblem
-from pipeline.simulator.chats import API_SHAPES, MODELS, SCENARIOS, UIS, Settings
+from pipeline.simulator.chats import API_SHAPES, MODELS, SCENARIOS, UIS, VERSION_RE, Settings
 
 if TYPE_CHECKING:
     from pipeline.simulator.server import Simulator
@@ -69,6 +69,11 @@ class SimulatorOptions:
     quota: int = _option(
         _SETTINGS.quota, "sends per account per simulated day, then RateLimited (0 = no limit)"
     )
+    strict_headers: bool = _option(
+        _SETTINGS.strict_headers,
+        "answer Bad_Request to API calls without the frontend's own headers (version, x-request-id, ...)",
+    )
+    frontend_version: str = _option("", "the frontend's build number the page sends (default: a random one)")
 
     def account_names(self) -> tuple[str, ...]:
         return tuple(name.strip() for name in self.accounts.split(",") if name.strip())
@@ -95,6 +100,10 @@ class SimulatorOptions:
             raise UsageProblem(f"--accounts {self.accounts!r}: a name is given twice")
         if not 0 <= self.quota <= 100_000:
             raise UsageProblem(f"--quota {self.quota}: choose 0 (no limit) to 100000 sends a day")
+        if self.frontend_version and not VERSION_RE.match(self.frontend_version):
+            raise UsageProblem(
+                f"--frontend-version {self.frontend_version!r}: give a build number such as 0.2.68"
+            )
         if not 0 <= self.port <= 65535:
             raise UsageProblem(f"--port {self.port}: choose 1 to 65535, or 0 for any free port")
         for name in ("answer_seconds", "thinking_seconds", "url_delay"):
@@ -133,6 +142,8 @@ class SimulatorOptions:
             serve_model=self.serve_model,
             accounts=self.account_names(),
             quota=self.quota,
+            strict_headers=self.strict_headers,
+            frontend_version=self.frontend_version,
         )
         try:
             return sim.start()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pipeline.simulator.chats import MODELS, PAGE_SETTLE, Settings
+from pipeline.simulator.chats import BX_V, MODELS, PAGE_SETTLE, Settings
 
 STATIC = Path(__file__).parent / "static"
 CONTENT_TYPES = {
@@ -40,6 +40,9 @@ def app_page(settings: Settings) -> str:
         "toast_seconds": settings.toast_seconds,
         "settle_ms": round(PAGE_SETTLE * 1000),
         "models": [{"id": model, "name": name} for model, name in MODELS],
+        # The frontend's build and its anti-bot script's version, as a real bundle has them.
+        "version": settings.frontend_version,
+        "bx_v": BX_V,
     }
     html = (STATIC / "index.html").read_text(encoding="utf-8")
     return html.replace("__SIM_CONFIG__", json.dumps(config))

@@ -1,7 +1,7 @@
 """The router side of the simulator: an OpenAI-compatible endpoint that behaves like 9router.
 
 Pure Python and no sockets: the simulator's HTTP server hands every request to
-`RouterSim.handle` and writes back what it returns. It follows shared/reference/router.md
+`RouterSim.handle` and writes back what it returns. It follows docs/qwen-site.md ("The router")
 (streams unless `"stream": false`, `data: [DONE]` twice, the uneven error bodies, 503 with
 "(reset after Ns)") and keeps a ledger so tests can count requests and read their bodies.
 

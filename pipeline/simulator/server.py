@@ -7,6 +7,7 @@ up through the server instance.
 from __future__ import annotations
 
 import json
+import random
 import re
 import threading
 from collections import Counter
@@ -36,6 +37,8 @@ SETTING_KEYS = {
     "in_progress_sends",
     "not_found_header",
     "stream_status",
+    "strict_headers",
+    "frontend_version",
     "quota",
     "account_quotas",
     "bad_chat_reads",
@@ -68,6 +71,8 @@ class Simulator:
         serve_model: str = "",
         accounts: Sequence[str] = (),
         quota: int = 0,
+        strict_headers: bool = True,
+        frontend_version: str = "",
     ):
         settings = Settings(
             scenario=scenario,
@@ -85,6 +90,9 @@ class Simulator:
             stream_status=stream_status,
             serve_model=serve_model,
             quota=quota,
+            strict_headers=strict_headers,
+            # A build number of its own for every run: nothing may have it written in.
+            frontend_version=frontend_version or f"0.{random.randint(2, 9)}.{random.randint(10, 999)}",
         )
         self.store = ChatStore(settings, ledger_path, accounts=tuple(accounts))
         self.port = port
@@ -140,6 +148,21 @@ class Simulator:
     def count_request(self, kind: str) -> None:
         with self._router_lock:
             self._requests[kind] += 1
+
+    def header_refusals(self) -> list[tuple[str, str, str]]:
+        """Every API request refused for not carrying the frontend's own headers (strict_headers):
+        (method, path, why). A client that looks like the frontend makes none."""
+        with self.store.lock:
+            return list(self.store.header_refusals)
+
+    def release_frontend(self, version: str | None = None) -> str:
+        """Play a frontend release: a new build number (`version`, else the next one); pages
+        served before it send the old one and are refused Bad_Request until reloaded."""
+        old = self.store.snapshot().frontend_version
+        major, minor, patch = old.split(".")
+        new = version or f"{major}.{minor}.{int(patch) + 1}"
+        self.store.configure(frontend_version=new)
+        return new
 
     def chat_ids(self) -> list[str]:
         with self.store.lock:
@@ -240,6 +263,7 @@ class Simulator:
             **self.config(),
             "accounts": self.account_report(),
             "affinity_violations": self.affinity_violations(),
+            "header_refusals": len(self.header_refusals()),
         }
 
 

@@ -1,4 +1,4 @@
-"""The site as public clients saw it in late 2026 (shared/reference/qwen-chat.md, "Late 2026"):
+"""The site as public clients saw it in late 2026 (docs/qwen-site.md):
 `qwenpipe generate` in real Chromium against the simulator, which gains each behaviour as a
 setting. One simulator for the module; each test sets what it needs and the fixture resets it."""
 

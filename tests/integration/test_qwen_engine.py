@@ -17,6 +17,7 @@ from pipeline.config import Qwen
 from pipeline.engines.base import Answer, Generating, HardError, QuotaSpent, TransientError
 from pipeline.engines.qwen.browser import BrowserSession
 from pipeline.engines.qwen.engine import API_STABLE_SECONDS, QwenEngine
+from pipeline.engines.qwen.headers import is_ours
 
 pytestmark = pytest.mark.browser
 
@@ -268,9 +269,9 @@ def test_unusable_api_falls_back_to_the_page_text(sim, engine, session):
     engine.wait(url, timeout=20)
 
     def garble_ours(route):
-        # The page's own polling (it sends a Content-Type) goes through; the engine's read
-        # gets the kind of HTML a maintenance page would give.
-        if "content-type" in route.request.headers:
+        # The page's own reads go through; the engine's (the same headers, a request id of its
+        # own) get the kind of HTML a maintenance page would give.
+        if not is_ours(route.request.headers):
             route.continue_()
         else:
             route.fulfill(status=200, body="<html>maintenance</html>", content_type="text/html")

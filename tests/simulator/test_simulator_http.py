@@ -5,12 +5,14 @@ from __future__ import annotations
 import http.client
 import json
 import time
+import uuid
 from urllib.parse import urlsplit
 
 import pytest
 
 from pipeline.simulator import Simulator, answers
 from pipeline.simulator.api import make_token
+from pipeline.simulator.chats import BX_V
 
 PROMPT = "Write an article about owls hunting at night in the forest"
 FAST = {"answer_seconds": 0.4, "thinking_seconds": 0.1, "url_delay": 0.1}
@@ -23,11 +25,24 @@ def sim():
 
 
 # -- small HTTP helpers ----------------------------------------------------------------------------
+def frontend_headers(sim) -> dict:
+    """What the site's frontend sends with every API call: its build, bx-v, its time zone and a
+    fresh request id (a header given as None in a request leaves it out)."""
+    return {
+        "source": "web",
+        "version": sim.store.snapshot().frontend_version,
+        "bx-v": BX_V,
+        "timezone": "GMT+0100",
+        "x-request-id": str(uuid.uuid4()),
+    }
+
+
 def raw(sim, method: str, path: str, body=None, headers=None) -> tuple[int, dict, str]:
     """One request without following redirects: (status, headers, text)."""
     conn = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=5)
     data = json.dumps(body).encode() if body is not None else None
-    conn.request(method, path, body=data, headers={"Content-Type": "application/json", **(headers or {})})
+    sent = {"Content-Type": "application/json", **frontend_headers(sim), **(headers or {})}
+    conn.request(method, path, body=data, headers={k: v for k, v in sent.items() if v is not None})
     res = conn.getresponse()
     text = res.read().decode()
     conn.close()
@@ -433,3 +448,64 @@ def test_browser_current_ui_smoke():
             assert [e["prompt"] for e in sim.sends()] == [PROMPT]
         finally:
             browser.close()
+
+
+# -- the autumn-2026 site: only the frontend's own headers are answered ------------------------------
+BAD_REQUEST = {"success": False, "data": {"code": "Bad_Request", "details": "Bad_Request"}}
+
+
+@pytest.mark.parametrize(
+    "missing",
+    [
+        {"version": None},
+        {"version": "0.0.1"},
+        {"x-request-id": None},
+        {"x-request-id": "not-a-uuid"},
+        {"source": None},
+        {"bx-v": None},
+        {"timezone": None},
+    ],
+    ids=["no-version", "old-version", "no-request-id", "bad-request-id", "no-source", "no-bx-v", "no-tz"],
+)
+def test_a_call_without_the_frontends_headers_is_bad_request(sim, missing):
+    assert get_json(sim, "/api/v2/users/status", missing) == BAD_REQUEST
+    assert get_json(sim, "/api/v2/chats/?page=1", missing) == BAD_REQUEST
+    assert len(sim.header_refusals()) == 2
+    assert get_json(sim, "/api/v2/users/status") == {"success": True, "data": True}
+
+
+def test_a_request_id_is_good_once(sim):
+    once = frontend_headers(sim)
+    assert get_json(sim, "/api/v2/users/status", once)["success"] is True
+    assert get_json(sim, "/api/v2/users/status", once) == BAD_REQUEST
+
+
+def test_a_send_without_the_headers_is_refused_and_in_the_ledger(sim):
+    chat_id = post_json(sim, "/api/v2/chats/new")["data"]["id"]
+    body = {"stream": True, "chat_id": chat_id, "messages": [{"role": "user", "content": PROMPT}]}
+    reply = post_json(sim, f"/api/v2/chat/completions?chat_id={chat_id}", body, {"version": None})
+    assert reply == BAD_REQUEST
+    assert sim.sends() == []
+    assert [entry["scenario"] for entry in sim.ledger()] == ["bad_request"]
+
+
+def test_a_frontend_release_makes_the_old_build_stale(sim):
+    old = sim.store.snapshot().frontend_version
+    new = sim.release_frontend()
+    assert new != old
+    assert get_json(sim, "/api/v2/users/status", {"version": old}) == BAD_REQUEST
+    assert get_json(sim, "/api/v2/users/status")["data"] is True  # the new build
+    assert f'"version": "{new}"' in raw(sim, "GET", "/")[2]  # pages served now carry the new one
+
+
+def test_each_run_has_a_build_of_its_own():
+    builds = set()
+    for _ in range(4):
+        with Simulator(**FAST).start() as one:
+            builds.add(one.store.snapshot().frontend_version)
+    assert len(builds) > 1
+
+
+def test_strict_headers_can_be_turned_off():
+    with Simulator(strict_headers=False, **FAST).start() as lax:
+        assert get_json(lax, "/api/v2/users/status", {"version": None, "x-request-id": None})["data"] is True

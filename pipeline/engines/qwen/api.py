@@ -1,6 +1,6 @@
 """Reading chat.qwen.ai's own JSON: pure functions, no browser.
 
-`/api/v2/chats/<id>` comes in two shapes (shared/reference/qwen-chat.md): 2026-06 keeps the
+`/api/v2/chats/<id>` comes in two shapes (docs/qwen-site.md, "Reading an answer"): 2026-06 keeps the
 messages in `data.chat.history.messages`, an object keyed by id; 2026-08 lists them in
 `data.chat.messages`. Both link messages by `parentId`, and only the "answer" phase of an
 assistant message is the article (never "thinking_summary" or "web_search").
@@ -235,6 +235,12 @@ def classify_api_error(payload: Any) -> EngineError | None:
     if "in progress" in details.lower():
         # A send while the chat is still answering: the site took nothing; again in a few seconds.
         return TransientError(f"the site says the chat is busy ({details})", code="chat_in_progress")
+    if is_stale_headers(payload):
+        return TransientError(
+            f"the site refused a read as not its frontend's ({code}: {details or 'no details'}); "
+            "the page's headers went stale (a frontend release?)",
+            code="stale_headers",
+        )
     if code == "CHAT_NOT_FOUND":
         return HardError(f"the chat no longer exists ({details or code})", code="chat_not_found")
     if code == "RateLimited":
@@ -247,6 +253,17 @@ def classify_api_error(payload: Any) -> EngineError | None:
     if _means_logged_out(code, details):
         return HardError(f"not logged in to the chat site: {LOGIN_HINT}", code="logged_out")
     return TransientError(f"the chat API failed: {code or 'no code'} {details}".strip(), code="api_error")
+
+
+def is_stale_headers(payload: Any) -> bool:
+    """A body the site gives a call that does not look like its frontend's own (docs/qwen-site.md:
+    a stale `version`, no `x-request-id`): `Bad_Request`, unless it says the chat is busy."""
+    if not isinstance(payload, dict) or payload.get("success") is not False:
+        return False
+    data = payload.get("data") if isinstance(payload.get("data"), dict) else {}
+    code = str(data.get("code") or payload.get("code") or "")
+    details = str(data.get("details") or data.get("message") or "")
+    return code == "Bad_Request" and "in progress" not in details.lower()
 
 
 def missing_chat_body(what: str) -> dict:

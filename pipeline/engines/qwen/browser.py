@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.engines.base import EngineBusy, HardError, LockProfile
 from pipeline.engines.qwen.display import NoDisplay, VirtualDisplay, no_display_message, plan_display
+from pipeline.engines.qwen.headers import watch
 from pipeline.engines.qwen.tokens import listed, local_storage
 
 if TYPE_CHECKING:  # the section's type only: engines do not import the config
@@ -308,6 +309,7 @@ class BrowserSession:
         except PlaywrightError:
             self.close()
             page = self.context.new_page()
+        watch(page)  # learn the headers of the page's own API calls from its first request on
         self._pages.append(page)
         return page
 

@@ -1,5 +1,5 @@
 """Choosing how a new chat answers, through the page, before its first send: the model picker,
-the thinking toggle and the mode menu's web search (shared/reference/qwen-chat.md, "Late 2026").
+the thinking toggle and the mode menu's web search (docs/qwen-site.md, "The page").
 
 Only these controls are clicked, never the send button, and each choice is read back from the
 page once made. What the page cannot do is a HardError raised before anything is sent, so the

@@ -125,7 +125,9 @@ class ChatCollector:
             urls, paths, key = under_way.popleft()
             decided: list[tuple[str, Answer | Generating]] = []
             refused = False
-            for url, body in zip(urls, fetched_bodies(self.page, key, paths), strict=True):
+            for url, body in zip(
+                urls, fetched_bodies(self.page, key, paths, timeout=self.timeout), strict=True
+            ):
                 if isinstance(body, EngineError):
                     refused = True  # the site refuses reading (WAF, bot check): pages tell the rest
                     break

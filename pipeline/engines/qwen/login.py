@@ -15,34 +15,34 @@ from urllib.parse import urlsplit
 
 from pipeline.engines.base import EngineError, HardError
 from pipeline.engines.qwen.api import LOGIN_HINT, classify_api_error, is_logged_in_status
-from pipeline.engines.qwen.page import API_HEADERS_JS, evaluate, refusal_in
+from pipeline.engines.qwen.headers import NoHeaders, headers_for_call
+from pipeline.engines.qwen.page import evaluate, refusal_in
 from pipeline.engines.qwen.selectors import CURRENT
 from pipeline.engines.qwen.tokens import jwt_expiry
 
 STATUS_PATH = "/api/v2/users/status"
 SETTLE_PAUSE = 0.25  # between reads while the page is still on its way somewhere
 
-# Never throws: a body that is not JSON comes back as text, a failed fetch as nothing.
-_LOGIN_STATE_JS = (
-    """
-async ({statusPath, loginSelector, ms}) => {
+# Never throws: a body that is not JSON comes back as text, a failed fetch as nothing. With no
+# headers learned from the page's own calls (`headers` null) it asks the site nothing.
+_LOGIN_STATE_JS = """
+async ({statusPath, loginSelector, ms, headers}) => {
   const login = document.querySelector(loginSelector);
   const seen = {
     url: location.href,
     login_form: !!(login && (!login.checkVisibility || login.checkVisibility())),
   };
+  if (!headers) return seen;
   try {
-    const r = await fetch(statusPath, {credentials: 'include', headers: """
-    + API_HEADERS_JS
-    + """,
-                                       signal: AbortSignal.timeout(ms)});
+    const r = await fetch(statusPath, {credentials: 'include', headers, signal: AbortSignal.timeout(ms)});
     const body = await r.text();
     try { seen.json = JSON.parse(body); } catch (e) { seen.text = body.slice(0, 4000); }
   } catch (e) { /* no network, or no answer in time: the page has to tell */ }
   return seen;
 }
 """
-)
+# How long the login check waits for the page's first API call to learn its headers from.
+LEARN_WAIT_SECONDS = 5
 
 
 @dataclass(frozen=True)
@@ -79,11 +79,12 @@ class LoginSeen:
 
 def read_login_state(page: Any, timeout: float = 10) -> LoginSeen:
     """One read of the page and the site's status API (aborted after `timeout` seconds)."""
-    seen = evaluate(
-        page,
-        _LOGIN_STATE_JS,
-        {"statusPath": STATUS_PATH, "loginSelector": CURRENT.login, "ms": int(timeout * 1000)},
-    )
+    try:
+        headers = headers_for_call(page, wait=min(timeout, LEARN_WAIT_SECONDS))
+    except NoHeaders:
+        headers = None  # the page said nothing to the site yet: its own signals decide
+    arg = {"statusPath": STATUS_PATH, "loginSelector": CURRENT.login, "ms": int(timeout * 1000)}
+    seen = evaluate(page, _LOGIN_STATE_JS, {**arg, "headers": headers})
     refusal = None
     if "json" in seen:
         error = classify_api_error(seen["json"])
@@ -122,10 +123,8 @@ AUTHS_PATH = "/api/v1/auths/"
 # and its expiry, fresh when the old one is near its end) and keep that token where the site's
 # own frontend reads it. Never throws: a failure comes back as {problem} or {json}.
 _RENEW_JS = """
-async ({path, ms}) => {
+async ({path, ms, headers}) => {
   const old = localStorage.getItem('token');
-  const headers = {source: 'web'};
-  if (old) headers.Authorization = 'Bearer ' + old;
   let body;
   try {
     const r = await fetch(path, {credentials: 'include', headers, signal: AbortSignal.timeout(ms)});
@@ -154,7 +153,11 @@ def renew_login(page: Any, base_url: str, timeout: float = 10) -> Renewal:
     """Ask the site (from the page, as its own frontend does) for the session's token, fresh
     when the old one is near its end, and keep it in the page's localStorage and `token` cookie.
     Raises only Playwright's errors (the page or the browser went away)."""
-    seen = evaluate(page, _RENEW_JS, {"path": AUTHS_PATH, "ms": int(timeout * 1000)})
+    try:
+        headers = headers_for_call(page, wait=min(timeout, LEARN_WAIT_SECONDS))
+    except NoHeaders as err:
+        return Renewal(problem=f"{AUTHS_PATH} not asked: {err}")
+    seen = evaluate(page, _RENEW_JS, {"path": AUTHS_PATH, "ms": int(timeout * 1000), "headers": headers})
     token = seen.get("token")
     if not token:
         if "problem" in seen:

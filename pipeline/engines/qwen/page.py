@@ -13,7 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.engines.base import EngineError, HardError, QuotaSpent, TransientError
-from pipeline.engines.qwen.api import BOT_MARKERS, LOGIN_HINT, classify_api_error, missing_chat_body
+from pipeline.engines.qwen.api import (
+    BOT_MARKERS,
+    LOGIN_HINT,
+    classify_api_error,
+    is_stale_headers,
+    missing_chat_body,
+)
+from pipeline.engines.qwen.headers import NoHeaders, book_of, headers_for_call, headers_for_calls
 from pipeline.engines.qwen.selectors import FAILURE_TEXTS, FailureTexts, Selectors
 
 # Visible text of the page minus the conversation itself, so a prompt or an article that
@@ -72,25 +79,12 @@ _DOM_STATE_JS = """
 }
 """
 
-# The headers of every in-page API read, as the site's own frontend sends them: its cookies go
-# by themselves, `source: web`, and the login's JWT from localStorage as a Bearer token (the
-# late-2026 site refuses API reads without it). A JS expression, shared by every read.
-API_HEADERS_JS = """(() => {
-  const headers = {source: 'web'};
-  let token = null;
-  try { token = localStorage.getItem('token'); } catch (e) { /* storage blocked: cookies only */ }
-  if (token) headers.Authorization = 'Bearer ' + token;
-  return headers;
-})()"""
-
-# One paced read: `wait` ms after it is asked for, a GET whose outcome is a small object.
-_READ_JS = (
-    """async (path, ms, wait) => {
+# One paced read: `wait` ms after it is asked for, a GET whose outcome is a small object. Its
+# headers are the page's own (headers.py): learned from the page's traffic, never written here.
+_READ_JS = """async (path, ms, wait, headers) => {
   if (wait > 0) await new Promise((done) => setTimeout(done, wait));  // paced
   try {
-    const init = {credentials: 'include', headers: """
-    + API_HEADERS_JS
-    + """, signal: AbortSignal.timeout(ms)};
+    const init = {credentials: 'include', headers, signal: AbortSignal.timeout(ms)};
     const r = await fetch(path, init);
     const body = await r.text();
     const actual = r.headers.get('x-actual-status-code');
@@ -101,21 +95,20 @@ _READ_JS = (
     catch (e) { return {text: body.slice(0, 4000), status: r.status}; }
   } catch (e) { return {error: String(e)}; }
 }"""
-)
 # Every read at once, one start every `gap` ms; answers when the last one is done.
 _FETCH_JS = (
-    "async ({paths, ms, gap}) => { const read = "
+    "async ({paths, ms, gap, headers}) => { const read = "
     + _READ_JS
-    + "; return Promise.all(paths.map((path, i) => read(path, ms, i * gap))); }"
+    + "; return Promise.all(paths.map((path, i) => read(path, ms, i * gap, headers[i]))); }"
 )
 # The same reads started in the page and left running (the first `delay` ms from now): the call
 # answers at once, and _COLLECT_FETCH_JS later hands over what they read.
 _START_FETCH_JS = (
-    "({paths, ms, gap, delay, key}) => { const read = "
+    "({paths, ms, gap, delay, key, headers}) => { const read = "
     + _READ_JS
     + """;
   const reads = window.__qwenpipeReads || (window.__qwenpipeReads = {});
-  reads[key] = Promise.all(paths.map((path, i) => read(path, ms, delay + i * gap)));
+  reads[key] = Promise.all(paths.map((path, i) => read(path, ms, delay + i * gap, headers[i])));
   return key;
 }"""
 )
@@ -126,6 +119,8 @@ _COLLECT_FETCH_JS = """async (key) => {
   return await pending;
 }"""
 
+
+LEARN_WAIT_SECONDS = 10  # how long a read waits for the page's first API call to learn from
 
 _PRESENT_JS = "(selectors) => selectors.map((s) => !!s && !!document.querySelector(s))"
 
@@ -273,10 +268,43 @@ def fetch_json(page: Any, paths: list[str], *, timeout: float = 30) -> list[Any]
 def fetch_bodies(page: Any, paths: list[str], *, timeout: float = 30, gap: float = 0) -> list[Any]:
     """fetch_json, where a read that gave no JSON is in the list as the error it means, not
     raised (one failed read does not lose the others): the EngineError of a firewall page or a
-    bot check, else ApiUnusable. `gap`: seconds between the starts of two reads (0: at once)."""
+    bot check, else ApiUnusable. `gap`: seconds between the starts of two reads (0: at once).
+
+    The reads carry the page's own headers (headers.py); with none learned there is no read and
+    every path is ApiUnusable. Reads the site refuses as stale (Bad_Request: a frontend release
+    since the page loaded) reload the page, learn its headers again, and are made once more."""
+    bodies = _read_now(page, paths, timeout=timeout, gap=gap)
+    stale = [i for i, body in enumerate(bodies) if is_stale_headers(body)]
+    if stale and relearn_headers(page, timeout=timeout):
+        again = _read_now(page, [paths[i] for i in stale], timeout=timeout, gap=gap)
+        for i, body in zip(stale, again, strict=True):
+            bodies[i] = body
+    return bodies
+
+
+def _read_now(page: Any, paths: list[str], *, timeout: float, gap: float) -> list[Any]:
+    try:
+        headers = headers_for_calls(page, len(paths), wait=min(timeout, LEARN_WAIT_SECONDS))
+    except NoHeaders as err:
+        return [ApiUnusable(f"{path}: {err}") for path in paths]
     # A server that never answers must not hang a cron job: every fetch is aborted in time.
-    results = evaluate(page, _FETCH_JS, {"paths": paths, "ms": int(timeout * 1000), "gap": gap * 1000})
-    return _bodies(paths, results)
+    arg = {"paths": paths, "ms": int(timeout * 1000), "gap": gap * 1000, "headers": headers}
+    return _bodies(paths, evaluate(page, _FETCH_JS, arg))
+
+
+def relearn_headers(page: Any, *, timeout: float) -> bool:
+    """The site called our headers stale: reload the page (as a user would after a frontend
+    release) and learn them again from its own calls. Whether any were learned."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    book = book_of(page)
+    book.forget()
+    try:
+        page.reload(wait_until="domcontentloaded", timeout=timeout * 1000)
+        headers_for_call(page, wait=min(timeout, LEARN_WAIT_SECONDS))
+    except (PlaywrightError, NoHeaders):
+        return False
+    return True
 
 
 def start_fetches(
@@ -286,17 +314,27 @@ def start_fetches(
     now, one every `gap`. Returns at once; `fetched_bodies` (with the key returned) waits for
     them. Between the two the caller is free: the page reads meanwhile."""
     key = secrets.token_hex(8)
+    try:
+        headers = headers_for_calls(page, len(paths), wait=min(timeout, LEARN_WAIT_SECONDS))
+    except NoHeaders:
+        return key  # nothing started: fetched_bodies finds nothing under the key (ApiUnusable)
     arg = {"paths": paths, "ms": int(timeout * 1000), "gap": gap * 1000, "delay": max(0.0, delay) * 1000}
-    return page.evaluate(_START_FETCH_JS, {**arg, "key": key})
+    return page.evaluate(_START_FETCH_JS, {**arg, "key": key, "headers": headers})
 
 
-def fetched_bodies(page: Any, key: str, paths: list[str]) -> list[Any]:
+def fetched_bodies(page: Any, key: str, paths: list[str], *, timeout: float = 30) -> list[Any]:
     """What the reads `start_fetches` started (`key`, for `paths`) gave, as fetch_bodies gives it;
     every one ApiUnusable when the page lost them (it navigated away)."""
     results = page.evaluate(_COLLECT_FETCH_JS, key)
     if results is None:
         return [ApiUnusable(f"{path}: the page navigated away during the read") for path in paths]
-    return _bodies(paths, results)
+    bodies = _bodies(paths, results)
+    stale = [i for i, body in enumerate(bodies) if is_stale_headers(body)]
+    if stale and relearn_headers(page, timeout=timeout):
+        again = _read_now(page, [paths[i] for i in stale], timeout=timeout, gap=0)
+        for i, body in zip(stale, again, strict=True):
+            bodies[i] = body
+    return bodies
 
 
 def _bodies(paths: list[str], results: list[dict]) -> list[Any]:

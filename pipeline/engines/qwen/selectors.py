@@ -1,6 +1,6 @@
 """The one place that knows what chat.qwen.ai looks like: selectors and failure texts.
 
-Two generations of the UI are seen in public code (shared/reference/qwen-chat.md); the driver
+Two generations of the UI are seen in public code (docs/qwen-site.md, "The page"); the driver
 tries the built-in sets in order and uses the first whose composer is on the page. The site
 changes often, so config.toml can replace any selector by name (`[qwen.selectors]`).
 

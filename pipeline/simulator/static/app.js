@@ -20,8 +20,18 @@
   let ui = null;
 
   // -- the API ---------------------------------------------------------------------------------
+  // Every call carries the frontend's build (`version`), the anti-bot script's `bx-v`, the
+  // browser's time zone and a fresh request id, as the autumn-2026 site's frontend does.
+  const TIMEZONE = new Date().toString().match(/GMT[+-]\d{4}/) ? new Date().toString().match(/GMT[+-]\d{4}/)[0] : "GMT+0000";
+  function requestId() {
+    if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
+    return "10000000-1000-4000-8000-100000000000".replace(/[018]/g, (c) =>
+      (c ^ (crypto.getRandomValues(new Uint8Array(1))[0] & (15 >> (c / 4)))).toString(16));
+  }
+
   async function api(path, options) {
-    const headers = {source: "web", "Content-Type": "application/json"};
+    const headers = {source: "web", "Content-Type": "application/json", version: CFG.version, "bx-v": CFG.bx_v,
+      timezone: TIMEZONE, "x-request-id": requestId()};
     const token = localStorage.getItem("token");
     if (token) headers.Authorization = "Bearer " + token; // as the site's own frontend does
     const init = Object.assign({credentials: "include", headers}, options || {});

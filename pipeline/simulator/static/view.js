@@ -1,4 +1,4 @@
-// The DOM of the two UI generations (see shared/reference/qwen-chat.md). app.js decides what the
+// The DOM of the two UI generations (see docs/qwen-site.md, "The page"). app.js decides what the
 // chat is doing; this file only knows how each generation shows it.
 (function () {
   "use strict";
