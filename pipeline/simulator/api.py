@@ -14,9 +14,10 @@ import json
 import re
 import time
 from http.cookies import SimpleCookie
+from typing import Any
 from urllib.parse import parse_qs
 
-from pipeline.simulator import chats, pages, shapes
+from pipeline.simulator import chats, pages, shapes, stream
 
 TOKEN_DAYS = 7
 ANONYMOUS_USER = "sim-user"  # the `id` of a token in a run without accounts
@@ -26,7 +27,8 @@ REQUEST_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
 UNCHECKED_PATHS = ("/api/v1/auths/signin",)
 STOP_PATH = re.compile(r"^/api/v2/chats/([^/?]+)/stop$")
 
-Response = tuple[int, str, bytes, list[tuple[str, str]]]
+# The body is bytes, or an iterator of chunks for a stream (server.py writes each as it comes).
+Response = tuple[int, str, Any, list[tuple[str, str]]]
 
 
 def json_response(body, headers: list[tuple[str, str]] | None = None, status: int = 200) -> Response:
@@ -226,8 +228,18 @@ def _route(store, settings, account, method, path, query, body) -> Response:
     if method == "POST" and path == "/api/v2/chats/new":
         return json_response({"success": True, "data": {"id": store.new_chat(account)}})
     if method == "POST" and path == "/api/v2/chat/completions":
-        reply = store.send(*_send_args(query, body), gate=None, choice=send_choice(body), account=account)
-        return html_response(pages.WAF_PAGE) if reply is None else json_response(reply)
+        chat_id, prompt, parent_id = _send_args(query, body)
+        reply = store.send(chat_id, prompt, parent_id, gate=None, choice=send_choice(body), account=account)
+        if reply is None:
+            return html_response(pages.WAF_PAGE)
+        if settings.stream and reply.get("success") is True:
+            return (
+                200,
+                "text/event-stream; charset=utf-8",
+                stream.completion_stream(store, chat_id, reply),
+                [],
+            )
+        return json_response(reply)
     if method == "GET" and path in ("/api/v2/chats", "/api/v2/chats/"):
         page = _int(parse_qs(query).get("page", ["1"])[0], 1)
         return json_response(shapes.list_body(store.list_chats(page, account=account)))

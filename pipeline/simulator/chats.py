@@ -128,6 +128,10 @@ class Settings:
     # Bad_Request. `frontend_version` is that build: chosen when the simulator starts, and
     # changed at run time to play a frontend release (pages served before it go stale).
     strict_headers: bool = True
+    # The completion answers as the real site's does: a server-sent-event stream the page reads
+    # (stream.py), the page polling nothing while it streams. Off: the completion answers its ids
+    # as JSON at once and the page polls the chat's JSON until the answer is done.
+    stream: bool = True
     frontend_version: str = "0.2.68"
     # The site's clock minus ours, in seconds: the times it stamps on chats and messages
     # (`created_at`, `timestamp`). Negative: what is sent now looks made that long ago.
@@ -176,6 +180,7 @@ class Settings:
             (0 <= self.renew_hours <= 24 * 365, "renew_hours must be 0 to 8760"),
             (isinstance(self.hold_answers, bool), "hold_answers must be true or false"),
             (isinstance(self.strict_headers, bool), "strict_headers must be true or false"),
+            (isinstance(self.stream, bool), "stream must be true or false"),
             (
                 isinstance(self.frontend_version, str) and bool(VERSION_RE.match(self.frontend_version)),
                 "frontend_version must be a build number such as 0.2.68",
@@ -457,6 +462,17 @@ class ChatStore:
 
     def _progress(self, message: Message, now: float) -> dict:
         return message.progress(now, held=self.settings.hold_answers)
+
+    def message_progress(self, chat_id: str, message_id: str) -> dict | None:
+        """Where one assistant message stands now (Message.progress, its model, whether it
+        thinks), or None when the chat or the message is not there (any account)."""
+        with self.lock:
+            chat = self.chats.get(chat_id)
+            message = next((m for m in chat.messages if m.id == message_id), None) if chat else None
+            if message is None or self.opens_as_missing(chat):
+                return None
+            seen = self._progress(message, time.monotonic())
+            return {**seen, "model": message.model, "thinking_enabled": bool(message.thinking)}
 
     def list_chats(self, page: int, per_page: int = 10, account: str = ANONYMOUS) -> list[dict]:
         """`account`'s chat list, most recently updated first, `per_page` a page (page 1 first)."""

@@ -74,6 +74,10 @@ class SimulatorOptions:
         "answer Bad_Request to API calls without the frontend's own headers (version, x-request-id, ...)",
     )
     frontend_version: str = _option("", "the frontend's build number the page sends (default: a random one)")
+    stream: bool = _option(
+        _SETTINGS.stream,
+        "answer a send with the completion's event stream the page reads (off: JSON, and polls)",
+    )
 
     def account_names(self) -> tuple[str, ...]:
         return tuple(name.strip() for name in self.accounts.split(",") if name.strip())
@@ -144,6 +148,7 @@ class SimulatorOptions:
             quota=self.quota,
             strict_headers=self.strict_headers,
             frontend_version=self.frontend_version,
+            stream=self.stream,
         )
         try:
             return sim.start()

@@ -38,6 +38,7 @@ SETTING_KEYS = {
     "not_found_header",
     "stream_status",
     "strict_headers",
+    "stream",
     "frontend_version",
     "quota",
     "account_quotas",
@@ -73,6 +74,7 @@ class Simulator:
         quota: int = 0,
         strict_headers: bool = True,
         frontend_version: str = "",
+        stream: bool = True,
     ):
         settings = Settings(
             scenario=scenario,
@@ -91,6 +93,7 @@ class Simulator:
             serve_model=serve_model,
             quota=quota,
             strict_headers=strict_headers,
+            stream=stream,
             # A build number of its own for every run: nothing may have it written in.
             frontend_version=frontend_version or f"0.{random.randint(2, 9)}.{random.randint(10, 999)}",
         )
@@ -317,16 +320,36 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
 
-    def _send(self, status: int, content_type: str, payload: bytes, headers=(), location=None) -> None:
+    def _send(self, status: int, content_type: str, payload, headers=(), location=None) -> None:
+        """One response; `payload` is bytes, or an iterator of chunks (a stream, written as each
+        arrives and ended by closing the connection)."""
+        streaming = not isinstance(payload, bytes)
+        if streaming:
+            # Chunked (HTTP/1.1), so the stream has a clean end of its own: a stream ended only by
+            # closing the connection is, now and then, a request the browser calls aborted.
+            self.protocol_version = "HTTP/1.1"
         self.send_response(status)
         self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(payload)))
+        if streaming:
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Connection", "close")
+        else:
+            self.send_header("Content-Length", str(len(payload)))
         self.send_header("Cache-Control", "no-store")
         for name, value in headers:
             self.send_header(name, value)
         self.end_headers()
-        if self.command != "HEAD":
+        if self.command == "HEAD":
+            return
+        if not streaming:
             self.wfile.write(payload)
+            return
+        for chunk in payload:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+        self.close_connection = True
 
     def _page(self, path: str):
         if APP_PATH.match(path):

@@ -11,7 +11,8 @@ import pytest
 from sim_project import make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe
 
-from pipeline.engines.base import Answer
+from pipeline.engines.base import Answer, TransientError
+from pipeline.engines.qwen.headers import is_ours
 
 pytestmark = pytest.mark.browser
 
@@ -58,6 +59,8 @@ def test_a_frontend_release_mid_wait_is_relearned_from_the_reloaded_page(sim, en
     sim.set(hold_answers=True)
     text = text_of("a frontend release")
     url = engine.send(text)
+    # A later run: the chat's own page, loaded with the build of the moment, then a release.
+    assert not isinstance(engine.check(url), Answer)
     refused_before = len(sim.header_refusals())
     pages_before = sim.requests().get("chat_page", 0)
     release = release_once_the_page_reads(sim, sim.requests().get("chat_json", 0))
@@ -84,3 +87,58 @@ def test_no_build_number_is_written_in_the_engine():
     engine_code = "\n".join(p.read_text(encoding="utf-8") for p in root.rglob("*.py"))
     for build in ("0.2.63", "0.2.66", "0.2.68", "2.5.31", "2.5.36"):  # builds public clients saw
         assert build not in engine_code
+
+
+# -- item 2: the answer as the page receives it ------------------------------------------------------
+
+
+def test_wait_after_a_send_takes_the_answer_from_the_pages_own_stream(sim, engine):
+    text = text_of("the stream")
+    chat_reads_before = sim.requests().get("chat_json", 0)
+    pages_before = sim.requests().get("chat_page", 0)
+
+    url = engine.send(text)
+    answer = engine.wait(url, timeout=30)
+
+    assert isinstance(answer, Answer)
+    assert answer.extra["source"] == "stream"
+    assert answer.markdown == sim.expected_answer(text)
+    assert answer.model == "qwen3.7-plus"
+    # Nothing read the chat's JSON and no chat page was opened: the stream was all it took.
+    assert sim.requests().get("chat_json", 0) == chat_reads_before
+    assert sim.requests().get("chat_page", 0) == pages_before
+
+
+def test_a_later_check_takes_the_chat_json_the_page_loads_itself(sim, engine, session):
+    text = text_of("the page's own load")
+    url = engine.send(text)
+    engine.wait(url, timeout=30)
+    ours = []
+
+    def count_ours(route):
+        if is_ours(route.request.headers):
+            ours.append(route.request.url)
+        route.continue_()
+
+    session.context.route("**/api/**", count_ours)
+    try:
+        answer = engine.check(url)
+    finally:
+        session.context.unroute("**/api/**", count_ours)
+
+    assert isinstance(answer, Answer)
+    assert answer.markdown == sim.expected_answer(text)
+    assert answer.extra["read"] == "page" and answer.model == "qwen3.7-plus"
+    assert ours == []  # no read of qwenpipe's own: the page's load was all it took
+
+
+def test_a_stream_cut_short_is_a_transient_failure_at_once(sim, engine):
+    text = text_of("a cut") + " [sim:error_banner]"
+    url = engine.send(text)
+
+    with pytest.raises(TransientError) as failed:
+        engine.wait(url, timeout=30)
+
+    # The stream's error frame, or the page's banner drawn from it: transient, at once.
+    assert failed.value.code in ("answer_error", "error_banner")
+    assert len([e for e in sim.sends() if e["prompt"] == text]) == 1

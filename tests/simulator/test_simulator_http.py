@@ -15,7 +15,9 @@ from pipeline.simulator.api import make_token
 from pipeline.simulator.chats import BX_V
 
 PROMPT = "Write an article about owls hunting at night in the forest"
-FAST = {"answer_seconds": 0.4, "thinking_seconds": 0.1, "url_delay": 0.1}
+# These tests read the site's JSON over plain HTTP: a send answers its ids as JSON (stream=False);
+# the stream the page reads has tests of its own below.
+FAST = {"answer_seconds": 0.4, "thinking_seconds": 0.1, "url_delay": 0.1, "stream": False}
 
 
 @pytest.fixture
@@ -509,3 +511,46 @@ def test_each_run_has_a_build_of_its_own():
 def test_strict_headers_can_be_turned_off():
     with Simulator(strict_headers=False, **FAST).start() as lax:
         assert get_json(lax, "/api/v2/users/status", {"version": None, "x-request-id": None})["data"] is True
+
+
+# -- the completion's stream -------------------------------------------------------------------------
+def sse_frames(text: str) -> list[dict]:
+    return [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:")]
+
+
+def test_a_send_is_answered_with_the_answer_as_a_stream():
+    with Simulator(**{**FAST, "stream": True}).start() as sim:
+        chat_id = post_json(sim, "/api/v2/chats/new")["data"]["id"]
+        body = {"stream": True, "chat_id": chat_id, "messages": [{"role": "user", "content": PROMPT}]}
+        status, headers, text = raw(sim, "POST", f"/api/v2/chat/completions?chat_id={chat_id}", body)
+        assert status == 200 and headers["Content-Type"].startswith("text/event-stream")
+        frames = sse_frames(text)
+        created = frames[0]["response.created"]
+        assert created["chat_id"] == chat_id and created["model"]
+        deltas = [f["choices"][0]["delta"] for f in frames[1:]]
+        answer = "".join(d["content"] for d in deltas if d["phase"] == "answer")
+        assert answer == sim.expected_answer(PROMPT)
+        # "finished" in the thinking phase ends only the thinking; the last frame ends the answer.
+        thinking_end = [
+            i for i, d in enumerate(deltas) if d["phase"] != "answer" and d["status"] == "finished"
+        ]
+        assert thinking_end and thinking_end[0] < len(deltas) - 1
+        assert deltas[-1] == {"role": "assistant", "content": "", "phase": "answer", "status": "finished"}
+        # The chat's JSON, read afterwards, holds the same answer.
+        stored = assistant(get_json(sim, f"/api/v2/chats/{chat_id}"))
+        assert answer_item(stored)["content"] == answer
+
+
+def test_an_answer_cut_short_ends_its_stream_with_the_error():
+    with Simulator(**{**FAST, "stream": True}).start() as sim:
+        chat_id = post_json(sim, "/api/v2/chats/new")["data"]["id"]
+        text = f"{PROMPT} [sim:error_banner]"
+        body = {"stream": True, "chat_id": chat_id, "messages": [{"role": "user", "content": text}]}
+        frames = sse_frames(raw(sim, "POST", f"/api/v2/chat/completions?chat_id={chat_id}", body)[2])
+        assert "error" in frames[-1]
+        assert not any(
+            f.get("choices", [{}])[0].get("delta", {}).get("status") == "finished"
+            and f["choices"][0]["delta"]["phase"] == "answer"
+            for f in frames
+            if "choices" in f
+        )

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pipeline.engines.base import (
     Answer,
@@ -60,6 +60,7 @@ from pipeline.engines.qwen.page import (
     screen_failure,
 )
 from pipeline.engines.qwen.selectors import Selectors, merge_overrides
+from pipeline.engines.qwen.stream import PageTraffic, StreamRead
 from pipeline.redact import mask
 
 if TYPE_CHECKING:  # the sections' types only: engines do not import the config
@@ -80,6 +81,8 @@ CONFIRMED_SECONDS = 60  # how long an answer seen complete and stable counts as 
 REPLY_GRACE_SECONDS = 2  # a quota toast seen: how long its API reply (with the hours) may lag
 BUSY_PAUSE_SECONDS = 3  # "The chat is in progress": the wait before clicking send again
 BUSY_CLICKS = 3  # clicks that may meet "in progress" before the send counts as a transient failure
+PAGE_LOAD_SECONDS = 5  # how long a look waits for a chat's page to load the chat's JSON itself
+STREAM_LOOK_SECONDS = 0.1  # how often a wait on the sending page looks whether its stream ended
 
 
 class Steadiness:
@@ -123,6 +126,7 @@ class Observation:
     # such reads count toward the stability reads, and may come API_STABLE_SECONDS apart.
     settled: str | None = None
     dom_text: str | None = None  # the page's answer text while it says busy
+    vouched: bool = False  # complete by the page's own load and drawing: no stability reads needed
 
 
 @dataclass
@@ -186,6 +190,7 @@ class QwenEngine:
         self._turns_before: dict[str, int] = {}
         # chat id -> (turns, last answer, when): the last answer was seen complete and stable.
         self._confirmed: dict[str, tuple[int, str, float]] = {}
+        self._live: _Live | None = None  # the page of the last send, still reading its stream
 
     # -- the ChatEngine protocol -------------------------------------------------------------
 
@@ -198,16 +203,20 @@ class QwenEngine:
         """Open a new chat, choose its model and modes, send `text`, return `{base_url}/c/<id>`
         once the address shows it."""
         submit = _Submit()
-        with submit, self._page() as page:
+        with submit, self._page(keep=True) as page:
             self._open(page, self.base_url + "/")
             selectors = self._ready_to_type(page)
             apply_choice(page, selectors, choice or ChatChoice())
             turns_before = read_dom_state(page, selectors).assistant_turns
             page.locator(selectors.composer).first.fill(text)
+            PageTraffic.of(page).watch_streams()
             with self._replies(page) as replies:
                 resend = self._clicker(page, selectors, submit)
                 chat_id = self._wait_for_chat_id(page, replies, resend)
             self._turns_before[chat_id] = turns_before
+            # The page stays open, reading its stream: a `wait` that follows takes the answer
+            # from there (the next call of any other kind closes it).
+            self._keep_live(_Live(chat_id, page, selectors))
             return self.chat_url(chat_id)
 
     def check(self, chat_url: str) -> Answer | Generating:
@@ -243,20 +252,62 @@ class QwenEngine:
     def wait(self, chat_url: str, *, timeout: float, on_progress: ProgressCallback | None = None) -> Answer:
         """Stay on the chat page, re-reading it every second, until the answer is complete."""
         chat_id = self._chat_id(chat_url)
+        deadline = self._deadline(timeout)
+        live, self._live = self._live, None
+        if live is not None and live.chat_id != chat_id:
+            self._close_page(live.page)
+            live = None
+        if live is not None:
+            with self._using(live.page) as page:
+                answer = self._wait_for_stream(page, live, deadline, on_progress)
+                if answer is not None:
+                    return answer
         with self._page() as page:
             self._open(page, self.chat_url(chat_id))
             selectors = self._wait_for_app(page)
             result = self._watch(
-                page,
-                selectors,
-                chat_id,
-                deadline=self._deadline(timeout),
-                on_progress=on_progress,
-                patient=True,
+                page, selectors, chat_id, deadline=deadline, on_progress=on_progress, patient=True
             )
             if isinstance(result, Answer):
                 return result
         raise TransientError(f"timed out after {timeout:g} s waiting for the answer", code="timeout")
+
+    def _wait_for_stream(
+        self, page: Any, live: _Live, deadline: float, on_progress: ProgressCallback | None
+    ) -> Answer | None:
+        """The answer as the page that sent it receives it: the completion's stream, taken the
+        moment it ends with `finished` in the answer phase. None when the stream cannot tell (it
+        broke, ended unfinished or empty, or the browser kept no body): the chat's own page,
+        read as any later run reads it, decides then. Progress comes from the page's drawing."""
+        said, said_at = None, float("-inf")
+        while time.monotonic() < deadline:
+            failure = screen_failure(page, self.selector_sets)
+            if failure is not None:
+                raise failure
+            read = live.traffic.stream()
+            if isinstance(read, StreamRead):
+                if read.error:
+                    raise TransientError(
+                        f"the site reports an error in the answer: {read.error}", code="answer_error"
+                    )
+                if not read.finished:
+                    raise TransientError(
+                        "the answer stopped before the site marked it finished (cut short)", code="cut_short"
+                    )
+                if not read.answer.strip():
+                    return None  # an empty answer: the chat's page says what it means
+                if read.model is None:
+                    return None  # which model answered is for the chat's JSON to say
+                extra = {"source": "stream", "chat_id": live.chat_id, "ui": live.selectors.name}
+                return Answer(read.answer, self.name, model=read.model, extra=extra)
+            if read is not None:  # Unreadable
+                return None
+            progress = read_dom_state(page, live.selectors).progress()
+            if on_progress and progress != said and time.monotonic() - said_at >= self.read_interval:
+                on_progress(progress)
+                said, said_at = progress, time.monotonic()
+            page.wait_for_timeout(STREAM_LOOK_SECONDS * 1000)
+        return None
 
     def read_turns(self, chat_url: str) -> ChatTurns:
         """Every turn of the chat in order; the last is complete only when the page and the API
@@ -355,6 +406,7 @@ class QwenEngine:
         yield attach
 
     def close(self) -> None:
+        self._close_live()
         if self._owns_session:
             self.session.close()
 
@@ -385,26 +437,60 @@ class QwenEngine:
     # -- pages -------------------------------------------------------------------------------
 
     @contextmanager
-    def _page(self) -> Iterator[Any]:
-        """A fresh page for one call, always closed; Playwright failures become TransientError."""
+    def _page(self, *, keep: bool = False) -> Iterator[Any]:
+        """A fresh page for one call, closed at its end unless `keep` and the call succeeded;
+        Playwright failures become TransientError. The page left open before (a send's) is
+        closed first: one page of ours at a time."""
+        self._close_live()
+        page = None
+        with self._errors_as_engine_errors():
+            page = self.session.new_page()
+            page.set_default_timeout(self.page_timeout * 1000)
+            PageTraffic.of(page)  # note the page's own requests from its first one
+        with self._using(page, keep=keep) as used:
+            yield used
+
+    @contextmanager
+    def _using(self, page: Any, *, keep: bool = False) -> Iterator[Any]:
+        """Work on `page`: Playwright failures become TransientError; the page is closed at the
+        end, unless `keep` and the work succeeded."""
+        kept = False
+        try:
+            with self._errors_as_engine_errors():
+                yield page
+            kept = keep
+        finally:
+            if not kept:
+                self._close_page(page)
+
+    @staticmethod
+    @contextmanager
+    def _errors_as_engine_errors() -> Iterator[None]:
         from playwright.sync_api import Error as PlaywrightError
         from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-        page = None
         try:
-            page = self.session.new_page()
-            page.set_default_timeout(self.page_timeout * 1000)
-            yield page
+            yield
         except PlaywrightTimeout as err:
             raise TransientError(f"the chat page timed out: {_first_line(err)}", code="timeout") from None
         except PlaywrightError as err:
             raise TransientError(f"browser or network error: {_first_line(err)}", code="network") from None
-        finally:
-            if page is not None:
-                try:
-                    page.close()
-                except Exception:
-                    pass  # the browser went away; nothing left to close
+
+    def _close_page(self, page: Any) -> None:
+        PageTraffic.stop(page)
+        try:
+            page.close()
+        except Exception:
+            pass  # the browser went away; nothing left to close
+
+    def _keep_live(self, live: _Live) -> None:
+        self._close_live()
+        self._live = live
+
+    def _close_live(self) -> None:
+        live, self._live = self._live, None
+        if live is not None:
+            self._close_page(live.page)
 
     def _open(self, page: Any, url: str) -> None:
         page.goto(url, wait_until="domcontentloaded", timeout=self.page_timeout * 1000)
@@ -605,7 +691,7 @@ class QwenEngine:
             before = seen.dom_text if seen is not None else None
             seen = self._observe(page, selectors, chat_id, turns_before, patient=patient, dom_before=before)
             if seen.markdown is not None:
-                if reads.steady(seen.markdown):
+                if seen.vouched or reads.steady(seen.markdown):
                     return Answer(
                         seen.markdown, self.name, title=seen.title, model=seen.model, extra=seen.extra
                     )
@@ -658,7 +744,8 @@ class QwenEngine:
             # The API read waits until the page says it is done, or its answer stopped growing.
             return Observation(busy, dom_text=dom.answer_text)
         try:
-            view = parse_chat(fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=self.page_timeout))
+            body, loaded_by_page = self._chat_json(page, chat_id)
+            view = parse_chat(body)
         except (ApiUnusable, ChatShapeError) as err:
             return self._observe_dom_only(dom, selectors, busy, str(err))
         turn = view.turns[turns_before] if len(view.turns) > turns_before else None
@@ -679,9 +766,36 @@ class QwenEngine:
             # the older UI shows nothing, so there this is plain "still generating".
             return Observation(dom.progress(), stalled=bool(selectors.copy_button))
         extra = {"source": "api", "chat_id": chat_id, "ui": selectors.name}
+        if loaded_by_page:
+            extra["read"] = "page"
         return Observation(
-            "finishing", turn.answer, title=view.real_title, model=view.model, extra=extra, settled=settled
+            "finishing",
+            turn.answer,
+            title=view.real_title,
+            model=view.model,
+            extra=extra,
+            settled=settled,
+            # The page loaded this JSON itself, the site stored the answer as finished, and the
+            # page drew that turn complete: nothing more to read.
+            vouched=loaded_by_page and settled is not None,
         )
+
+    def _chat_json(self, page: Any, chat_id: str) -> tuple[dict, bool]:
+        """The chat's JSON and whether the page loaded it itself: the newest load of the page's
+        own since the last look, else a read of ours with the page's headers. A load the site
+        answered with a failure is raised as that failure (stale headers: our read instead)."""
+        traffic = PageTraffic.of(page)
+        until = self._deadline(min(self.page_timeout, PAGE_LOAD_SECONDS))
+        while not traffic.has_loaded(chat_id) and time.monotonic() < until:
+            page.wait_for_timeout(POLL_SECONDS * 500)  # a chat's page loads its JSON as it opens
+        loaded = traffic.chat_load(chat_id)
+        if loaded is not None:
+            error = classify_api_error(loaded)
+            if error is None:
+                return loaded, True
+            if error.code != "stale_headers":
+                raise error
+        return fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=self.page_timeout), False
 
     def _read_turns(self, page: Any, selectors: Selectors, chat_id: str) -> ChatTurns:
         """Look at the whole chat like `_watch` looks at one answer (impatient): a last turn that
@@ -719,7 +833,7 @@ class QwenEngine:
             raise failure
         dom = read_dom_state(page, selectors)
         try:
-            view = parse_chat(fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=self.page_timeout))
+            view = parse_chat(self._chat_json(page, chat_id)[0])
         except (ApiUnusable, ChatShapeError) as err:
             # The page alone cannot pair answers with their messages safely: no guessing.
             raise TransientError(
@@ -736,6 +850,18 @@ class QwenEngine:
         if not dom.answer_text.strip():
             return Observation(dom.progress(), stalled=bool(selectors.copy_button))
         return Observation("finishing", dom.answer_text, extra={"source": "dom", "api_problem": why})
+
+
+class _Live(NamedTuple):
+    """The page a send left open: its chat, and what it receives."""
+
+    chat_id: str
+    page: Any
+    selectors: Selectors
+
+    @property
+    def traffic(self) -> PageTraffic:
+        return PageTraffic.of(self.page)
 
 
 class _Submit:

@@ -29,13 +29,20 @@
       (c ^ (crypto.getRandomValues(new Uint8Array(1))[0] & (15 >> (c / 4)))).toString(16));
   }
 
-  async function api(path, options) {
+  function call(path, options) {
     const headers = {source: "web", "Content-Type": "application/json", version: CFG.version, "bx-v": CFG.bx_v,
       timezone: TIMEZONE, "x-request-id": requestId()};
     const token = localStorage.getItem("token");
     if (token) headers.Authorization = "Bearer " + token; // as the site's own frontend does
     const init = Object.assign({credentials: "include", headers}, options || {});
-    const res = await fetch(path, init);
+    return fetch(path, init);
+  }
+
+  async function api(path, options) {
+    return parsed(await call(path, options));
+  }
+
+  async function parsed(res) {
     const text = await res.text();
     // Some chat-gone answers are HTTP 200 whose real status is this header (the page then shows
     // an empty chat, no banner).
@@ -201,14 +208,63 @@
       chatId = made.data.id;
     }
     const previous = state.messages.length ? state.messages[state.messages.length - 1].id : null;
-    const reply = await api("/api/v2/chat/completions?chat_id=" + chatId, {method: "POST", body: JSON.stringify({
+    const res = await call("/api/v2/chat/completions?chat_id=" + chatId, {method: "POST", body: JSON.stringify({
       stream: true, incremental_output: true, chat_id: chatId, chat_mode: "normal", model: choice.model,
       chat_type: chatType(), feature_config: {thinking_enabled: choice.thinking, output_schema: "phase"},
       parent_id: previous, messages: [{role: "user", content: text, chat_type: chatType()}],
       timestamp: Math.floor(Date.now() / 1000),
     })});
+    if ((res.headers.get("content-type") || "").includes("text/event-stream")) return readStream(chatId, text, res);
+    const reply = await parsed(res);
     if (!reply.success) return handleFailure(reply);
     accepted(chatId, text, reply.data);
+    schedule(POLL_MS);
+  }
+
+  // The answer as the site streams it (docs/qwen-site.md, "Reading an answer"): the page polls
+  // nothing meanwhile. A stream that breaks before its end leaves the chat's JSON to tell.
+  async function readStream(chatId, text, res) {
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "", message = null, finished = false;
+    for (;;) {
+      let chunk;
+      try { chunk = await reader.read(); } catch (err) { break; }
+      if (chunk.done) break;
+      buffer += decoder.decode(chunk.value, {stream: true});
+      for (let cut = buffer.indexOf("\n\n"); cut >= 0; cut = buffer.indexOf("\n\n")) {
+        const event = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        for (const line of event.split("\n")) {
+          if (!line.startsWith("data:")) continue;
+          let data;
+          try { data = JSON.parse(line.slice(5)); } catch (err) { continue; }
+          if (data["response.created"]) {
+            const made = data["response.created"];
+            accepted(chatId, text, {parent_id: made.parent_id, message_id: made.response_id});
+            message = state.messages[state.messages.length - 1];
+            message.hasThinking = false;
+          } else if (data.error && message) {
+            message.error = data.error;
+          } else if (data.choices && message) {
+            const change = (data.choices[0] || {}).delta || {};
+            if (change.phase === "answer") {
+              message.answerStarted = message.thinkingDone = true;
+              message.answer += change.content || "";
+              if (change.status === "finished") { message.answerStatus = "finished"; finished = true; }
+            } else {
+              message.hasThinking = true;
+              message.thinking += change.content || "";
+              if (change.status === "finished") message.thinkingDone = true;
+            }
+          }
+        }
+      }
+      if (!state.dead) render();
+    }
+    if (state.dead) return;
+    if (!message || (!finished && !message.error)) return schedule(POLL_MS);
+    setTimeout(() => { if (!state.dead) { render(); loadChatList(); } }, SETTLE_MS + 50);
   }
 
   function accepted(chatId, text, data) {
@@ -222,7 +278,6 @@
     if (location.pathname !== target) {
       setTimeout(() => { if (!state.dead) history.pushState({}, "", target); }, CFG.url_delay * 1000);
     }
-    schedule(POLL_MS);
   }
 
   async function stop() {

@@ -1,0 +1,221 @@
+"""What the page itself receives (docs/qwen-site.md, "Reading an answer"): the completion's
+event stream while the page that sent stays open, and the chat JSON a chat's page loads.
+
+The site's frontend reads its answer from the stream of its own `POST /api/v2/chat/completions`
+and loads `GET /api/v2/chats/<id>` when a chat's page opens. Taking those as the page receives
+them asks the site for nothing the frontend would not ask. `PageTraffic` notes the page's own
+requests as Playwright reports them (its event handlers only note; the bodies are read later,
+outside the event dispatch), and hands over what they carried.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import weakref
+from typing import Any, NamedTuple
+
+from pipeline.engines.qwen.headers import is_ours
+
+COMPLETIONS_PATH = "/api/v2/chat/completions"
+CHAT_JSON_PATH = re.compile(r"/api/v2/chats/([a-f0-9-]{20,})(?:\?|$)")
+
+
+class StreamRead(NamedTuple):
+    """One completion's stream, read to its end."""
+
+    answer: str  # the raw markdown of the "answer" phase
+    finished: bool  # a `status: "finished"` in phase "answer" came
+    error: str | None  # an error frame, in words
+    model: str | None  # the model the site named, when a frame names one
+    chat_id: str | None
+    thinking: str = ""
+
+
+def parse_stream(text: str) -> StreamRead:
+    """The frames of an SSE body (`data: {...}` lines), as one StreamRead. Frames that are not
+    JSON (keep-alives, `[DONE]`) are skipped; a `finished` outside the answer phase ends only the
+    thinking."""
+    answer: list[str] = []
+    thinking: list[str] = []
+    finished, error, model, chat_id = False, None, None, None
+    for line in text.splitlines():
+        if not line.startswith("data:"):
+            continue
+        try:
+            data = json.loads(line[5:])
+        except ValueError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        created = data.get("response.created")
+        if isinstance(created, dict):
+            model = created.get("model") or model
+            chat_id = created.get("chat_id") or chat_id
+        if data.get("error"):
+            error = _words(data["error"])
+        if isinstance(data.get("model"), str):
+            model = data["model"]
+        for choice in data.get("choices") or []:
+            change = choice.get("delta") if isinstance(choice, dict) else None
+            if not isinstance(change, dict):
+                continue
+            content = change.get("content")
+            if change.get("phase") == "answer":
+                answer.append(content if isinstance(content, str) else "")
+                finished = finished or change.get("status") == "finished"
+            elif isinstance(content, str):
+                thinking.append(content)
+    return StreamRead("".join(answer), finished, error, model, chat_id, "".join(thinking))
+
+
+def _words(error: Any) -> str:
+    if isinstance(error, dict):
+        return str(error.get("details") or error.get("message") or error.get("code") or error)
+    return str(error)
+
+
+class Unreadable(NamedTuple):
+    """The page's stream cannot be had here (the browser does not hand it over)."""
+
+    why: str
+
+
+class PageTraffic:
+    """The page's own completion streams and chat loads (never qwenpipe's own reads).
+
+    Chat loads come from Playwright's request events. A stream does not: a page that reads its
+    response incrementally (as the frontend does) leaves the browser no body to hand over, and
+    the request is even reported as aborted at its end. `watch_streams` therefore asks the
+    browser over the DevTools protocol to stream the completion's bytes to us as they arrive
+    (`Network.streamResourceContent`), exactly as the page receives them.
+    """
+
+    _watching: weakref.WeakKeyDictionary[Any, PageTraffic] = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def of(cls, page: Any) -> PageTraffic:
+        """The PageTraffic of `page`, started now if it had none (it notes requests from then on)."""
+        traffic = cls._watching.get(page)
+        if traffic is None:
+            traffic = cls._watching[page] = cls(page)
+        return traffic
+
+    @classmethod
+    def stop(cls, page: Any) -> None:
+        traffic = cls._watching.pop(page, None)
+        if traffic is not None:
+            traffic.close()
+
+    def __init__(self, page: Any):
+        self._page = page
+        self._chat_loads: list[Any] = []  # finished GETs of a chat's JSON, oldest first
+        self._loaded: set[str] = set()  # the chats the page has loaded at least once
+        self._cdp: Any = None
+        self._streams: dict[str, list[bytes]] = {}  # request id -> the bytes so far
+        self._ended: dict[str, str | None] = {}  # request id -> None (finished) or why it failed
+        self._order: list[str] = []  # stream request ids, oldest first
+        self._no_streams: str | None = None  # why streams cannot be watched
+        page.on("requestfinished", self._finished)
+
+    def watch_streams(self) -> None:
+        """From now on, keep the bytes of every completion stream the page receives."""
+        if self._cdp is not None or self._no_streams is not None:
+            return
+        try:
+            cdp = self._page.context.new_cdp_session(self._page)
+            cdp.send("Network.enable")
+        except Exception as err:  # not Chromium, or the page went away
+            self._no_streams = f"the browser cannot hand over the page's stream ({_first(err)})"
+            return
+        cdp.on("Network.responseReceived", self._response)
+        cdp.on("Network.dataReceived", self._data)
+        cdp.on("Network.loadingFinished", lambda event: self._end(event, None))
+        cdp.on("Network.loadingFailed", lambda event: self._end(event, event.get("errorText") or "failed"))
+        self._cdp = cdp
+
+    def _response(self, event: dict) -> None:
+        response = event.get("response") or {}
+        kind = str(response.get("mimeType") or "") + str(
+            (response.get("headers") or {}).get("content-type", "")
+        )
+        if COMPLETIONS_PATH not in str(response.get("url", "")) or "event-stream" not in kind:
+            return
+        request_id = event["requestId"]
+        try:  # what arrived before this moment, then every chunk as a dataReceived event
+            buffered = self._cdp.send("Network.streamResourceContent", {"requestId": request_id})
+        except Exception as err:
+            self._no_streams = f"the browser did not stream the page's completion ({_first(err)})"
+            return
+        self._streams[request_id] = [base64.b64decode(buffered.get("bufferedData") or "")]
+        self._order.append(request_id)
+
+    def _data(self, event: dict) -> None:
+        chunks = self._streams.get(event.get("requestId"))
+        if chunks is not None and event.get("data"):
+            chunks.append(base64.b64decode(event["data"]))
+
+    def _end(self, event: dict, why: str | None) -> None:
+        if event.get("requestId") in self._streams:
+            self._ended[event["requestId"]] = why
+
+    def _finished(self, request: Any) -> None:
+        # Inside Playwright's event dispatch: note the request, read its body later.
+        try:
+            found = CHAT_JSON_PATH.search(request.url) if request.method == "GET" else None
+            if found and not is_ours(request.headers):
+                self._chat_loads.append(request)
+                self._loaded.add(found.group(1))
+        except Exception:
+            pass  # a request of a page being closed
+
+    def stream(self) -> StreamRead | Unreadable | None:
+        """The page's last completion stream once it finished its answer or ended, or None while
+        it runs (or none has started). Unreadable when streams cannot be watched here."""
+        if not self._order:
+            return Unreadable(self._no_streams) if self._no_streams else None
+        request_id = self._order[-1]
+        read = parse_stream(b"".join(self._streams[request_id]).decode("utf-8", errors="replace"))
+        if read.finished or read.error or request_id in self._ended:
+            return read  # an end without `finished` is an answer cut short: the caller says so
+        return None
+
+    def has_loaded(self, chat_id: str) -> bool:
+        """Whether the page has loaded this chat's JSON itself at least once."""
+        return chat_id in self._loaded
+
+    def chat_load(self, chat_id: str) -> dict | None:
+        """The newest chat JSON of `chat_id` the page loaded itself since the last call (then
+        handed over once), or None."""
+        while self._chat_loads:
+            request = self._chat_loads.pop()
+            match = CHAT_JSON_PATH.search(request.url)
+            if not match or match.group(1) != chat_id:
+                continue
+            self._chat_loads.clear()  # older loads are older news
+            try:
+                response = request.response()
+                if response is None or response.headers.get("x-actual-status-code") == "404":
+                    return None
+                body = response.json()
+            except Exception:
+                return None
+            return body if isinstance(body, dict) else None
+        return None
+
+    def close(self) -> None:
+        try:
+            self._page.remove_listener("requestfinished", self._finished)
+        except Exception:
+            pass
+        if self._cdp is not None:
+            try:
+                self._cdp.detach()
+            except Exception:
+                pass  # the page is gone, and its session with it
+            self._cdp = None
+
+
+def _first(err: BaseException) -> str:
+    return (str(err).splitlines() or [type(err).__name__])[0][:120]
