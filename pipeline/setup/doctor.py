@@ -434,7 +434,8 @@ def _check_chat_page(
         page.goto(base_url + "/", wait_until="domcontentloaded")
         logged_in = check_login(report, page, base_url, timeout, name=name, login=login_command(account))
         if logged_in and selector_sets and not any(c.name == "page" for c in report.checks):
-            check_selectors(report, page, selector_sets, timeout, needs=choice_needs(config))
+            selectors = check_selectors(report, page, selector_sets, timeout, needs=choice_needs(config))
+            check_choices(report, page, selectors, config)
         return logged_in
     except (EngineError, PlaywrightError, UsageProblem) as err:  # UsageProblem: no screen, no Xvfb
         what = mask(str(getattr(err, "message", "") or err)).strip().splitlines()[0][:200]
@@ -531,9 +532,10 @@ def choice_needs(config: Config) -> set[str]:
 
 def check_selectors(
     report: Report, page: Any, selector_sets: tuple, timeout: float, *, needs: set[str] = frozenset()
-) -> None:
+) -> Any:
     """Which UI generation the page is, then every selector of it by name. `needs`: the controls
-    of CHOICE_CONTROLS the config needs (missing: a failure; else only a note)."""
+    of CHOICE_CONTROLS the config needs (missing: a failure; else only a note). Returns the
+    selector set checked."""
     from ..engines.qwen.page import detect_ui, present
     from ..engines.qwen.selectors import BUILT_IN
 
@@ -587,6 +589,29 @@ def check_selectors(
             report.add(label, SKIP, f"{css}: not on this page (never clicked)", selector=css)
         else:
             report.add(label, SKIP, f"{css}: {WHEN_ANSWERING}", selector=css)
+    return selectors
+
+
+def check_choices(report: Report, page: Any, selectors: Any, config: Config) -> None:
+    """config.toml's qwen.model, qwen.thinking and qwen.web_search set on the new-chat page, as a
+    send sets them (nothing is typed or sent): what the page cannot do fails here, named."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    from ..engines.base import ChatChoice, EngineError
+    from ..engines.qwen.choices import apply_choice
+
+    choice = ChatChoice.of(config.qwen)
+    if choice == ChatChoice():
+        return
+    asked = f"qwen.model = {choice.model!r}, qwen.thinking = {choice.thinking!r}, qwen.web_search = "
+    asked += "true" if choice.web_search else "false"
+    try:
+        apply_choice(page, selectors, choice)
+    except (EngineError, PlaywrightError) as err:
+        detail = mask(str(err)).strip().splitlines()[0][:300]
+        report.add("page choices", FAIL, detail, "change that setting or [qwen.selectors]")
+        return
+    report.add("page choices", OK, f"{asked}: set on the new-chat page")
 
 
 def _missing_control(report: Report, selectors: Any, name: str, found: dict, needed: bool) -> None:

@@ -94,6 +94,20 @@ def test_doctor_passes_and_names_each_control_of_the_page(sim, tmp_path):
     assert '[aria-label="New Chat"]: found' in found["new_chat"]
     assert found["chat_item"].lstrip().startswith("OK")  # the chat sent above
     assert "checked when its list is open" in found["thinking_option"]
+    choices = next(line for line in out.splitlines() if "page choices" in line)
+    assert choices.lstrip().startswith("OK") and "qwen.thinking = 'off'" in choices
+
+
+def test_doctor_fails_web_search_on_a_page_whose_menu_has_none(sim, tmp_path):
+    project = make_project(tmp_path, sim, router=False, extra="web_search = true\n")
+    sends = len(sim.sends())
+
+    result = qwenpipe("doctor", cwd=project)
+
+    assert result.returncode == 1, result.stdout
+    line = next(x for x in result.stdout.splitlines() if "page choices" in x)
+    assert line.lstrip().startswith("FAIL") and "has no 'Web Search' item" in line
+    assert "'Deep Research'" in line and len(sim.sends()) == sends
 
 
 def test_doctor_fails_a_thinking_setting_the_page_has_no_control_for(sim, tmp_path):
