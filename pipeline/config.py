@@ -211,7 +211,12 @@ class Qwen(Section):
     )
     selectors: dict[str, str] = key(dict, {}, _string_table, "CSS selectors that replace the built-in ones")
     model: str = key(str, "", None, 'as the site\'s model picker names it, e.g. "Qwen3.7-Max"; "" = default')
-    thinking: str = key(str, "auto", _one_of("auto", "on", "off"), '"on"/"off" sets the thinking toggle')
+    thinking: str = key(
+        str,
+        "auto",
+        _one_of("auto", "on", "off"),
+        '"on"/"off": Thinking/Fast in the thinking select (or the older toggle); "auto": Auto',
+    )
     web_search: bool = key(bool, False, None, "turn the site's web search on for each new chat")
 
 

@@ -70,7 +70,7 @@ class ChatChoice:
     qwen.thinking, qwen.web_search; a prompt's front matter `[qwen]` overrides them)."""
 
     model: str = ""  # as the site's model picker names it ("Qwen3.7-Max"); "" = the site's default
-    thinking: str = "auto"  # "auto" leaves the site's toggle as it is
+    thinking: str = "auto"  # "auto": the site decides (Auto in its thinking select; a toggle stays)
     web_search: bool = False
 
     @classmethod

@@ -38,9 +38,23 @@ from .login import account_browser, describe_expiry, login_command, state_key, s
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 EXPIRY_WARN_SECONDS = 2 * 86400
 SCHEMA_VERSION = 1
-# Selectors a new-chat page must show; the others exist only while or after an answer runs.
+# Selectors a new-chat page must show; the others exist only while or after an answer runs,
+# or are on the new-chat page as the controls below.
 ON_NEW_CHAT = ("composer", "send_button")
 WHEN_ANSWERING = "checked when an answer runs"
+# Controls of the new-chat page used only for some settings (what needs each), with the other
+# control that does the same job on another generation of the page.
+CHOICE_CONTROLS = {
+    "model_picker": "qwen.model",
+    "thinking_select": 'qwen.thinking = "on" or "off"',
+    "thinking_toggle": 'qwen.thinking = "on" or "off"',
+    "mode_menu": "qwen.web_search = true",
+}
+ALTERNATIVE = {"thinking_select": "thinking_toggle", "thinking_toggle": "thinking_select"}
+# Drawn only while a list is open (chat_item: once the account has chats).
+IN_A_LIST = ("model_option", "thinking_option", "mode_item", "chat_item")
+# The logged-in page's sidebar: never clicked, a sign that the page is the app.
+SIDEBAR = ("new_chat", "user_menu")
 
 
 @dataclass
@@ -420,7 +434,8 @@ def _check_chat_page(
         page.goto(base_url + "/", wait_until="domcontentloaded")
         logged_in = check_login(report, page, base_url, timeout, name=name, login=login_command(account))
         if logged_in and selector_sets and not any(c.name == "page" for c in report.checks):
-            check_selectors(report, page, selector_sets, timeout)
+            selectors = check_selectors(report, page, selector_sets, timeout, needs=choice_needs(config))
+            check_choices(report, page, selectors, config)
         return logged_in
     except (EngineError, PlaywrightError, UsageProblem) as err:  # UsageProblem: no screen, no Xvfb
         what = mask(str(getattr(err, "message", "") or err)).strip().splitlines()[0][:200]
@@ -506,8 +521,21 @@ def _screen_problem(page: Any) -> str | None:
     return str(failure)
 
 
-def check_selectors(report: Report, page: Any, selector_sets: tuple, timeout: float) -> None:
-    """Which UI generation the page is, then every selector of it by name."""
+def choice_needs(config: Config) -> set[str]:
+    """The controls of CHOICE_CONTROLS that config.toml's [qwen] settings need."""
+    qwen = config.qwen
+    needs = {"model_picker"} if qwen.model else set()
+    if qwen.thinking != "auto":
+        needs |= {"thinking_select", "thinking_toggle"}
+    return needs | ({"mode_menu"} if qwen.web_search else set())
+
+
+def check_selectors(
+    report: Report, page: Any, selector_sets: tuple, timeout: float, *, needs: set[str] = frozenset()
+) -> Any:
+    """Which UI generation the page is, then every selector of it by name. `needs`: the controls
+    of CHOICE_CONTROLS the config needs (missing: a failure; else only a note). Returns the
+    selector set checked."""
     from ..engines.qwen.page import detect_ui, present
     from ..engines.qwen.selectors import BUILT_IN
 
@@ -551,9 +579,63 @@ def check_selectors(report: Report, page: Any, selector_sets: tuple, timeout: fl
                 "" if found[name] else fix,
                 selector=css,
             )
+        elif found[name]:
+            report.add(label, OK, f"{css}: found", selector=css)
+        elif name in CHOICE_CONTROLS:
+            _missing_control(report, selectors, name, found, name in needs)
+        elif name in IN_A_LIST:
+            report.add(label, SKIP, f"{css}: checked when its list is open", selector=css)
+        elif name in SIDEBAR:
+            report.add(label, SKIP, f"{css}: not on this page (never clicked)", selector=css)
         else:
-            detail = f"{css}: found" if found[name] else f"{css}: {WHEN_ANSWERING}"
-            report.add(label, OK if found[name] else SKIP, detail, selector=css)
+            report.add(label, SKIP, f"{css}: {WHEN_ANSWERING}", selector=css)
+    return selectors
+
+
+def check_choices(report: Report, page: Any, selectors: Any, config: Config) -> None:
+    """config.toml's qwen.model, qwen.thinking and qwen.web_search set on the new-chat page, as a
+    send sets them (nothing is typed or sent): what the page cannot do fails here, named."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    from ..engines.base import ChatChoice, EngineError
+    from ..engines.qwen.choices import apply_choice
+
+    choice = ChatChoice.of(config.qwen)
+    if choice == ChatChoice():
+        return
+    asked = f"qwen.model = {choice.model!r}, qwen.thinking = {choice.thinking!r}, qwen.web_search = "
+    asked += "true" if choice.web_search else "false"
+    try:
+        apply_choice(page, selectors, choice)
+    except (EngineError, PlaywrightError) as err:
+        detail = mask(str(err)).strip().splitlines()[0][:300]
+        report.add("page choices", FAIL, detail, "change that setting or [qwen.selectors]")
+        return
+    report.add("page choices", OK, f"{asked}: set on the new-chat page")
+
+
+def _missing_control(report: Report, selectors: Any, name: str, found: dict, needed: bool) -> None:
+    """A control of CHOICE_CONTROLS the new-chat page does not show: nothing when the page has
+    the other control for the job, a note when the config does not need it, else a failure."""
+    css, other = getattr(selectors, name), ALTERNATIVE.get(name, "")
+    if other and found.get(other):
+        detail = f"{css}: not on this page, which has the {other.replace('_', ' ')} instead"
+        report.add(f"selector {name}", SKIP, detail, selector=css)
+    elif not needed:
+        detail = f"{css}: not on this page (needed only for {CHOICE_CONTROLS[name]})"
+        report.add(f"selector {name}", SKIP, detail, selector=css)
+    else:
+        fix = (
+            f"set qwen.selectors.{name} in config.toml to the element's CSS selector, "
+            f"or drop {CHOICE_CONTROLS[name]} from config.toml"
+        )
+        report.add(
+            f"selector {name}",
+            FAIL,
+            f"{css}: MISSING, and config.toml sets {CHOICE_CONTROLS[name]}",
+            fix,
+            selector=css,
+        )
 
 
 def _skip_selectors(report: Report, why: str) -> None:

@@ -51,7 +51,12 @@ BAD_CHAT_READS = ("error", "shape")
 # "late-2026": the current UI as public clients saw it late in 2026: the send button (no
 # send-button class) inside .message-input-right-button-send, a stop button known only by its
 # aria-label "Stop", the copy button in a footer hidden until the turn is hovered.
-UIS = ("current", "legacy", "late-2026")
+# "live-2026-08": the page as captured live on 2026-08-09 (docs/qwen-site.md): the late-2026
+# buttons known by aria-label "Send" / "Stop", an Ant Design select for thinking (Auto / Thinking
+# / Fast) instead of the toggle, a "+" mode menu without web search, a sidebar with
+# [aria-label="New Chat"], a "Search Chats" box, a.chat-item-drag-link items and the user menu.
+UIS = ("current", "legacy", "late-2026", "live-2026-08")
+DEFAULT_UI = "live-2026-08"  # the page as its author last saw it live
 # The model picker's models: (the id the chat's JSON names, the name the picker shows).
 MODELS = (
     ("qwen3.7-plus", "Qwen3.7-Plus"),
@@ -118,7 +123,7 @@ class Settings:
     thinking_seconds: float = 0.5
     url_delay: float = 0.3
     toast_seconds: float = 10.0  # how long an error toast stays on the page
-    ui: str = "current"
+    ui: str = DEFAULT_UI
     require_login: bool = False
     # API calls without `Authorization: Bearer <valid token>` are refused (Unauthorized).
     require_auth_header: bool = False

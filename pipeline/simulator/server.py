@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from pipeline.simulator import answers, api, pages
-from pipeline.simulator.chats import CONTENT_SCENARIOS, SCENARIOS, ChatStore, Settings
+from pipeline.simulator.chats import CONTENT_SCENARIOS, DEFAULT_UI, SCENARIOS, ChatStore, Settings
 
 APP_PATH = re.compile(r"^/(c/[^/]+)?$")
 SETTING_KEYS = {
@@ -60,7 +60,7 @@ class Simulator:
         answer_seconds: float = 2.0,
         thinking_seconds: float = 0.5,
         url_delay: float = 0.3,
-        ui: str = "current",
+        ui: str = DEFAULT_UI,
         ledger_path=None,
         require_login: bool = False,
         token_hours: float = 168.0,

@@ -69,6 +69,7 @@ def test_api_reads_carry_the_saved_token_as_a_bearer_header(sim, tmp_path):
 
 
 def test_model_and_modes_come_from_config_and_the_prompt_front_matter(sim, tmp_path):
+    sim.set(ui="current")  # the page with the thinking toggle and a "Web Search" mode
     project = make_project(tmp_path, sim, router=False, extra='model = "Qwen3.6-Plus"\n')
     plain = prompt(project, "plain", "Write an article about the default choices.")
     chosen_body = "Write an article about a chosen model."

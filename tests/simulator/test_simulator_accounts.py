@@ -246,9 +246,11 @@ def test_in_a_browser_each_context_is_its_account_and_another_accounts_chat_show
             page_a = browser.new_context(storage_state=sim.login_state("a")).new_page()
             page_a.goto(sim.base_url + "/")
             page_a.fill("textarea.message-input-textarea", PROMPT)
-            page_a.click("button.send-button")
+            page_a.click('button[aria-label="Send"]')
             page_a.wait_for_url("**/c/*", timeout=5000)
-            page_a.wait_for_selector(".qwen-chat-message-assistant .copy-response-button", timeout=10000)
+            page_a.wait_for_selector(
+                ".qwen-chat-message-assistant .copy-response-button", state="attached", timeout=10000
+            )
 
             page_b = browser.new_context(storage_state=sim.login_state("b")).new_page()
             page_b.goto(page_a.url)

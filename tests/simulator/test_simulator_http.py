@@ -395,7 +395,7 @@ def test_config_over_http_and_set(sim):
 
 def test_pages_and_static(sim):
     status, _, page = raw(sim, "GET", "/")
-    assert status == 200 and '"ui": "current"' in page and "/static/app.js" in page
+    assert status == 200 and '"ui": "live-2026-08"' in page and "/static/app.js" in page
     sim.set(ui="legacy", url_delay=1.5)
     assert '"ui": "legacy", "url_delay": 1.5' in raw(sim, "GET", "/c/local")[2]
     # The page's settling time is chats.PAGE_SETTLE, handed to app.js (its one definition).
@@ -438,13 +438,15 @@ def test_browser_current_ui_smoke():
             page = browser.new_page()
             page.goto(sim.base_url + "/")
             page.fill("textarea.message-input-textarea", PROMPT)
-            page.click("button.send-button")
+            page.click('button[aria-label="Send"]')
             page.wait_for_url("**/c/*", timeout=5000)
             chat_id = urlsplit(page.url).path.split("/")[-1]
             assert chat_id in sim.chat_ids()
-            page.wait_for_selector("button.stop-button", state="visible", timeout=3000)
-            page.wait_for_selector(".qwen-chat-message-assistant .copy-response-button", timeout=10000)
-            assert not page.is_visible("button.stop-button")
+            page.wait_for_selector('[aria-label="Stop"]', state="visible", timeout=3000)
+            page.wait_for_selector(
+                ".qwen-chat-message-assistant .copy-response-button", state="attached", timeout=10000
+            )
+            assert not page.is_visible('[aria-label="Stop"]')
             html = page.inner_html(".qwen-chat-message-assistant .phase-answer .qwen-markdown")
             assert "<h1>" in html and "<li>" in html and "<pre>" in html
             assert [e["prompt"] for e in sim.sends()] == [PROMPT]

@@ -1,5 +1,6 @@
 """Choosing how a new chat answers, through the page, before its first send: the model picker,
-the thinking toggle and the mode menu's web search (docs/qwen-site.md, "The page").
+the thinking select (or, on older pages, the thinking toggle) and the mode menu's web search
+(docs/qwen-site.md).
 
 Only these controls are clicked, never the send button, and each choice is read back from the
 page once made. What the page cannot do is a HardError raised before anything is sent, so the
@@ -12,7 +13,7 @@ import time
 from typing import Any
 
 from pipeline.engines.base import ChatChoice, HardError, same_model
-from pipeline.engines.qwen.selectors import WEB_SEARCH_LABEL, Selectors
+from pipeline.engines.qwen.selectors import THINKING_OPTIONS, WEB_SEARCH_LABEL, Selectors
 
 OPEN_SECONDS = 5.0  # how long an opened list may take to draw, and a choice to show
 PAUSE_MS = 100
@@ -22,13 +23,26 @@ _IS_ON_JS = """(el) =>
   ['aria-pressed', 'aria-checked', 'aria-selected'].some((a) => el.getAttribute(a) === 'true')
   || Array.from(el.classList).some((c) => /(^|-)(active|selected|checked)$/.test(c))"""
 
+# What a select shows as chosen: an Ant Design select draws it beside its combobox input (which
+# itself stays empty); another select shows it as its value or its own text.
+_SELECTED_JS = """(el) => {
+  const box = el.closest('.ant-select');
+  const item = box && box.querySelector('.ant-select-selection-item');
+  if (item) return item.getAttribute('title') || item.textContent || '';
+  return el.value || el.textContent || '';
+}"""
+# Where a select opens: an Ant Design select opens on a press of its box, which covers the input.
+_OPENER = (
+    "xpath=ancestor-or-self::*"
+    "[contains(concat(' ', normalize-space(@class), ' '), ' ant-select-selector ')][1]"
+)
+
 
 def apply_choice(page: Any, selectors: Selectors, choice: ChatChoice) -> None:
     """Set the page up as `choice` asks; raise HardError when it cannot be done."""
     if choice.model:
         choose_model(page, selectors, choice.model)
-    if choice.thinking != "auto":
-        set_thinking(page, selectors, choice.thinking == "on")
+    set_thinking(page, selectors, choice.thinking)
     if choice.web_search:
         # Only ever turned on: a new chat starts without it, and reading a mode menu's state is
         # a guess that must not stand between the default setup and every send.
@@ -70,17 +84,59 @@ def choose_model(page: Any, selectors: Selectors, wanted: str) -> None:
         )
 
 
-def set_thinking(page: Any, selectors: Selectors, on: bool) -> None:
-    """Turn the thinking toggle on or off."""
-    wanted = "on" if on else "off"
-    toggle = _needed(
-        page, selectors, "thinking_toggle", f"qwen.thinking = {wanted!r}", 'qwen.thinking = "auto"'
-    )
+def set_thinking(page: Any, selectors: Selectors, thinking: str) -> None:
+    """Set qwen.thinking ("auto" | "on" | "off") through the thinking select, or the older toggle.
+
+    "auto" leaves the choice to the site: the select's "Auto" when the page has a select that
+    shows another option (and offers "Auto"); nothing on a page with a toggle or without either.
+    """
+    select = _control(page, selectors.thinking_select)
+    if select is not None:
+        choose_thinking_option(page, selectors, select, thinking)
+        return
+    if thinking == "auto":
+        return
+    on = thinking == "on"
+    setting = f"qwen.thinking = {thinking!r}"
+    names = ("thinking_select", "thinking_toggle")
+    toggle = _needed(page, selectors, names, setting, 'qwen.thinking = "auto"')
     if _is_on(toggle) == on:
         return
     toggle.click()
     if not _shows(lambda: _is_on(toggle) == on):
-        raise HardError(f"the thinking toggle did not turn {wanted}: not sending", code="thinking_not_set")
+        raise HardError(f"the thinking toggle did not turn {thinking}: not sending", code="thinking_not_set")
+
+
+def choose_thinking_option(page: Any, selectors: Selectors, select: Any, thinking: str) -> None:
+    """Pick THINKING_OPTIONS[thinking] in the thinking select, unless it is already chosen."""
+    wanted = THINKING_OPTIONS[thinking]
+
+    def chosen() -> str:
+        return _first_line(select.evaluate(_SELECTED_JS))
+
+    if _same_label(wanted, chosen()):
+        return
+    opener = select.locator(_OPENER)
+    (opener.first if opener.count() else select).click()
+    options = page.locator(selectors.thinking_option) if selectors.thinking_option else None
+    names = _listed(options) if options is not None else []
+    found = next((i for i, name in enumerate(names) if _same_label(wanted, name)), None)
+    if found is None:
+        page.keyboard.press("Escape")
+        if thinking == "auto":  # the site's own default, whatever it is called
+            return
+        offered = ", ".join(repr(n) for n in names if n) or "no options"
+        raise HardError(
+            f"qwen.thinking = {thinking!r}: the thinking select has no {wanted!r} option "
+            f"(it shows {offered}); set qwen.thinking to another value, or qwen.selectors.thinking_option",
+            code="thinking_not_offered",
+        )
+    options.nth(found).click()
+    if not _shows(lambda: _same_label(wanted, chosen())):
+        raise HardError(
+            f"the thinking select still shows {chosen()!r} after choosing {wanted!r}: not sending",
+            code="thinking_not_set",
+        )
 
 
 def set_web_search(page: Any, selectors: Selectors, on: bool) -> None:
@@ -98,7 +154,8 @@ def set_web_search(page: Any, selectors: Selectors, on: bool) -> None:
         shown = ", ".join(repr(label) for label in labels if label) or "nothing"
         raise HardError(
             f"qwen.web_search = {'true' if on else 'false'}: the mode menu has no "
-            f"{WEB_SEARCH_LABEL!r} item (it shows {shown})",
+            f"{WEB_SEARCH_LABEL!r} item (it shows {shown}); set qwen.web_search = false, in "
+            "config.toml or the prompt's [qwen] table",
             code="no_web_search",
         )
     items.nth(found).click()
@@ -109,17 +166,23 @@ def set_web_search(page: Any, selectors: Selectors, on: bool) -> None:
         )
 
 
-def _needed(page: Any, selectors: Selectors, name: str, setting: str, instead: str, code: str = "") -> Any:
-    """The control the `name` selector finds, which `setting` needs; HardError (`code`, by
-    default no_NAME) naming the selector to set, or the setting to use `instead`, when none."""
-    control = _control(page, getattr(selectors, name))
-    if control is None:
-        raise HardError(
-            f"{setting}: the chat page shows no {name.replace('_', ' ')} ({_which(selectors, name)}); "
-            f"set qwen.selectors.{name}, or {instead}",
-            code=code or f"no_{name}",
-        )
-    return control
+def _needed(
+    page: Any, selectors: Selectors, names: str | tuple[str, ...], setting: str, instead: str, code: str = ""
+) -> Any:
+    """The control the first of the `names` selectors finds, which `setting` needs; HardError
+    (`code`, by default no_NAME of the last name) naming the selectors to set, or the setting to
+    use `instead`, when none finds one."""
+    names = (names,) if isinstance(names, str) else names
+    for name in names:
+        control = _control(page, getattr(selectors, name))
+        if control is not None:
+            return control
+    shown = " nor ".join(f"{name.replace('_', ' ')} ({_which(selectors, name)})" for name in names)
+    keys = " or ".join(f"qwen.selectors.{name}" for name in names)
+    raise HardError(
+        f"{setting}: the chat page shows no {shown}; set {keys}, or {instead}",
+        code=code or f"no_{names[-1]}",
+    )
 
 
 def _control(page: Any, css: str) -> Any | None:
@@ -153,6 +216,10 @@ def _shows(ready: Any) -> bool:
 
 def _is_on(toggle: Any) -> bool:
     return bool(toggle.evaluate(_IS_ON_JS))
+
+
+def _same_label(wanted: str, shown: str) -> bool:
+    return " ".join(wanted.lower().split()) == " ".join(shown.lower().split())
 
 
 def _names_web_search(text: str) -> bool:

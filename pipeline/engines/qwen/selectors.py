@@ -1,8 +1,10 @@
 """The one place that knows what chat.qwen.ai looks like: selectors and failure texts.
 
-Two generations of the UI are seen in public code (docs/qwen-site.md, "The page"); the driver
-tries the built-in sets in order and uses the first whose composer is on the page. The site
-changes often, so config.toml can replace any selector by name (`[qwen.selectors]`).
+Two generations of the UI are seen in public code (docs/qwen-site.md); the driver tries the
+built-in sets in order and uses the first whose composer is on the page. Within the current
+generation each selector leads with the page as captured live on 2026-08-09 and keeps the older
+shapes as fallbacks (a CSS list: whichever is on the page matches). The site changes often, so
+config.toml can replace any selector by name (`[qwen.selectors]`).
 
 An empty selector means "this UI has no such element": the completion rule that needs it is
 skipped rather than failing (the legacy UI has no stop or copy button).
@@ -32,14 +34,22 @@ class Selectors:
     thinking: str
     copy_button: str
     login: str = ".login-container"
-    # Chosen before the first send (qwen.model, qwen.thinking, qwen.web_search). The thinking
-    # toggle and the mode menu's web search item were not seen in public code: override them.
+    # Chosen before the first send (qwen.model, qwen.thinking, qwen.web_search).
     model_picker: str = ""  # clicked to open the model list
     model_label: str = ""  # inside model_picker: names the chosen model ("" = the picker's text)
     model_option: str = ""  # one model of the open list; its first line is the model's name
+    # The live page's thinking control: a select (Auto / Thinking / Fast) whose box names the
+    # chosen option; the driver tries it first and falls back to the older toggle button.
+    thinking_select: str = ""
+    thinking_option: str = ""  # one option of the open select; its first line is the option's name
     thinking_toggle: str = ""  # on when aria-pressed/aria-checked is "true" or it has class "active"
     mode_menu: str = ""  # opens the mode list (web search, deep research...); names the chosen mode
     mode_item: str = ""  # one mode of the open list ("Web Search", ...)
+    # The sidebar of a logged-in page: never clicked, only checked by `doctor` (they tell the app
+    # from a page that merely has a text box).
+    new_chat: str = ""
+    chat_item: str = ""  # one chat of the list (none on an account without chats)
+    user_menu: str = ""
 
     def named(self) -> dict[str, str]:
         """Every selector by name (what `doctor` reports one by one)."""
@@ -55,10 +65,14 @@ class Selectors:
 CURRENT = Selectors(
     name="current",
     composer="textarea.message-input-textarea",
-    # Late 2026: the send button may sit inside .message-input-right-button-send (where the stop
-    # button replaces it while generating), and the stop button may be known only by its label.
-    send_button='button.send-button, .message-input-right-button-send button:not([aria-label="Stop"])',
-    stop_button='button.stop-button, [aria-label="Stop"]',
+    # Live (2026-08-09): the send and stop buttons are known by their aria-label. Late 2026 as
+    # public clients saw it: the send button may sit inside .message-input-right-button-send
+    # (where the stop button replaces it while generating). Earlier: their own classes.
+    send_button=(
+        'button[aria-label*="Send" i], button.send-button, '
+        '.message-input-right-button-send button:not([aria-label="Stop"])'
+    ),
+    stop_button='[aria-label="Stop"], button.stop-button',
     user_turn=".qwen-chat-message-user",
     assistant_turn=".qwen-chat-message-assistant",
     answer=".response-message-content.phase-answer",
@@ -68,9 +82,16 @@ CURRENT = Selectors(
     model_picker='#qwen-chat-header-left [aria-label="Select Model"]',
     model_label='[class*="model-selector-text"]',
     model_option='[role="listbox"] [role="option"]',
+    # An Ant Design select; its options are drawn in a dropdown elsewhere in the document.
+    thinking_select='input[role="combobox"][aria-label="Thinking"]',
+    thinking_option=".ant-select-dropdown:not(.ant-select-dropdown-hidden) .ant-select-item-option",
     thinking_toggle='button[aria-label="Thinking"]',
+    # The live page's "+" menu (mode-select) has no "Web Search" item: web search is refused there.
     mode_menu="div.mode-select-open",
     mode_item=".mode-select-dropdown-item",
+    new_chat='[aria-label="New Chat"]',
+    chat_item='a.chat-item-drag-link[aria-label="chat-item"]',
+    user_menu="button.user-menu-btn",
 )
 
 LEGACY = Selectors(
@@ -105,6 +126,8 @@ FAILURE_TEXTS = FailureTexts()
 
 # The mode menu's item that turns web search on (the menu shows it as its label once chosen).
 WEB_SEARCH_LABEL = "Web Search"
+# The thinking select's option for each qwen.thinking ("auto": the site decides).
+THINKING_OPTIONS = {"auto": "Auto", "on": "Thinking", "off": "Fast"}
 
 
 def selector_names() -> list[str]:

@@ -306,7 +306,8 @@
     for (const option of picker.options) {
       option.addEventListener("click", () => { showModel(option.dataset.model); picker.list.hidden = true; });
     }
-    ui.thinking.addEventListener("click", () => {
+    if (ui.thinkingSelect) wireThinkingSelect(ui.thinkingSelect);
+    else ui.thinking.addEventListener("click", () => {
       choice.thinking = !choice.thinking;
       ui.thinking.setAttribute("aria-pressed", String(choice.thinking));
     });
@@ -316,13 +317,41 @@
       item.addEventListener("click", () => {
         choice.mode = choice.mode === item.dataset.mode ? "" : item.dataset.mode; // a second click turns it off
         for (const other of mode.items) other.classList.toggle("mode-select-dropdown-item-active", other.dataset.mode === choice.mode);
-        mode.button.textContent = choice.mode ? item.textContent : "Mode";
+        mode.button.textContent = choice.mode ? item.textContent : V.MODE_LABEL;
         mode.dropdown.hidden = true;
       });
     }
     document.addEventListener("keydown", (event) => {
-      if (event.key === "Escape") picker.list.hidden = mode.dropdown.hidden = true;
+      if (event.key !== "Escape") return;
+      picker.list.hidden = mode.dropdown.hidden = true;
+      if (ui.thinkingSelect) openSelect(ui.thinkingSelect, false);
     });
+  }
+
+  // The live page's thinking select (Auto / Thinking / Fast) opens on a press of its box. The send
+  // says only thinking_enabled: "Fast" is false; "Thinking" and "Auto" are true ("Auto" leaves
+  // it to the model whether to think, which this simulator does as "Thinking" does).
+  function wireThinkingSelect(select) {
+    select.box.addEventListener("mousedown", (event) => {
+      event.preventDefault();
+      openSelect(select, select.dropdown.classList.contains("ant-select-dropdown-hidden"));
+    });
+    for (const option of select.options) {
+      option.addEventListener("click", () => {
+        const name = option.getAttribute("title");
+        choice.thinking = name !== "Fast";
+        select.shown.textContent = name;
+        select.shown.setAttribute("title", name);
+        for (const other of select.options) other.classList.toggle("ant-select-item-option-selected", other === option);
+        openSelect(select, false);
+      });
+    }
+  }
+
+  function openSelect(select, open) {
+    select.dropdown.classList.toggle("ant-select-dropdown-hidden", !open);
+    select.combobox.setAttribute("aria-expanded", String(open));
+    select.root.classList.toggle("ant-select-open", open);
   }
 
   // -- start ----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-// The DOM of the two UI generations (see docs/qwen-site.md, "The page"). app.js decides what the
+// The DOM of the UI generations (see docs/qwen-site.md and chats.py UIS). app.js decides what the
 // chat is doing; this file only knows how each generation shows it.
 (function () {
   "use strict";
@@ -17,7 +17,8 @@
   function shell(legacy) {
     const app = document.getElementById("app");
     const list = h("div", {class: "chat-history-list"});
-    const sidebar = h("div", {class: "sidebar"}, [h("a", {class: "new-chat-button", href: "/", text: "New Chat"}), list]);
+    const sidebar = LIVE ? liveSidebar(list)
+      : h("div", {class: "sidebar"}, [h("a", {class: "new-chat-button", href: "/", text: "New Chat"}), list]);
     const banner = h("div", {class: "chat-error-banner", role: "alert"});
     banner.hidden = true;
     const messages = h("div", {class: "chat-messages", id: "chat-messages"});
@@ -29,11 +30,25 @@
     return Object.assign({list, banner, messages, toasts}, parts);
   }
 
+  const UI = (window.__SIM__ || {}).ui || "";
   // The late-2026 markup (see chats.py UIS): other send/stop buttons, a copy button hidden until hover.
-  const LATE = ((window.__SIM__ || {}).ui || "") === "late-2026";
+  // The live markup (captured on 2026-08-09) has them too, and a thinking select for the toggle.
+  const LIVE = UI === "live-2026-08";
+  const LATE = UI === "late-2026" || LIVE;
+
+  // The live page's sidebar: a "New Chat" control, a "Search Chats" box, the chat list, the user menu.
+  function liveSidebar(list) {
+    return h("div", {class: "sidebar"}, [
+      h("a", {class: "new-chat-button", href: "/", "aria-label": "New Chat", text: "New Chat"}),
+      h("input", {class: "sidebar-search", type: "text", placeholder: "Search Chats", "aria-label": "Search Chats"}),
+      list,
+      h("button", {class: "user-menu-btn", type: "button", "aria-label": "User menu", text: "Me"}),
+    ]);
+  }
 
   function currentComposer() {
-    const input = h("textarea", {class: "message-input-textarea", placeholder: "Ask Qwen", rows: "2"});
+    const placeholder = LIVE ? "How can I help you today?" : "Ask Qwen";
+    const input = h("textarea", {class: "message-input-textarea", placeholder, rows: "2"});
     const buttonClass = (name) => (LATE ? "omni-button-content" : name);
     const send = h("button", {class: buttonClass("send-button"), type: "button", "aria-label": "Send", text: "\u2191"});
     const stop = h("button", {class: buttonClass("stop-button"), type: "button", "aria-label": "Stop", text: "\u25A0"});
@@ -43,12 +58,37 @@
       ? [h("div", {class: "message-input-right-button"}, [h("div", {class: "message-input-right-button-send"}, [send, stop])])]
       : [send, stop];
     const box = h("div", {class: "message-input-container"}, [input, ...buttons]);
+    const mode = modeMenu();
+    if (LIVE) {
+      const select = thinkingSelect();
+      const tools = h("div", {class: "message-input-toolbar"}, [mode.root, select.root]);
+      const container = h("div", {class: "chat-layout-input-container"}, [box, tools]);
+      return {container, input, send, stop, header: modelPicker(), thinkingSelect: select, mode};
+    }
     const thinking = h("button", {class: "chat-input-feature-btn", type: "button", "aria-label": "Thinking",
       "aria-pressed": "true", text: "Thinking"});
-    const mode = modeMenu();
     const tools = h("div", {class: "message-input-toolbar"}, [thinking, mode.root]);
     const container = h("div", {class: "chat-layout-input-container"}, [box, tools]);
     return {container, input, send, stop, header: modelPicker(), thinking, mode};
+  }
+
+  // The live page's thinking control: an Ant Design select. Its box shows the chosen option beside
+  // an (empty) combobox input; its options are drawn in a dropdown at the end of the document.
+  const THINKING_OPTIONS = ["Auto", "Thinking", "Fast"];
+
+  function thinkingSelect() {
+    const combobox = h("input", {role: "combobox", "aria-label": "Thinking", class: "ant-select-selection-search-input",
+      readonly: "", autocomplete: "off", "aria-haspopup": "listbox", "aria-expanded": "false",
+      "aria-controls": "rc_select_thinking_list"});
+    const shown = h("span", {class: "ant-select-selection-item", title: THINKING_OPTIONS[0], text: THINKING_OPTIONS[0]});
+    const box = h("div", {class: "ant-select-selector"}, [h("span", {class: "ant-select-selection-search"}, [combobox]), shown]);
+    const root = h("div", {class: "ant-select ant-select-single thinking-select"}, [box, h("span", {class: "ant-select-arrow", text: "\u25BE"})]);
+    const options = THINKING_OPTIONS.map((name) => h("div", {class: "ant-select-item ant-select-item-option", title: name,
+      role: "option"}, [h("div", {class: "ant-select-item-option-content", text: name})]));
+    const dropdown = h("div", {class: "ant-select-dropdown ant-select-dropdown-hidden", id: "rc_select_thinking_list"}, [
+      h("div", {class: "rc-virtual-list"}, options)]);
+    document.body.appendChild(dropdown);
+    return {root, box, combobox, shown, dropdown, options};
   }
 
   // The header's model picker: a trigger naming the chosen model, and its list (a sibling, shown
@@ -69,10 +109,18 @@
     return header;
   }
 
-  // The mode menu: its label names the chosen mode; the dropdown lists the modes.
+  // The mode menu: its label names the chosen mode; the dropdown lists the modes. The live page's
+  // is its "+" menu, without web search.
+  const MODES = LIVE
+    ? [["upload", "Upload attachment"], ["research", "Deep Research"], ["image", "Create Image"],
+      ["video", "Create Video"], ["webdev", "Web Dev"], ["slides", "Slides"], ["more", "More"], ["tools", "Tools"]]
+    : [["search", "Web Search"], ["research", "Deep Research"]];
+
+  const MODE_LABEL = LIVE ? "+" : "Mode";
+
   function modeMenu() {
-    const button = h("div", {class: "mode-select-open", role: "button", text: "Mode"});
-    const items = [["search", "Web Search"], ["research", "Deep Research"]].map(([mode, text]) =>
+    const button = h("div", {class: "mode-select-open", role: "button", text: MODE_LABEL});
+    const items = MODES.map(([mode, text]) =>
       h("div", {class: "mode-select-dropdown-item", role: "menuitem", "data-mode": mode, text}));
     const dropdown = h("div", {class: "mode-select-dropdown"}, items);
     dropdown.hidden = true;
@@ -170,9 +218,10 @@
   }
 
   function chatList(container, items, activeId) {
-    container.replaceChildren(...items.map((item) => h("a", {
-      class: "chat-item" + (item.id === activeId ? " active" : ""), href: "/c/" + item.id,
-    }, [h("span", {class: "chat-item-title", text: item.title})])));
+    const live = LIVE ? {class: "chat-item chat-item-drag-link", "aria-label": "chat-item"} : {class: "chat-item"};
+    container.replaceChildren(...items.map((item) => h("a", Object.assign({}, live, {
+      class: live.class + (item.id === activeId ? " active" : ""), href: "/c/" + item.id,
+    }), [h("span", {class: "chat-item-title", text: item.title})])));
   }
 
   function toast(container, text, seconds) {
@@ -182,5 +231,5 @@
     setTimeout(() => node.remove(), (seconds === undefined ? 10 : seconds) * 1000);
   }
 
-  window.SimView = {shell, nodeId, userTurn, assistantTurn, updateAssistant, chatList, toast};
+  window.SimView = {shell, nodeId, userTurn, assistantTurn, updateAssistant, chatList, toast, MODE_LABEL};
 })();
