@@ -80,11 +80,12 @@ def generate(
 ) -> None:
     """Move one article along the contract: 0 done, 42 sent, 3 still working, 1 failed, 2 bad input."""
     from ..contract.step import generate as run_contract
+    from ..contract.step import wait_limit
     from ..contract.workspace import Engines
 
     workspace = workspace_of(ctx, config)
     qwen = workspace.config.qwen
-    limit = max(qwen.run_timeout, qwen.answer_timeout + 300) if wait else qwen.run_timeout
+    limit = wait_limit(qwen) if wait else qwen.run_timeout
     watchdog(limit, f"generate {slug}")
     try:
         with (

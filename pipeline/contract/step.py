@@ -102,6 +102,18 @@ def _quiet(_message: str) -> None:
     pass
 
 
+# What a by-hand `generate --wait` keeps going through: a transient failure (after its backoff)
+# and an answer still being written when answer_timeout ran out. Anything else is final.
+WAIT_AGAIN = (str(Reason.BACKOFF), str(Reason.GENERATING), str(Reason.SPACING))
+WAIT_MARGIN_SECONDS = 30  # a --wait stops trying this long before its watchdog would stop it
+
+
+def wait_limit(qwen) -> float:
+    """How long a `generate --wait` may run in all (its watchdog's limit): qwen.run_timeout, and
+    at least one whole answer_timeout with room to write the article."""
+    return max(qwen.run_timeout, qwen.answer_timeout + 300)
+
+
 def generate(
     workspace: Workspace,
     slug: str,
@@ -113,6 +125,56 @@ def generate(
     clock: Callable[[], float] = time.time,
     budget: SendBudget | None = None,
     account: str | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Outcome:
+    """Run the contract for `slug`: once, or with `wait` (by hand) again after each transient
+    failure's backoff until the article is done, fails hard, or wait_limit runs out (then the
+    WORKING outcome says so: the next run goes on). Raises UsageProblem (exit 2) before writing
+    anything."""
+    started = clock()
+    while True:
+        outcome = _generate_once(
+            workspace,
+            slug,
+            engines,
+            wait=wait,
+            engine=engine,
+            say=say,
+            clock=clock,
+            budget=budget,
+            account=account,
+        )
+        if not (wait and outcome.status is Status.WORKING and outcome.reason in WAIT_AGAIN):
+            return outcome
+        state, now = ArticleState.load(workspace.article(slug).state), clock()
+        if outcome.reason == Reason.BACKOFF:
+            due = state.next_try or now
+        elif outcome.reason == Reason.SPACING:
+            due = (state.last_poll or now) + workspace.config.qwen.poll_interval
+        else:
+            due = now  # the answer is still being written: look again at once
+        delay = max(0.0, due - now)
+        if clock() + delay > started + wait_limit(workspace.config.qwen) - WAIT_MARGIN_SECONDS:
+            return replace(
+                outcome,
+                message=f"{outcome.message}; stopped waiting (qwen.run_timeout): "
+                "the next run goes on from here",
+            )
+        say(f"{outcome.message}; --wait tries again in {delay:.0f} s")
+        sleep(delay)
+
+
+def _generate_once(
+    workspace: Workspace,
+    slug: str,
+    engines: Engines,
+    *,
+    wait: bool,
+    engine: str,
+    say: Callable[[str], None],
+    clock: Callable[[], float],
+    budget: SendBudget | None,
+    account: str | None,
 ) -> Outcome:
     """Run the contract once for `slug`. Raises UsageProblem (exit 2) before writing anything.
 

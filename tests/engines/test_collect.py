@@ -60,6 +60,11 @@ def body(answer: str | None = ARTICLE, *, status: str | None = "finished", done:
     return {"success": True, "data": {"id": "x", "title": "Tea", "chat": {"messages": messages}}}
 
 
+class FakeRequest:
+    def __init__(self, url: str, headers: dict):
+        self.url, self.headers = url, headers
+
+
 class FakePage:
     """Answers the collector's in-page fetches from a script: chat id -> bodies, one a read (the
     last repeats); logs (time, chat id) of every read. A batch of reads starts at once (the page
@@ -70,6 +75,12 @@ class FakePage:
         self.log: list[tuple[float, str]] = []
         self.batches: dict[str, tuple[list, float]] = {}
         self.most_under_way = 0
+        self.headers_sent: list[dict] = []
+
+    def on(self, event: str, handler) -> None:
+        """The page's own first API call, as it loads: the headers its reads learn."""
+        if event == "request":
+            handler(FakeRequest(f"{BASE}/api/v2/chats/?page=1", {"source": "web", "version": "9.9.9"}))
 
     def evaluate(self, _script: str, arg):
         if isinstance(arg, str):  # hand over what a batch read
@@ -77,6 +88,7 @@ class FakePage:
             self.clock.now = max(self.clock.now, last)  # the caller waited for its last read
             return results
         results, when = [], self.clock()
+        self.headers_sent += arg["headers"]
         for i, path in enumerate(arg["paths"]):
             ident = path.rsplit("/", 1)[1]
             when = self.clock() + (arg["delay"] + i * arg["gap"]) / 1000  # the page spaces them
@@ -213,3 +225,14 @@ def test_the_next_reads_are_under_way_while_the_caller_handles_a_decided_chat():
     assert len(rest) == 11 and page.most_under_way == 2  # never more than two batches ahead
     times = [t for t, _ in page.log]
     assert times[-1] - times[0] == pytest.approx(0.1 * (len(times) - 1))  # no idle slot either
+
+
+def test_every_read_carries_the_pages_own_headers_with_a_request_id_of_its_own():
+    clock = Clock()
+    page = FakePage(clock, {chat_id(n): [ok(body())] for n in (1, 2, 3)})
+    collector(page, clock, per_second=1000).collect([url(1), url(2), url(3)])
+    assert page.headers_sent and all(
+        h["version"] == "9.9.9" and h["source"] == "web" for h in page.headers_sent
+    )
+    ids = [h["x-request-id"] for h in page.headers_sent]
+    assert len(set(ids)) == len(ids)
