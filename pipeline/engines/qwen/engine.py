@@ -672,7 +672,8 @@ class QwenEngine:
         dom = read_dom_state(page, selectors)
         busy = dom.busy_reason(selectors, turns_before)
         paused = bool(dom.answer_text) and dom.answer_text == dom_before  # the page stopped growing
-        if busy is not None and patient and not paused:
+        streaming = dom.stop_visible or not selectors.stop_button  # a page that can tell says so
+        if busy is not None and patient and not paused and streaming:
             # The API read waits until the page says it is done, or its answer stopped growing.
             return Observation(busy, dom_text=dom.answer_text)
         try:
@@ -686,15 +687,19 @@ class QwenEngine:
             )
         stored = view.stored[turns_before] if len(view.stored) > turns_before else None
         settled = turn.answer if turn is not None and stored is True and turn.answer.strip() else None
+        # Stored as finished with no text: what an account past its real limit gets
+        # (docs/qwen-site.md). Never an article; once the page stops streaming, a failure.
+        empty = turn is not None and stored is True and not turn.answer.strip()
+        if empty and not dom.stop_visible:
+            raise EmptyAnswer()
         if busy is not None:
             # A freshly opened page draws a finished answer a moment late: worth waiting for.
             site_has_more = bool(turn and turn.answer) and (
                 turn.finished or dom.assistant_turns <= turns_before
             )
-            return Observation(busy, catching_up=site_has_more, settled=settled, dom_text=dom.answer_text)
-        if turn is not None and stored is True and not turn.answer.strip() and not turn.error:
-            # Finished with no text: what an account past its real limit gets (docs/qwen-site.md).
-            raise EmptyAnswer()
+            return Observation(
+                busy, catching_up=site_has_more or empty, settled=settled, dom_text=dom.answer_text
+            )
         if turn is None or not turn.finished or not turn.answer.strip():
             # Only a UI that positively shows completion (a copy button) can contradict the API;
             # the older UI shows nothing, so there this is plain "still generating".
