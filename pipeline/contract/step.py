@@ -60,7 +60,7 @@ from .phases import (
     decide,
 )
 from .prompts import Prompt, check_slug, load_prompt
-from .quota import HOLD_CODES, SendBudget, held_words, host_accounts, screenshot_path, sends_today
+from .quota import HOLD_CODES, Hold, SendBudget, held_words, host_accounts, screenshot_path, sends_today
 from .render import article_body, render_article
 from .rotation import capacity, sender_of, standings
 from .workspace import Engines, Workspace
@@ -318,6 +318,8 @@ class Step:
             message = f"{self.slug}: generating; next look in {until - self.clock():.0f} s"
         elif reason in (Reason.ACCOUNT, Reason.ELSEWHERE, Reason.ORPHANED):
             message = f"{self.slug}: waits: {decision.why}"
+        elif reason is Reason.QUOTA and Hold("", until, 0.0, decision.why).kind != "quota":
+            message = f"{self.slug}: {what} waits: {held_words(until, decision.why)}; no fallback"
         elif reason is Reason.QUOTA:
             spent = f"spent until {_clock(until)}; no fallback"
             message = f"{self.slug}: {what} waits for the chat's quota ({spent})"
