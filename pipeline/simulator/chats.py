@@ -522,7 +522,7 @@ class ChatStore:
             scenario = gate or per_prompt or settings.scenario
             turn = (chat.user_turns() + 1) if chat else 1
             refused = self._refusal(chat, chat_id, parent_id, scenario, gate)
-            if refused is False and (scenario == "slider" or self.slider_up(account)):
+            if refused is False and (per_prompt == "slider" or self.slider_up(account)):
                 refused, scenario = slider_body(), "slider"
             spent = self._quota_spent(account) if refused is False and account is not None else None
             if spent:
