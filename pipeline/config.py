@@ -183,6 +183,12 @@ class Qwen(Section):
         int, 0, _between(0, 100_000), "0 = no limit; counted from the journal, local day"
     )
     max_sends_per_cycle: int = key(int, 0, _between(0, 100_000), "0 = no limit; a later turn counts too")
+    bot_check_pause: float = key(
+        (int, float),
+        6,
+        _between(0, 24 * 7, low_open=True),
+        "hours an account met by a bot check is left alone (or until `qwenpipe login --account NAME`)",
+    )
     page_timeout: float = key(
         (int, float), 30, _between(0, 3600, low_open=True), "seconds to wait for the chat page to load"
     )

@@ -17,6 +17,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ..contract.quota import Hold
 from ..exitcodes import ExitCode
 from .status import (
     STATES,
@@ -123,7 +124,9 @@ def sends_line(status: BatchStatus) -> str:
     )
     line = f"sends today: {status.sends_today}{limit}"
     if status.quota_blocked_until is not None:
-        line += f"; chat quota spent until {clock(status.quota_blocked_until)}"
+        kind = Hold("", status.quota_blocked_until, 0.0, status.quota_reason or "").kind
+        what = "chat quota spent" if kind == "quota" else f"every account held back ({kind})"
+        line += f"; {what} until {clock(status.quota_blocked_until)}"
     return line
 
 
@@ -137,7 +140,9 @@ def account_lines(status: BatchStatus) -> list[str]:
         parts = [f"{account.sends_today} sent today" + (f" of {account.limit}" if account.limit else "")]
         if not account.enabled:
             parts.append("disabled")
-        if account.quota_until is not None:
+        if account.hold is not None:
+            parts.append(account.hold.short())
+        elif account.quota_until is not None:
             parts.append(f"quota spent until {clock(account.quota_until)}")
         parts.append(f"login: {login_words(account, status.now)}")
         lines.append(f"account {account.name}: {', '.join(parts)}")
@@ -165,9 +170,14 @@ def accounts_table(accounts: list[AccountLine], now: float) -> str:
         limit = f"of {account.limit}" if account.limit else "(no limit)"
         sends = f"{account.sends_today} {limit}"
         quota = f"spent until {clock(account.quota_until)}" if account.quota_until is not None else "-"
+        quota = account.hold.short() if account.hold is not None else quota
         enabled = "yes" if account.enabled else "no"
         rows.append((account.name, enabled, login, sends, quota, str(account.login.state_file)))
-    return "\n".join(_aligned(rows)) + "\n"
+    held = [a.hold.words() for a in accounts if a.hold is not None and a.hold.kind != "quota"]
+    lines = list(_aligned(rows))
+    if held:  # what to do about them, in words, under the table
+        lines += ["", *held]
+    return "\n".join(lines) + "\n"
 
 
 def cycle_line(cycle: LastCycle | None, now: float) -> str:

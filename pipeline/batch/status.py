@@ -20,7 +20,7 @@ from .. import files
 from ..accounts import all_accounts
 from ..contract.hosts import chat_limits, shared_batch
 from ..contract.phases import UNFINISHED, Limits, Phase, Record, phase_of
-from ..contract.quota import host_accounts, local_day_start, sends_today
+from ..contract.quota import Hold, held_words, host_accounts, local_day_start, sends_today
 from ..contract.rotation import capacity, sender_of, standings
 from ..contract.workspace import Workspace
 from ..errors import UsageProblem
@@ -154,6 +154,7 @@ class AccountLine:
     limit: int  # its own max_sends_per_day; 0 = none
     quota_until: float | None = None
     quota_reason: str | None = None
+    hold: Hold | None = None  # the same block read whole: its kind and since (a bot check...)
 
     def to_json(self) -> dict:
         return {
@@ -167,6 +168,18 @@ class AccountLine:
                 "until": iso(self.quota_until),
                 "reason": self.quota_reason,
             },
+            "hold": self.hold_json(),
+        }
+
+    def hold_json(self) -> dict | None:
+        hold = self.hold
+        if hold is None:
+            return None
+        return {
+            "kind": hold.kind,
+            "since": iso(hold.since or None),
+            "until": iso(hold.until),
+            "message": hold.words(),
         }
 
 
@@ -190,6 +203,7 @@ def collect_accounts(workspace: Workspace, now: float) -> list[AccountLine]:
                 account.max_sends_per_day,
                 quota_until=block.quota_until if block else None,
                 quota_reason=(block.quota_reason or None) if block else None,
+                hold=workspace.chat_quota.held(now, account.name) if block and block.quota_until else None,
             )
         )
     return lines
@@ -442,11 +456,10 @@ def warnings(status: BatchStatus, poll_interval: float) -> list[str]:
     cycle_warning = stale_cycle_warning(status.last_cycle, status.now, poll_interval) if unfinished else None
     if cycle_warning:
         found.append(f"{cycle_warning}; {unfinished} article(s) waiting. Is cron running `qwenpipe cycle`?")
+    found += [a.hold.words() for a in status.accounts if a.hold is not None and a.hold.kind != "quota"]
     if status.quota_blocked_until is not None:
-        found.append(
-            f"the chat's daily quota is spent until {clock(status.quota_blocked_until)}"
-            f" ({status.quota_reason}): nothing is sent to the chat"
-        )
+        blocked = held_words(status.quota_blocked_until, status.quota_reason or "")
+        found.append(f"{blocked}: nothing is sent to the chat")
     elif status.sends_limit and status.sends_today >= status.sends_limit:
         found.append(
             f"daily send limit reached ({status.sends_today} of {status.sends_limit},"

@@ -43,7 +43,9 @@ def register(app: typer.Typer) -> None:
         from ..setup.login import (
             LoginFailed,
             account_to_log_in,
+            bot_check_hold,
             describe_expiry,
+            end_bot_check,
             import_state,
             run_login,
             state_key,
@@ -53,11 +55,13 @@ def register(app: typer.Typer) -> None:
             raise UsageProblem(f"--timeout {timeout}: must be more than 0 and at most 86400 seconds")
         workspace = workspace_of(ctx, config)
         account = account_to_log_in(workspace.config, account_name)
+        hold = bot_check_hold(workspace, account.name)
         try:
             if import_file is not None:
                 result = import_state(workspace.config, account, import_file)
             else:
-                result = run_login(workspace.config, account, timeout=timeout, say=say)
+                reason = hold.reason if hold else None
+                result = run_login(workspace.config, account, timeout=timeout, say=say, bot_check=reason)
         except LoginFailed as failed:
             say(f"qwenpipe: login: {failed}")
             raise typer.Exit(ExitCode.FAILED) from None
@@ -71,6 +75,8 @@ def register(app: typer.Typer) -> None:
         say(f"the chat login {describe_expiry(result.expires_at)}")
         for note in result.notes:
             say(f"note: {note}")
+        if hold is not None and end_bot_check(workspace, account.name):
+            say(f"the bot check hold on account {account.name} is over: its sends start again")
 
     @app.command("doctor")
     def doctor_command(

@@ -2,6 +2,10 @@
 
 When the site says the daily quota is spent, nothing is sent to the chat by any process until
 the time it names (or the next local midnight): the store's quota block records that.
+
+A *hold* is the same record for the other reasons an account is left alone: a bot check (for
+`qwen.bot_check_pause` hours, or until `qwenpipe login --account NAME` solves it) and answers
+that came back empty (until the next local midnight, as a quota). The reason says which kind.
 """
 
 from __future__ import annotations
@@ -11,12 +15,73 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import NamedTuple
 
 from .. import files
 from ..store.protocol import DEFAULT_ACCOUNT
 from .journal import Journal
 
 LONGEST_BLOCK = 86400.0  # s: a block the site gave no hours for lasts until midnight, at most a day
+# The reasons of the holds that are not the site's quota: a hold's reason starts with its kind.
+BOT_CHECK = "bot check"
+EMPTY_ANSWERS = "answers came back empty"
+HOLD_CODES = {"bot_check": BOT_CHECK, "empty_answer": EMPTY_ANSWERS}  # engine error code -> kind
+
+
+class Hold(NamedTuple):
+    """An account held back from sends (the store's quota block, read back): until when, since
+    when, and why (the site's quota, a bot check, empty answers)."""
+
+    account: str
+    until: float
+    since: float
+    reason: str
+
+    @property
+    def kind(self) -> str:
+        """ "bot check", "answers came back empty", or "quota" (the site's daily quota)."""
+        for kind in HOLD_CODES.values():
+            if self.reason.startswith(kind):
+                return kind
+        return "quota"
+
+    def words(self) -> str:
+        """The hold in a sentence for status, accounts and doctor (the bot check's says the fix)."""
+        name, until, since = self.account, clock(self.until), clock(self.since) if self.since else "?"
+        if self.kind == BOT_CHECK:
+            return (
+                f"bot check since {since} on account {name}: run `qwenpipe login --account {name}` "
+                f"on a desktop to solve it (or it is tried again at {until})"
+            )
+        if self.kind == EMPTY_ANSWERS:
+            return f"answers came back empty on account {name} since {since}: no sends from it until {until}"
+        return f"the chat's daily quota of account {name} is spent until {until} ({self.reason})"
+
+    def short(self) -> str:
+        """A few words for a table cell."""
+        if self.kind == BOT_CHECK:
+            return f"bot check until {clock(self.until)}"
+        if self.kind == EMPTY_ANSWERS:
+            return f"empty answers until {clock(self.until)}"
+        return f"spent until {clock(self.until)}"
+
+
+def held_words(until: float, reason: str) -> str:
+    """Why nothing may go to the chat when every account is held, in a phrase: the quota's own
+    words for the site's quota, the hold's kind for the others."""
+    kind = Hold("", until, 0.0, reason).kind
+    if kind == "quota":
+        return f"the chat's daily quota is spent until {clock(until)} ({reason})"
+    return f"every account is held back until {clock(until)} ({reason})"
+
+
+def screenshot_path(state_dir: Path, account: str) -> Path:
+    """Where the page a bot check showed on `account` is kept (0600), for the user to see."""
+    return state_dir / f"bot-check-{account}.png"
+
+
+def clock(ts: float) -> str:
+    return datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M")
 
 
 @dataclass
@@ -72,6 +137,31 @@ class ChatQuota:
         until = now + retry_after if retry_after else next_local_midnight(now)
         self._save(until, now, reason, account)
         return until
+
+    def hold(self, now: float, code: str, detail: str, account: str, *, bot_check_pause: float) -> float:
+        """Hold `account` back for the engine error `code` (HOLD_CODES): a bot check for
+        `bot_check_pause` hours, empty answers until the next local midnight. Returns the end."""
+        kind = HOLD_CODES[code]
+        until = now + bot_check_pause * 3600 if kind == BOT_CHECK else next_local_midnight(now)
+        self._save(until, now, f"{kind}: {detail}", account)
+        return until
+
+    def held(self, now: float, account: str) -> Hold | None:
+        """The account's hold (of any kind) while it lasts, as a Hold; None when it may send.
+        A reader: never re-plans what it reads."""
+        block = self.store.quota_block(account, now)
+        if block is None:
+            return None
+        return Hold(account, block.until, block.since, block.reason)
+
+    def lift(self, now: float, account: str, kind: str = BOT_CHECK) -> Hold | None:
+        """End the account's hold of `kind` now (the user solved the bot check); the hold that
+        ended, or None when there was none of that kind (another kind stays as it is)."""
+        hold = self.held(now, account)
+        if hold is None or hold.kind != kind:
+            return None
+        self._save(now, hold.since, hold.reason, account)
+        return hold
 
 
 class SendBudget:

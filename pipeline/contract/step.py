@@ -60,7 +60,7 @@ from .phases import (
     decide,
 )
 from .prompts import Prompt, check_slug, load_prompt
-from .quota import SendBudget, host_accounts, sends_today
+from .quota import HOLD_CODES, Hold, SendBudget, held_words, host_accounts, screenshot_path, sends_today
 from .render import article_body, render_article
 from .rotation import capacity, sender_of, standings
 from .workspace import Engines, Workspace
@@ -356,8 +356,7 @@ class Step:
             if decision.reason is Reason.ORPHANED:
                 return self.fallback(f"{decision.why}: {hosts.ORPHAN_NOTE}", chat_error=None)
             if decision.reason is Reason.QUOTA:
-                why = f"the chat's daily quota is spent until {_clock(decision.until)} ({decision.why})"
-                return self.fallback(why, chat_error=None)
+                return self.fallback(held_words(decision.until, decision.why), chat_error=None)
             return self.fallback(decision.why, chat_error=None)
         if action is Action.WAIT:
             return self.waiting(decision, what)
@@ -381,6 +380,8 @@ class Step:
             message = f"{self.slug}: generating; next look in {until - self.clock():.0f} s"
         elif reason in (Reason.ACCOUNT, Reason.ELSEWHERE, Reason.ORPHANED):
             message = f"{self.slug}: waits: {decision.why}"
+        elif reason is Reason.QUOTA and Hold("", until, 0.0, decision.why).kind != "quota":
+            message = f"{self.slug}: {what} waits: {held_words(until, decision.why)}; no fallback"
         elif reason is Reason.QUOTA:
             spent = f"spent until {_clock(until)}; no fallback"
             message = f"{self.slug}: {what} waits for the chat's quota ({spent})"
@@ -481,11 +482,41 @@ class Step:
         if isinstance(err, QuotaSpent):
             until = self.ws.chat_quota.block(self.clock(), err.retry_after, str(err), account=account)
             self.log("quota", engine="qwen", account=account, until=_clock(until), error=str(err))
-        else:
+        elif not self.hold(account, err):  # a held account is left alone by every run, not just this one
             self.engines.unavailable[account] = err
         self.say(f"{self.slug}: account {account} cannot send ({err}); offering it to the next account")
         self.account = ""
         return self.carry_out(self.decide())
+
+    def hold(self, account: str, err: EngineError) -> bool:
+        """Hold `account` back from sends when `err` is a bot check (qwen.bot_check_pause hours,
+        or until `qwenpipe login --account NAME`) or an empty answer (until local midnight);
+        the page the bot check showed is kept in `.qwenpipe/` (0600) for the user to see. The
+        journal records it ("hold"). False for any other error (nothing held)."""
+        if err.code not in HOLD_CODES:
+            return False
+        now = self.clock()
+        pause = float(self.qwen.bot_check_pause)
+        until = self.ws.chat_quota.hold(now, err.code, str(err), account, bot_check_pause=pause)
+        shot = None
+        if err.screenshot:
+            shot = screenshot_path(self.ws.state_dir, account)
+            files.atomic_write(shot, err.screenshot)  # PRIVATE: 0600
+        hold = self.ws.chat_quota.held(now, account)
+        self.log(
+            "hold",
+            engine="qwen",
+            account=account,
+            kind=HOLD_CODES[err.code],
+            until=_clock(until),
+            error=str(err),
+            code=err.code,
+            screenshot=str(shot) if shot else None,
+        )
+        self.say(f"{self.slug}: {hold.words() if hold else HOLD_CODES[err.code]}")
+        if shot:
+            self.say(f"{self.slug}: the page as it was is in {shot}")
+        return True
 
     def skipped_error(self, names: tuple[str, ...]) -> EngineError | None:
         """The refusal of an account this run skipped, when every account of `names` (() = all)
@@ -848,6 +879,7 @@ class Step:
             self.say(
                 f"the chat's daily quota is spent: no sends from account {account} until {_clock(until)}"
             )
+        self.hold(account, err)
         if err.code == LOGGED_OUT and self.chat_url:  # a chat in flight waits for its own account
             return self.give_up(
                 err, f"{err}; its chat waits for account {account}: run `qwenpipe login --account {account}`"

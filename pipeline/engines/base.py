@@ -25,6 +25,9 @@ class EngineError(Exception):
     # Set by the engine when it failed before anything was submitted (nothing typed, send never
     # clicked): provably no send, so it costs no quota and leaves no intent marker behind.
     nothing_sent: bool = False
+    # What the page looked like when the engine met this failure (a PNG), when it is one the
+    # user has to see for themselves (a bot check): the contract keeps it in `.qwenpipe/`.
+    screenshot: bytes | None = None
 
     def __init__(self, message: str, *, code: str | None = None):
         super().__init__(message)
@@ -59,6 +62,16 @@ class QuotaSpent(HardError):
     def __init__(self, message: str, *, retry_after: float | None = None):
         super().__init__(message, code="quota")
         self.retry_after = retry_after
+
+
+class EmptyAnswer(HardError):
+    """The site finished an answer with no text in it: accounts past their real daily limit get
+    these instead of RateLimited (docs/qwen-site.md). The account's limit, not the prompt's fault."""
+
+    code = "empty_answer"
+
+    def __init__(self, message: str = "the chat finished its answer with no text in it"):
+        super().__init__(message, code="empty_answer")
 
 
 THINKING_CHOICES = ("auto", "on", "off")

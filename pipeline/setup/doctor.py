@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..accounts import Account, all_accounts
-from ..config import Browser, Config
+from ..config import Browser, Config, ConfigError
 from ..contract.workspace import browser_session
 from ..engines.qwen.browser import INSTALL_HINT, find_executable
 from ..engines.qwen.login import read_settled_login_state
@@ -156,6 +156,7 @@ def run_doctor(
     check_prompts(report, config)
     check_articles(report, config)
     check_store(report, config, now)
+    check_holds(report, config, now)
     return report
 
 
@@ -363,6 +364,27 @@ def check_store(report: Report, config: Config, now: float) -> None:
         )
     else:
         report.add("store", OK, detail)
+
+
+def check_holds(report: Report, config: Config, now: float) -> None:
+    """Each account the chat stopped by a bot check or empty answers: a warning saying since when,
+    until when and (a bot check) how to end it. Read from the store; nothing is created."""
+    from ..contract.workspace import Workspace
+    from ..store.protocol import StoreError
+
+    try:
+        workspace = Workspace(config)
+        if not workspace.has_store:
+            return
+        holds = [workspace.chat_quota.held(now, a.name) for a in all_accounts(config)]
+    except (StoreError, ConfigError, OSError):
+        return  # the store's own check (or the articles check) says what is wrong
+    for hold in holds:
+        if hold is None or hold.kind == "quota":
+            continue
+        account = next(a for a in all_accounts(config) if a.name == hold.account)
+        fix = f"run `{login_command(account)}` on a desktop" if hold.kind == "bot check" else ""
+        report.add(checked_as("hold", account), WARN, hold.words(), fix, until=hold.until)
 
 
 def _mode(path: Path) -> int:

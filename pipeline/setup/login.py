@@ -6,6 +6,8 @@ Three ways in, all ending in that account's saved login (its `storage_state`, mo
   user signs in by hand, we notice through `/api/v2/users/status` or the page, and save;
 - `--cdp` / `browser.cdp_url`: a Chrome the user runs and is signed in to; we only check and save;
 - `--import FILE`: a storage state or a browser extension's cookie export made elsewhere.
+An account the site stopped with its bot check (a hold: contract/quota.py) is also shown the
+site's slider in that window, once signed in; the user slides it and the hold ends.
 
 Plain functions, so tests drive the real flow with a hook that fills the sign-in form.
 """
@@ -14,13 +16,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from ..accounts import Account, account_named, all_accounts
 from ..config import Browser, Config
@@ -266,8 +269,14 @@ def run_login(
     timeout: float = 600,
     on_page: Callable[[Any], None] | None = None,
     say: Callable[[str], None] = print,
+    bot_check: str | None = None,
+    on_slider: Callable[[Any], None] | None = None,
 ) -> LoginResult:
     """Sign `account` in (or check an attached browser), then save its storage state.
+
+    `bot_check`: the account is held after the site's bot check (the hold's reason): once
+    signed in, the window shows the site's slider (`on_slider` is called with that page, as
+    `on_page` with the sign-in page) and waits until it is solved.
 
     Raises NoDisplay (a window is needed and there is no screen), LoginFailed, and the
     browser's errors (BrowserNotFound, EngineBusy when a run is using the profile).
@@ -287,7 +296,8 @@ def run_login(
         browser = replace(browser, headless=headless)
     path = account.storage_state
     try:
-        expires = _login_in_browser(browser, config, base_url, timeout, on_page, say)
+        slider = Slider(bot_check, account.name, on_slider) if bot_check is not None else None
+        expires = _login_in_browser(browser, config, base_url, timeout, on_page, say, slider)
     except PlaywrightError as err:
         first = str(getattr(err, "message", "") or err).strip().splitlines()
         raise LoginFailed(f"the browser could not open {base_url}: {first[0] if first else err}") from None
@@ -301,6 +311,7 @@ def _login_in_browser(
     timeout: float,
     on_page: Callable[[Any], None] | None,
     say: Callable[[str], None],
+    slider: Slider | None = None,
 ) -> float | None:
     from ..engines.qwen.login import read_settled_login_state
 
@@ -324,8 +335,68 @@ def _login_in_browser(
             if on_page:
                 on_page(page)
             wait_for_login(page, base_url, timeout)
+        if slider is not None:
+            slider.solve(page, base_url, timeout, say)
         state = Path(browser.storage_state)
         return save_state(session.context, state, only_for=base_url if attached else None)
+
+
+def bot_check_hold(workspace: Any, name: str) -> Any:
+    """The account's bot-check hold (contract/quota.py's Hold), or None; read only where there
+    is a store (a login never creates one)."""
+    from ..contract.quota import BOT_CHECK
+
+    if not workspace.has_store:
+        return None
+    hold = workspace.chat_quota.held(time.time(), name)
+    return hold if hold is not None and hold.kind == BOT_CHECK else None
+
+
+def end_bot_check(workspace: Any, name: str) -> bool:
+    """A login solved the account's bot check (or brought a new login from a desktop): its hold
+    ends now. Whether there was one."""
+    return workspace.chat_quota.lift(time.time(), name) is not None
+
+
+PUNISH_URL = re.compile(r"\S*_____tmd_____/punish\S*|\S*/punish\?\S*")
+
+
+@dataclass
+class Slider:
+    """The site's bot check an account met (the hold's reason, which names the slider's page
+    when the site gave one), to be solved by hand in the login window."""
+
+    reason: str
+    account: str
+    on_page: Callable[[Any], None] | None = None
+
+    def url(self, base_url: str) -> str | None:
+        found = PUNISH_URL.search(self.reason)
+        return urljoin(base_url + "/", found.group(0).rstrip(").,;")) if found else None
+
+    def solve(self, page: Any, base_url: str, timeout: float, say: Callable[[str], None]) -> None:
+        """Show the slider and wait until it is solved (the site leaves its page), or, when the
+        site named no page, until the window is closed; LoginFailed after `timeout` s."""
+        url = self.url(base_url)
+        page.goto(url or base_url + "/", wait_until="domcontentloaded")
+        if url:
+            say(f"account {self.account} met the site's bot check: slide the slider in the window")
+        else:
+            say(
+                f"account {self.account} met the site's bot check: send a short message in the window, "
+                "slide the slider that appears, then close the window"
+            )
+        if self.on_page:
+            self.on_page(page)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if page.is_closed() or (url and "punish" not in urlsplit(page.url).path):
+                return
+            page.wait_for_timeout(POLL_SECONDS * 1000)
+        raise LoginFailed(
+            f"the bot check of account {self.account} was not solved within {timeout:g} s; "
+            f"the account stays held: run `qwenpipe login --account {self.account}` again"
+        )
 
 
 def import_state(config: Config, account: Account, source: Path, *, now: float | None = None) -> LoginResult:

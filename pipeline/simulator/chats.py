@@ -39,6 +39,7 @@ SCENARIOS = (
     "short",
     "chatter",
     "wrong_language",
+    "slider",
 )
 # Scenarios that block every request (checked by the server before anything else).
 GATE_SCENARIOS = ("waf", "bot_check", "logged_out")
@@ -84,6 +85,16 @@ BOT_BODY = {
     "success": False,
     "data": {"code": "FAIL_SYS_USER_VALIDATE", "details": "RGV587_ERROR", "url": "/punish?x5step=1"},
 }
+# The late-2026 slider (docs/qwen-site.md): the send is answered with this (no `success` key),
+# the page lays the slider over itself in an iframe, and nothing was taken.
+SLIDER_PATH = "/_____tmd_____/punish"
+SLIDER_BODY = {
+    "ret": [
+        "FAIL_SYS_USER_VALIDATE",
+        "RGV587_ERROR::SM::\u54ce\u54df\u5582,\u88ab\u6324\u7206\u5566,\u8bf7\u7a0d\u540e\u91cd\u8bd5",
+    ],
+    "data": {"url": SLIDER_PATH + "?x5secdata=SIMULATED&action=captcha"},
+}
 UNAUTHORIZED_BODY = {"success": False, "data": {"code": "Unauthorized"}}
 BAD_REQUEST_BODY = {"success": False, "data": {"code": "Bad_Request", "details": "Bad_Request"}}
 BX_V = "2.5.36"  # the anti-bot script's version the page sends as `bx-v`
@@ -111,6 +122,12 @@ def refusal_body(scenario: str) -> dict | None:
         "bad_request": BAD_REQUEST_BODY,
     }
     return bodies.get(scenario)
+
+
+def slider_body() -> dict:
+    """The refusal of a send the slider stops (its x5secdata differs each time, as the site's)."""
+    url = f"{SLIDER_PATH}?x5secdata={uuid.uuid4().hex}&action=captcha"
+    return {"ret": list(SLIDER_BODY["ret"]), "data": {"url": url}}
 
 
 @dataclass
@@ -170,6 +187,12 @@ class Settings:
     # where no known shape keeps them); each counts one down. The page's own reads come after.
     bad_chat_reads: int = 0
     bad_chat_read: str = "error"
+    # The slider (scenario "slider": every account) for these accounts only: their sends are
+    # refused with SLIDER_BODY until it is solved (the slider page, or `solve_slider`).
+    slider_accounts: list = field(default_factory=list)
+    # Answers finish with no text (content null, status finished): for the run, or these accounts.
+    empty_answers: bool = False
+    empty_accounts: list = field(default_factory=list)
 
     def validated(self) -> Settings:
         checks = [
@@ -207,6 +230,9 @@ class Settings:
                 f"serve_model must be empty or one of {', '.join(m for m, _ in MODELS)}",
             ),
             (_is_count(self.quota), "quota must be a count >= 0"),
+            (_is_names(self.slider_accounts), "slider_accounts must be a list of account names"),
+            (isinstance(self.empty_answers, bool), "empty_answers must be true or false"),
+            (_is_names(self.empty_accounts), "empty_accounts must be a list of account names"),
             (
                 isinstance(self.account_quotas, dict)
                 and all(isinstance(k, str) and _is_count(v) for k, v in self.account_quotas.items()),
@@ -221,6 +247,10 @@ class Settings:
     def quota_of(self, account: str) -> int:
         """The sends a day `account` may make (0 = no limit)."""
         return int(self.account_quotas.get(account, self.quota))
+
+
+def _is_names(value) -> bool:
+    return isinstance(value, list) and all(isinstance(name, str) for name in value)
 
 
 def _is_count(value) -> bool:
@@ -242,6 +272,7 @@ class Message:
     cut_short: bool = False  # error_banner: stops at about half, with an error
     stopped_at: float | None = None
     model: str = DEFAULT_MODEL  # the model that answers (its id)
+    empty: bool = False  # Settings.empty_answers: it finishes with no text (content null)
 
     def progress(self, now: float, held: bool = False) -> dict:
         """What the chat holds for this assistant message at monotonic time `now`; `held`
@@ -266,13 +297,14 @@ class Message:
             shown = limit if self.stopped_at is None else shown
         think_words = answers.split_words(self.thinking)
         think_share = 1.0 if thinking_done else elapsed / max(self.thinking_seconds, 1e-9)
+        finished = done and (elapsed >= end + FINISH_LAG or self.stopped_at is not None)
         return {
             "thinking": "".join(think_words[: int(len(think_words) * think_share)]),
             "thinking_done": thinking_done,
-            "answer": "".join(words[:shown]),
+            "answer": None if self.empty and finished else "".join(words[:shown]),
             "answer_started": thinking_done,
             "done": done,
-            "finished": done and (elapsed >= end + FINISH_LAG or self.stopped_at is not None),
+            "finished": finished,
             "error": dict(ERROR_OBJECT) if done and self.cut_short else None,
         }
 
@@ -319,13 +351,30 @@ class ChatStore:
         # refused for not carrying the frontend's headers: (method, path, why).
         self._request_ids: set[str] = set()
         self.header_refusals: list[tuple[str, str, str]] = []
+        self.solved: set[str] = set()  # accounts that slid the slider since it was put up
         self._write_ledger()
 
     # -- settings ---------------------------------------------------------------------------
     def configure(self, **changes) -> Settings:
         with self.lock:
             self.settings = replace(self.settings, **changes).validated()
+            if "scenario" in changes or "slider_accounts" in changes:
+                self.solved.clear()  # a slider put up (again) waits for its own solving
             return self.settings
+
+    def slider_up(self, account: str | None) -> bool:
+        """Whether `account`'s sends meet the slider now."""
+        with self.lock:
+            settings = self.settings
+            wanted = settings.scenario == "slider" or account in settings.slider_accounts
+            return account is not None and wanted and account not in self.solved
+
+    def solve_slider(self, account: str) -> None:
+        """The user slid it: `account`'s sends go through again."""
+        with self.lock:
+            self.solved.add(account)
+            left = [name for name in self.settings.slider_accounts if name != account]
+            self.settings = replace(self.settings, slider_accounts=left)
 
     def snapshot(self) -> Settings:
         with self.lock:
@@ -533,13 +582,16 @@ class ChatStore:
             scenario = gate or per_prompt or settings.scenario
             turn = (chat.user_turns() + 1) if chat else 1
             refused = self._refusal(chat, chat_id, parent_id, scenario, gate)
+            if refused is False and (per_prompt == "slider" or self.slider_up(account)):
+                refused, scenario = slider_body(), "slider"
             spent = self._quota_spent(account) if refused is False and account is not None else None
             if spent:
                 refused, scenario = spent, "quota"
             if refused is not False:
                 self._record(chat_id, prompt, turn, False, scenario, choice, account)
                 return refused
-            reply = self._accept(chat, prompt, parent_id, per_prompt, turn, settings, choice)
+            empty = settings.empty_answers or account in settings.empty_accounts
+            reply = self._accept(chat, prompt, parent_id, per_prompt, turn, settings, choice, empty)
             self._sent[(account, self.day())] = self.sent_today(account) + 1
             self._record(chat_id, prompt, turn, True, scenario, choice, account)
             return reply
@@ -561,7 +613,7 @@ class ChatStore:
             return not_found_body(parent_id)
         return False
 
-    def _accept(self, chat, prompt, parent_id, per_prompt, turn, settings, choice) -> dict:
+    def _accept(self, chat, prompt, parent_id, per_prompt, turn, settings, choice, empty=False) -> dict:
         now_epoch = self.site_time()
         if not chat.messages:
             chat.override = per_prompt
@@ -584,7 +636,7 @@ class ChatStore:
             role="assistant",
             parent_id=user.id,
             timestamp=now_epoch,
-            text=answers.expected_answer(prompt, turn, content or "ok"),
+            text="" if empty else answers.expected_answer(prompt, turn, content or "ok"),
             turn=turn,
             started=time.monotonic(),
             thinking=answers.thinking_text(prompt, turn) if choice["thinking"] else "",
@@ -592,6 +644,7 @@ class ChatStore:
             answer_seconds=settings.answer_seconds * factor,
             cut_short=content == "error_banner",
             model=model,
+            empty=empty,
         )
         chat.messages += [user, reply]
         chat.updated = now_epoch

@@ -78,9 +78,15 @@ class SimulatorOptions:
         _SETTINGS.stream,
         "answer a send with the completion's event stream the page reads (off: JSON, and polls)",
     )
+    slider_accounts: str = _option(
+        "", "accounts (comma-separated) whose sends meet the slider until it is slid (--scenario slider: all)"
+    )
+    empty_answers: bool = _option(_SETTINGS.empty_answers, "every answer finishes with no text")
+    empty_accounts: str = _option("", "comma-separated accounts whose answers finish with no text")
 
-    def account_names(self) -> tuple[str, ...]:
-        return tuple(name.strip() for name in self.accounts.split(",") if name.strip())
+    def account_names(self, option: str = "accounts") -> tuple[str, ...]:
+        """The names a comma-separated option (--accounts, --slider-accounts...) gives."""
+        return tuple(name.strip() for name in getattr(self, option).split(",") if name.strip())
 
     def checked(self) -> SimulatorOptions:
         """These options, or UsageProblem (exit 2) naming the option, its value and what it accepts."""
@@ -102,6 +108,14 @@ class SimulatorOptions:
                 )
         if len(set(names)) != len(names):
             raise UsageProblem(f"--accounts {self.accounts!r}: a name is given twice")
+        for option in ("slider_accounts", "empty_accounts"):
+            flag, value = "--" + option.replace("_", "-"), getattr(self, option)
+            unknown = [name for name in self.account_names(option) if name not in names]
+            if unknown:
+                raise UsageProblem(
+                    f"{flag} {value!r}: {unknown[0]!r} is not one of --accounts "
+                    f"({', '.join(names) or 'none'})"
+                )
         if not 0 <= self.quota <= 100_000:
             raise UsageProblem(f"--quota {self.quota}: choose 0 (no limit) to 100000 sends a day")
         if self.frontend_version and not VERSION_RE.match(self.frontend_version):
@@ -149,6 +163,9 @@ class SimulatorOptions:
             strict_headers=self.strict_headers,
             frontend_version=self.frontend_version,
             stream=self.stream,
+            slider_accounts=self.account_names("slider_accounts"),
+            empty_answers=self.empty_answers,
+            empty_accounts=self.account_names("empty_accounts"),
         )
         try:
             return sim.start()

@@ -31,6 +31,37 @@ BOT_PAGE = """<!DOCTYPE html>
 </div></body></html>
 """
 
+# The late-2026 slider (Alibaba's "nc" captcha), as the overlay's iframe shows it: a handle that,
+# dragged or clicked, reports to the site and lets the account send again.
+SLIDER_PAGE = """<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>Verification</title>
+<style>#nc_1__scale_text{width:300px;height:34px;background:#e8e8e8;position:relative}
+#nc_1_n1z{position:absolute;left:0;top:0;width:40px;height:34px;background:#fff;border:1px solid #ccc;
+cursor:pointer}</style></head>
+<body><div id="nocaptcha" class="nc-container">
+<p>Please slide to verify</p>
+<div id="nc_1__scale_text" class="nc_scale">
+<span id="nc_1_n1z" class="nc_iconfont btn_slide">&gt;&gt;</span></div>
+<p id="nc_done" hidden>Verified</p>
+</div>
+<script>
+(function () {
+  var handle = document.getElementById("nc_1_n1z"), sent = false;
+  function solve() {
+    if (sent) return;
+    sent = true;
+    fetch("/_____tmd_____/slide", {method: "POST", credentials: "include", body: "{}"}).then(function () {
+      document.getElementById("nc_done").hidden = false;
+      if (window.parent !== window) window.parent.postMessage("qwen-sim-slider-solved", "*");
+      else location.href = "/";
+    });
+  }
+  handle.addEventListener("click", solve);
+  handle.addEventListener("mouseup", solve);
+})();
+</script></body></html>
+"""
+
 
 def app_page(settings: Settings) -> str:
     """The single-page app; the run's UI generation, URL delay and toast time are baked into the page."""

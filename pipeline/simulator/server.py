@@ -16,7 +16,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from pipeline.simulator import answers, api, pages
-from pipeline.simulator.chats import CONTENT_SCENARIOS, DEFAULT_UI, SCENARIOS, ChatStore, Settings
+from pipeline.simulator.chats import (
+    ANONYMOUS,
+    CONTENT_SCENARIOS,
+    DEFAULT_UI,
+    SCENARIOS,
+    SLIDER_PATH,
+    ChatStore,
+    Settings,
+)
 
 APP_PATH = re.compile(r"^/(c/[^/]+)?$")
 SETTING_KEYS = {
@@ -44,9 +52,12 @@ SETTING_KEYS = {
     "account_quotas",
     "bad_chat_reads",
     "bad_chat_read",
+    "slider_accounts",
+    "empty_answers",
+    "empty_accounts",
 }
 # What /sim/config (and Simulator.set) can also do to the accounts, besides settings.
-ACCOUNT_ACTIONS = {"log_out", "clear_accounts"}
+ACCOUNT_ACTIONS = {"log_out", "clear_accounts", "solve_slider"}
 
 
 class Simulator:
@@ -75,6 +86,9 @@ class Simulator:
         strict_headers: bool = True,
         frontend_version: str = "",
         stream: bool = True,
+        slider_accounts: Sequence[str] = (),
+        empty_answers: bool = False,
+        empty_accounts: Sequence[str] = (),
     ):
         settings = Settings(
             scenario=scenario,
@@ -96,8 +110,13 @@ class Simulator:
             stream=stream,
             # A build number of its own for every run: nothing may have it written in.
             frontend_version=frontend_version or f"0.{random.randint(2, 9)}.{random.randint(10, 999)}",
+            slider_accounts=list(slider_accounts),
+            empty_answers=empty_answers,
+            empty_accounts=list(empty_accounts),
         )
         self.store = ChatStore(settings, ledger_path, accounts=tuple(accounts))
+        for name in (*slider_accounts, *empty_accounts) if self.store.accounts else ():
+            self.store.require_account(name)
         self.port = port
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -176,7 +195,9 @@ class Simulator:
 
         Besides settings: `log_out` (an account name or a list of them) revokes every token those
         accounts hold; `clear_accounts` (true) forgets each account's sends today, the
-        `account_quotas` overrides and the affinity violations.
+        `account_quotas` overrides and the affinity violations; `solve_slider` (an account name or
+        a list of them; "" in a run without accounts) slides the slider for them, as a person on
+        the slider page does. `slider_accounts`, `empty_answers` and `empty_accounts`: see Settings.
         """
         router_changes = {k[7:]: v for k, v in changes.items() if k.startswith("router_")}
         own = {k: v for k, v in changes.items() if not k.startswith("router_")}
@@ -186,6 +207,11 @@ class Simulator:
             raise ValueError(f"unknown simulator setting(s): {', '.join(sorted(unknown))}")
         for name in own.get("account_quotas") or {}:
             self.store.require_account(name)
+        for name in _names(own.get("slider_accounts")) + _names(own.get("empty_accounts")):
+            if self.store.accounts:
+                self.store.require_account(name)
+        for name in _names(actions.get("solve_slider")):
+            self.store.solve_slider(self.store.require_account(name) if self.store.accounts else ANONYMOUS)
         names = actions.get("log_out") or []
         for name in [names] if isinstance(names, str) else names:
             self.store.log_out(name)
@@ -306,6 +332,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self._router(method, body)
             if url.path.startswith("/sim/"):
                 return self._send(*self._sim_control(method, url.path, url.query, body))
+            if url.path.startswith("/_____tmd_____/"):
+                return self._send(*self._slider(method, url.path))
             if url.path == "/favicon.ico":
                 return self._send(204, "image/x-icon", b"")
             if url.path.startswith("/static/"):
@@ -370,6 +398,20 @@ class Handler(BaseHTTPRequestHandler):
         fresh = api.renewed_token(settings, self.headers)  # the app renews a token near its end
         return status, kind, html, [api.token_cookie(fresh, settings)] if fresh else headers
 
+    def _slider(self, method: str, path: str):
+        """The slider's own page (what the overlay's iframe shows), and its POST when it is slid:
+        the account of the request's login cookie goes through again."""
+        if path == SLIDER_PATH:
+            return api.html_response(pages.SLIDER_PAGE)
+        if path == SLIDER_PATH.replace("punish", "slide") and method == "POST":
+            settings = self.sim.store.snapshot()
+            account = api.session_account(self.sim.store, settings, self.headers)
+            if account is None:
+                return api.json_response({"ok": False, "error": "not logged in"}, status=403)
+            self.sim.store.solve_slider(account)
+            return api.json_response({"ok": True})
+        return api.html_response("<h1>404 Not Found</h1>", status=404)
+
     def _static(self, name: str) -> None:
         found = pages.static_file(name)
         if found is None:
@@ -414,3 +456,10 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(chunk)
             self.wfile.flush()
         self.close_connection = True
+
+
+def _names(value) -> list[str]:
+    """An account name or a list of them, as a list (what /sim/config may be given)."""
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)

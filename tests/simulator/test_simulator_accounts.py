@@ -268,3 +268,60 @@ def test_in_a_browser_each_context_is_its_account_and_another_accounts_chat_show
             stranger.wait_for_selector(".login-error:has-text('Sign in failed')", timeout=5000)
         finally:
             browser.close()
+
+
+# -- the slider and empty answers (late 2026) ------------------------------------------------------
+def test_the_slider_refuses_one_accounts_sends_until_it_is_slid_and_the_ledger_says_so(sim):
+    from pipeline.engines.qwen.api import classify_api_error
+
+    sim.set(slider_accounts=["a"])
+    _, refused = send_as(sim, as_(sim, "a"), "Write about the slider.")
+    assert "success" not in refused and refused["ret"][0] == "FAIL_SYS_USER_VALIDATE"
+    assert refused["data"]["url"].startswith("/_____tmd_____/punish?x5secdata=")
+    error = classify_api_error(refused)
+    assert error.code == "bot_check" and "/_____tmd_____/punish?" in str(error)
+    _, taken = send_as(sim, as_(sim, "b"), "Write about the other account.")
+    assert taken["success"] is True
+    assert [(e["account"], e["accepted"], e["scenario"]) for e in sim.ledger()] == [
+        ("a", False, "slider"),
+        ("b", True, "ok"),
+    ]
+    assert sim.account_report()["a"]["sends_today"] == 0
+    status, _, page = raw(sim, "GET", refused["data"]["url"])
+    assert status == 200 and 'id="nc_1_n1z"' in page
+    assert raw(sim, "POST", "/_____tmd_____/slide", {}, as_(sim, "a"))[0] == 200  # the user slid it
+    assert send_as(sim, as_(sim, "a"), "Write about after the slider.")[1]["success"] is True
+
+
+def test_the_slider_for_every_account_and_its_end_from_the_config(sim):
+    sim.set(scenario="slider")
+    assert "ret" in send_as(sim, as_(sim, "c"))[1]
+    sim.set(solve_slider="c")
+    assert send_as(sim, as_(sim, "c"))[1]["success"] is True
+    assert "ret" in send_as(sim, as_(sim, "b"))[1]  # b did not slide
+    sim.set(scenario="ok")
+    with pytest.raises(ValueError, match="no account 'zed'"):
+        sim.set(slider_accounts=["zed"])
+
+
+def test_empty_answers_finish_with_null_content_for_one_account(sim):
+    sim.set(empty_accounts=["a"], answer_seconds=0.0, thinking_seconds=0.0)
+    chat_a, _ = send_as(sim, as_(sim, "a"), "Write about nothing.")
+    chat_b, _ = send_as(sim, as_(sim, "b"), "Write about something.")
+    time.sleep(0.5)
+    empty = get_json(sim, f"/api/v2/chats/{chat_a}", as_(sim, "a"))["data"]["chat"]["messages"][-1]
+    full = get_json(sim, f"/api/v2/chats/{chat_b}", as_(sim, "b"))["data"]["chat"]["messages"][-1]
+    answer = [p for p in empty["content_list"] if p["phase"] == "answer"][0]
+    assert (empty["content"], answer["content"], answer["status"]) == (None, None, "finished")
+    assert full["content"]
+
+
+def test_slider_and_empty_answer_options_name_accounts_of_the_run():
+    options = parse_args(
+        ["--accounts", "a,b", "--slider-accounts", "a", "--empty-accounts", "b", "--empty-answers"]
+    )
+    checked = options.checked()
+    assert checked.account_names("slider_accounts") == ("a",) and checked.empty_answers
+    with pytest.raises(UsageProblem, match="--slider-accounts 'z': 'z' is not one of --accounts"):
+        SimulatorOptions(accounts="a", slider_accounts="z").checked()
+    assert "slider" in parse_args(["--scenario", "slider"]).checked().scenario

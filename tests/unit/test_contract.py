@@ -210,14 +210,14 @@ def test_hard_failure_without_fallback_is_exit_1_then_dead_letter(project, works
     ws = Workspace(load(project / "config.toml"))
     eng = Engines(ws.config, chat_factory=lambda _c: chat)
     add_prompt(project, "tea")
-    chat.send_error = HardError("bot check", code="bot_check")
+    chat.send_error = HardError("the site refused", code="refused")  # no hold: tried again
     first = generate(ws, "tea", eng)
     assert first.status is Status.FAILED and "1 of 2" in first.message
     second = generate(ws, "tea", eng)
     assert second.status is Status.FAILED and "dead-lettered" in second.message
     failed = tomllib.loads((project / "articles" / "tea.md.failed").read_text())
-    assert failed["reason"] == "bot_check" and failed["attempts"] == 2 and failed["engine"] == "qwen"
-    assert "bot check" in failed["last_error"] and len(failed["errors"]) == 2
+    assert failed["reason"] == "refused" and failed["attempts"] == 2 and failed["engine"] == "qwen"
+    assert "the site refused" in failed["last_error"] and len(failed["errors"]) == 2
     sends_before = len([h for h in chat.history if h[0] == "send"])
     third = generate(ws, "tea", eng)
     assert third.status is Status.FAILED and "replay" in third.message

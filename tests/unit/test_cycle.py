@@ -95,7 +95,7 @@ def test_hard_failure_makes_the_cycle_exit_1(project, chat, router):
     ws, engines, _ = setup(project, chat, router, "[router]\nenabled = false")
     add_prompt(project, "tea")
     add_prompt(project, "coffee", "Write about coffee.")
-    chat.send_error = HardError("bot check", code="bot_check")
+    chat.send_error = HardError("the site refused", code="refused")  # no hold: each article tries
     report = run_cycle(ws, engines())
     assert report.exit_code == 1 and sorted(report.failed) == ["coffee", "tea"]
 

@@ -226,7 +226,12 @@ def classify_api_error(payload: Any) -> EngineError | None:
         return None
     text = json.dumps(payload, ensure_ascii=False)
     if any(marker in text for marker in BOT_MARKERS):
-        return HardError("the site asks for a human verification (bot check)", code="bot_check")
+        # Late 2026: {"ret": ["FAIL_SYS_USER_VALIDATE", ...], "data": {"url": the slider's page}}
+        # (no `success` key); the page lays the slider over itself (docs/qwen-site.md).
+        data = payload.get("data") if isinstance(payload.get("data"), dict) else {}
+        url = data.get("url") if isinstance(data.get("url"), str) else ""
+        where = f"; its slider: {url}" if url else ""
+        return HardError(f"the site asks for a human verification (bot check{where})", code="bot_check")
     if payload.get("success") is not False:
         return None
     data = payload.get("data") if isinstance(payload.get("data"), dict) else {}

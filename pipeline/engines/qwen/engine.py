@@ -26,6 +26,7 @@ from pipeline.engines.base import (
     Answer,
     ChatChoice,
     ChatTurns,
+    EmptyAnswer,
     EngineError,
     FoundChat,
     Generating,
@@ -459,6 +460,10 @@ class QwenEngine:
             with self._errors_as_engine_errors():
                 yield page
             kept = keep
+        except EngineError as err:
+            if err.code == "bot_check" and err.screenshot is None:
+                err.screenshot = _screenshot(page)  # the user sees what the site showed
+            raise
         finally:
             if not kept:
                 self._close_page(page)
@@ -547,7 +552,20 @@ class QwenEngine:
     def _sent_failure(self, page: Any, replies: SendReplies) -> EngineError | None:
         """Why the site refused what was just sent: its API reply first (it carries the quota's
         hours and outlives the toast), else the page's failure screen."""
-        failure = replies.failure() or screen_failure(page, self.selector_sets)
+        refused = replies.failure()
+        failure = refused or screen_failure(page, self.selector_sets)
+        if failure is not None and failure.code == "bot_check":
+            # The site answers the send itself with the bot check (FAIL_SYS_USER_VALIDATE) and
+            # takes nothing: no send. Only that reply proves it; a slider seen on the page
+            # without it may have come after the prompt was taken.
+            until = self._deadline(REPLY_GRACE_SECONDS)
+            while refused is None and time.monotonic() < until:
+                page.wait_for_timeout(POLL_SECONDS * 1000)
+                refused = replies.failure()
+            if refused is not None and refused.code == "bot_check":
+                refused.nothing_sent = True
+                return refused
+            return failure
         if isinstance(failure, QuotaSpent) and failure.retry_after is None:
             # The page can draw the toast before Playwright reports the reply: give it a moment.
             until = self._deadline(REPLY_GRACE_SECONDS)
@@ -740,7 +758,8 @@ class QwenEngine:
         dom = read_dom_state(page, selectors)
         busy = dom.busy_reason(selectors, turns_before)
         paused = bool(dom.answer_text) and dom.answer_text == dom_before  # the page stopped growing
-        if busy is not None and patient and not paused:
+        streaming = dom.stop_visible or not selectors.stop_button  # a page that can tell says so
+        if busy is not None and patient and not paused and streaming:
             # The API read waits until the page says it is done, or its answer stopped growing.
             return Observation(busy, dom_text=dom.answer_text)
         try:
@@ -755,12 +774,19 @@ class QwenEngine:
             )
         stored = view.stored[turns_before] if len(view.stored) > turns_before else None
         settled = turn.answer if turn is not None and stored is True and turn.answer.strip() else None
+        # Stored as finished with no text: what an account past its real limit gets
+        # (docs/qwen-site.md). Never an article; once the page stops streaming, a failure.
+        empty = turn is not None and stored is True and not turn.answer.strip()
+        if empty and not dom.stop_visible:
+            raise EmptyAnswer()
         if busy is not None:
             # A freshly opened page draws a finished answer a moment late: worth waiting for.
             site_has_more = bool(turn and turn.answer) and (
                 turn.finished or dom.assistant_turns <= turns_before
             )
-            return Observation(busy, catching_up=site_has_more, settled=settled, dom_text=dom.answer_text)
+            return Observation(
+                busy, catching_up=site_has_more or empty, settled=settled, dom_text=dom.answer_text
+            )
         if turn is None or not turn.finished or not turn.answer.strip():
             # Only a UI that positively shows completion (a copy button) can contradict the API;
             # the older UI shows nothing, so there this is plain "still generating".
@@ -940,6 +966,14 @@ def _same_text(a: str, b: str) -> bool:
 
 def _comparable(text: str) -> str:
     return text.replace("\r\n", "\n").strip()
+
+
+def _screenshot(page: Any) -> bytes | None:
+    """The page as it looks now (PNG), or None when the browser cannot take it."""
+    try:
+        return page.screenshot(timeout=5000)
+    except Exception:
+        return None  # a page gone or hung: the hold is recorded all the same
 
 
 def _first_line(err: BaseException) -> str:

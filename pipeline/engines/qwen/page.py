@@ -45,6 +45,7 @@ _SCREEN_JS = """
     text: parts.join(' '),
     waf: document.documentElement.outerHTML.includes(args.waf),
     login: !!(login && (!login.checkVisibility || login.checkVisibility())),
+    captcha: !!(args.captcha && document.querySelector(args.captcha)),
   };
 }
 """
@@ -213,7 +214,14 @@ def screen_failure(
     """The failure screen the page shows (login, bot check, WAF, quota, banners), or None."""
     skip = [s for sel in selector_sets for s in (sel.user_turn, sel.answer, sel.thinking) if s]
     seen = evaluate(
-        page, _SCREEN_JS, {"skip": skip, "waf": texts.waf_marker, "login": selector_sets[0].login}
+        page,
+        _SCREEN_JS,
+        {
+            "skip": skip,
+            "waf": texts.waf_marker,
+            "login": selector_sets[0].login,
+            "captcha": texts.bot_check_frame,
+        },
     )
     return failure_in(seen, texts)
 
@@ -224,7 +232,8 @@ def failure_in(seen: dict, texts: FailureTexts = FAILURE_TEXTS) -> EngineError |
     text = _normalise(seen.get("text", ""))
     if path.startswith("/auth") or seen.get("login"):
         return HardError(f"not logged in to the chat site: {LOGIN_HINT}", code="logged_out")
-    if texts.bot_check_title.lower() in seen.get("title", "").lower() or _has(text, texts.bot_check):
+    bot_page = texts.bot_check_title.lower() in seen.get("title", "").lower() or _has(text, texts.bot_check)
+    if bot_page or seen.get("captcha"):
         return HardError(
             "the site asks for a human verification (bot check); try later, headed, "
             "or attached to your own Chrome (browser.cdp_url)",

@@ -116,6 +116,8 @@ class FailureTexts:
 
     bot_check_title: str = "Verification"
     bot_check: str = "Please complete the operation to verify that you are a real person"
+    # The slider the late-2026 site lays over the page when it refuses a send (docs/qwen-site.md).
+    bot_check_frame: str = 'iframe#baxia-dialog-content, iframe[src*="_____tmd_____/punish"]'
     quota: str = "You've reached the upper limit for today's usage"
     waf_marker: str = "aliyun_waf_aa"
     chat_not_found: str = "is not exist"

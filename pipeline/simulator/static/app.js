@@ -66,11 +66,33 @@
   function handleFailure(body) {
     if (body && body.missing) return;
     const data = (body && body.data) || {};
+    const ret = (body && Array.isArray(body.ret)) ? body.ret : [];
+    if (ret.some((r) => String(r).startsWith("FAIL_SYS_USER_VALIDATE"))) return showSlider(data.url);
     if (data.code === "Unauthorized") location.href = "/auth?action=signin";
     else if (data.code === "FAIL_SYS_USER_VALIDATE") location.href = data.url || "/punish?x5step=1";
     else if (data.code === "CHAT_NOT_FOUND") showBanner(data.details);
     else V.toast(ui.toasts, data.details || GENERIC_ERROR, CFG.toast_seconds);
   }
+
+  // The late-2026 slider: Alibaba's overlay over the page, the captcha in an iframe; the page
+  // itself stays (nothing was sent). Solving it (the iframe says so) takes the overlay away.
+  function showSlider(url) {
+    if (document.getElementById("baxia-dialog-content")) return;
+    const mask = document.createElement("div");
+    mask.className = "baxia-dialog";
+    mask.id = "baxia-dialog";
+    const frame = document.createElement("iframe");
+    frame.id = "baxia-dialog-content";
+    frame.src = url || "/_____tmd_____/punish?action=captcha";
+    mask.appendChild(frame);
+    document.body.appendChild(mask);
+  }
+
+  window.addEventListener("message", (event) => {
+    if (event.data !== "qwen-sim-slider-solved") return;
+    const mask = document.getElementById("baxia-dialog");
+    if (mask) mask.remove();
+  });
 
   function showBanner(text) {
     ui.banner.textContent = text;
@@ -97,7 +119,7 @@
     const thinking = phase("thinking_summary");
     return {
       id: m.id, role: "assistant", error: m.error || null,
-      answer: answer ? answer.content : "", answerStarted: !!answer,
+      answer: answer ? answer.content || "" : "", answerStarted: !!answer,
       // Without a status per phase, the message's own (the stream's last) counts for the answer.
       answerStatus: answer ? answer.status || (m.phase === "answer" && m.status) || "typing" : "typing",
       thinking: thinking ? thinking.content : "",

@@ -1,0 +1,147 @@
+"""Holds with fake engines (issue 26, items 3 and 5): a bot check holds the account for
+qwen.bot_check_pause hours (or until a login ends it) and is no send; an empty answer holds it
+until local midnight and the article goes to the router, never to another account."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from fakes import FakeChat, FakeRouter
+from project_files import add_prompt, write_config
+
+from pipeline.config import load
+from pipeline.contract.quota import BOT_CHECK, EMPTY_ANSWERS, Hold, next_local_midnight
+from pipeline.contract.step import Status, generate
+from pipeline.contract.workspace import Engines, Workspace
+from pipeline.engines.base import EmptyAnswer, Generating, HardError
+
+HOUR = 3600.0
+NOW = 1_800_000_000.0
+PNG = b"\x89PNG\r\n\x1a\nfake"
+
+
+def slider(screenshot: bytes | None = PNG) -> HardError:
+    """What the engine raises when the send's own reply is the slider: nothing was taken."""
+    err = HardError("the site asks for a human verification (bot check)", code="bot_check")
+    err.nothing_sent = True
+    err.screenshot = screenshot
+    return err
+
+
+def setup(project, tables: str = "", extra: str = ""):
+    write_config(
+        project, f"[qwen]\npoll_interval = 0\nmax_attempts = 3\n{extra}[article]\nmin_words = 0\n{tables}"
+    )
+    ws = Workspace(load(project / "config.toml"))
+    names = [line[10:-1] for line in tables.splitlines() if line.startswith("[accounts.")]
+    for name in names:
+        state = project / ".qwenpipe" / "accounts" / name / "state.json"
+        state.parent.mkdir(parents=True, exist_ok=True)
+        state.write_text("{}")
+    chats = {name: FakeChat(base_url="https://chat.qwen.ai") for name in names or ["default"]}
+    for i, chat in enumerate(chats.values()):
+        chat.sends = 1000 * i
+    router = FakeRouter()
+
+    def engines() -> Engines:
+        from pipeline.accounts import config_account
+
+        return Engines(
+            ws.config,
+            chat_factory=lambda config: chats[config_account(config)],
+            router_factory=lambda _c: router,
+        )
+
+    return ws, chats, router, engines
+
+
+def events(ws, slug=None):
+    return [e.event for e in ws.store.events(slug)]
+
+
+def test_a_bot_check_is_no_send_and_holds_the_account_for_the_pause(project):
+    ws, chats, router, engines = setup(project, extra="bot_check_pause = 2\n")
+    chat = chats["default"]
+    add_prompt(project, "tea")
+    add_prompt(project, "milk", "Write about milk.")
+    chat.send_error = slider()
+    outcome = generate(ws, "tea", engines(), clock=lambda: NOW)
+    assert outcome.status is Status.DONE and outcome.engine == "router"
+    assert not (project / "articles" / "tea.md.sending").exists()
+    assert events(ws, "tea")[:4] == ["sending", "unsent", "hard", "hold"]
+    assert ws.store.send_counts(0).total == 0  # not a send today
+    hold = ws.chat_quota.held(NOW, "default")
+    assert hold.kind == BOT_CHECK and hold.since == NOW and hold.until == NOW + 2 * HOUR
+    shot = project / "articles" / ".qwenpipe" / "bot-check-default.png"
+    assert shot.read_bytes() == PNG and stat.S_IMODE(os.stat(shot).st_mode) == 0o600
+
+    chat.send_error = None  # the slider is gone, but the hold stands until its end
+    sends = chat.sends
+    milk = generate(ws, "milk", engines(), clock=lambda: NOW + HOUR)
+    assert milk.status is Status.DONE and milk.engine == "router" and chat.sends == sends
+    assert "every account is held back" in " ".join(
+        e.fields.get("reason", "") for e in ws.store.events("milk")
+    )
+    add_prompt(project, "later", "Write about later.")
+    assert generate(ws, "later", engines(), clock=lambda: NOW + 2 * HOUR + 1).status is Status.QUEUED
+
+
+def test_a_bot_check_on_one_account_holds_it_for_every_later_run_while_the_next_sends(project):
+    ws, chats, router, engines = setup(project, "[accounts.a]\n[accounts.b]\n")
+    chats["a"].send_error = slider()
+    add_prompt(project, "tea")
+    outcome = generate(ws, "tea", engines(), clock=lambda: NOW)
+    assert outcome.status is Status.QUEUED and outcome.account == "b"
+    chats["a"].send_error = None
+    add_prompt(project, "milk", "Write about milk.")
+    later = generate(ws, "milk", engines(), clock=lambda: NOW + 60)  # a new run: new engines
+    assert later.account == "b" and [h[0] for h in chats["a"].history] == ["send"]
+    assert ws.chat_quota.held(NOW + 60, "a").kind == BOT_CHECK
+    assert ws.chat_quota.held(NOW + 60, "b") is None
+
+
+def test_a_login_lifts_a_bot_check_hold_but_never_a_quota(project):
+    ws, _chats, _router, _engines = setup(project)
+    quota = ws.chat_quota
+    quota.hold(NOW, "bot_check", "slider", "default", bot_check_pause=6)
+    assert quota.lift(NOW + 1, "default").kind == BOT_CHECK
+    assert quota.held(NOW + 2, "default") is None
+    quota.block(NOW, 5 * HOUR, "daily limit", account="default")
+    assert quota.lift(NOW + 1, "default") is None
+    assert quota.held(NOW + 2, "default").kind == "quota"
+
+
+def test_an_empty_answer_goes_to_the_router_and_holds_the_account_until_midnight(project):
+    ws, chats, router, engines = setup(project, "[accounts.a]\n[accounts.b]\n")
+    add_prompt(project, "tea")
+    assert generate(ws, "tea", engines(), clock=lambda: NOW).account == "a"
+    chats["a"].enqueue_check(EmptyAnswer())
+    outcome = generate(ws, "tea", engines(), clock=lambda: NOW + 60)
+    assert outcome.status is Status.DONE and outcome.engine == "router"
+    assert not (project / "articles" / "tea.md.rejected").exists()
+    hold = ws.chat_quota.held(NOW + 60, "a")
+    assert hold.kind == EMPTY_ANSWERS and hold.until == next_local_midnight(NOW + 60)
+    assert "hold" in events(ws, "tea")
+    assert sum(h[0] == "send" for c in chats.values() for h in c.history) == 1  # never sent again
+    add_prompt(project, "milk", "Write about milk.")
+    assert generate(ws, "milk", engines(), clock=lambda: NOW + 120).account == "b"
+
+
+def test_an_empty_answer_without_a_router_is_a_hard_failure_not_a_poll_forever(project):
+    ws, chats, _router, engines = setup(project, "[accounts.a]\n[router]\nenabled = false\n")
+    add_prompt(project, "tea")
+    generate(ws, "tea", engines(), clock=lambda: NOW)
+    chats["a"].enqueue_check(EmptyAnswer(), EmptyAnswer(), EmptyAnswer(), Generating())
+    outcomes = [generate(ws, "tea", engines(), clock=lambda i=i: NOW + 60 * i).status for i in range(1, 4)]
+    assert outcomes == [Status.FAILED] * 3
+    assert (project / "articles" / "tea.md.failed").exists()  # dead-lettered, never polled again
+
+
+def test_the_hold_says_since_when_until_when_and_the_fix():
+    hold = Hold("a", NOW + 6 * HOUR, NOW, "bot check: the slider")
+    text = hold.words()
+    assert text.startswith("bot check since ") and "run `qwenpipe login --account a` on a desktop" in text
+    assert "(or it is tried again at " in text
+    assert Hold("a", NOW, NOW, "answers came back empty: x").kind == EMPTY_ANSWERS
+    assert Hold("a", NOW, NOW, "the daily chat quota is spent").kind == "quota"
