@@ -57,11 +57,19 @@ def _between(low: float, high: float, *, low_open: bool = False) -> Callable[[fl
         below = value <= low if low_open else value < low
         if finite and not below and value <= high:
             return None
+        low_shown, high_shown = _number(low), _number(high)
         return (
-            f"must be more than {low:g} and at most {high:g}" if low_open else f"must be {low:g} to {high:g}"
+            f"must be more than {low_shown} and at most {high_shown}"
+            if low_open
+            else f"must be {low_shown} to {high_shown}"
         )
 
     return check
+
+
+def _number(value: float) -> str:
+    """A bound as a reader writes it: 1000000, not 1e+06."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 DAY = 86400  # the upper bound of most waits: a longer one is a typo, and would overflow timers
@@ -218,6 +226,12 @@ class Qwen(Section):
         '"on"/"off": Thinking/Fast in the thinking select (or the older toggle); "auto": Auto',
     )
     web_search: bool = key(bool, False, None, "turn the site's web search on for each new chat")
+    max_prompt_bytes: int = key(
+        int,
+        100_000,
+        _between(1000, 1_000_000),
+        "a turn whose chat request is larger is refused unsent (the site shows a captcha)",
+    )
 
 
 @dataclass(frozen=True)
