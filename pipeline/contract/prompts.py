@@ -185,22 +185,30 @@ def request_body_bytes(text: str) -> int:
     return _REQUEST_OVERHEAD - 2 + len(content.encode("utf-8", "surrogatepass"))
 
 
-def check_request_size(prompt: Prompt, limit: int, first_turn: int = 1) -> None:
-    """UsageProblem (exit 2, nothing sent) naming the first turn from `first_turn` (1-based)
-    whose request would be over `limit` bytes (qwen.max_prompt_bytes): the site answers such a
-    send with its slider captcha, a strike against the account."""
+def request_size_problem(prompt: Prompt, limit: int, first_turn: int = 1) -> str:
+    """What is wrong with the first turn from `first_turn` (1-based) whose chat request would be
+    over `limit` bytes (qwen.max_prompt_bytes), with the fix; "" when none is."""
     total = len(prompt.turns)
     for number in range(max(1, first_turn), total + 1):
         size = request_body_bytes(prompt.turns[number - 1])
         if size > limit:
             which = f"turn {number} of {total}" if total > 1 else "the prompt"
-            raise UsageProblem(
+            return (
                 f"{prompt.path}: {which} makes a chat request of {size:,} bytes, over "
                 f"qwen.max_prompt_bytes = {limit:,} (the site meets larger sends with its slider "
                 f"captcha): shorten it or split it into turns ({TURN_SEPARATOR!r} lines), or "
-                f"have the router write it (qwenpipe generate {prompt.slug} --engine router); "
-                "nothing was sent"
+                f"have the router write it (qwenpipe generate {prompt.slug} --engine router)"
             )
+    return ""
+
+
+def check_request_size(prompt: Prompt, limit: int, first_turn: int = 1) -> None:
+    """UsageProblem (exit 2, nothing sent) when a turn from `first_turn` is too large for the
+    chat (request_size_problem): the site answers such a send with its slider captcha, a strike
+    against the account."""
+    problem = request_size_problem(prompt, limit, first_turn)
+    if problem:
+        raise UsageProblem(f"{problem}; nothing was sent")
 
 
 def split_turns(text: str, where: Path) -> tuple[str, ...]:

@@ -105,3 +105,30 @@ def test_max_prompt_bytes_defaults_to_100000_and_takes_a_value(tmp_path):
     assert load(path).qwen.max_prompt_bytes == 50_000
     path.write_text("")
     assert load(path).qwen.max_prompt_bytes == 100_000
+
+
+def _blog(tmp_path):
+    from project_files import write_config
+
+    write_config(tmp_path, "[qwen]\nmax_prompt_bytes = 1000\n")
+    templates = tmp_path / "prompts" / "_templates"
+    templates.mkdir(parents=True)
+    (templates / "default.md").write_text('+++\ntitle = "{title}"\n+++\nWrite "{title}".\n{notes}\n')
+    return tmp_path
+
+
+def test_new_and_import_write_a_prompt_too_large_for_the_chat_and_warn(tmp_path):
+    from tests_cli_helpers import qwenpipe
+
+    project = _blog(tmp_path)
+    made = qwenpipe("new", "big", "--title", "Big", "--set", "notes=" + "n" * 1000, cwd=project)
+    assert made.returncode == 0, made.stderr
+    assert (project / "prompts" / "big.md").exists()
+    assert "warning:" in made.stderr and "qwen.max_prompt_bytes = 1,000" in made.stderr
+    small = qwenpipe("new", "small", "--title", "Small", "--set", "notes=short", cwd=project)
+    assert small.returncode == 0 and "warning" not in small.stderr
+    (project / "topics.csv").write_text(f"title,notes\nHuge,{'h' * 1000}\nTiny,short\n")
+    imported = qwenpipe("import", "topics.csv", cwd=project)
+    assert imported.returncode == 0, imported.stderr
+    assert "topics.csv line 2: warning:" in imported.stderr and "line 3: warning" not in imported.stderr
+    assert "1 too large for the chat" in imported.stderr
