@@ -24,6 +24,7 @@ class Account(NamedTuple):
     max_sends_per_day: int  # this account's own limit; 0 = none (qwen.max_sends_per_day is the total)
     enabled: bool
     configured: bool  # False for the implicit `default` made of [browser]'s keys
+    proxy: str = ""  # its browser's proxy URL (pipeline.proxy); "" = none
 
     @property
     def where(self) -> str:
@@ -56,6 +57,7 @@ def _accounts_of(config: Config) -> tuple[Account, ...]:
                 max_sends_per_day=0,
                 enabled=True,
                 configured=False,
+                proxy=config.browser.proxy,
             ),
         )
     return tuple(
@@ -66,6 +68,7 @@ def _accounts_of(config: Config) -> tuple[Account, ...]:
             max_sends_per_day=settings.max_sends_per_day,
             enabled=settings.enabled,
             configured=True,
+            proxy=settings.proxy,
         )
         for name, settings in tables.items()
     )
@@ -85,14 +88,24 @@ def account_named(config: Config, name: str) -> Account:
 
 
 def account_config(config: Config, account: Account) -> Config:
-    """The config as the account's engine sees it: [browser]'s profile and saved login are the
-    account's (the `default` account's are [browser]'s own: the config unchanged). Everything
-    that reads them (the engine, the login refresh, doctor) then serves that account alone."""
+    """The config as the account's engine sees it: [browser]'s profile, saved login and proxy
+    are the account's (the `default` account's are [browser]'s own: the config unchanged).
+    Everything that reads them (the engine, the login refresh, doctor) then serves that account
+    alone."""
     if not account.configured:
         return config
-    return config.with_override(
-        "browser", "profile_dir", str(account.profile_dir), account.where
-    ).with_override("browser", "storage_state", str(account.storage_state), account.where)
+    return (
+        config.with_override("browser", "profile_dir", str(account.profile_dir), account.where)
+        .with_override("browser", "storage_state", str(account.storage_state), account.where)
+        .with_override("browser", "proxy", account.proxy, account.where)
+    )
+
+
+def proxy_secrets(config: Config) -> tuple[str, ...]:
+    """The passwords of every account's proxy (as written and decoded), for masking."""
+    from .proxy import secrets
+
+    return tuple(secret for account in all_accounts(config) for secret in secrets(account.proxy))
 
 
 def config_account(config: Config) -> str:

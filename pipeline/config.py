@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from urllib.parse import urlparse
 
 from . import files
+from .proxy import problem as _proxy
 
 DEFAULT_CONFIG_NAME = "config.toml"
 CONFIG_ENV = "QWENPIPE_CONFIG"
@@ -57,11 +58,19 @@ def _between(low: float, high: float, *, low_open: bool = False) -> Callable[[fl
         below = value <= low if low_open else value < low
         if finite and not below and value <= high:
             return None
+        low_shown, high_shown = _number(low), _number(high)
         return (
-            f"must be more than {low:g} and at most {high:g}" if low_open else f"must be {low:g} to {high:g}"
+            f"must be more than {low_shown} and at most {high_shown}"
+            if low_open
+            else f"must be {low_shown} to {high_shown}"
         )
 
     return check
+
+
+def _number(value: float) -> str:
+    """A bound as a reader writes it: 1000000, not 1e+06."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 DAY = 86400  # the upper bound of most waits: a longer one is a typo, and would overflow timers
@@ -224,6 +233,12 @@ class Qwen(Section):
         '"on"/"off": Thinking/Fast in the thinking select (or the older toggle); "auto": Auto',
     )
     web_search: bool = key(bool, False, None, "turn the site's web search on for each new chat")
+    max_prompt_bytes: int = key(
+        int,
+        100_000,
+        _between(1000, 1_000_000),
+        "a turn whose chat request is larger is refused unsent (the site shows a captcha)",
+    )
 
 
 @dataclass(frozen=True)
@@ -237,6 +252,13 @@ class Browser(Section):
     storage_state: str = key(str, ".qwenpipe/state.json", _not_empty, "saved login (mode 0600)")
     cdp_url: str = key(str, "", _ws_or_http_url_or_empty, "attach to a running Chrome instead of launching")
     args: list[str] = key(list, [], None, "extra command-line switches for Chromium")
+    proxy: str = key(
+        str,
+        "",
+        _proxy,
+        'the account\'s own exit, e.g. "http://user:pass@host:8080" (http, https, socks5); "" = none',
+        may_be_secret=True,
+    )
 
 
 @dataclass(frozen=True)
@@ -409,6 +431,9 @@ class AccountSettings(Section):
         "this account's own limit (0 = none); qwen.max_sends_per_day is the total",
     )
     enabled: bool = key(bool, True, None, "false: no new sends; its chats in flight wait")
+    proxy: str = key(
+        str, "", _proxy, "this account's browser goes out through it (as browser.proxy)", may_be_secret=True
+    )
 
 
 ACCOUNT_KEYS = AccountSettings.keys()
@@ -508,6 +533,7 @@ class Config:
         checked = check_value(f"{section}.{key}", SCHEMA[section][key], value, where)
         values = {s: dict(keys) for s, keys in self.values.items()}
         values[section][key] = checked
+        _check_proxies(values, where, from_file=False)
         return Config(
             values=values,
             root=self.root,
@@ -607,7 +633,30 @@ def validate(data: dict[str, Any], where: Path | str = "config.toml") -> dict[st
                 known = ", ".join(SCHEMA[section])
                 raise ConfigError(f"{where}: unknown key {name} (known in [{section}]: {known})")
             values[section][key] = check_value(name, spec, value, where)
+    _check_proxies(values, where)
     return values
+
+
+def _check_proxies(values: dict[str, dict[str, Any]], where: Path | str, *, from_file: bool = True) -> None:
+    """The proxy keys that cannot work together with the rest: a proxy for a browser qwenpipe
+    does not launch (browser.cdp_url), or, in the file, [browser]'s proxy beside
+    [accounts.NAME] tables (it is the proxy of the one account of a setup without them: it would
+    silently go unused; an account's own config has its proxy there: accounts.account_config)."""
+    accounts = values.get(ACCOUNTS, {})
+    if from_file and values["browser"]["proxy"] and accounts:
+        names = ", ".join(f"[accounts.{name}]" for name in accounts)
+        raise ConfigError(
+            f"{where}: browser.proxy is the proxy of the one account of a setup without accounts, "
+            f"and this one has {names}: set proxy in each account's table instead"
+        )
+    with_proxy = ["browser.proxy"] if values["browser"]["proxy"] else []
+    with_proxy += [f"accounts.{name}.proxy" for name, keys in accounts.items() if keys.get("proxy")]
+    if values["browser"]["cdp_url"] and with_proxy:
+        raise ConfigError(
+            f"{where}: {with_proxy[0]} is set, but browser.cdp_url (or --cdp) attaches to a Chrome "
+            "you started, whose network settings are its own: start that Chrome with "
+            "--proxy-server=HOST:PORT and remove the proxy key, or remove browser.cdp_url"
+        )
 
 
 def _validate_accounts(table: Any, where: Path | str) -> dict[str, dict[str, Any]]:

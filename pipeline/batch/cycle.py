@@ -268,7 +268,9 @@ def plan(
         elif action in (Action.POLL, Action.RECOVER):
             polls.append(view)
         elif action in (Action.SEND, Action.FALL_BACK) or reason is Reason.QUOTA:
-            if view.check_prompt(workspace.prompts_dir):  # only now: a bad prompt takes no send slot
+            if view.check_prompt(
+                workspace.prompts_dir, qwen.max_prompt_bytes
+            ):  # only now: a bad prompt takes no send slot
                 sends.append(view)  # one waiting for the quota too: its step says until when
             else:
                 _count_invalid(report, view)

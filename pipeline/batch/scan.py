@@ -15,7 +15,15 @@ from typing import Any
 from .. import __version__, files
 from ..contract.article import ArticleFiles, ArticleState
 from ..contract.phases import Files, Phase, phase_of
-from ..contract.prompts import MAX_SLUG, SLUG_RE, is_folder_notes, is_slug, load_prompt, name_problem
+from ..contract.prompts import (
+    MAX_SLUG,
+    SLUG_RE,
+    check_request_size,
+    is_folder_notes,
+    is_slug,
+    load_prompt,
+    name_problem,
+)
 from ..errors import SetupProblem, UsageProblem
 from ..store.protocol import ArticleRecord, PromptCheck
 
@@ -152,13 +160,15 @@ class ArticleView:
                 self._state = ArticleState()
         return self._state
 
-    def check_prompt(self, prompts_dir: Path) -> bool:
+    def check_prompt(self, prompts_dir: Path, max_request_bytes: int) -> bool:
         """Load the prompt once to learn whether it could be sent; False (and `problem` set) when
-        it never could. A cycle asks this only of the prompts it is about to send: reading
-        10,000 waiting prompts each cron run would cost more than the run itself."""
+        it never could: it does not load, or a turn's chat request would be over
+        `max_request_bytes` (qwen.max_prompt_bytes). A cycle asks this only of the prompts it is
+        about to send: reading 10,000 waiting prompts each cron run would cost more than the run
+        itself."""
         if not self.problem:
             try:
-                load_prompt(prompts_dir, self.slug)
+                check_request_size(load_prompt(prompts_dir, self.slug), max_request_bytes)
             except UsageProblem as problem:
                 self.problem = str(problem)
         return not self.problem
@@ -254,21 +264,25 @@ def _by_age(view: ArticleView) -> tuple[float, str]:
 
 
 def check_waiting_prompts(
-    views: list[ArticleView], prompts_dir: Path, remembered: Mapping[str, PromptCheck] | None = None
+    views: list[ArticleView],
+    prompts_dir: Path,
+    max_request_bytes: int,
+    remembered: Mapping[str, PromptCheck] | None = None,
 ) -> list[PromptCheck]:
     """Check the prompt of every article not finished (`problem` set where it could never be
-    sent). A prompt whose file is as a remembered check saw it is not read again; returns the
-    checks made now, for the caller to remember."""
+    sent). A prompt whose file (and the size limit it was judged by) is as a remembered check
+    saw it is not read again; returns the checks made now, for the caller to remember."""
     remembered = remembered or {}
     learned = []
     for item in views:
         if item.prompt_mtime is None or item.problem or item.done or item.dead:
             continue
         known, stamp = remembered.get(item.slug), item.prompt_stamp
+        stamp = stamp and f"{stamp}:{max_request_bytes}"
         if known is not None and known.stamp == stamp and stamp:
             item.problem = known.problem or None
             continue
-        item.check_prompt(prompts_dir)
+        item.check_prompt(prompts_dir, max_request_bytes)
         if stamp:
             learned.append(PromptCheck(item.slug, stamp, item.problem or ""))
     return learned

@@ -321,7 +321,10 @@ def collect(
     served = store.served() if shared else None
     batch.attach_records(views, workspace.state_dir, store)
     learned = batch.check_waiting_prompts(
-        views, workspace.prompts_dir, store.prompt_checks() if store else None
+        views,
+        workspace.prompts_dir,
+        workspace.config.qwen.max_prompt_bytes,
+        store.prompt_checks() if store else None,
     )
     if learned and store:
         remember_prompt_checks(store, learned)

@@ -46,6 +46,8 @@ def register(app: typer.Typer) -> None:
             tags=list(tag or []),
             template=template,
             sets=list(set_ or []),
+            max_request_bytes=workspace.config.qwen.max_prompt_bytes,
+            warn=say,
         )
         out().print(str(path), markup=False)
         say(f"wrote {path}; the next cycle (or `qwenpipe generate {slug}`) sends it")
@@ -65,12 +67,17 @@ def register(app: typer.Typer) -> None:
 
         workspace = workspace_of(ctx, config)
         report = import_topics(
-            workspace.prompts_dir, workspace.articles_dir, source, template, dry_run=dry_run
+            workspace.prompts_dir,
+            workspace.articles_dir,
+            source,
+            template,
+            dry_run=dry_run,
+            max_request_bytes=workspace.config.qwen.max_prompt_bytes,
         )
         printed = out()
         for _slug, path in report.written:
             printed.print(str(path), markup=False)
-        for line in report.existing + report.invalid:
+        for line in report.existing + report.invalid + report.too_large:
             say(line)
         say(report.summary())
         if report.invalid:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -155,6 +156,59 @@ def parse_prompt(slug: str, path: Path, raw: str) -> Prompt:
             f"{path}: article.answer_turn = {settings['answer_turn']} but the prompt has {len(turns)} turn(s)"
         )
     return Prompt(slug=slug, path=path, text=text, meta=meta, settings=settings, qwen=qwen, turns=turns)
+
+
+# The JSON the chat page POSTs to /api/v2/chat/completions for one turn, as the site's own
+# frontend writes it (docs/qwen-site.md): the turn's text is its one message. The ids are the
+# longest they can be (UUIDs; a later turn names the message it follows), so the estimate is
+# never short of the body the page sends.
+_REQUEST_SHAPE = {
+    "stream": True,
+    "incremental_output": True,
+    "chat_id": "00000000-0000-0000-0000-000000000000",
+    "chat_mode": "normal",
+    "model": "qwen3-max-2026-01-01-preview",
+    "chat_type": "search",
+    "feature_config": {"thinking_enabled": True, "output_schema": "phase"},
+    "parent_id": "00000000-0000-0000-0000-000000000000",
+    "messages": [{"role": "user", "content": "", "chat_type": "search"}],
+    "timestamp": 1_800_000_000,
+}
+_REQUEST_OVERHEAD = len(json.dumps(_REQUEST_SHAPE, separators=(",", ":")).encode("utf-8"))
+
+
+def request_body_bytes(text: str) -> int:
+    """The size in bytes of the completion request that sends `text` as one turn: the UTF-8
+    JSON the browser sends (JSON.stringify: quotes, backslashes and control characters
+    escaped, every other character as its UTF-8 bytes)."""
+    content = json.dumps(text, ensure_ascii=False)  # with its two quotes, which the shape has too
+    return _REQUEST_OVERHEAD - 2 + len(content.encode("utf-8", "surrogatepass"))
+
+
+def request_size_problem(prompt: Prompt, limit: int, first_turn: int = 1) -> str:
+    """What is wrong with the first turn from `first_turn` (1-based) whose chat request would be
+    over `limit` bytes (qwen.max_prompt_bytes), with the fix; "" when none is."""
+    total = len(prompt.turns)
+    for number in range(max(1, first_turn), total + 1):
+        size = request_body_bytes(prompt.turns[number - 1])
+        if size > limit:
+            which = f"turn {number} of {total}" if total > 1 else "the prompt"
+            return (
+                f"{prompt.path}: {which} makes a chat request of {size:,} bytes, over "
+                f"qwen.max_prompt_bytes = {limit:,} (the site meets larger sends with its slider "
+                f"captcha): shorten it or split it into turns ({TURN_SEPARATOR!r} lines), or "
+                f"have the router write it (qwenpipe generate {prompt.slug} --engine router)"
+            )
+    return ""
+
+
+def check_request_size(prompt: Prompt, limit: int, first_turn: int = 1) -> None:
+    """UsageProblem (exit 2, nothing sent) when a turn from `first_turn` is too large for the
+    chat (request_size_problem): the site answers such a send with its slider captcha, a strike
+    against the account."""
+    problem = request_size_problem(prompt, limit, first_turn)
+    if problem:
+        raise UsageProblem(f"{problem}; nothing was sent")
 
 
 def split_turns(text: str, where: Path) -> tuple[str, ...]:

@@ -59,7 +59,7 @@ from .phases import (
     backoff_delay,
     decide,
 )
-from .prompts import Prompt, check_slug, load_prompt
+from .prompts import Prompt, check_request_size, check_slug, load_prompt
 from .quota import HOLD_CODES, Hold, SendBudget, held_words, host_accounts, screenshot_path, sends_today
 from .render import article_body, render_article
 from .rotation import capacity, sender_of, standings
@@ -194,7 +194,9 @@ def _generate_once(
         return Outcome(Status.DONE, slug, f"{article.md} is already done")
     workspace.journal.check()  # before any marker or send: every step must be logged
     prompt = load_prompt(workspace.prompts_dir, slug)
-    read_chat_url(article, workspace.config.qwen.base_url)  # refuse a bad sidecar before locking
+    sent = read_chat_url(article, workspace.config.qwen.base_url)  # a bad sidecar: refused before locking
+    if engine != "router":  # the turns still to be sent (the first is, once its chat is known)
+        check_request_size(prompt, workspace.config.qwen.max_prompt_bytes, first_turn=2 if sent else 1)
     try:
         lock = FileLock(article.lock, purpose=f"generate {slug}").acquire()
     except LockBusy as busy:

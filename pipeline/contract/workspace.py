@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..accounts import proxy_secrets
 from ..config import Browser, Config, ConfigError
 from ..files import FileLock, LockBusy
-from ..redact import router_key
+from ..redact import register, router_key
 from ..store.protocol import DEFAULT_ACCOUNT
 from .article import STATE_DIR, ArticleFiles
 from .journal import Journal
@@ -25,6 +26,8 @@ class Workspace:
         # Known before anything is read or written, so every sink masks the key, even in a
         # command that never talks to the router (status, show).
         router_key(self.config.router)
+        for secret in proxy_secrets(self.config):  # the accounts' proxy passwords, likewise
+            register(secret)
         if self.config.store.url:  # a batch several hosts share: its store is the server's
             from ..store import use_server
 

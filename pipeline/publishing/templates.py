@@ -12,13 +12,22 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import tomli_w
 
 from .. import files
-from ..contract.prompts import FENCE, SLUG_RE, Prompt, check_slug, parse_prompt, split_front_matter
+from ..contract.prompts import (
+    FENCE,
+    SLUG_RE,
+    Prompt,
+    check_slug,
+    parse_prompt,
+    request_size_problem,
+    split_front_matter,
+)
 from ..errors import UsageProblem
 
 TEMPLATES_DIR = "_templates"
@@ -217,9 +226,13 @@ def new_prompt(
     tags: list[str],
     template: str | None,
     sets: list[str],
+    max_request_bytes: int = 0,
+    warn: Callable[[str], None] | None = None,
 ) -> Path:
     """Write prompts/SLUG.md from a template; never overwrites. Raises UsageProblem (exit 2)
-    for an invalid or taken slug, an empty title, a bad --set, a bad or unknown template."""
+    for an invalid or taken slug, an empty title, a bad --set, a bad or unknown template.
+    A prompt too large for the chat (over `max_request_bytes`, qwen.max_prompt_bytes; 0 = not
+    checked) is written all the same, and `warn` is told why it will not be sent to the chat."""
     check_slug(slug)
     if not title.strip():
         raise UsageProblem("--title is empty: give the article's title, e.g. --title 'Brewing Green Tea'")
@@ -230,7 +243,10 @@ def new_prompt(
     chosen = load_template(prompts_dir, template)
     chosen.check(set(STANDARD) | set(extra), "give it with --set {name}=VALUE")
     values = values_for(title.strip(), slug, tags, extra)
-    path, text, _prompt = render_prompt(prompts_dir, chosen, slug, values, tags)
+    path, text, prompt = render_prompt(prompts_dir, chosen, slug, values, tags)
     if not files.create_new(path, text):
         raise UsageProblem(f"{slug!r} exists already ({path}); pick another slug (nothing was written)")
+    too_large = max_request_bytes and request_size_problem(prompt, max_request_bytes)
+    if too_large and warn is not None:
+        warn(f"warning: {too_large}")
     return path

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import files
-from ..contract.prompts import check_slug
+from ..contract.prompts import check_slug, request_size_problem
 from ..errors import UsageProblem
 from .templates import (
     STANDARD,
@@ -39,6 +39,7 @@ class ImportReport:
     written: list[tuple[str, Path]] = field(default_factory=list)  # (slug, prompt file)
     existing: list[str] = field(default_factory=list)  # one line each: which row, which file
     invalid: list[str] = field(default_factory=list)  # one line each: which row, what, the fix
+    too_large: list[str] = field(default_factory=list)  # written, but too large for the chat
 
     def summary(self) -> str:
         verb = "would write" if self.dry_run else "wrote"
@@ -47,14 +48,23 @@ class ImportReport:
             parts.append(f"{len(self.existing)} skipped (slug exists)")
         if self.invalid:
             parts.append(f"{len(self.invalid)} invalid (nothing written for them)")
+        if self.too_large:
+            parts.append(f"{len(self.too_large)} too large for the chat (qwen.max_prompt_bytes)")
         return f"import {self.source}: {', '.join(parts)}"
 
 
 def import_topics(
-    prompts_dir: Path, articles_dir: Path, source: Path, template: str | None, *, dry_run: bool = False
+    prompts_dir: Path,
+    articles_dir: Path,
+    source: Path,
+    template: str | None,
+    *,
+    dry_run: bool = False,
+    max_request_bytes: int = 0,
 ) -> ImportReport:
     """Write one prompt per row of the CSV file `source`. UsageProblem when the file itself
-    cannot be used (nothing written then); per-row problems are in the report."""
+    cannot be used (nothing written then); per-row problems are in the report, and so are the
+    prompts written that are too large for the chat (over `max_request_bytes`; 0 = unchecked)."""
     rows = _read_rows(source)
     try:
         header_line, header = next(rows)
@@ -97,7 +107,7 @@ def import_topics(
         tags = split_tags(row.get("tags", ""))
         extra = {k: v.strip() for k, v in row.items() if k not in OWN_COLUMNS}
         try:
-            path, text, _prompt = render_prompt(
+            path, text, prompt = render_prompt(
                 prompts_dir, chosen, slug, values_for(row["title"].strip(), slug, tags, extra), tags
             )
         except UsageProblem as problem:
@@ -107,6 +117,9 @@ def import_topics(
             report.existing.append(f"{where}: skipped: {slug!r} exists already ({path})")
             continue
         report.written.append((slug, path))
+        too_large = max_request_bytes and request_size_problem(prompt, max_request_bytes)
+        if too_large:
+            report.too_large.append(f"{where}: warning: {too_large}")
     if report.written and not dry_run:
         os.sync()  # once for the lot: an fsync per file would cost more than the whole import
     return report

@@ -1,7 +1,8 @@
 """`qwenpipe doctor`: is this machine ready to run unattended? One line per check, with the fix.
 
 Checks, in order: the config; the browser (which, which version); for each account its profile
-folder and saved login (present, private, its expiry), or that it is disabled; each enabled
+folder and saved login (present, private, its expiry), or that it is disabled, and its proxy
+(reached, and for an http:// one its login accepted); each enabled
 account logged in to qwen.base_url (through a real page and the site's `/api/v2/users/status`);
 every selector of the chat page, by name (how a user learns the site changed); the router
 (`/api/health`, `/v1/models`, router.model listed); the prompts folder there; the articles
@@ -146,6 +147,7 @@ def run_doctor(
         accounts = all_accounts(config)
         for account in accounts:
             check_profile(report, config, now, account)
+            check_proxy(report, config, account)
         step("chat page")
         check_chat(report, config, executable, attached, accounts)
     finally:
@@ -293,6 +295,23 @@ def check_profile(report: Report, config: Config, now: float, account: Account) 
         report.add(name, WARN, f"{state}: the token {when}", login, expires_at=expires)
     else:
         report.add(name, OK, f"{state} (mode {mode:04o}), token {when}", expires_at=expires)
+
+
+def check_proxy(report: Report, config: Config, account: Account) -> None:
+    """The account's proxy (none: no check), reached from here: its login is not shown."""
+    from urllib.parse import urlsplit
+
+    from ..proxy import parse, probe
+
+    if not account.proxy:
+        return
+    proxy = parse(account.proxy)
+    site = urlsplit(str(config.qwen.base_url))
+    host = f"[{site.hostname}]" if ":" in (site.hostname or "") else site.hostname
+    target = f"{host}:{site.port or (443 if site.scheme == 'https' else 80)}"
+    found = probe(proxy, target, timeout=min(10.0, float(config.qwen.page_timeout)))
+    fix = "" if found.ok else f"is the proxy running, and its URL and login right? ({account.where} proxy)"
+    report.add(checked_as("proxy", account), OK if found.ok else FAIL, f"{proxy.shown}: {found.detail}", fix)
 
 
 def check_prompts(report: Report, config: Config) -> None:

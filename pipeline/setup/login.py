@@ -81,10 +81,10 @@ def state_key(account: Account) -> str:
 
 
 def account_browser(config: Config, account: Account, **changes: Any) -> Browser:
-    """[browser] with the account's profile and saved login as absolute paths (and `changes`):
+    """[browser] with the account's profile and saved login as absolute paths, and its proxy (and `changes`):
     the login writes its state file there, whatever the working folder."""
     paths = {"profile_dir": str(account.profile_dir), "storage_state": str(account.storage_state)}
-    return replace(config.browser, **paths, **changes)
+    return replace(config.browser, **paths, proxy=account.proxy, **changes)
 
 
 def headless_requested(env: Mapping[str, str] | None = None) -> bool:

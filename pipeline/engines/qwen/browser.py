@@ -22,6 +22,7 @@ from pipeline.engines.base import EngineBusy, HardError, LockProfile
 from pipeline.engines.qwen.display import NoDisplay, VirtualDisplay, no_display_message, plan_display
 from pipeline.engines.qwen.headers import watch
 from pipeline.engines.qwen.tokens import listed, local_storage
+from pipeline.proxy import parse as parse_proxy
 
 if TYPE_CHECKING:  # the section's type only: engines do not import the config
     from pipeline.config import Browser
@@ -349,8 +350,9 @@ class BrowserSession:
         self.description = f"attached over CDP ({cdp_url})"
 
     def _open_account_context(self, browser: Any) -> None:
-        """A fresh context of `browser` holding this account's saved login (none: logged out)."""
-        self._context, self._owns_context = browser.new_context(), True
+        """A fresh context of `browser` holding this account's saved login (none: logged out),
+        going out through this account's proxy when it has one (a context's own, in Chromium)."""
+        self._context, self._owns_context = browser.new_context(**self._proxy_option()), True
         state = self._path(self.config.storage_state)
         if state.is_file():
             load_storage_state(self._context, state)
@@ -374,6 +376,7 @@ class BrowserSession:
                 headless=self.config.headless,
                 args=args,
                 env=self._screen_env(),
+                **self._proxy_option(),
                 # Ctrl-C reaches Playwright's driver too (our process group); left to its default
                 # it closes the browser at once, racing our own KeyboardInterrupt, and the step
                 # saw "browser closed" (exit 3) instead of the interrupt (130). We close it ourselves.
@@ -397,6 +400,12 @@ class BrowserSession:
             # A new profile, or a state file copied in since (a login done on another machine).
             load_storage_state(self._context, state)
             loaded.touch()
+
+    def _proxy_option(self) -> dict[str, Any]:
+        """Playwright's `proxy` option for this account's browser ({} without a proxy). Playwright
+        then proxies loopback too (`<-loopback>` in Chromium's bypass list), so a proxy in front
+        of the simulator sees its traffic as one in front of the site would."""
+        return {"proxy": parse_proxy(self.config.proxy).playwright()} if self.config.proxy else {}
 
     def _screen_env(self) -> dict | None:
         """The browser's environment when it needs a screen of ours (DISPLAY of a fresh Xvfb);
