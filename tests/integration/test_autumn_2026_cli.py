@@ -8,7 +8,7 @@ import time
 import uuid
 
 import pytest
-from sim_project import make_project, prompt, read_article
+from sim_project import journal, make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe
 
 from pipeline.engines.base import Answer, TransientError
@@ -141,4 +141,26 @@ def test_a_stream_cut_short_is_a_transient_failure_at_once(sim, engine):
 
     # The stream's error frame, or the page's banner drawn from it: transient, at once.
     assert failed.value.code in ("answer_error", "error_banner")
+    assert len([e for e in sim.sends() if e["prompt"] == text]) == 1
+
+
+# -- item 8: generate --wait waits ----------------------------------------------------------------
+
+
+def test_generate_wait_keeps_going_through_transient_failures(sim, tmp_path):
+    # The site answers the send without a stream, and its chat JSON says "try again later" to
+    # the next two reads: each is a transient failure, and --wait tries again after its backoff
+    # (poll_interval = 0 here) instead of exiting 3 at the first one.
+    sim.set(stream=False, bad_chat_reads=2)
+    project = make_project(tmp_path, sim, router=False)  # max_attempts = 3
+    text = prompt(project, "patient", text_of("patience"))
+
+    done = qwenpipe("generate", "patient", "--wait", cwd=project)
+
+    assert done.returncode == 0, done.stderr
+    assert "--wait tries again" in done.stderr
+    _, body = read_article(project / "articles" / "patient.md")
+    assert body == sim.expected_answer(text).strip()
+    events = [e["event"] for e in journal(project)]
+    assert events.count("transient") >= 1 and events[-1] == "done"
     assert len([e for e in sim.sends() if e["prompt"] == text]) == 1

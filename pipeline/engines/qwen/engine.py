@@ -83,6 +83,7 @@ REPLY_GRACE_SECONDS = 2  # a quota toast seen: how long its API reply (with the 
 BUSY_PAUSE_SECONDS = 3  # "The chat is in progress": the wait before clicking send again
 BUSY_CLICKS = 3  # clicks that may meet "in progress" before the send counts as a transient failure
 PAGE_LOAD_SECONDS = 5  # how long a look waits for a chat's page to load the chat's JSON itself
+PAGE_RELOAD_SECONDS = 0.5  # ... and, at a later look, for the page's next load of its own
 STREAM_LOOK_SECONDS = 0.1  # how often a wait on the sending page looks whether its stream ended
 
 
@@ -811,9 +812,12 @@ class QwenEngine:
         own since the last look, else a read of ours with the page's headers. A load the site
         answered with a failure is raised as that failure (stale headers: our read instead)."""
         traffic = PageTraffic.of(page)
-        until = self._deadline(min(self.page_timeout, PAGE_LOAD_SECONDS))
-        while not traffic.has_loaded(chat_id) and time.monotonic() < until:
-            page.wait_for_timeout(POLL_SECONDS * 500)  # a chat's page loads its JSON as it opens
+        # A chat's page loads its JSON as it opens; a page that loads again on its own (while it
+        # draws an answer) is given a moment for its next load before we read for ourselves.
+        first = not traffic.has_loaded(chat_id)
+        until = self._deadline(min(self.page_timeout, PAGE_LOAD_SECONDS if first else PAGE_RELOAD_SECONDS))
+        while not traffic.has_fresh_load(chat_id) and time.monotonic() < until:
+            page.wait_for_timeout(POLL_SECONDS * 200)
         loaded = traffic.chat_load(chat_id)
         if loaded is not None:
             error = classify_api_error(loaded)

@@ -117,6 +117,7 @@ class PageTraffic:
         self._ended: dict[str, str | None] = {}  # request id -> None (finished) or why it failed
         self._order: list[str] = []  # stream request ids, oldest first
         self._no_streams: str | None = None  # why streams cannot be watched
+        self._plain_replies = 0  # completions answered without a stream (JSON)
         page.on("requestfinished", self._finished)
 
     def watch_streams(self) -> None:
@@ -140,7 +141,10 @@ class PageTraffic:
         kind = str(response.get("mimeType") or "") + str(
             (response.get("headers") or {}).get("content-type", "")
         )
-        if COMPLETIONS_PATH not in str(response.get("url", "")) or "event-stream" not in kind:
+        if COMPLETIONS_PATH not in str(response.get("url", "")):
+            return
+        if "event-stream" not in kind:
+            self._plain_replies += 1  # a refusal, or a site that answers the send without a stream
             return
         request_id = event["requestId"]
         try:  # what arrived before this moment, then every chunk as a dataReceived event
@@ -174,7 +178,11 @@ class PageTraffic:
         """The page's last completion stream once it finished its answer or ended, or None while
         it runs (or none has started). Unreadable when streams cannot be watched here."""
         if not self._order:
-            return Unreadable(self._no_streams) if self._no_streams else None
+            if self._no_streams:
+                return Unreadable(self._no_streams)
+            if self._plain_replies:
+                return Unreadable("the site answered the send without a stream")
+            return None
         request_id = self._order[-1]
         read = parse_stream(b"".join(self._streams[request_id]).decode("utf-8", errors="replace"))
         if read.finished or read.error or request_id in self._ended:
@@ -184,6 +192,10 @@ class PageTraffic:
     def has_loaded(self, chat_id: str) -> bool:
         """Whether the page has loaded this chat's JSON itself at least once."""
         return chat_id in self._loaded
+
+    def has_fresh_load(self, chat_id: str) -> bool:
+        """Whether a load of this chat's JSON by the page waits to be handed over."""
+        return any(chat_id in request.url for request in self._chat_loads)
 
     def chat_load(self, chat_id: str) -> dict | None:
         """The newest chat JSON of `chat_id` the page loaded itself since the last call (then
