@@ -141,6 +141,7 @@ def run_cycle(
         report.busy_owner = busy.owner
         return report
     started = time.monotonic()
+    launched_before = _browser_launches()  # the count is the process's: this cycle's is the rise
     previous = _previous_record(workspace)
     try:
         files.ensure_folder(workspace.articles_dir)
@@ -174,7 +175,7 @@ def run_cycle(
                 steps.step(view)
         _publish(workspace, views, report, say)
         report.browser_used = engines.chat_started
-        report.browser_launches = _browser_launches()
+        report.browser_launches = _browser_launches() - launched_before
     finally:
         report.seconds = time.monotonic() - started
         workspace.journal.append(

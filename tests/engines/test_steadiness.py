@@ -81,3 +81,16 @@ def test_a_steady_settled_answer_waits_only_for_the_page_to_agree():
         reads.steady("# Tea")
     busy = Observation("generating", settled="# Tea", dom_text="# Tea")
     assert qwen._pause(busy, reads) == WAIT_PAGE_SECONDS
+
+
+def test_an_unreadable_chat_json_never_makes_the_pages_text_the_article():
+    from fakes import page_state
+
+    from pipeline.engines.qwen.selectors import CURRENT
+
+    with pytest.raises(TransientError) as failed:
+        engine()._observe_dom_only(page_state(), CURRENT, None, "HTTP 200, not JSON")
+    assert failed.value.code == "api_error" and "never taken as the article" in str(failed.value)
+    # A page still drawing its answer is only that: no failure, no article.
+    busy = engine()._observe_dom_only(page_state(stop_visible=True), CURRENT, "writing", "not JSON")
+    assert busy.markdown is None and busy.unsure

@@ -17,7 +17,6 @@ from pipeline.config import Qwen
 from pipeline.engines.base import Answer, Generating, HardError, QuotaSpent, TransientError
 from pipeline.engines.qwen.browser import BrowserSession
 from pipeline.engines.qwen.engine import API_STABLE_SECONDS, QwenEngine
-from pipeline.engines.qwen.headers import is_ours
 
 pytestmark = pytest.mark.browser
 
@@ -261,30 +260,6 @@ def test_one_browser_for_the_whole_file(sim, engine, session, launches_at_start)
     engine.check_login()
     assert session.started
     assert BrowserSession.launches - launches_at_start == 1
-
-
-def test_unusable_api_falls_back_to_the_page_text(sim, engine, session):
-    text = prompt("fallback")
-    url = engine.send(text)
-    engine.wait(url, timeout=20)
-
-    def garble_ours(route):
-        # The page's own reads go through; the engine's (the same headers, a request id of its
-        # own) get the kind of HTML a maintenance page would give.
-        if not is_ours(route.request.headers):
-            route.continue_()
-        else:
-            route.fulfill(status=200, body="<html>maintenance</html>", content_type="text/html")
-
-    session.context.route("**/api/v2/chats/*", garble_ours)
-    try:
-        answer = engine.check(url)
-    finally:
-        session.context.unroute("**/api/v2/chats/*", garble_ours)
-    assert isinstance(answer, Answer)
-    assert answer.extra["source"] == "dom"
-    heading = sim.expected_answer(text).splitlines()[0].lstrip("# ")
-    assert answer.markdown.startswith(heading)
 
 
 # -- other browsers: a saved login in a new profile, and attaching to the user's own Chrome -----

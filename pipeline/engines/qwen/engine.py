@@ -825,6 +825,10 @@ class QwenEngine:
                 return loaded, True
             if error.code != "stale_headers":
                 raise error
+        elif _all_finished(traffic.latest_load(chat_id)):
+            # No new load, but the last one already holds every answer as finished: a finished
+            # answer does not change, and it is what the page draws.
+            return traffic.latest_load(chat_id), True
         return fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=self.page_timeout), False
 
     def _read_turns(self, page: Any, selectors: Selectors, chat_id: str) -> ChatTurns:
@@ -874,12 +878,19 @@ class QwenEngine:
     def _observe_dom_only(
         self, dom: DomState, selectors: Selectors, busy: str | None, why: str
     ) -> Observation:
-        """The site's JSON is unusable: take the page's text, and say so in the Answer."""
+        """The site's JSON is unusable. The page's text is never the article (it is rendered and
+        virtualised: docs/qwen-site.md, "Reading an answer"), so a page that shows a finished
+        answer makes this a transient failure: a later look, or the router after
+        qwen.max_attempts, writes the article."""
         if busy is not None:
             return Observation(busy, unsure=True)
         if not dom.answer_text.strip():
             return Observation(dom.progress(), stalled=bool(selectors.copy_button))
-        return Observation("finishing", dom.answer_text, extra={"source": "dom", "api_problem": why})
+        raise TransientError(
+            f"the page shows a finished answer but the site's JSON for it cannot be read ({why}); "
+            "the page's text is never taken as the article",
+            code="api_error",
+        )
 
 
 class _Live(NamedTuple):
@@ -970,6 +981,17 @@ def _same_text(a: str, b: str) -> bool:
 
 def _comparable(text: str) -> str:
     return text.replace("\r\n", "\n").strip()
+
+
+def _all_finished(body: dict | None) -> bool:
+    """A successful chat JSON whose every answer the site stored as finished."""
+    if body is None or classify_api_error(body) is not None:
+        return False
+    try:
+        view = parse_chat(body)
+    except ChatShapeError:
+        return False
+    return bool(view.stored) and all(done is True for done in view.stored)
 
 
 def _screenshot(page: Any) -> bytes | None:

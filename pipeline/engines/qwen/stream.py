@@ -112,6 +112,7 @@ class PageTraffic:
         self._page = page
         self._chat_loads: list[Any] = []  # finished GETs of a chat's JSON, oldest first
         self._loaded: set[str] = set()  # the chats the page has loaded at least once
+        self._latest: dict[str, dict] = {}  # chat id -> its last load handed over
         self._cdp: Any = None
         self._streams: dict[str, list[bytes]] = {}  # request id -> the bytes so far
         self._ended: dict[str, str | None] = {}  # request id -> None (finished) or why it failed
@@ -213,8 +214,15 @@ class PageTraffic:
                 body = response.json()
             except Exception:
                 return None
-            return body if isinstance(body, dict) else None
+            if not isinstance(body, dict):
+                return None
+            self._latest[chat_id] = body
+            return body
         return None
+
+    def latest_load(self, chat_id: str) -> dict | None:
+        """The last chat JSON of `chat_id` handed over by chat_load (what the page drew last)."""
+        return self._latest.get(chat_id)
 
     def close(self) -> None:
         try:
