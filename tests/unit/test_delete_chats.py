@@ -208,3 +208,16 @@ def test_delete_chats_takes_never_or_after_collect_only(tmp_path, value):
 
 def test_delete_chats_defaults_to_never(tmp_path):
     assert load(write_config(tmp_path, "")).qwen.delete_chats == "never"
+
+
+def test_a_cycle_never_collects_or_polls_a_deleted_chat(site):
+    ws, chat, router = site
+    url, _ = written(ws, chat)
+    add_prompt(ws.config.root, "milk", "Write about milk.")
+    assert run_cycle(ws, ENGINES[0](), clock=lambda: NOW + 100).sent == ["milk"]
+    (ws.config.root / "articles" / "tea.md").unlink()
+    looks = len(calls(chat, "check"))
+    report = run_cycle(ws, ENGINES[0](), clock=lambda: NOW + 200)
+    assert all(url not in urls for urls in chat.collect_calls) and chat.collect_calls  # milk's was
+    assert len(calls(chat, "check")) == looks + 1  # milk's page only
+    assert "tea" in report.finished and router.history  # the router wrote tea again
