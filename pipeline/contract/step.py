@@ -1040,6 +1040,11 @@ def replay(workspace: Workspace, slug: str) -> str:
         state.save(article.state)
         files.remove(article.failed)
         workspace.journal.append(slug, "replay")
+    if article.url.exists() and any(not d.pending for d in workspace.store.chat_deletions(slug)):
+        return (
+            f"{slug}: cleared {article.failed.name}; its chat was deleted (qwen.delete_chats) and is "
+            f"not read again: the next run goes to the router (delete {article.url.name} for a new send)"
+        )
     return f"{slug}: cleared {article.failed.name}; the next run " + (
         "polls its chat first" if article.url.exists() else "sends it"
     )

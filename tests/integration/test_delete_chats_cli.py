@@ -93,3 +93,29 @@ def test_a_deleted_chat_is_not_read_again_when_its_article_is_asked_for_anew(sim
     assert read_article(project / "articles" / "bats.md")[0]["engine"] == "router"
     assert [e["prompt"] for e in sim.sends()].count(text) == 1  # and never sent again
     assert "was deleted after its article was written" in again.stderr
+
+
+def test_the_engine_deletes_from_a_page_of_the_site_and_a_chat_already_gone_is_no_failure(tmp_path):
+    from browser_helpers import browser_config
+
+    from pipeline.config import Qwen
+    from pipeline.engines.base import TransientError
+    from pipeline.engines.qwen.browser import BrowserSession
+    from pipeline.engines.qwen.engine import QwenEngine
+    from pipeline.simulator import Simulator
+
+    simulator = Simulator(port=0, answer_seconds=0.0, thinking_seconds=0.0, url_delay=0.1)
+    with simulator.start() as site, BrowserSession(browser_config(tmp_path)) as session:
+        engine = QwenEngine(Qwen(base_url=site.base_url, page_timeout=15), session)
+        url = engine.send("Write an article about deleting chats.")
+        engine.wait(url, timeout=30)
+        assert engine.delete_chat(url) is True
+        assert site.deleted_chats() == [chat_id_from_url(url)] and site.chat_ids() == []
+        assert engine.delete_chat(url) is False  # already gone: nothing to do, no failure
+        assert site.header_refusals() == [] and site.requests()["chat_delete"] == 2
+        site.set(failing_deletes=1)
+        other = engine.send("Write an article about failing deletes.")
+        with pytest.raises(TransientError) as failed:  # the site failed: a later run tries again
+            engine.delete_chat(other)
+        assert failed.value.code == "api_error"
+        assert chat_id_from_url(other) in site.chat_ids()

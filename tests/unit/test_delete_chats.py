@@ -221,3 +221,15 @@ def test_a_cycle_never_collects_or_polls_a_deleted_chat(site):
     assert all(url not in urls for urls in chat.collect_calls) and chat.collect_calls  # milk's was
     assert len(calls(chat, "check")) == looks + 1  # milk's page only
     assert "tea" in report.finished and router.history  # the router wrote tea again
+
+
+def test_replay_of_an_article_whose_chat_was_deleted_says_it_is_not_read_again(site):
+    from pipeline.contract.step import replay
+
+    ws, chat, _ = site
+    written(ws, chat)
+    articles = ws.config.root / "articles"
+    (articles / "tea.md").unlink()
+    (articles / "tea.md.failed").write_text('reason = "router_failed"\n')
+    message = replay(ws, "tea")
+    assert "its chat was deleted" in message and "polls its chat" not in message
