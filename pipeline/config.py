@@ -239,6 +239,12 @@ class Qwen(Section):
         _between(1000, 1_000_000),
         "a turn whose chat request is larger is refused unsent (the site shows a captcha)",
     )
+    delete_chats: str = key(
+        str,
+        "never",
+        _one_of("never", "after_collect"),
+        '"after_collect": delete each chat once its article is on disk (leftover chats risk a ban)',
+    )
 
 
 @dataclass(frozen=True)

@@ -164,6 +164,20 @@ class FakeChat:
             if users and users[0] == text
         ]
 
+    # delete_chat: the chats deleted, in order; errors to raise first, one per delete, in order
+    deleted: list[str] = field(default_factory=list)
+    delete_errors: deque = field(default_factory=deque)
+
+    def delete_chat(self, chat_url: str) -> bool:
+        with self._guard:
+            self.history.append(("delete_chat", chat_url))
+            if self.delete_errors:
+                raise self.delete_errors.popleft()
+            if chat_url in self.deleted or chat_url not in self.messages:
+                return False  # the site no longer has it
+            self.deleted.append(chat_url)
+            return True
+
     def close(self) -> None:
         self.closed = True
 

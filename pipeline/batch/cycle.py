@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from .. import files
 from ..accounts import all_accounts, several
 from ..config import Qwen
+from ..contract import cleanup
 from ..contract.article import ArticleState, make_private, read_chat_url
 from ..contract.hosts import Synced, chat_limits, host_of, serve, shared_batch, sync
 from ..contract.phases import (
@@ -111,6 +112,7 @@ class CycleReport:
             ("dead", "dead-lettered"),
             ("published", "published"),
             ("publish_failed", "not published (see above)"),
+            ("chats_deleted", "chat(s) of earlier articles deleted"),
         ):
             if c[key]:
                 parts.append(f"{c[key]} {label}")
@@ -140,7 +142,7 @@ def run_cycle(
     except LockBusy as busy:
         report.busy_owner = busy.owner
         return report
-    started = time.monotonic()
+    started, began = time.monotonic(), clock()
     launched_before = _browser_launches()  # the count is the process's: this cycle's is the rise
     previous = _previous_record(workspace)
     try:
@@ -173,6 +175,9 @@ def run_cycle(
                 steps.step(view)
             for view in _send_concurrently(steps, shared, sends):
                 steps.step(view)
+        # Chats of articles finished before this cycle whose delete failed (qwen.delete_chats).
+        deleted = cleanup.retry_pending(workspace, engines, clock=clock, say=say, before=began)
+        report.counts["chats_deleted"] += deleted
         _publish(workspace, views, report, say)
         report.browser_used = engines.chat_started
         report.browser_launches = _browser_launches() - launched_before
@@ -541,9 +546,10 @@ def _collect_first(steps: CycleSteps, account: str, polls: list[ArticleView]) ->
     left: those it could not decide look at their own pages."""
     engines = steps.engines
     urls: dict[str, ArticleView] = {}
+    deleted = cleanup.deleted_urls(steps.workspace.store) if polls else set()
     for view in polls:
         url = _collectable_url(steps.workspace, view)
-        if url is not None:
+        if url is not None and url not in deleted:  # a deleted chat is never read: its step says so
             urls[url] = view
     if not urls:
         return polls

@@ -40,8 +40,16 @@ from ..engines.base import (
 from ..errors import UsageProblem
 from ..files import FileLock, LockBusy
 from ..redact import mask, mask_data
-from ..store.protocol import DEFAULT_ACCOUNT, AlreadySent, Finished, Intent, LeaseLost, StoreBusy
-from . import hosts
+from ..store.protocol import (
+    DEFAULT_ACCOUNT,
+    AlreadySent,
+    ChatDeletion,
+    Finished,
+    Intent,
+    LeaseLost,
+    StoreBusy,
+)
+from . import cleanup, hosts
 from .article import ArticleFiles, ArticleState, read_chat_url, read_marker
 from .checks import Verdict, check_answer, count_words
 from .phases import (
@@ -190,7 +198,8 @@ def _generate_once(
         account_named(workspace.config, account)
     article = workspace.article(slug)
     article.check()  # a symlink, FIFO or folder among its files: refused before anything is read
-    if article.md.exists():
+    if article.md.exists():  # its chat's pending delete (qwen.delete_chats) is tried again, never failing it
+        cleanup.retry_pending(workspace, engines, clock=clock, say=say, slug=slug)
         return Outcome(Status.DONE, slug, f"{article.md} is already done")
     workspace.journal.check()  # before any marker or send: every step must be logged
     prompt = load_prompt(workspace.prompts_dir, slug)
@@ -367,6 +376,8 @@ class Step:
             self.recovered = True  # the marker is answered: adopted, or in doubt and sent again
             return self.carry_out(self.decide())
         if action is Action.POLL:
+            if cleanup.deleted_chat(self.ws.store, self.slug, self.chat_url):  # never opened again
+                raise cleanup.deleted_error(self.chat_url, self.article.url)
             return self.poll()
         assert action is Action.SEND, decision
         if self.budget is not None and not self.budget.take():  # another thread took the last one
@@ -769,6 +780,7 @@ class Step:
         )
         if self.lease is not None:  # the batch's record first; this host's file from it
             document = self.record_finished(answer, document)
+        deletion = self.chat_to_delete()
         files.atomic_write(self.article.md, document, mode=files.SHARED, crash_at="mid_article")
         files.remove(self.article.sending)
         self.state.engine, self.state.progress, self.state.attempts = answer.engine, "done", 0
@@ -787,6 +799,10 @@ class Step:
                 duration=round(self.clock() - self.state.sent_at, 3) if self.state.sent_at else None,
                 **({"prompt_edited_after_send": True} if edited else {}),
             )
+            if deletion is not None:  # due with the "done" step: a crash after it leaves it pending
+                step.put_chat_deletion(deletion)
+        if deletion is not None:  # never fails the article: a failed delete stays pending
+            cleanup.delete_now(self.ws, self.engines, deletion, clock=self.clock, say=self.say)
         if edited:
             self.say(
                 f"{self.slug}: {self.prompt.path} was edited after it was sent; the article answers "
@@ -798,6 +814,16 @@ class Step:
             f"{self.slug}: wrote {self.article.md} ({words} words, {answer.engine})",
             engine=answer.engine,
         )
+
+    def chat_to_delete(self) -> ChatDeletion | None:
+        """The deletion of the article's chat that writing the article makes due (qwen.delete_chats
+        = "after_collect": a chat the article was sent to, whichever engine wrote it), or None."""
+        if not cleanup.wanted(self.ws.config):
+            return None
+        url = self.chat_url or read_chat_url(self.article, self.qwen.base_url)
+        if not url or cleanup.deleted_chat(self.ws.store, self.slug, url):
+            return None
+        return cleanup.due(self.slug, url, self.sender(), self.clock())
 
     def record_finished(self, answer: Answer, document: str) -> str:
         """The finished article as a row of the shared batch; the document to write (the batch's
@@ -1014,6 +1040,11 @@ def replay(workspace: Workspace, slug: str) -> str:
         state.save(article.state)
         files.remove(article.failed)
         workspace.journal.append(slug, "replay")
+    if article.url.exists() and any(not d.pending for d in workspace.store.chat_deletions(slug)):
+        return (
+            f"{slug}: cleared {article.failed.name}; its chat was deleted (qwen.delete_chats) and is "
+            f"not read again: the next run goes to the router (delete {article.url.name} for a new send)"
+        )
     return f"{slug}: cleared {article.failed.name}; the next run " + (
         "polls its chat first" if article.url.exists() else "sends it"
     )

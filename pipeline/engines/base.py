@@ -198,6 +198,11 @@ class ChatEngine(Protocol):
         """Send `text` as the next message of an existing chat whose last answer is complete
         (errors before the submit carry `nothing_sent = True`, as for `send`)."""
 
+    def delete_chat(self, chat_url: str) -> bool:
+        """Delete the chat from the site (it must be this engine's account's), reading nothing
+        of it: True when deleted now, False when the site no longer had it. Raises
+        TransientError / HardError (logged out, a bot check...) as the other calls do."""
+
     def shared_session(self) -> AbstractContextManager[Callable[[], ChatEngine]]:
         """Share what this engine runs on (the browser) with other threads while the block runs.
 

@@ -247,6 +247,8 @@ def _route(store, settings, account, method, path, query, body) -> Response:
     if method == "POST" and match:
         return json_response({"success": store.stop(match.group(1), account), "data": {}})
     match = CHAT_PATH.match(path)
+    if method == "DELETE" and match:
+        return json_response(store.delete_chat(match.group(1), account))
     if method == "GET" and match:
         spoiled = store.bad_read()
         if spoiled is not None:

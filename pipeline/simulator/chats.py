@@ -193,6 +193,9 @@ class Settings:
     # Answers finish with no text (content null, status finished): for the run, or these accounts.
     empty_answers: bool = False
     empty_accounts: list = field(default_factory=list)
+    # The next this many chat deletes (DELETE /api/v2/chats/<id>) fail with a server error and
+    # delete nothing; each counts one down.
+    failing_deletes: int = 0
 
     def validated(self) -> Settings:
         checks = [
@@ -230,6 +233,7 @@ class Settings:
                 f"serve_model must be empty or one of {', '.join(m for m, _ in MODELS)}",
             ),
             (_is_count(self.quota), "quota must be a count >= 0"),
+            (_is_count(self.failing_deletes), "failing_deletes must be a count >= 0"),
             (_is_names(self.slider_accounts), "slider_accounts must be a list of account names"),
             (isinstance(self.empty_answers, bool), "empty_answers must be true or false"),
             (_is_names(self.empty_accounts), "empty_accounts must be a list of account names"),
@@ -352,6 +356,7 @@ class ChatStore:
         self._request_ids: set[str] = set()
         self.header_refusals: list[tuple[str, str, str]] = []
         self.solved: set[str] = set()  # accounts that slid the slider since it was put up
+        self.deleted: list[str] = []  # the chats deleted (DELETE /api/v2/chats/<id>), in order
         self._write_ledger()
 
     # -- settings ---------------------------------------------------------------------------
@@ -546,6 +551,21 @@ class ChatStore:
             "updated_at": chat.updated,
             "chat_type": "t2t",
         }
+
+    def delete_chat(self, chat_id: str, account: str = ANONYMOUS) -> dict:
+        """DELETE /api/v2/chats/<id> (docs/qwen-site.md): the chat leaves its account's list and
+        reads as not found from then on. Another account's chat is not there for this one
+        (CHAT_NOT_FOUND, an affinity violation); `failing_deletes` fails the next ones."""
+        with self.lock:
+            if self.settings.failing_deletes > 0:
+                self.settings = replace(self.settings, failing_deletes=self.settings.failing_deletes - 1)
+                return {"success": False, "data": dict(ERROR_OBJECT)}
+            chat = self._owned(chat_id, account)
+            if chat is None:
+                return not_found_body(chat_id)
+            del self.chats[chat_id]
+            self.deleted.append(chat_id)
+            return {"success": True, "data": {"status": True}}
 
     def stop(self, chat_id: str, account: str = ANONYMOUS) -> bool:
         """The stop button: freeze the running answer where it is."""

@@ -55,6 +55,7 @@ SETTING_KEYS = {
     "slider_accounts",
     "empty_answers",
     "empty_accounts",
+    "failing_deletes",
 }
 # What /sim/config (and Simulator.set) can also do to the accounts, besides settings.
 ACCOUNT_ACTIONS = {"log_out", "clear_accounts", "solve_slider"}
@@ -162,8 +163,9 @@ class Simulator:
 
     def requests(self) -> dict[str, int]:
         """Requests served so far, by kind: "chat_page" (a /c/<id> page load), "chat_json" (a
-        GET /api/v2/chats/<id>), "app_page" (the root page): how a test tells a chat read
-        through the API from one that opened the chat's page."""
+        GET /api/v2/chats/<id>), "app_page" (the root page), "chat_delete" (a DELETE of a chat,
+        carried out or not): how a test tells a chat read through the API from one that opened
+        the chat's page."""
         with self._router_lock:
             return dict(self._requests)
 
@@ -185,6 +187,11 @@ class Simulator:
         new = version or f"{major}.{minor}.{int(patch) + 1}"
         self.store.configure(frontend_version=new)
         return new
+
+    def deleted_chats(self) -> list[str]:
+        """The chats deleted so far (DELETE /api/v2/chats/<id> that the site carried out), in order."""
+        with self.store.lock:
+            return list(self.store.deleted)
 
     def chat_ids(self) -> list[str]:
         with self.store.lock:
@@ -341,6 +348,8 @@ class Handler(BaseHTTPRequestHandler):
             if url.path.startswith("/api/"):
                 if method == "GET" and api.CHAT_PATH.match(url.path):
                     self.sim.count_request("chat_json")
+                if method == "DELETE" and api.CHAT_PATH.match(url.path):
+                    self.sim.count_request("chat_delete")
                 return self._send(
                     *api.handle(self.sim.store, method, url.path, url.query, body, self.headers)
                 )

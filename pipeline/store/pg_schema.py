@@ -20,6 +20,8 @@ MIGRATIONS: tuple[str, ...] = (
     tables.script(tables.POSTGRES, *tables.FIRST, tables.SUMMARIES, tables.PROMPT_CHECKS),
     # 1 -> 2: finished articles (each host writes its SLUG.md from them) and served accounts.
     tables.script(tables.POSTGRES, *tables.SHARED),
+    # 2 -> 3: the chats of finished articles to delete from the site, and those deleted.
+    tables.script(tables.POSTGRES, *tables.DELETIONS),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 INIT_COMMAND = "qwenpipe store init"

@@ -237,6 +237,25 @@ class Finished:
     document: str = ""
 
 
+@dataclass(slots=True)
+class ChatDeletion:
+    """A finished article's chat to delete from the site (qwen.delete_chats = "after_collect"):
+    pending until the site deleted it, then kept as its history: a deleted chat is never read
+    again. Read, never changed (slots, not frozen, as Send)."""
+
+    chat_url: str
+    slug: str
+    account: str  # the account the chat is on: the only one that can delete it
+    since: float  # when the article was written and the delete became due
+    deleted_at: float = 0.0  # when the site deleted it (or said it had it no more); 0: pending
+    tries: int = 0  # deletes that failed so far
+    last_error: str = ""  # the last failed delete's error
+
+    @property
+    def pending(self) -> bool:
+        return not self.deleted_at
+
+
 class Served(NamedTuple):
     """An account as the hosts serve it: the last host that said it serves it, and when."""
 
@@ -286,6 +305,9 @@ class Step(Protocol):
 
     def serve(self, host: str, accounts: list[str], now: float) -> None:
         """`host` serves these accounts now (each cycle says so: see Store.served)."""
+
+    def put_chat_deletion(self, deletion: ChatDeletion) -> None:
+        """Record (or replace) what is known of deleting one chat (keyed by its URL)."""
 
     def claim_meta(self, key: str, value: str) -> bool:
         """Write a named value once: False (nothing written) when `key` is already there. Lets two
@@ -355,6 +377,10 @@ class Store(Protocol):
 
     def served(self) -> dict[str, Served]:
         """Each account's last serving host and time (Step.serve)."""
+
+    def chat_deletions(self, slug: str | None = None, *, pending: bool = False) -> list[ChatDeletion]:
+        """The chats recorded for deletion (one article's with `slug`), oldest first; with
+        `pending`, only those the site has not deleted yet."""
 
     def close(self) -> None: ...
 

@@ -40,6 +40,8 @@ MIGRATIONS: tuple[str, ...] = (
     + tables.script(tables.SQLITE, tables.PROMPT_CHECKS),
     # 2 -> 3: finished articles and served accounts (what several hosts share; see protocol.py).
     tables.script(tables.SQLITE, *tables.SHARED),
+    # 3 -> 4: the chats of finished articles to delete from the site, and those deleted.
+    tables.script(tables.SQLITE, *tables.DELETIONS),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

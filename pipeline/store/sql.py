@@ -22,6 +22,7 @@ from .protocol import (
     UNSENT_EVENT,
     AlreadySent,
     ArticleRecord,
+    ChatDeletion,
     Event,
     Finished,
     Intent,
@@ -44,6 +45,7 @@ ARTICLE_COLUMNS = (
 SEND_COLUMNS = "slug, turn, account, prompt_sha256, intent_at, pid, owner, sent_at, chat_url"
 EVENT_COLUMNS = "seq, ts, slug, event, pid, account, fields"
 FINISHED_COLUMNS = "slug, engine, account, host, ts"
+DELETION_COLUMNS = "chat_url, slug, account, since, deleted_at, tries, last_error"
 NO_URL = "chat_url = ''"  # an intent: a send the site has not taken yet
 
 
@@ -197,6 +199,20 @@ class SQLStore:
     def served(self) -> dict[str, Served]:
         rows = self._rows(f"SELECT account, host, seen FROM served{self._where()} ORDER BY seen")
         return {row[0]: Served(*row) for row in rows}  # the latest host of each account wins
+
+    def chat_deletions(self, slug: str | None = None, *, pending: bool = False) -> list[ChatDeletion]:
+        conditions, params = [], []
+        if slug is not None:
+            conditions.append("slug = ?")
+            params.append(slug)
+        if pending:
+            conditions.append("deleted_at = 0")
+        rows = self._rows(
+            f"SELECT {DELETION_COLUMNS} FROM chat_deletions{self._where(' AND '.join(conditions))} "
+            "ORDER BY since, chat_url",
+            tuple(params),
+        )
+        return [ChatDeletion(*row) for row in rows]
 
     # -- leases (each its own transaction) -------------------------------------------------
 
@@ -376,6 +392,12 @@ class SQLStep:
         self._run_many(
             self._dialect.replace("served", "account, host, seen", "account, host"),
             [self._dialect.keyed(account, host, now) for account in accounts],
+        )
+
+    def put_chat_deletion(self, deletion: ChatDeletion) -> None:
+        self._run(
+            self._dialect.replace("chat_deletions", DELETION_COLUMNS, "chat_url"),
+            self._dialect.keyed(*astuple(deletion)),
         )
 
     def claim_meta(self, key: str, value: str) -> bool:

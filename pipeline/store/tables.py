@@ -157,6 +157,21 @@ FINISHED = Table(
     key=("slug",),
 )
 SERVED = Table("served", ("account TEXT", "host TEXT", "seen REAL NOT NULL"), key=("account", "host"))
+CHAT_DELETIONS = Table(
+    "chat_deletions",
+    (
+        "chat_url TEXT",
+        "slug TEXT NOT NULL",
+        "account TEXT NOT NULL DEFAULT ''",
+        "since REAL NOT NULL DEFAULT 0",
+        "deleted_at REAL NOT NULL DEFAULT 0",
+        "tries INTEGER NOT NULL DEFAULT 0",
+        "last_error TEXT NOT NULL DEFAULT ''",
+    ),
+    key=("chat_url",),
+)
+CHAT_DELETIONS_BY_SLUG = Index("chat_deletions_by_slug", "chat_deletions", "slug")
 
 FIRST = (META, EVENTS, EVENTS_BY_SLUG, EVENTS_BY_KIND, ARTICLES, SENDS, QUOTA_BLOCKS, LEASES)
 SHARED = (FINISHED, SERVED)  # what several hosts share (see protocol.py)
+DELETIONS = (CHAT_DELETIONS, CHAT_DELETIONS_BY_SLUG)  # finished articles' chats to delete (qwen.delete_chats)

@@ -325,3 +325,47 @@ def test_slider_and_empty_answer_options_name_accounts_of_the_run():
     with pytest.raises(UsageProblem, match="--slider-accounts 'z': 'z' is not one of --accounts"):
         SimulatorOptions(accounts="a", slider_accounts="z").checked()
     assert "slider" in parse_args(["--scenario", "slider"]).checked().scenario
+
+
+# -- deleting a chat (issue 26, item 6) ----------------------------------------------------------
+def delete_as(sim, headers: dict, chat_id: str, extra: dict | None = None) -> dict:
+    status, _, text = raw(sim, "DELETE", f"/api/v2/chats/{chat_id}", headers={**headers, **(extra or {})})
+    assert status == 200, text
+    return json.loads(text)
+
+
+def test_a_deleted_chat_leaves_its_accounts_list_and_reads_as_not_found(sim):
+    a = as_(sim, "a")
+    chat_id, _ = send_as(sim, a)
+    assert delete_as(sim, a, chat_id) == {"success": True, "data": {"status": True}}
+    assert get_json(sim, f"/api/v2/chats/{chat_id}", a) == not_found_body(chat_id)
+    assert chat_id not in [c["id"] for c in get_json(sim, "/api/v2/chats/?page=1", a)["data"]]
+    assert sim.deleted_chats() == [chat_id] and sim.requests()["chat_delete"] == 1
+    assert delete_as(sim, a, chat_id) == not_found_body(chat_id)  # gone: nothing to delete again
+    assert sim.deleted_chats() == [chat_id]
+
+
+def test_only_the_account_that_made_a_chat_can_delete_it(sim):
+    chat_id, _ = send_as(sim, as_(sim, "a"))
+    assert delete_as(sim, as_(sim, "b"), chat_id) == not_found_body(chat_id)
+    assert sim.deleted_chats() == [] and chat_id in sim.chat_ids()
+    assert sim.account_report()["b"]["affinity_violations"] == 1
+
+
+def test_a_delete_needs_the_frontends_headers_like_every_api_call(sim):
+    a = as_(sim, "a")
+    chat_id, _ = send_as(sim, a)
+    refused = delete_as(sim, a, chat_id, {"version": "0.0.1"})
+    assert refused["data"]["code"] == "Bad_Request" and chat_id in sim.chat_ids()
+    assert [(m, p) for m, p, _ in sim.header_refusals()] == [("DELETE", f"/api/v2/chats/{chat_id}")]
+
+
+def test_failing_deletes_fail_the_next_ones_then_deletes_go_through(sim):
+    a = as_(sim, "a")
+    chat_id, _ = send_as(sim, a)
+    sim.set(failing_deletes=1)
+    failed = delete_as(sim, a, chat_id)
+    assert failed["success"] is False and chat_id in sim.chat_ids() and sim.deleted_chats() == []
+    assert delete_as(sim, a, chat_id)["success"] is True and sim.deleted_chats() == [chat_id]
+    with pytest.raises(ValueError, match="failing_deletes must be a count"):
+        sim.set(failing_deletes=-1)

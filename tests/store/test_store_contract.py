@@ -446,3 +446,28 @@ def test_every_lease_held_now_in_one_read(store):
     assert store.claim_lease("a", "h1:1:x", 10, 100.0) and store.claim_lease("b", "h2:1:y", 50, 100.0)
     assert set(store.leases(105.0)) == {"a", "b"}
     assert {slug: lease.owner for slug, lease in store.leases(120.0).items()} == {"b": "h2:1:y"}
+
+
+def test_a_chats_deletion_is_pending_until_it_is_recorded_deleted(store):
+    from dataclasses import replace
+
+    from pipeline.store.protocol import ChatDeletion
+
+    a = ChatDeletion("https://chat.qwen.ai/c/a", "alpha", "acct", since=10.0)
+    b = ChatDeletion("https://chat.qwen.ai/c/b", "beta", "default", since=20.0)
+    with store.step() as step:
+        step.put_chat_deletion(b)
+        step.put_chat_deletion(a)
+    assert store.chat_deletions(pending=True) == [a, b]  # oldest first
+    failed = replace(a, tries=1, last_error="api_error")
+    done = replace(b, deleted_at=30.0)
+    with store.step() as step:
+        step.put_chat_deletion(failed)
+        step.put_chat_deletion(done)
+    assert store.chat_deletions(pending=True) == [failed]
+    assert store.chat_deletions("beta") == [done] and not done.pending
+    assert store.chat_deletions() == [failed, done]
+    with pytest.raises(RuntimeError), store.step() as step:  # cut off: nothing of it
+        step.put_chat_deletion(replace(failed, deleted_at=40.0))
+        raise RuntimeError("killed")
+    assert store.chat_deletions(pending=True) == [failed]

@@ -374,6 +374,29 @@ class QwenEngine:
                     found.append(FoundChat(self.chat_url(item.chat_id), created))
         return found
 
+    def delete_chat(self, chat_url: str) -> bool:
+        """Delete the chat from this engine's account as the site's own chat list does
+        (docs/qwen-site.md: `DELETE /api/v2/chats/<id>`, made from a page of the site once it
+        has made its own API calls, with their headers). Reads nothing of the chat. True when
+        the site deleted it now, False when it no longer had it (already deleted)."""
+        chat_id = self._chat_id(chat_url)
+        with self._page() as page:
+            self._open(page, self.base_url + "/")
+            self._wait_for_app(page)
+            path = f"/api/v2/chats/{chat_id}"
+            try:
+                body = fetch_api(page, path, timeout=self.page_timeout, method="DELETE")
+            except ApiUnusable as err:
+                raise TransientError(f"cannot delete the chat: {err}", code="api_error") from None
+            except HardError as err:
+                if err.code == "chat_not_found":
+                    return False
+                raise
+            data = body.get("data")
+            if isinstance(data, dict) and data.get("status") is False:
+                raise TransientError("the site did not delete the chat (status: false)", code="api_error")
+            return True
+
     @contextmanager
     def shared_session(self) -> Iterator[Callable[[], QwenEngine]]:
         """Start this engine's browser now (this thread) and share it while the block runs.

@@ -80,12 +80,13 @@ _DOM_STATE_JS = """
 }
 """
 
-# One paced read: `wait` ms after it is asked for, a GET whose outcome is a small object. Its
-# headers are the page's own (headers.py): learned from the page's traffic, never written here.
-_READ_JS = """async (path, ms, wait, headers) => {
+# One paced call: `wait` ms after it is asked for, a GET (or `method`: a chat's DELETE) whose
+# outcome is a small object. Its headers are the page's own (headers.py): learned from the
+# page's traffic, never written here.
+_READ_JS = """async (path, ms, wait, headers, method) => {
   if (wait > 0) await new Promise((done) => setTimeout(done, wait));  // paced
   try {
-    const init = {credentials: 'include', headers, signal: AbortSignal.timeout(ms)};
+    const init = {method: method || 'GET', credentials: 'include', headers, signal: AbortSignal.timeout(ms)};
     const r = await fetch(path, init);
     const body = await r.text();
     const actual = r.headers.get('x-actual-status-code');
@@ -98,9 +99,9 @@ _READ_JS = """async (path, ms, wait, headers) => {
 }"""
 # Every read at once, one start every `gap` ms; answers when the last one is done.
 _FETCH_JS = (
-    "async ({paths, ms, gap, headers}) => { const read = "
+    "async ({paths, ms, gap, headers, method}) => { const read = "
     + _READ_JS
-    + "; return Promise.all(paths.map((path, i) => read(path, ms, i * gap, headers[i]))); }"
+    + "; return Promise.all(paths.map((path, i) => read(path, ms, i * gap, headers[i], method))); }"
 )
 # The same reads started in the page and left running (the first `delay` ms from now): the call
 # answers at once, and _COLLECT_FETCH_JS later hands over what they read.
@@ -262,19 +263,22 @@ class ApiUnusable(Exception):
     """The in-page API did not give JSON we understand (fall back to the page)."""
 
 
-def fetch_json(page: Any, paths: list[str], *, timeout: float = 30) -> list[Any]:
-    """GET each path from inside the page (its cookies, its origin); JSON bodies, in order.
+def fetch_json(page: Any, paths: list[str], *, timeout: float = 30, method: str = "GET") -> list[Any]:
+    """GET (or `method`) each path from inside the page (its cookies, its origin); JSON bodies,
+    in order.
 
     A body that is not JSON raises the failure it shows (WAF, bot check) or ApiUnusable.
     """
-    bodies = fetch_bodies(page, paths, timeout=timeout)
+    bodies = fetch_bodies(page, paths, timeout=timeout, method=method)
     for body in bodies:
         if isinstance(body, (ApiUnusable, EngineError)):
             raise body
     return bodies
 
 
-def fetch_bodies(page: Any, paths: list[str], *, timeout: float = 30, gap: float = 0) -> list[Any]:
+def fetch_bodies(
+    page: Any, paths: list[str], *, timeout: float = 30, gap: float = 0, method: str = "GET"
+) -> list[Any]:
     """fetch_json, where a read that gave no JSON is in the list as the error it means, not
     raised (one failed read does not lose the others): the EngineError of a firewall page or a
     bot check, else ApiUnusable. `gap`: seconds between the starts of two reads (0: at once).
@@ -282,22 +286,22 @@ def fetch_bodies(page: Any, paths: list[str], *, timeout: float = 30, gap: float
     The reads carry the page's own headers (headers.py); with none learned there is no read and
     every path is ApiUnusable. Reads the site refuses as stale (Bad_Request: a frontend release
     since the page loaded) reload the page, learn its headers again, and are made once more."""
-    bodies = _read_now(page, paths, timeout=timeout, gap=gap)
+    bodies = _read_now(page, paths, timeout=timeout, gap=gap, method=method)
     stale = [i for i, body in enumerate(bodies) if is_stale_headers(body)]
     if stale and relearn_headers(page, timeout=timeout):
-        again = _read_now(page, [paths[i] for i in stale], timeout=timeout, gap=gap)
+        again = _read_now(page, [paths[i] for i in stale], timeout=timeout, gap=gap, method=method)
         for i, body in zip(stale, again, strict=True):
             bodies[i] = body
     return bodies
 
 
-def _read_now(page: Any, paths: list[str], *, timeout: float, gap: float) -> list[Any]:
+def _read_now(page: Any, paths: list[str], *, timeout: float, gap: float, method: str = "GET") -> list[Any]:
     try:
         headers = headers_for_calls(page, len(paths), wait=min(timeout, LEARN_WAIT_SECONDS))
     except NoHeaders as err:
         return [ApiUnusable(f"{path}: {err}") for path in paths]
     # A server that never answers must not hang a cron job: every fetch is aborted in time.
-    arg = {"paths": paths, "ms": int(timeout * 1000), "gap": gap * 1000, "headers": headers}
+    arg = {"paths": paths, "ms": int(timeout * 1000), "gap": gap * 1000, "headers": headers, "method": method}
     return _bodies(paths, evaluate(page, _FETCH_JS, arg))
 
 
@@ -370,9 +374,10 @@ def refusal_in(raw: str) -> EngineError | None:
     return None
 
 
-def fetch_api(page: Any, path: str, *, timeout: float = 30) -> dict:
-    """One API body that must be a success; failures raised as the engine errors they mean."""
-    (body,) = fetch_json(page, [path], timeout=timeout)
+def fetch_api(page: Any, path: str, *, timeout: float = 30, method: str = "GET") -> dict:
+    """One API body that must be a success; failures raised as the engine errors they mean.
+    `method`: "DELETE" for the one call of another kind qwenpipe makes (a chat's deletion)."""
+    (body,) = fetch_json(page, [path], timeout=timeout, method=method)
     if not isinstance(body, dict):
         raise ApiUnusable(f"{path}: {json.dumps(body)[:80]}")
     error = classify_api_error(body)
