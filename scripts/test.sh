@@ -12,4 +12,13 @@ bash scripts/setup.sh
 # without them every worker rewrites the asserts of all ~100 test modules again at each run
 # (collecting cost 10.9 CPU-s per worker, 3.5 s with the cache), and every `python -m pipeline`
 # the tests start compiles the package from source.
+#
+# `--quick` (the edit-run loop): lint, then the tests that start no browser and no qwenpipe
+# process of their own (unit tests with fake engines, the simulator over HTTP, the engines'
+# rules, the model and fuzz tests, the stores). CI runs the whole command, without it.
+if [ "${1:-}" = "--quick" ]; then
+  shift
+  exec env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m pytest -q -n 3 -m "not browser and not chaos" \
+    tests/unit tests/engines tests/simulator tests/model tests/store "$@"
+fi
 env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m pytest -q -n 5 "$@"
