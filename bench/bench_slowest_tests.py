@@ -66,9 +66,7 @@ def main() -> int:
         print("no test times were recorded", file=sys.stderr)
         return result.returncode or 1
     total_wall, total_cpu = sum(r["wall"] for r in rows), sum(r["cpu"] for r in rows)
-    print(
-        f"{len(rows)} tests: {total_wall:.0f} s of test wall time, {total_cpu:.0f} CPU-s (with children)"
-    )
+    print(f"{len(rows)} tests: {total_wall:.0f} s of test wall time, {total_cpu:.0f} CPU-s (with children)")
     for key in ("cpu", "wall"):
         print(f"\nslowest {args.top} by {key}:")
         print(f"{'cpu s':>8} {'wall s':>8}  test")
