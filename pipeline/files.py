@@ -160,9 +160,24 @@ def open_read(path: Path | str, *, follow: bool = False) -> BinaryIO:
     return os.fdopen(open_regular(path, follow=follow), "rb")
 
 
-def read_bytes(path: Path | str, *, follow: bool = False) -> bytes:
+class TooLarge(SetupProblem):
+    """`path` holds more than the `limit` bytes its reader takes: refused, never read whole."""
+
+    def __init__(self, path: Path | str, limit: int):
+        self.path, self.limit = Path(path), limit
+        super().__init__(f"{path} is larger than {limit:,} bytes, far more than such a file holds")
+
+
+def read_bytes(path: Path | str, *, follow: bool = False, limit: int | None = None) -> bytes:
+    """A regular file's bytes (see open_regular). With `limit`, at most that many: a larger file
+    is TooLarge after reading limit+1 bytes (memory stays bounded whatever the file's size)."""
     with open_read(path, follow=follow) as handle:
-        return handle.read()
+        if limit is None:
+            return handle.read()
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge(path, limit)
+    return data
 
 
 def ensure_folder(folder: Path) -> Path:

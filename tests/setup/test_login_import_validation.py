@@ -168,3 +168,35 @@ def test_doctor_with_a_hostile_saved_state_reports_instead_of_crashing(sim, tmp_
     checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
     assert checks["saved login"]["expires_at"] is None
     assert "login" in checks
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "/dev/zero", "too large"])
+def test_import_reads_only_a_regular_file_of_bounded_size_without_hanging(tmp_path, kind):
+    """A FIFO used to hang the import, /dev/zero to eat all memory: refused at once, exit 2."""
+    import os
+
+    from pipeline.setup.login import MAX_LOGIN_FILE_BYTES
+
+    (tmp_path / "prompts").mkdir()
+    source = tmp_path / "export.json"
+    if kind == "fifo":
+        os.mkfifo(source)
+    elif kind == "folder":
+        source.mkdir()
+    elif kind == "/dev/zero":
+        source = "/dev/zero"
+    else:  # a valid state, padded past the cap: refused before it is parsed
+        padding = " " * MAX_LOGIN_FILE_BYTES
+        source.write_text(json.dumps(state([cookie(GOOD)])) + padding)
+    result = qwenpipe("login", "--import", str(source), cwd=tmp_path, timeout=30)
+    said = " ".join(result.stderr.split())
+    assert result.returncode == 2, said
+    assert f"{source}" in said and "Traceback" not in said
+    expected = {
+        "fifo": "is a FIFO",
+        "folder": "is a directory",
+        "/dev/zero": "is a device",
+        "too large": "larger than",
+    }
+    assert expected[kind] in said, said
+    assert not (tmp_path / ".qwenpipe" / "state.json").exists()
