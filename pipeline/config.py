@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
-from urllib.parse import urlparse
+from urllib.parse import parse_qsl, urlparse
 
 from . import files
 from .proxy import problem as _proxy
@@ -351,7 +351,10 @@ def _store_url(value: str) -> str | None:
         return "is not a URL such as postgresql://qwenpipe@db.example/qwenpipe"
     if parsed.scheme not in ("postgresql", "postgres") or not (parsed.netloc or parsed.query):
         return "must be empty (SQLite under articles/.qwenpipe) or a URL such as postgresql://user@host/db"
-    if parsed.password is not None:
+    in_query = any(
+        name.strip().lower() == "password" for name, _ in parse_qsl(parsed.query, keep_blank_values=True)
+    )
+    if parsed.password is not None or in_query:
         return (
             "holds a password (not shown): remove it from the URL and give it to PostgreSQL's usual "
             "sources instead, PGPASSWORD or ~/.pgpass (mode 0600)"

@@ -55,11 +55,33 @@ def router_key(settings: Router, env: Mapping[str, str] | None = None) -> str | 
     return key
 
 
+# Passwords nobody registered (a PostgreSQL URL's, a conninfo string's, any URL's login): masked
+# by their shape wherever they appear. `user:PASSWORD@` after `://`; `password=VALUE` (a URL's
+# query, libpq's key=value conninfo, quoted or not).
+_PASSWORD = re.compile(
+    r"(?P<lead>://[^\s/@:]*:)[^\s/@]+(?=@)"
+    r"|(?P<key>\bpassword\s*=\s*)(?:'(?:[^'\\]|\\.)*'?|\"(?:[^\"\\]|\\.)*\"?|[^\s&;,'\"]+)",
+    re.IGNORECASE,
+)
+# Found in any text that holds such a password, and in its JSON form (escaping never breaks the
+# word `password`, nor adds whitespace, `/` or `@`): masked_json's test.
+_PASSWORD_HINT = re.compile(r"password|://[^\s/@]*:[^\s/@]+@", re.IGNORECASE)
+
+
+def mask_passwords(text: str) -> str:
+    """`text` with every password written in a URL or a `password=` pair replaced by MASK."""
+    if _PASSWORD_HINT.search(text) is None:
+        return text
+    return _PASSWORD.sub(lambda found: (found["lead"] or found["key"]) + MASK, text)
+
+
 def mask(text: str, secrets: Iterable[str] | None = None) -> str:
-    """`text` with every secret, and every prefix of one of MIN_PREFIX+ characters, replaced by MASK.
+    """`text` with every secret, and every prefix of one of MIN_PREFIX+ characters, replaced by MASK;
+    and every password written in a URL or a `password=` pair (mask_passwords).
 
     `secrets` defaults to the ones registered in this process.
     """
+    text = mask_passwords(text)
     known = _secrets if secrets is None else tuple(secrets)
     if not known or _probe(known).search(text) is None:  # the common case, at C speed
         return text
@@ -83,7 +105,7 @@ def mask_data(value: Any, secrets: Iterable[str] | None = None) -> Any:
     For JSON and TOML sinks: mask before serialising, so that an escape never splits a key.
     """
     known = _secrets if secrets is None else tuple(secrets)
-    return _mask_all(value, known) if known else value
+    return _mask_all(value, known)
 
 
 def masked_json(value: Any, **options: Any) -> str:
@@ -94,7 +116,7 @@ def masked_json(value: Any, **options: Any) -> str:
     form. So a text where no head of any form is found is exactly what masking would write."""
     text = json.dumps(value, **options)
     known = _secrets
-    if not known or _probe(known).search(text) is None:
+    if (not known or _probe(known).search(text) is None) and _PASSWORD_HINT.search(text) is None:
         return text
     return json.dumps(mask_data(value, known), **options)
 
@@ -163,4 +185,14 @@ class MaskedStream:
         return getattr(self._stream, name)
 
 
-__all__ = ["MASK", "MIN_PREFIX", "MaskedStream", "mask", "mask_data", "masked_json", "register", "router_key"]
+__all__ = [
+    "MASK",
+    "MIN_PREFIX",
+    "MaskedStream",
+    "mask",
+    "mask_data",
+    "mask_passwords",
+    "masked_json",
+    "register",
+    "router_key",
+]

@@ -184,3 +184,38 @@ def test_a_non_string_api_key_env_is_refused_without_showing_it():
     with pytest.raises(ConfigError) as refused:
         validate({"router": {"api_key_env": 1234567890123}}, "config.toml")
     assert "1234567890123" not in str(refused.value) and "must be a string" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "store postgresql://qwen:hunter2@db/batch failed",
+            f"store postgresql://qwen:{MASK}@db/batch failed",
+        ),
+        ("postgresql://:hunter2@db/batch", f"postgresql://:{MASK}@db/batch"),
+        (
+            "postgresql://db/batch?sslmode=require&password=hunter2&x=1",
+            f"postgresql://db/batch?sslmode=require&password={MASK}&x=1",
+        ),
+        ("postgresql://db/b?PASSWORD=hun%40ter2", f"postgresql://db/b?PASSWORD={MASK}"),
+        ("host=db password=hunter2 user=qwen", f"host=db password={MASK} user=qwen"),
+        ("host=db password = 'hun ter\\'2' user=qwen", f"host=db password = {MASK} user=qwen"),
+        ('dsn "password=hunter2"', f'dsn "password={MASK}"'),
+        ("see PGPASSWORD or ~/.pgpass (mode 0600)", None),
+        ("http://db:8080/path@x and a@b.c", None),
+    ],
+)
+def test_a_password_in_a_url_or_a_conninfo_is_masked_wherever_it_reaches(text, expected):
+    assert mask(text, []) == (text if expected is None else expected)
+    assert "hunter2" not in json.dumps(mask_data({"error": text}))
+    assert "hunter2" not in redact.masked_json({"error": [text]})
+
+
+def test_a_password_with_no_key_registered_is_still_masked_by_every_sink(capsys):
+    from pipeline.store.postgres import shown_url
+
+    assert "hunter2" not in shown_url("postgresql://db/batch?password=hunter2")
+    stream = io.StringIO()
+    MaskedStream(stream).write("cannot connect: host=db password=hunter2\n")
+    assert "hunter2" not in stream.getvalue()
