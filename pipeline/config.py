@@ -586,7 +586,82 @@ class Config:
             raise ConfigError(
                 f"{where}: paths.prompts = {prompts} is a file, not a folder of SLUG.md prompts"
             )
+        self.check_logins()
         return self
+
+    def login_paths(self) -> list[tuple[str, str, Path, Path]]:
+        """Each account's (config place, account name, saved login, profile), resolved: the
+        [accounts.NAME] tables, or [browser]'s for the one account of a setup without them
+        (pipeline.accounts builds its accounts from the same keys)."""
+        tables = self.values.get(ACCOUNTS) or {}
+        if not tables:
+            browser = self.values["browser"]
+            return [
+                (
+                    "browser",
+                    "default",
+                    self.resolve(browser["storage_state"]),
+                    self.resolve(browser["profile_dir"]),
+                )
+            ]
+        return [
+            (f"accounts.{name}", name, self.resolve(keys["storage_state"]), self.resolve(keys["profile_dir"]))
+            for name, keys in tables.items()
+        ]
+
+    def check_logins(self) -> None:
+        """Refuse a saved login (storage_state) that is one of the project's own files, or that
+        two accounts share: `login --import` and the login refresh write it whole, so it would
+        overwrite the config, a prompt, an article or the store; and two accounts with one saved
+        login send with one account's token under both names. Two accounts with one browser
+        profile are refused likewise (it holds the login too)."""
+        where = self.describe()
+        logins = self.login_paths()
+        published = self.publish_dir
+        own = [
+            ("paths.prompts", self.prompts_dir),
+            ("paths.articles", self.articles_dir),
+            *([("publish.dir", published.resolve())] if published else []),
+            *[(f"{place}.profile_dir", profile) for place, _, _, profile in logins],
+        ]
+        seen: dict[Path, str] = {}
+        profiles: dict[Path, str] = {}
+        for place, name, state, profile in logins:
+            key = f"{place}.storage_state"
+            shown = f"{key} = {self.values_of(place)['storage_state']!r} ({state})"
+            fix = (
+                f"point it at a file of its own, e.g. {account_defaults(name)['storage_state']!r}"
+                if place != "browser"
+                else f"point it at a file of its own, e.g. {SCHEMA['browser']['storage_state'].default!r}"
+            )
+            if self.source is not None and state == self.source:
+                raise ConfigError(
+                    f"{where}: {shown} is this config file; `qwenpipe login` would write over it: {fix}"
+                )
+            for owner, folder in own:
+                if state.is_relative_to(folder):
+                    raise ConfigError(
+                        f"{where}: {shown} is inside {owner} ({folder}); `qwenpipe login` would write the "
+                        f"saved login over the project's own files there: {fix}"
+                    )
+            if state in seen:
+                raise ConfigError(
+                    f"{where}: {shown} is also {seen[state]}'s saved login; each account signs in on "
+                    f"its own and sends with its own token, so two cannot share one: {fix}"
+                )
+            seen[state] = key
+            if profile in profiles:
+                raise ConfigError(
+                    f"{where}: {place}.profile_dir = {self.values_of(place)['profile_dir']!r} ({profile}) "
+                    f"is also {profiles[profile]}; a browser profile holds one account's login: give "
+                    f"each account one of its own, e.g. {account_defaults(name)['profile_dir']!r}"
+                )
+            profiles[profile] = f"{place}.profile_dir"
+
+    def values_of(self, place: str) -> dict[str, Any]:
+        """The keys of a config place: "browser" or "accounts.NAME"."""
+        section, _, name = place.partition(".")
+        return self.values[section][name] if name else self.values[section]
 
 
 def config_path(explicit: str | os.PathLike | None) -> tuple[Path, bool]:
