@@ -255,7 +255,7 @@ class Browser(Section):
     headless: bool = key(bool, True, None, "false for a visible browser (desktop or Xvfb)")
     display: str = key(str, "auto", _display_mode, "headed without a screen: auto/xvfb start Xvfb")
     profile_dir: str = key(str, ".qwenpipe/profile", _not_empty, "persistent browser profile (the login)")
-    storage_state: str = key(str, ".qwenpipe/state.json", _not_empty, "saved login (mode 0600)")
+    storage_state: str = key(str, ".qwenpipe/state.json", _not_empty, "saved login (0600), a file of its own")
     cdp_url: str = key(str, "", _ws_or_http_url_or_empty, "attach to a running Chrome instead of launching")
     args: list[str] = key(list, [], None, "extra command-line switches for Chromium")
     proxy: str = key(
@@ -431,7 +431,7 @@ class AccountSettings(Section):
         str, ".qwenpipe/accounts/{name}/profile", _not_empty, "this account's browser profile"
     )
     storage_state: str = key(
-        str, ".qwenpipe/accounts/{name}/state.json", _not_empty, "this account's saved login (mode 0600)"
+        str, ".qwenpipe/accounts/{name}/state.json", _not_empty, "this account's saved login (0600), its own"
     )
     max_sends_per_day: int = key(
         int,
