@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
-from urllib.parse import urlparse
+from urllib.parse import parse_qsl, urlparse
 
 from . import files
 from .proxy import problem as _proxy
@@ -255,7 +255,7 @@ class Browser(Section):
     headless: bool = key(bool, True, None, "false for a visible browser (desktop or Xvfb)")
     display: str = key(str, "auto", _display_mode, "headed without a screen: auto/xvfb start Xvfb")
     profile_dir: str = key(str, ".qwenpipe/profile", _not_empty, "persistent browser profile (the login)")
-    storage_state: str = key(str, ".qwenpipe/state.json", _not_empty, "saved login (mode 0600)")
+    storage_state: str = key(str, ".qwenpipe/state.json", _not_empty, "saved login (0600), a file of its own")
     cdp_url: str = key(str, "", _ws_or_http_url_or_empty, "attach to a running Chrome instead of launching")
     args: list[str] = key(list, [], None, "extra command-line switches for Chromium")
     proxy: str = key(
@@ -351,7 +351,10 @@ def _store_url(value: str) -> str | None:
         return "is not a URL such as postgresql://qwenpipe@db.example/qwenpipe"
     if parsed.scheme not in ("postgresql", "postgres") or not (parsed.netloc or parsed.query):
         return "must be empty (SQLite under articles/.qwenpipe) or a URL such as postgresql://user@host/db"
-    if parsed.password is not None:
+    in_query = any(
+        name.strip().lower() == "password" for name, _ in parse_qsl(parsed.query, keep_blank_values=True)
+    )
+    if parsed.password is not None or in_query:
         return (
             "holds a password (not shown): remove it from the URL and give it to PostgreSQL's usual "
             "sources instead, PGPASSWORD or ~/.pgpass (mode 0600)"
@@ -428,7 +431,7 @@ class AccountSettings(Section):
         str, ".qwenpipe/accounts/{name}/profile", _not_empty, "this account's browser profile"
     )
     storage_state: str = key(
-        str, ".qwenpipe/accounts/{name}/state.json", _not_empty, "this account's saved login (mode 0600)"
+        str, ".qwenpipe/accounts/{name}/state.json", _not_empty, "this account's saved login (0600), its own"
     )
     max_sends_per_day: int = key(
         int,
@@ -583,7 +586,82 @@ class Config:
             raise ConfigError(
                 f"{where}: paths.prompts = {prompts} is a file, not a folder of SLUG.md prompts"
             )
+        self.check_logins()
         return self
+
+    def login_paths(self) -> list[tuple[str, str, Path, Path]]:
+        """Each account's (config place, account name, saved login, profile), resolved: the
+        [accounts.NAME] tables, or [browser]'s for the one account of a setup without them
+        (pipeline.accounts builds its accounts from the same keys)."""
+        tables = self.values.get(ACCOUNTS) or {}
+        if not tables:
+            browser = self.values["browser"]
+            return [
+                (
+                    "browser",
+                    "default",
+                    self.resolve(browser["storage_state"]),
+                    self.resolve(browser["profile_dir"]),
+                )
+            ]
+        return [
+            (f"accounts.{name}", name, self.resolve(keys["storage_state"]), self.resolve(keys["profile_dir"]))
+            for name, keys in tables.items()
+        ]
+
+    def check_logins(self) -> None:
+        """Refuse a saved login (storage_state) that is one of the project's own files, or that
+        two accounts share: `login --import` and the login refresh write it whole, so it would
+        overwrite the config, a prompt, an article or the store; and two accounts with one saved
+        login send with one account's token under both names. Two accounts with one browser
+        profile are refused likewise (it holds the login too)."""
+        where = self.describe()
+        logins = self.login_paths()
+        published = self.publish_dir
+        own = [
+            ("paths.prompts", self.prompts_dir),
+            ("paths.articles", self.articles_dir),
+            *([("publish.dir", published.resolve())] if published else []),
+            *[(f"{place}.profile_dir", profile) for place, _, _, profile in logins],
+        ]
+        seen: dict[Path, str] = {}
+        profiles: dict[Path, str] = {}
+        for place, name, state, profile in logins:
+            key = f"{place}.storage_state"
+            shown = f"{key} = {self.values_of(place)['storage_state']!r} ({state})"
+            fix = (
+                f"point it at a file of its own, e.g. {account_defaults(name)['storage_state']!r}"
+                if place != "browser"
+                else f"point it at a file of its own, e.g. {SCHEMA['browser']['storage_state'].default!r}"
+            )
+            if self.source is not None and state == self.source:
+                raise ConfigError(
+                    f"{where}: {shown} is this config file; `qwenpipe login` would write over it: {fix}"
+                )
+            for owner, folder in own:
+                if state.is_relative_to(folder):
+                    raise ConfigError(
+                        f"{where}: {shown} is inside {owner} ({folder}); `qwenpipe login` would write the "
+                        f"saved login over the project's own files there: {fix}"
+                    )
+            if state in seen:
+                raise ConfigError(
+                    f"{where}: {shown} is also {seen[state]}'s saved login; each account signs in on "
+                    f"its own and sends with its own token, so two cannot share one: {fix}"
+                )
+            seen[state] = key
+            if profile in profiles:
+                raise ConfigError(
+                    f"{where}: {place}.profile_dir = {self.values_of(place)['profile_dir']!r} ({profile}) "
+                    f"is also {profiles[profile]}; a browser profile holds one account's login: give "
+                    f"each account one of its own, e.g. {account_defaults(name)['profile_dir']!r}"
+                )
+            profiles[profile] = f"{place}.profile_dir"
+
+    def values_of(self, place: str) -> dict[str, Any]:
+        """The keys of a config place: "browser" or "accounts.NAME"."""
+        section, _, name = place.partition(".")
+        return self.values[section][name] if name else self.values[section]
 
 
 def config_path(explicit: str | os.PathLike | None) -> tuple[Path, bool]:

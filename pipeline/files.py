@@ -6,8 +6,11 @@ a process dies with it (flock), so a SIGKILL never leaves a stale lock behind.
 
 And on a third: the files are ours. Nothing here follows a symlink it did not make (a link at a
 lock or the journal would truncate or append to whatever it points to), nothing blocks on a FIFO
-(open with O_NONBLOCK, then insist on a regular file), and what holds chat URLs and errors is
-private: 0600 files in 0700 folders. A file of the wrong kind is a SetupProblem naming it.
+(open with O_NONBLOCK, then insist on a regular file), nothing is changed in place through a
+hard link (a file of ours with a second name elsewhere: a lock would truncate, a chmod would
+tighten, the other name's file), and what holds chat URLs and errors is private: 0600 files in
+0700 folders. A file of the wrong kind is a SetupProblem naming it. Replacing a file (atomic_write
+renames a new one over the name) never touches another name's file, so that stays allowed.
 """
 
 from __future__ import annotations
@@ -77,6 +80,17 @@ def kind_of(mode: int) -> str:
     return "a regular file" if stat.S_ISREG(mode) else "not a regular file"
 
 
+def hard_link_problem(path: Path | str, links: int) -> UnsafeFile:
+    """The refusal of a file of ours that has `links` names: written or chmodded in place, it
+    would change the file at the other name too (the user's, or another project's)."""
+    return UnsafeFile(
+        path,
+        f"a hard link (the same file has {links} names, another one elsewhere)",
+        "a file of qwenpipe's own",
+        "delete this name (`rm` leaves the file at its other name as it is); qwenpipe makes its own",
+    )
+
+
 def _lstat_kind(path: Path | str) -> str:
     try:
         return kind_of(os.lstat(path).st_mode)
@@ -118,7 +132,8 @@ def open_regular(
 ) -> int:
     """os.open for a regular file only: never through a symlink at `path` (unless `follow`, for
     the user's own inputs), never blocking on a FIFO. With `private`, a file of ours: created
-    0600, and an older version's 0644 tightened. FileNotFoundError when it is not there."""
+    0600, and an older version's 0644 tightened. Opened for writing or `private`, never one with
+    another name (a hard link): UnsafeFile. FileNotFoundError when it is not there."""
     flags |= os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
         fd = os.open(path, flags, PRIVATE if private else 0o666)
@@ -130,6 +145,8 @@ def open_regular(
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise UnsafeFile(path, kind_of(info.st_mode))
+        if (private or flags & (os.O_WRONLY | os.O_RDWR)) and info.st_nlink > 1:
+            raise hard_link_problem(path, info.st_nlink)
         if private and stat.S_IMODE(info.st_mode) != PRIVATE and info.st_uid == os.geteuid():
             os.fchmod(fd, PRIVATE)
     except BaseException:
@@ -143,9 +160,24 @@ def open_read(path: Path | str, *, follow: bool = False) -> BinaryIO:
     return os.fdopen(open_regular(path, follow=follow), "rb")
 
 
-def read_bytes(path: Path | str, *, follow: bool = False) -> bytes:
+class TooLarge(SetupProblem):
+    """`path` holds more than the `limit` bytes its reader takes: refused, never read whole."""
+
+    def __init__(self, path: Path | str, limit: int):
+        self.path, self.limit = Path(path), limit
+        super().__init__(f"{path} is larger than {limit:,} bytes, far more than such a file holds")
+
+
+def read_bytes(path: Path | str, *, follow: bool = False, limit: int | None = None) -> bytes:
+    """A regular file's bytes (see open_regular). With `limit`, at most that many: a larger file
+    is TooLarge after reading limit+1 bytes (memory stays bounded whatever the file's size)."""
     with open_read(path, follow=follow) as handle:
-        return handle.read()
+        if limit is None:
+            return handle.read()
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge(path, limit)
+    return data
 
 
 def ensure_folder(folder: Path) -> Path:
@@ -346,7 +378,8 @@ def _real_folder(folder: Path) -> bool:
 
 def make_private(folder: Path, suffixes: tuple[str, ...] = ("",)) -> None:
     """chmod 0600 the regular files of this user in `folder` whose name ends with one of
-    `suffixes` (what an older version left 0644). Symlinks and other users' files are left alone."""
+    `suffixes` (what an older version left 0644). Symlinks, hard links (the mode is the file's, at
+    its other name too) and other users' files are left alone."""
     for name in _names(folder, "", suffixes):
         if TMP_RE.fullmatch(name):
             continue
@@ -355,6 +388,7 @@ def make_private(folder: Path, suffixes: tuple[str, ...] = ("",)) -> None:
             info = os.lstat(path)
             if (
                 stat.S_ISREG(info.st_mode)
+                and info.st_nlink == 1
                 and stat.S_IMODE(info.st_mode) != PRIVATE
                 and info.st_uid == os.geteuid()
             ):

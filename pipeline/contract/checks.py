@@ -1,7 +1,9 @@
 """Is a complete answer an article? Tidy it (chatter, a wrapping fence), then check it.
 
-Checks: minimum words, refusal phrases (several languages, extendable), expected language
-(a stop-word heuristic: no model, no download), and the quality gates: maximum words, minimum
+Checks: no secret of this process in it (the router key, a proxy password: an answer that
+quotes one is never written as an article, redact.holds_secret), minimum words, refusal
+phrases (several languages, extendable), expected language (a stop-word heuristic: no model,
+no download), and the quality gates: maximum words, minimum
 headings, forbidden phrases (placeholders and boilerplate, extendable). Settings come from
 `[article]` in config.toml, overridden by an `[article]` table in the prompt's front matter.
 """
@@ -12,6 +14,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from ..redact import holds_secret
 
 if TYPE_CHECKING:
     from ..config import Article
@@ -94,7 +98,8 @@ LANGUAGES = tuple(STOPWORDS) + tuple(SCRIPTS)
 class Verdict:
     markdown: str  # the tidied answer
     problem: str | None  # None when it is an article
-    code: str = ""  # short reason: refusal, too_short, wrong_language, too_long, few_headings, forbidden
+    # short reason: secret, refusal, too_short, wrong_language, too_long, few_headings, forbidden
+    code: str = ""
 
 
 def tidy(markdown: str, *, strip_chatter: bool = True) -> str:
@@ -162,6 +167,13 @@ def _normalised(text: str) -> str:
 def check_answer(markdown: str, settings: Article) -> Verdict:
     """Tidy `markdown` and judge it against `settings` ([article], the prompt's table over it)."""
     text = tidy(markdown, strip_chatter=settings.strip_chatter)
+    if holds_secret(markdown):  # the whole answer: what tidying drops is in the rejected file
+        return Verdict(
+            text,
+            "the answer holds the router key (or a proxy password, or a long part of one): never "
+            "written as an article; rotate the key if the router is not yours",
+            "secret",
+        )
     lowered = _normalised(text)
     head = lowered[:400]
     for phrase in (*REFUSALS, *settings.refusal_phrases):

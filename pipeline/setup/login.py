@@ -30,7 +30,7 @@ from ..config import Browser, Config
 from ..contract.workspace import browser_session
 from ..engines.qwen.tokens import jwt_exp_claim, jwt_expiry, plausible_time, state_tokens, token_expiry
 from ..errors import SetupProblem, UsageProblem
-from ..files import atomic_write, read_bytes
+from ..files import TooLarge, UnsafeFile, atomic_write, read_bytes
 
 # The browser's own modules (engines.qwen.browser, .login, .display) are imported where a
 # browser is used: `status` reads saved logins here (state_token_expiry) and must not load them.
@@ -177,7 +177,8 @@ def state_token_expiry(state_path: Path) -> float | None:
     if not Path(state_path).is_file():
         return None  # missing, a folder, or a FIFO that would block the read forever
     try:
-        state = json.loads(read_bytes(state_path, follow=True))  # a FIFO never hangs `status`
+        # Bounded as an import is (TooLarge is a SetupProblem): a FIFO never hangs `status`.
+        state = json.loads(read_bytes(state_path, follow=True, limit=MAX_LOGIN_FILE_BYTES))
     except (OSError, ValueError, RecursionError, SetupProblem):  # RecursionError: [[[[... too deep
         return None
     return token_expiry(state)
@@ -452,6 +453,7 @@ def apply_to_profile(config: Config, account: Account, path: Path) -> str | None
 
 # -- reading login files -------------------------------------------------------------------------
 
+MAX_LOGIN_FILE_BYTES = 16_000_000  # a storage state is a few kB; a browser's whole localStorage a few MB
 SAME_SITE = {"no_restriction": "None", "none": "None", "lax": "Lax", "strict": "Strict"}
 COOKIE_EXPORT_HINT = (
     'expected a Playwright storage state (an object with "cookies" and "origins", '
@@ -464,9 +466,19 @@ def parse_login_file(source: Path) -> dict:
     """A validated storage state from either file shape; UsageProblem names the file and the fault."""
     source = Path(source)
     try:
-        text = source.read_text(encoding="utf-8")
+        # A regular file only (a FIFO never hangs it, /dev/zero is refused), and a bounded read.
+        text = read_bytes(source, follow=True, limit=MAX_LOGIN_FILE_BYTES).decode("utf-8")
     except FileNotFoundError:
         raise UsageProblem(f"{source}: no such file") from None
+    except UnsafeFile as err:
+        raise UsageProblem(
+            f"{source} is {err.kind}, not a file: export the login to a file and import that"
+        ) from None
+    except TooLarge:
+        raise UsageProblem(
+            f"{source}: larger than {MAX_LOGIN_FILE_BYTES // 1_000_000} MB, far more than a login "
+            f"export holds; {COOKIE_EXPORT_HINT}"
+        ) from None
     except (OSError, UnicodeDecodeError) as err:
         raise UsageProblem(f"{source}: cannot read it ({err})") from None
     try:

@@ -10,18 +10,21 @@ Scenarios (`set(scenario=NAME)`); the failing ones fail `fail_times` times, then
   (429 insufficient_quota), auth (401 object), auth_string (401 bare string), bad_request
   (400), html_error (502 HTML), empty_error (500, empty body), error_in_200, empty_answer,
   length, stream_always (SSE even with "stream": false), slow (waits `delay` s, then answers),
-  echo_key (401 on /v1/models and chat, quoting the presented key back, as some routers do).
+  echo_key (401 on /v1/models and chat, quoting the presented key back, as some routers do;
+  `echo_form` says how: whole, from_second, last12, middle, urlencoded, base64 (a Basic
+  credential `user:KEY`)), answer_key (200: the article, then a line quoting the presented key).
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import threading
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 Response = tuple[int, list[tuple[str, str]], Iterable[bytes]]
 
@@ -47,9 +50,19 @@ SCENARIOS = {
     "stream_always",
     "slow",
     "echo_key",
+    "answer_key",
 }
 # Scenarios that change the answer rather than replace it with an error.
-ANSWER_SHAPES = {"ok", "empty_answer", "length", "stream_always", "slow"}
+ANSWER_SHAPES = {"ok", "empty_answer", "length", "stream_always", "slow", "answer_key"}
+# How echo_key quotes the key it was given (routers quote it cut, encoded, or in part).
+ECHO_FORMS = {
+    "whole": lambda key: key,
+    "from_second": lambda key: key[1:],
+    "last12": lambda key: key[-12:],
+    "middle": lambda key: key[len(key) // 4 : len(key) * 3 // 4],
+    "urlencoded": lambda key: quote(key, safe=""),
+    "base64": lambda key: base64.b64encode(f"user:{key}".encode()).decode(),
+}
 
 _HTML_502 = (
     "<html><head><title>502 Bad Gateway</title><style>body{font-family:sans}</style></head>"
@@ -69,6 +82,7 @@ class RouterSim:
         self.delay: float = 3.0
         self.api_key: str | None = None
         self.auth_error_shape = "object"
+        self.echo_form = "whole"
         self.models = [*COMBOS, *MODELS]
         self._failures = 0
         if settings:
@@ -77,7 +91,8 @@ class RouterSim:
     # -- control -------------------------------------------------------------------------------
 
     def set(self, **kw: Any) -> None:
-        """Change behaviour: scenario, fail_times, retry_after, delay, api_key, auth_error_shape, models.
+        """Change behaviour: scenario, fail_times, retry_after, delay, api_key, auth_error_shape,
+        echo_form, models.
 
         Setting a scenario restarts its failure count; `fail_times` defaults to 1 for
         rate_limited / upstream_503 and to 1000 (always) for the others. Raises ValueError on
@@ -90,6 +105,7 @@ class RouterSim:
             "delay",
             "api_key",
             "auth_error_shape",
+            "echo_form",
             "models",
         }
         if unknown:
@@ -101,6 +117,8 @@ class RouterSim:
             )
         if kw.get("auth_error_shape", "object") not in ("object", "string"):
             raise ValueError("RouterSim: auth_error_shape must be 'object' or 'string'")
+        if kw.get("echo_form", "whole") not in ECHO_FORMS:
+            raise ValueError(f"RouterSim: echo_form must be one of {', '.join(ECHO_FORMS)}")
         with self._lock:
             if scenario is not None:
                 self.scenario = scenario
@@ -109,7 +127,7 @@ class RouterSim:
             if "fail_times" in kw:
                 self.fail_times = int(kw["fail_times"])
                 self._failures = 0
-            for name in ("retry_after", "delay", "api_key", "auth_error_shape"):
+            for name in ("retry_after", "delay", "api_key", "auth_error_shape", "echo_form"):
                 if name in kw:
                     setattr(self, name, kw[name])
             if "models" in kw:
@@ -125,6 +143,7 @@ class RouterSim:
             delay=3.0,
             api_key=None,
             auth_error_shape="object",
+            echo_form="whole",
             models=[*COMBOS, *MODELS],
         )
 
@@ -179,7 +198,7 @@ class RouterSim:
             if route == "/v1/models" and method == "GET":
                 return _json(200, self._model_list())
             if route == "/v1/chat/completions" and method == "POST":
-                return self._chat(body_json)
+                return self._chat(body_json, _presented_key(headers) or "")
             return _error(405, f"Method {method} not allowed", "invalid_request_error", "method_not_allowed")
         return _error(404, f"Not found: {path}", "invalid_request_error", "not_found")
 
@@ -203,7 +222,7 @@ class RouterSim:
                 return None
             if route == "/v1/chat/completions":
                 self._failures += 1
-        given = _presented_key(headers) or "(none)"
+        given = ECHO_FORMS[self.echo_form](_presented_key(headers) or "(none)")
         return _error(401, f"Invalid API key provided: {given}", "authentication_error", "invalid_api_key")
 
     def _model_list(self) -> dict:
@@ -213,7 +232,7 @@ class RouterSim:
             "data": [{"id": m, "object": "model", "created": 0, "owned_by": owner[m]} for m in self.models],
         }
 
-    def _chat(self, body: Any) -> Response:
+    def _chat(self, body: Any, key: str = "") -> Response:
         if not isinstance(body, dict):
             return _error(400, "Invalid JSON body", "invalid_request_error", "bad_request")
         model = body.get("model")
@@ -239,6 +258,8 @@ class RouterSim:
             time.sleep(delay)
         shape = scenario if failing else "ok"
         content = "" if shape == "empty_answer" else _answer(_prompt_of(body))
+        if scenario == "answer_key":  # every time: an answer, not a failure to recover from
+            content += f"\n\nDebug: this answer was requested with the API key {key}.\n"
         finish = "stop"
         if shape == "length":
             content, finish = content[: max(len(content) // 3, 1)], "length"

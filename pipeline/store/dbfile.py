@@ -28,8 +28,14 @@ def prepare(folder: Path) -> Path:
         ) from None
     path = folder / DB_NAME
     for candidate in (path, *(Path(f"{path}{suffix}") for suffix in SIDE_FILES)):
-        if candidate.is_symlink():
+        try:
+            info = os.lstat(candidate)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(info.st_mode):
             raise StoreError(f"{candidate}: a symlink; refusing to follow it (remove it and run again)")
+        if info.st_nlink > 1:
+            raise _hard_link(candidate, info.st_nlink)
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except OSError as err:
@@ -40,11 +46,22 @@ def prepare(folder: Path) -> Path:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise StoreError(f"{path}: not a regular file; remove it and run again")
+        if info.st_nlink > 1:
+            raise _hard_link(path, info.st_nlink)
         if stat.S_IMODE(info.st_mode) & 0o077:
             os.fchmod(fd, 0o600)
     finally:
         os.close(fd)
     return path
+
+
+def _hard_link(path: Path, links: int) -> StoreError:
+    return StoreError(
+        f"{path}: a hard link (the same file has {links} names, another one elsewhere); qwenpipe "
+        "will not write it, as that would change the file at the other name too: give it a file "
+        f"of its own (`cp -p {path} {path}.own && mv {path}.own {path}`; the other name keeps "
+        "the old file) and run again"
+    )
 
 
 def _private_folder(folder: Path) -> None:

@@ -33,16 +33,11 @@ CONNECT_TIMEOUT = 10
 
 
 def shown_url(url: str) -> str:
-    """The URL as messages show it: never a password written into it."""
-    from urllib.parse import urlsplit, urlunsplit
+    """The URL as messages show it: never a password written into it (`user:PW@` or a
+    `?password=` parameter; config refuses both, this is for any that comes anyway)."""
+    from ..redact import mask_passwords
 
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    user = f"{parts.username}:***@" if parts.username else ":***@"
-    port = f":{parts.port}" if parts.port else ""
-    return urlunsplit(parts._replace(netloc=f"{user}{host}{port}"))
+    return mask_passwords(url)
 
 
 def _dialect(batch: str) -> Dialect:

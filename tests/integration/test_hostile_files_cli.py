@@ -74,6 +74,30 @@ def test_a_symlinked_cycle_lock_is_refused_and_its_target_not_truncated(project,
     assert outside.read_text() == "the user's own file\n"
 
 
+@pytest.mark.parametrize(
+    ("name", "command", "said"),
+    [
+        ("locks/tea.lock", ("generate", "tea", "--engine", "router"), "tea.lock is a hard link"),
+        ("cycle.lock", ("cycle",), "cycle.lock is a hard link"),
+        ("qwenpipe.db-shm", ("cycle",), "qwenpipe.db-shm: a hard link"),
+        ("qwenpipe.db", ("generate", "tea", "--engine", "router"), "qwenpipe.db: a hard link"),
+    ],
+)
+def test_a_hard_linked_file_of_ours_is_refused_and_the_other_names_file_untouched(
+    project, outside, name, command, said
+):
+    prompt(project, "tea", "Write about tea.")
+    linked = state_dir(project) / name
+    linked.parent.mkdir(exist_ok=True)
+    os.link(outside, linked)
+    outside.chmod(0o644)
+    result = run(*command, project=project)
+    assert result.returncode == 1, result.stderr
+    assert said in one_line(result) and "2 names" in result.stderr
+    assert outside.read_text() == "the user's own file\n" and stat.S_IMODE(outside.stat().st_mode) == 0o644
+    assert not (project / "articles" / "tea.md").exists()
+
+
 def test_a_symlinked_journal_gets_no_line_appended(project, outside, sim):
     prompt(project, "tea", "Write about tea (journal link).")
     (state_dir(project) / "journal.jsonl").symlink_to(outside)

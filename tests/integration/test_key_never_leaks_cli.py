@@ -8,8 +8,10 @@ journal, the state file and `doctor --json`).
 
 from __future__ import annotations
 
+import base64
 import json
 import string
+from urllib.parse import quote
 
 import pytest
 from sim_project import make_project, prompt
@@ -25,6 +27,12 @@ PASTED = "sk-or-v1-0a1b2c3d4e5f60718293a4b5c6d7e8f9"
 
 # Logged out: the cycle's chat attempt fails hard at once and falls back to the router.
 SIMULATOR = {"scenario": "logged_out", "answer_seconds": 1.0, "url_delay": 0.1}  # conftest.py `sim`
+
+
+@pytest.fixture(autouse=True)
+def fresh_router(sim):
+    """The module's router back to its defaults, its ledger empty (sim resets the site only)."""
+    sim.router.reset()
 
 
 def prefixes_found(text: str, key: str = KEY) -> bool:
@@ -87,3 +95,67 @@ def test_a_key_pasted_into_api_key_env_is_exit_2_and_never_printed(sim, tmp_path
         assert "Traceback" not in run.stderr
     init = qwenpipe("init", cwd=project)  # the config exists: refused, and the key is not quoted
     assert init.returncode == 2 and PASTED[:MIN_PREFIX] not in init.stdout + init.stderr
+
+
+# A key with characters URL encoding escapes: an echo URL-encoded is the key cut at each of them.
+ODD_KEY = "Zk7+Qw/Ertyu=Iop+Asdfg/Hjkl=Zxcvb+Nm12/3456=7890+Poiuy/Trewq=Lkjhg"
+
+
+def key_pieces(key: str) -> set[str]:
+    """Every 8 characters in a row of the key as it is, URL-encoded or base64-encoded (in the
+    three alignments): any of them found is a piece of the key leaked."""
+    encoded = [key, quote(key, safe="")]
+    for shift in range(3):
+        whole = (shift + len(key)) // 3 * 4
+        encoded.append(base64.b64encode(b"\0" * shift + key.encode()).decode()[4 if shift else 0 : whole])
+    return {form[at : at + MIN_PREFIX] for form in encoded for at in range(len(form) - MIN_PREFIX + 1)}
+
+
+def leaked(text: str, pieces: set[str]) -> list[str]:
+    return sorted(piece for piece in pieces if piece in text)
+
+
+@pytest.mark.parametrize("form", ["from_second", "last12", "middle", "urlencoded", "base64"])
+def test_a_key_echoed_in_part_or_encoded_appears_nowhere_the_cli_writes(sim, tmp_path, form):
+    sim.set(router_scenario="echo_key", router_fail_times=1000, router_echo_form=form)
+    project = make_project(tmp_path, sim)
+    prompt(project, "tea", "Write an article about green tea.")
+    env = {"ROUTER_API_KEY": ODD_KEY}
+    runs = {
+        "generate": qwenpipe("generate", "tea", "--engine", "router", cwd=project, env=env),
+        "status --json": qwenpipe("status", "--json", cwd=project, env=env),
+        "status": qwenpipe("status", cwd=project, env=env),
+        "show tea": qwenpipe("show", "tea", cwd=project, env=env),
+        "log": qwenpipe("log", cwd=project, env=env),
+        "doctor --json": qwenpipe("doctor", "--json", cwd=project, env=env),
+    }
+    # The router really echoed that form of the key: the leak was there to be made.
+    assert [r["status"] for r in sim.router.chat_requests()] == [401]
+    assert runs["generate"].returncode == 1 and MASK in runs["generate"].stderr, runs["generate"].stderr
+    assert MASK in json.loads(runs["status --json"].stdout)["articles"][0]["last_error"]
+    pieces = key_pieces(ODD_KEY)
+    for name, run in runs.items():
+        assert "Traceback" not in run.stderr, (name, run.stderr)
+        assert not leaked(run.stdout + run.stderr, pieces), f"{name}: {run.stdout}{run.stderr}"
+    written = [p for p in (project / "articles").rglob("*") if p.is_file()]
+    assert "qwenpipe.db" in {p.name for p in written}
+    for path in written:
+        assert not leaked(path.read_text(encoding="utf-8", errors="replace"), pieces), path
+
+
+def test_a_router_answer_that_holds_the_key_is_rejected_never_written(sim, tmp_path):
+    sim.set(router_scenario="answer_key")
+    project = make_project(tmp_path, sim)
+    prompt(project, "tea", "Write an article about green tea.")
+    env = {"ROUTER_API_KEY": ODD_KEY}
+    run = qwenpipe("generate", "tea", "--engine", "router", cwd=project, env=env)
+    assert [r["status"] for r in sim.router.chat_requests()] == [200]
+    assert run.returncode == 1, run.stderr
+    assert "answer rejected: the answer holds the router key" in run.stderr
+    assert not (project / "articles" / "tea.md").exists()
+    kept = (project / "articles" / "tea.md.rejected").read_text()
+    assert "requested with the API key [REDACTED]" in kept  # the answer kept beside, masked
+    pieces = key_pieces(ODD_KEY)
+    assert not leaked(run.stdout + run.stderr, pieces)
+    for path in (p for p in (project / "articles").rglob("*") if p.is_file()):
+        assert not leaked(path.read_text(encoding="utf-8", errors="replace"), pieces), path

@@ -168,3 +168,67 @@ def test_doctor_with_a_hostile_saved_state_reports_instead_of_crashing(sim, tmp_
     checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
     assert checks["saved login"]["expires_at"] is None
     assert "login" in checks
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "/dev/zero", "too large"])
+def test_import_reads_only_a_regular_file_of_bounded_size_without_hanging(tmp_path, kind):
+    """A FIFO used to hang the import, /dev/zero to eat all memory: refused at once, exit 2."""
+    import os
+
+    from pipeline.setup.login import MAX_LOGIN_FILE_BYTES
+
+    (tmp_path / "prompts").mkdir()
+    source = tmp_path / "export.json"
+    if kind == "fifo":
+        os.mkfifo(source)
+    elif kind == "folder":
+        source.mkdir()
+    elif kind == "/dev/zero":
+        source = "/dev/zero"
+    else:  # a valid state, padded past the cap: refused before it is parsed
+        padding = " " * MAX_LOGIN_FILE_BYTES
+        source.write_text(json.dumps(state([cookie(GOOD)])) + padding)
+    result = qwenpipe("login", "--import", str(source), cwd=tmp_path, timeout=30)
+    said = " ".join(result.stderr.split())
+    assert result.returncode == 2, said
+    assert f"{source}" in said and "Traceback" not in said
+    expected = {
+        "fifo": "is a FIFO",
+        "folder": "is a directory",
+        "/dev/zero": "is a device",
+        "too large": "larger than",
+    }
+    assert expected[kind] in said, said
+    assert not (tmp_path / ".qwenpipe" / "state.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("setting", "target"),
+    [
+        ('[browser]\nstorage_state = "config.toml"\n', "config.toml"),
+        ('[browser]\nstorage_state = "prompts/tea.md"\n', "prompts/tea.md"),
+        ('[browser]\nstorage_state = "articles/.qwenpipe/qwenpipe.db"\n', "articles/.qwenpipe/qwenpipe.db"),
+        (
+            '[accounts.main]\nstorage_state = "one.json"\n[accounts.spare]\nstorage_state = "one.json"\n',
+            "one.json",
+        ),
+    ],
+    ids=["config", "prompt", "store", "shared"],
+)
+def test_import_never_writes_over_the_projects_own_files_or_another_accounts_login(tmp_path, setting, target):
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "tea.md").write_text("Write about tea.\n")
+    (tmp_path / "articles" / ".qwenpipe").mkdir(parents=True)
+    (tmp_path / "articles" / ".qwenpipe" / "qwenpipe.db").write_text("the store\n")
+    (tmp_path / "config.toml").write_text(setting)
+    if target == "one.json":
+        (tmp_path / target).write_text("main's login\n")
+    before = (tmp_path / target).read_text()
+    source = tmp_path / "export.json"
+    source.write_text(json.dumps(state([cookie(GOOD)])))
+    account = ["--account", "spare"] if target == "one.json" else []
+    result = qwenpipe("login", *account, "--import", str(source), cwd=tmp_path)
+    said = " ".join(result.stderr.split())
+    assert result.returncode == 2, said
+    assert "storage_state" in said and "of its own" in said and "Traceback" not in said, said
+    assert (tmp_path / target).read_text() == before

@@ -63,7 +63,7 @@ def test_an_unreachable_server_is_try_later_and_never_shows_the_password():
     with pytest.raises(StoreUnreachable) as err:
         PostgresStore(url)
     assert isinstance(err.value, StoreBusy)  # the contract's "busy": exit 3, nothing sent
-    assert "s3cret" not in str(err.value) and "qwen:***@127.0.0.1" in str(err.value)
+    assert "s3cret" not in str(err.value) and "qwen:[REDACTED]@127.0.0.1" in str(err.value)
     assert "unreachable" in str(err.value)
     assert shown_url("postgresql://u@h/db") == "postgresql://u@h/db"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 
+import pytest
 from project_files import write_config
 from tests_cli_helpers import qwenpipe
 
@@ -38,12 +39,25 @@ def test_store_init_on_an_unreachable_server_is_try_later_in_one_line(tmp_path):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_a_password_in_store_url_is_refused_without_showing_it(tmp_path):
-    project = _project(tmp_path, "postgresql://qwen:hunter2@db.example/batch")
-    result = qwenpipe("store", "init", cwd=project)
-    assert result.returncode == ExitCode.USAGE
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://qwen:hunter2@db.example/batch",
+        "postgresql://qwen@db.example/batch?password=hunter2",
+        "postgresql://db.example/batch?sslmode=require&password=hunter2",
+        "postgres://db.example/batch?PassWord=hunter2",
+        "postgresql://db.example/batch?pass%77ord=hunter2",  # percent-encoded, as libpq decodes it
+        "postgresql:///batch?host=/run/postgresql&password=hunter2",
+    ],
+)
+@pytest.mark.parametrize("command", [("store", "init"), ("doctor",), ("status",), ("generate", "tea")])
+def test_a_password_in_store_url_is_refused_without_showing_it(tmp_path, url, command):
+    project = _project(tmp_path, url)
+    (project / "prompts" / "tea.md").write_text("Write about tea.\n")
+    result = qwenpipe(*command, cwd=project)
+    assert result.returncode == ExitCode.USAGE, result.stderr
     assert "store.url holds a password" in result.stderr and "PGPASSWORD" in result.stderr
-    assert "hunter2" not in result.stderr
+    assert "hunter2" not in result.stdout + result.stderr and "Traceback" not in result.stderr
 
 
 def test_store_init_without_a_url_reports_the_sqlite_store(tmp_path):

@@ -57,3 +57,62 @@ def test_an_unknown_account_name_lists_the_accounts_there_are(tmp_path):
     config = _load(tmp_path, "[accounts.main]\n[accounts.spare]\n")
     with pytest.raises(ConfigError, match=r"no account 'other' \(the accounts are: main, spare\)"):
         account_named(config, "other")
+
+
+# -- a saved login of its own: never one of the project's files, never another account's -------
+
+OWN_FILES = [
+    ("config.toml", "is this config file"),
+    ("prompts/tea.md", "is inside paths.prompts"),
+    ("prompts", "is inside paths.prompts"),
+    ("articles/tea.md", "is inside paths.articles"),
+    ("articles/.qwenpipe/qwenpipe.db", "is inside paths.articles"),
+    ("articles/../articles/tea.md.url", "is inside paths.articles"),
+    ("site/posts/state.json", "is inside publish.dir"),
+    ("{profile}/state.json", "is inside {table}.profile_dir"),  # the account's browser profile
+]
+PROFILES = {"browser": ".qwenpipe/profile", "accounts.main": ".qwenpipe/accounts/main/profile"}
+
+
+@pytest.mark.parametrize("table", ["browser", "accounts.main"])
+@pytest.mark.parametrize(("value", "said"), OWN_FILES)
+def test_a_saved_login_that_is_one_of_the_projects_own_files_is_refused(tmp_path, table, value, said):
+    value, said = value.format(profile=PROFILES[table]), said.format(table=table)
+    key = f"{table}.storage_state"
+    with pytest.raises(ConfigError) as refused:
+        _load(tmp_path, f'[publish]\ndir = "site/posts"\n[{table}]\nstorage_state = "{value}"\n')
+    message = " ".join(str(refused.value).split())
+    assert f"{key} = {value!r}" in message and said in message, message
+    assert "point it at a file of its own" in message
+
+
+def test_a_saved_login_through_a_symlink_into_the_articles_is_refused(tmp_path):
+    (tmp_path / "articles").mkdir()
+    (tmp_path / "logins").symlink_to(tmp_path / "articles")
+    with pytest.raises(ConfigError, match="is inside paths.articles"):
+        _load(tmp_path, '[browser]\nstorage_state = "logins/state.json"\n')
+
+
+@pytest.mark.parametrize(
+    ("second", "said"),
+    [
+        ('storage_state = "shared/state.json"', "accounts.spare.storage_state = 'shared/state.json'"),
+        (
+            'storage_state = "./shared/../shared/state.json"',
+            "is also accounts.main.storage_state's saved login",
+        ),
+        ('profile_dir = "shared/profile"', "accounts.spare.profile_dir = 'shared/profile'"),
+    ],
+)
+def test_two_accounts_sharing_a_saved_login_or_a_profile_are_refused(tmp_path, second, said):
+    text = '[accounts.main]\nstorage_state = "shared/state.json"\nprofile_dir = "shared/profile"\n'
+    with pytest.raises(ConfigError) as refused:
+        _load(tmp_path, f"{text}[accounts.spare]\n{second}\n")
+    message = " ".join(str(refused.value).split())
+    assert said in message and "accounts.main" in message and "of its own" in message, message
+
+
+def test_separate_saved_logins_and_the_defaults_are_accepted(tmp_path):
+    _load(tmp_path, "[accounts.main]\n[accounts.spare]\n")
+    _load(tmp_path, '[publish]\ndir = "site/posts"\n[browser]\nstorage_state = "secrets/state.json"\n')
+    _load(tmp_path, "")

@@ -242,3 +242,77 @@ def test_make_private_runs_again_for_a_marker_of_another_generation_or_kind(tmp_
     (state / TIGHTENED).unlink()
     make_private(tmp_path)
     assert (state / TIGHTENED).read_bytes() == TIGHTENED_AS
+
+
+# -- hard links: a file of ours with another name elsewhere is never changed in place ----------
+
+
+def hard_link(path, outside):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.link(outside, path)
+    outside.chmod(0o644)
+    return path
+
+
+def untouched(outside) -> bool:
+    return outside.read_text() == "the user's own file\n" and mode(outside) == 0o644
+
+
+@pytest.mark.parametrize(
+    "name", ["locks/tea.lock", "cycle.lock", "publish/tea.lock", "profile/qwenpipe.lock"]
+)
+def test_a_hard_linked_lock_is_refused_naming_it_and_its_file_not_truncated(tmp_path, outside, name):
+    lock = hard_link(tmp_path / "p" / ".qwenpipe" / name, outside)
+    with pytest.raises(UnsafeFile, match=f"{lock} is a hard link .*2 names"):
+        FileLock(lock, purpose="test").acquire()
+    assert untouched(outside)
+
+
+@pytest.mark.parametrize("flags", [os.O_WRONLY, os.O_RDWR, os.O_RDWR | os.O_CREAT, os.O_WRONLY | os.O_APPEND])
+def test_no_open_for_writing_goes_through_a_hard_link(tmp_path, outside, flags):
+    path = hard_link(tmp_path / ".qwenpipe" / "record.json", outside)
+    with pytest.raises(UnsafeFile, match="is a hard link"):
+        files.open_regular(path, flags)
+    with pytest.raises(UnsafeFile, match="is a hard link"):
+        files.open_regular(path, private=True)  # private: it would be chmodded
+    assert files.read_bytes(path) == b"the user's own file\n"  # reading changes nothing: allowed
+    assert untouched(outside)
+
+
+def test_make_private_changes_no_mode_through_a_hard_link(tmp_path, outside):
+    from pipeline.contract.article import make_private
+
+    state = tmp_path / files.STATE_DIR
+    linked = [
+        hard_link(tmp_path / "tea.md.url", outside),
+        hard_link(tmp_path / "tea.md.failed", outside),
+        hard_link(state / "last_cycle.json", outside),
+        hard_link(state / "quota.json", outside),
+        hard_link(state / "locks" / "tea.lock", outside),
+    ]
+    own = tmp_path / "coffee.md.url"
+    own.write_text("x")
+    own.chmod(0o644)
+    make_private(tmp_path)
+    assert untouched(outside) and all(mode(path) == 0o644 for path in linked)
+    assert mode(own) == 0o600
+
+
+def test_atomic_write_over_a_hard_link_replaces_the_name_and_leaves_the_other_file(tmp_path, outside):
+    path = hard_link(tmp_path / ".qwenpipe" / "last_cycle.json", outside)
+    files.atomic_write(path, "{}")
+    assert path.read_text() == "{}" and os.stat(path).st_nlink == 1 and mode(path) == 0o600
+    assert untouched(outside)
+
+
+@pytest.mark.parametrize("name", ["qwenpipe.db", "qwenpipe.db-shm", "qwenpipe.db-wal", "qwenpipe.db-journal"])
+def test_a_hard_linked_database_file_is_refused_naming_it_and_left_as_it_is(tmp_path, outside, name):
+    from pipeline.store import dbfile
+    from pipeline.store.protocol import StoreError
+
+    state = tmp_path / "articles" / files.STATE_DIR
+    state.mkdir(parents=True, mode=0o700)
+    linked = hard_link(state / name, outside)
+    with pytest.raises(StoreError, match=f"{linked}: a hard link .*2 names"):
+        dbfile.prepare(state)
+    assert untouched(outside)

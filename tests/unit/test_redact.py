@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import json
+import re
 import string
+from urllib.parse import quote, quote_plus
 
 import httpx
 import pytest
@@ -15,7 +18,7 @@ from pipeline.config import ConfigError, Router, validate
 from pipeline.engines.base import HardError
 from pipeline.engines.router import RouterEngine
 from pipeline.engines.router_errors import MAX_QUOTE, one_line, parse_error_body
-from pipeline.redact import MASK, MIN_PREFIX, MaskedStream, mask, mask_data
+from pipeline.redact import MASK, MIN_PREFIX, MIN_RUN, MaskedStream, mask, mask_data
 
 KEY = "Zq7-unit-redact-SECRET-0123456789abcdef"
 LONG_200 = ("Zq7L" + string.ascii_letters + string.digits) * 4  # 4 + 62, four times
@@ -184,3 +187,157 @@ def test_a_non_string_api_key_env_is_refused_without_showing_it():
     with pytest.raises(ConfigError) as refused:
         validate({"router": {"api_key_env": 1234567890123}}, "config.toml")
     assert "1234567890123" not in str(refused.value) and "must be a string" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "store postgresql://qwen:hunter2@db/batch failed",
+            f"store postgresql://qwen:{MASK}@db/batch failed",
+        ),
+        ("postgresql://:hunter2@db/batch", f"postgresql://:{MASK}@db/batch"),
+        (
+            "postgresql://db/batch?sslmode=require&password=hunter2&x=1",
+            f"postgresql://db/batch?sslmode=require&password={MASK}&x=1",
+        ),
+        ("postgresql://db/b?PASSWORD=hun%40ter2", f"postgresql://db/b?PASSWORD={MASK}"),
+        ("host=db password=hunter2 user=qwen", f"host=db password={MASK} user=qwen"),
+        ("host=db password = 'hun ter\\'2' user=qwen", f"host=db password = {MASK} user=qwen"),
+        ('dsn "password=hunter2"', f'dsn "password={MASK}"'),
+        ("see PGPASSWORD or ~/.pgpass (mode 0600)", None),
+        ("http://db:8080/path@x and a@b.c", None),
+    ],
+)
+def test_a_password_in_a_url_or_a_conninfo_is_masked_wherever_it_reaches(text, expected):
+    assert mask(text, []) == (text if expected is None else expected)
+    assert "hunter2" not in json.dumps(mask_data({"error": text}))
+    assert "hunter2" not in redact.masked_json({"error": [text]})
+
+
+def test_a_password_with_no_key_registered_is_still_masked_by_every_sink(capsys):
+    from pipeline.store.postgres import shown_url
+
+    assert "hunter2" not in shown_url("postgresql://db/batch?password=hunter2")
+    stream = io.StringIO()
+    MaskedStream(stream).write("cannot connect: host=db password=hunter2\n")
+    assert "hunter2" not in stream.getvalue()
+
+
+# -- runs of the key from anywhere, its encodings, a short key as a token ---------------------
+
+ODD = "Zk7+Qw/Ertyu=Iop+Asdfg/Hjkl=Zxcvb+Nm12/3456=7890+Poiuy/Trewq=Lkjhg"  # URL encoding escapes +/=
+
+
+def windows(form: str) -> set[str]:
+    return {form[at : at + MIN_RUN] for at in range(len(form) - MIN_RUN + 1)}
+
+
+def b64_cores(key: str) -> list[str]:
+    cores = []
+    for shift in range(3):
+        whole = (shift + len(key)) // 3 * 4
+        core = base64.b64encode(b"\0" * shift + key.encode()).decode()[4 if shift else 0 : whole]
+        cores += [core, core.replace("+", "-").replace("/", "_")]
+    return cores
+
+
+def holds_a_run(text: str, *forms: str) -> bool:
+    return any(window in text for form in forms for window in windows(form))
+
+
+@pytest.mark.parametrize("key", [KEY, ODD, LONG_200, REGEX_KEY], ids=["40", "odd", "200", "regex"])
+def test_every_run_of_8_or_more_characters_of_the_key_is_masked_wherever_it_starts(key):
+    for start in range(len(key) - MIN_RUN + 1):
+        for length in {MIN_RUN, MIN_RUN + 1, 13, len(key) - start}:
+            piece = key[start : start + length]
+            if len(piece) < MIN_RUN:
+                continue
+            masked = mask(f"Invalid key: {piece}!", [key])
+            assert masked == f"Invalid key: {MASK}!", (start, length, masked)
+    assert mask(f"seven {key[3:10]} chars", [key]) == f"seven {key[3:10]} chars"  # 7: not the key
+
+
+def test_the_pieces_the_issue_found_are_masked():
+    for piece in (ODD[1:], ODD[-12:], ODD[20:40], f"x{ODD[5:]}", ODD[:-1]):
+        assert not holds_a_run(mask(f"error: {piece} (401)", [ODD]), ODD), piece
+
+
+@pytest.mark.parametrize(
+    "encode",
+    [
+        lambda key: quote(key, safe=""),
+        lambda key: re.sub("%[0-9A-F]{2}", lambda m: m[0].lower(), quote(key, safe="")),
+        lambda key: quote(key),
+        lambda key: quote_plus(key),
+        lambda key: quote(key, safe="")[7:],  # past the first escaped character
+        lambda key: quote(key, safe="")[30:60],
+    ],
+    ids=["quote", "lower hex", "safe /", "plus", "past the first escape", "middle"],
+)
+def test_a_url_encoded_key_or_piece_of_one_is_masked(encode):
+    text = f"GET /v1/models?key={encode(ODD)}&x=1 refused"
+    masked = mask(text, [ODD])
+    assert MASK in masked and masked.endswith("&x=1 refused")
+    lower = re.sub("%[0-9A-F]{2}", lambda m: m[0].lower(), quote(ODD, safe=""))
+    assert not holds_a_run(masked, ODD, quote(ODD, safe=""), lower), masked
+
+
+@pytest.mark.parametrize("before", ["", "u", "us", "user:", "Authorization: Bearer "])
+@pytest.mark.parametrize("alphabet", ["standard", "urlsafe"])
+def test_a_base64_encoded_key_is_masked_in_any_alignment(before, alphabet):
+    encode = base64.b64encode if alphabet == "standard" else base64.urlsafe_b64encode
+    for key in (ODD, KEY, LONG_200):
+        encoded = encode(f"{before}{key}".encode()).decode()
+        masked = mask(f"Authorization: Basic {encoded}", [key])
+        assert MASK in masked and not holds_a_run(masked, *b64_cores(key)), (key, masked)
+        piece = encoded[len(encoded) // 3 : len(encoded) // 3 + 12]  # a piece of it too
+        assert not holds_a_run(mask(f"header {piece} cut", [key]), *b64_cores(key))
+
+
+@pytest.mark.parametrize("key", ["abcdef", "k3y", "s3cr3t7"])
+def test_a_short_key_is_masked_where_it_stands_as_a_token(key):
+    for text in (f"key={key}", f"key={key}&x=1", f"'{key}'", f"Bearer {key}", f"{key}: bad", f"/{key}/"):
+        assert key not in mask(text, [key]), text
+    for text in (f"x{key}", f"{key}9", f"my-{key}-post", f"{key}_slug", f"la{key}st"):
+        assert mask(text, [key]) == text, text
+
+
+def test_a_json_escaped_key_and_pieces_of_it_are_masked():
+    key = 'Qq"uote\\back/slash-and-more-0123456789'
+    escaped = json.dumps(key)[1:-1]
+    for piece in (escaped, escaped[3:], escaped[5:20]):
+        assert not holds_a_run(mask(f"body: {piece}", [key]), escaped), piece
+    redact.register(key)
+    line = redact.masked_json({"error": f"x {key[2:]} y"})  # registered: the JSON sink
+    assert not holds_a_run(line, key, escaped)
+
+
+def test_masked_json_finds_every_form_in_serialised_text():
+    redact.register(ODD)
+    for piece in (ODD[9:30], quote(ODD, safe="")[11:40], b64_cores(ODD)[2][5:25]):
+        line = redact.masked_json({"errors": [{"message": f"quoted {piece}"}]}, ensure_ascii=False)
+        assert json.loads(line) == {"errors": [{"message": f"quoted {MASK}"}]}, piece
+
+
+def test_an_article_holding_the_key_or_a_long_run_of_it_is_found_a_public_prefix_is_not():
+    key = "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"
+    article = "# Routers\n\nKeys look like sk-or-v1-... and are secret.\n"
+    assert not redact.holds_secret(article, [key])
+    assert not redact.holds_secret(article + key[20:35], [key])  # 15 characters: chance, not the key
+    for piece in (key, key[20:36], key[-16:], base64.b64encode(key.encode()).decode()[8:30]):
+        assert redact.holds_secret(f"{article}\nDebug: {piece}\n", [key]), piece
+    assert redact.holds_secret("the key is Q7xkP2mw9 here", ["Q7xkP2mw9"])  # a whole shorter key
+    assert not redact.holds_secret("a test of latest tests", ["test"])  # a short key: a word
+
+
+def test_check_answer_rejects_an_answer_that_holds_the_key():
+    from pipeline.config import Article
+    from pipeline.contract.checks import check_answer
+
+    redact.register(ODD)
+    body = "# Tea\n\n" + "Green tea is a drink. " * 30
+    assert check_answer(body, Article()).problem is None
+    verdict = check_answer(body + f"\n\nUsed key {ODD[3:40]}\n", Article())
+    assert verdict.code == "secret" and "holds the router key" in verdict.problem
+    assert ODD[3:11] not in verdict.problem
