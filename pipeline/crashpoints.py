@@ -11,6 +11,7 @@ import signal
 
 NAMES = (
     "before_send",  # the intent marker is on disk, nothing typed yet
+    "after_naming",  # the chat is named in the marker and the store, its completion not let go yet
     "after_send",  # the site took the prompt, the URL is not on disk yet
     "mid_article",  # the article's temporary file is written, not yet renamed
     "mid_journal",  # half a journal line is written

@@ -103,7 +103,13 @@ class FakeChat:
             with self._guard:
                 setattr(self, running, getattr(self, running) - 1)
 
-    def send(self, text: str, choice: ChatChoice | None = None) -> str:
+    # A send names its chat (on_chat_id) before the prompt leaves: `crash_after_naming` is raised
+    # right after (the chat exists, empty); `send_error_after_naming` likewise, as the engine's
+    # error (nothing sent: the site refused it).
+    crash_after_naming: BaseException | None = None
+    send_error_after_naming: Exception | None = None
+
+    def send(self, text: str, choice: ChatChoice | None = None, *, on_chat_id=None) -> str:
         with self._guard:  # poll and send threads share this script
             self.history.append(("send", text))
             self.choices.append(choice)
@@ -111,9 +117,17 @@ class FakeChat:
                 raise self.send_error
             self.sends += 1
             url = f"{self.base_url}/c/{self.sends:08d}-0000-4000-8000-000000000000"
+            self.messages[url] = []
+            self.created[url] = self.clock()
+        if on_chat_id is not None:
+            on_chat_id(url.rsplit("/", 1)[1])
+        if self.crash_after_naming:
+            raise self.crash_after_naming
+        if self.send_error_after_naming:
+            raise self.send_error_after_naming
+        with self._guard:
             self.known_chats[text] = url
             self.messages[url] = [text]
-            self.created[url] = self.clock()
         self._run_with_others("sending", self.send_together)
         if self.crash_after_send:
             raise self.crash_after_send
@@ -155,13 +169,20 @@ class FakeChat:
             if on_progress:
                 on_progress(result.progress)
 
-    def find_chats(self, text: str) -> list[FoundChat]:
-        """Every chat whose first message is `text`, newest first (the account's chat list)."""
-        self.history.append(("find_chats", text))
+    def find_chats(self, text: str = "", *, sha256: str = "") -> list[FoundChat]:
+        """Every chat whose first message is `text` (or hashes to `sha256`), newest first (the
+        account's chat list)."""
+        import hashlib
+
+        self.history.append(("find_chats", text or sha256))
+
+        def wanted(first: str) -> bool:
+            return first == text or hashlib.sha256(first.encode()).hexdigest() == sha256
+
         return [
             FoundChat(url, self.created.get(url))
             for url, users in reversed(self.messages.items())
-            if users and users[0] == text
+            if users and wanted(users[0])
         ]
 
     # delete_chat: the chats deleted, in order; errors to raise first, one per delete, in order
@@ -177,6 +198,11 @@ class FakeChat:
                 return False  # the site no longer has it
             self.deleted.append(chat_url)
             return True
+    def user_messages(self, chat_url: str) -> list[str] | None:
+        """The chat's user messages; None for a chat the site never made (or deleted)."""
+        self.history.append(("user_messages", chat_url))
+        users = self.messages.get(chat_url)
+        return None if users is None else list(users)
 
     def close(self) -> None:
         self.closed = True

@@ -207,6 +207,14 @@ def replay(
         str | None, typer.Argument(help="the dead-lettered article to make pending again")
     ] = None,
     all_failed: Annotated[bool, typer.Option("--all-failed", help="every dead-lettered article")] = False,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh",
+            help="forget SLUG's chat (URL, interrupted send, dead letter) so the next run sends "
+            "the prompt as it is now, in a new chat: a second send (e.g. after editing the prompt)",
+        ),
+    ] = False,
     config: ConfigOption = None,
 ) -> None:
     """Clear a dead letter (SLUG.md.failed); the history stays, and its chat is polled before any send."""
@@ -215,6 +223,8 @@ def replay(
     workspace = workspace_of(ctx, config)
     if bool(slug) == all_failed:
         raise UsageProblem("give one SLUG or --all-failed")
+    if fresh and not slug:
+        raise UsageProblem("--fresh takes one SLUG (a new send is never made for many at once)")
     slugs = (
         [slug]
         if slug
@@ -223,7 +233,7 @@ def replay(
     skipped = 0
     for name in slugs:
         try:
-            say(run_replay(workspace, name))
+            say(run_replay(workspace, name, fresh=fresh))
         except (UsageProblem, LockBusy) as problem:
             if slug:
                 raise

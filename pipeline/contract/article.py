@@ -34,6 +34,10 @@ STATE_DIR = files.STATE_DIR
 # not articles (only SLUG.md follows the umask, for whoever publishes articles/).
 SIDECAR_SUFFIXES = (".md.url", ".md.sending", ".md.failed", ".md.rejected")
 MAX_ERRORS_KEPT = 20
+# An intent marker's flag: its send names its chat before the prompt leaves the browser (the
+# marker's `chat_id` once named; no chat id then means it never left). Markers without the flag
+# were written by older versions: their chat is searched for by what was sent.
+NAMES_CHAT = "names_chat"
 
 
 def _count(value: object) -> int:
@@ -196,6 +200,12 @@ def parse_chat_url(text: str, base_url: str, where: Path) -> str:
     if not CHAT_PATH_RE.match(parsed.path) or parsed.query or parsed.fragment:
         raise UsageProblem(f"{where}: {url!r} is not a chat URL like {base_url.rstrip('/')}/c/<id>; {fix}")
     return url
+
+
+def chat_url(base_url: str, chat_id: str, where: Path) -> str:
+    """The URL of the chat `chat_id` names (an intent's record, which anyone may have edited):
+    UsageProblem, naming `where`, when it is not a chat id of `base_url`'s."""
+    return parse_chat_url(f"{base_url.rstrip('/')}/c/{chat_id}", base_url, where)
 
 
 def read_chat_url(article: ArticleFiles, base_url: str) -> str | None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from .. import files
 from ..store.protocol import Finished, Intent, LeaseLost, Send, Served, StoreError
-from .article import ArticleFiles
+from .article import NAMES_CHAT, ArticleFiles
 from .phases import Limits
 
 ORPHAN_NOTE = "the router writes it"
@@ -134,12 +134,17 @@ def write_finished(article: ArticleFiles, finished: Finished) -> None:
 
 def marker_of(send: Send) -> dict:
     """The intent marker an intent row stands for (what recovery compares a chat with)."""
-    return {
+    marker = {
         "time": send.intent_at,
         "pid": send.pid,
         "prompt_sha256": send.prompt_sha256,
         "account": send.account,
     }
+    if send.chat_id is not None:  # a send that names its chat before it leaves
+        marker[NAMES_CHAT] = True
+    if send.chat_id:
+        marker["chat_id"] = send.chat_id
+    return marker
 
 
 def sync_article(store, article: ArticleFiles, host: str) -> None:

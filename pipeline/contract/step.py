@@ -50,7 +50,7 @@ from ..store.protocol import (
     StoreBusy,
 )
 from . import cleanup, hosts
-from .article import ArticleFiles, ArticleState, read_chat_url, read_marker
+from .article import NAMES_CHAT, ArticleFiles, ArticleState, chat_url, read_chat_url, read_marker
 from .checks import Verdict, check_answer, count_words
 from .phases import (
     CYCLE_LIMIT,
@@ -422,8 +422,15 @@ class Step:
         chat.prepare()  # a busy or missing browser stops us before the marker
         now = self.clock()
         self.record_intent(1, account, now)
-        # What recovery needs to tell this send's chat from any other: see adoptable_chat.
-        marker = {"time": now, "pid": os.getpid(), "prompt_sha256": self.prompt.sha256, "account": account}
+        # What recovery needs: the chat the send goes into, named before the prompt leaves the
+        # browser (name_chat); `names_chat` says this marker will name it (no chat id: never sent).
+        marker = {
+            "time": now,
+            "pid": os.getpid(),
+            "prompt_sha256": self.prompt.sha256,
+            "account": account,
+            NAMES_CHAT: True,
+        }
         files.atomic_write(self.article.sending, json.dumps(marker) + "\n")
         self.log(
             "sending",
@@ -438,7 +445,7 @@ class Step:
             self.lease.check()  # still ours just before the click (a host paused past its lease)
         crashpoint("before_send")
         try:
-            url = chat.send(self.prompt.turns[0], self.chat_choice())
+            url = chat.send(self.prompt.turns[0], self.chat_choice(), on_chat_id=self.name_chat(marker))
         except EngineError as err:
             took_nothing = err.nothing_sent or (isinstance(err, QuotaSpent) and self.may_rotate())
             if took_nothing:
@@ -467,6 +474,22 @@ class Step:
             Status.QUEUED, f"{self.slug}: sent, the chat is {url} (account {account})", sent=True
         )
 
+    def name_chat(self, marker: dict) -> Callable[[str], None]:
+        """What the engine calls with the chat id the page's completion names, before it lets the
+        request go: the id goes into the intent marker (atomically, fsynced) and the store's
+        intent (with the lease checked, in a shared batch). If this raises, nothing is sent."""
+
+        def named(chat_id: str) -> None:
+            chat_url(self.qwen.base_url, chat_id, self.article.sending)  # a chat id we can open later
+            files.atomic_write(self.article.sending, json.dumps({**marker, "chat_id": chat_id}) + "\n")
+            with self.ws.store.step() as step:
+                if self.lease is not None:
+                    self.lease.check(step)
+                step.name_chat(self.slug, 1, chat_id)
+            crashpoint("after_naming")
+
+        return named
+
     def record_intent(self, turn: int, account: str, now: float) -> None:
         """Record in the store that `turn` is about to be sent from `account`, before the click:
         the store refuses a second send of a turn (AlreadySent). In a shared batch the lease is
@@ -479,7 +502,9 @@ class Step:
                 step.forget_sends(self.slug)  # an earlier send whose files were deleted, or in doubt
             else:  # only an intent that never got its URL (in doubt: the chat said it never arrived)
                 step.withdraw_intent(self.slug, turn)
-            step.record_intent(self.slug, Intent(turn, now, self.prompt.sha256, account, os.getpid(), owner))
+            chat_id = "" if turn == 1 else None  # a first send names its chat (name_chat)
+            intent = Intent(turn, now, self.prompt.sha256, account, os.getpid(), owner, chat_id)
+            step.record_intent(self.slug, intent)
 
     def may_rotate(self) -> bool:
         """Whether a refused first send may go to another account: there are several, and not
@@ -556,41 +581,110 @@ class Step:
             self.budget.give_back()
 
     def recover(self) -> str | None:
-        """A marker without a URL: the last send may have reached the site. Look before sending,
-        and take a chat only when it is surely this article's (adoptable_chat); in doubt, send."""
+        """A marker without a URL: the last send may have reached the site. The chat it named
+        before the prompt left the browser says: a message in it means sent (adopt it), none or
+        no chat means never sent. An intent of an older version named no chat: its chat is
+        searched for by what was sent (adoptable_chat). In doubt, or never sent, the send is
+        given back (the daily count drops it) and the prompt is sent again."""
         account = self.sender()
         self.only = (account,)  # a send after this goes to that account, where the chat may be
+        marker = read_marker(self.article.sending) or {}
+        chat_id = self.named_chat_id(marker)
+        self.log("recovering", engine="qwen", account=account)
+        if chat_id == "":
+            return self.never_sent(account, "it never left the browser (no chat was named for it)")
+        if chat_id is not None:
+            url = chat_url(self.qwen.base_url, chat_id, self.article.sending)
+            self.say(f"{self.slug}: an earlier send was interrupted; opening the chat it named: {url}")
+            messages = self.engines.chat(account).user_messages(url)
+            if messages is None:
+                return self.never_sent(account, f"the chat it named ({url}) does not exist")
+            if not messages:
+                return self.never_sent(account, f"the chat it named ({url}) holds no message")
+            return self.adopt(url, marker)
+        return self.recover_by_text(account, marker)
+
+    def named_chat_id(self, marker: dict) -> str | None:
+        """The chat the interrupted send named: its id; "" when it was to name one and did not
+        (the prompt never left the browser); None when an older version wrote the intent. The
+        marker and the store's intent are written one after the other: either may have it."""
+        sends = [s for s in self.ws.store.sends(self.slug) if s.turn == 1 and not s.chat_url]
+        stored = sends[0].chat_id if sends else None
+        named = marker.get("chat_id")
+        if isinstance(named, str) and named:
+            return named
+        if stored:
+            return stored
+        if marker.get(NAMES_CHAT) is True or stored == "":
+            return ""
+        return None
+
+    def recover_by_text(self, account: str, marker: dict) -> str | None:
+        """An intent an older version wrote: find its chat by the text that was sent (its hash
+        in the marker, when the prompt was edited since) and take it only when it is surely this
+        article's (adoptable_chat)."""
         self.say(
             f"{self.slug}: an earlier send was interrupted; "
             f"looking for its chat in account {account}'s chat list"
         )
-        self.log("recovering", engine="qwen", account=account)
-        found = self.engines.chat(account).find_chats(self.prompt.turns[0])
+        sent_sha = marker.get("prompt_sha256")
+        chat = self.engines.chat(account)
+        if isinstance(sent_sha, str) and sent_sha and sent_sha != self.prompt.sha256:
+            found = chat.find_chats(sha256=sent_sha)  # what was sent, not the edited text
+        else:
+            found = chat.find_chats(self.prompt.turns[0])
+            sent_sha = self.prompt.sha256
         if not found:
-            self.log("recovery_not_found", engine="qwen", account=account)
-            self.say(f"{self.slug}: no chat holds this prompt, so it never reached the site: sending it")
-            return None
-        marker = read_marker(self.article.sending)
+            return self.never_sent(account, "no chat holds what was sent")
         others = chats_of_other_articles(self.article)
         if self.lease is not None:  # a shared batch: every host's sent chats are other articles' too
             others.update(chats_in_batch(self.ws.store, self.slug))
-        url, why = adoptable_chat(found, marker, self.prompt.sha256, others, account)
+        url, why = adoptable_chat(found, marker, sent_sha, others, account)
         if url is None:
             self.log("recovery_in_doubt", engine="qwen", account=account, reason=why)
             self.say(f"{self.slug}: not taking a chat that may not be this article's ({why}): sending again")
             return None
+        return self.adopt(url, marker)
+
+    def never_sent(self, account: str, why: str) -> None:
+        """The interrupted send never reached the site: its marker and intent go, and the send
+        is given back (an `unsent` step: the daily count drops it)."""
+        files.remove(self.article.sending)
+        with self.ws.store.step() as step:
+            step.withdraw_intent(self.slug, 1)
+        self.log("recovery_not_found", engine="qwen", account=account, reason=why)
+        self.log("unsent", engine="qwen", account=account, code="never_sent")
+        self.say(f"{self.slug}: the interrupted send never reached the site ({why}): sending it")
+        return None
+
+    def adopt(self, url: str, marker: dict) -> str:
+        """The interrupted send's chat is this article's: its URL goes to disk, nothing is sent."""
+        sent_sha = marker.get("prompt_sha256")
+        sent_sha = sent_sha if isinstance(sent_sha, str) and sent_sha else self.prompt.sha256
+        edited = sent_sha != self.prompt.sha256
         files.atomic_write(self.article.url, url + "\n")
         files.remove(self.article.sending)
-        self.remember_send(url, marker)
+        self.remember_send(url, marker, sent_sha)
         self.state.sent_at = self.state.sent_at or self.clock()
         self.state.engine = "qwen"
-        self.state.sent_sha256 = self.prompt.sha256  # found by this very text
+        self.state.sent_sha256 = sent_sha  # the text the chat got, whatever the file says now
         self.save()
-        self.log("recovered", engine="qwen", account=account, chat_url=url)
+        self.log(
+            "recovered",
+            engine="qwen",
+            account=self.account,
+            chat_url=url,
+            **({"prompt_edited_after_send": True} if edited else {}),
+        )
         self.say(f"{self.slug}: found the chat the interrupted send made: {url}; not sending again")
+        if edited:
+            self.say(
+                f"{self.slug}: {self.prompt.path} changed after it was sent; the chat answers the "
+                f"version sent. To send the new text instead: `qwenpipe replay {self.slug} --fresh`"
+            )
         return url
 
-    def remember_send(self, url: str, marker: dict | None) -> None:
+    def remember_send(self, url: str, marker: dict | None, sent_sha: str) -> None:
         """The store's record of the first send, with the chat the recovery found: an intent
         recorded by an older version (or none at all) gets the marker's account and time."""
         sends = [s for s in self.ws.store.sends(self.slug) if s.turn == 1]
@@ -600,7 +694,7 @@ class Step:
             if not sends or sends[0].account != self.account or sends[0].chat_url not in ("", url):
                 step.forget_sends(self.slug)
                 when = float(since) if isinstance(since, (int, float)) else self.clock()
-                intent = Intent(1, when, self.prompt.sha256, self.account, os.getpid(), owner)
+                intent = Intent(1, when, sent_sha, self.account, os.getpid(), owner)
                 step.record_intent(self.slug, intent)
             step.record_sent(self.slug, 1, url, self.clock())
 
@@ -807,7 +901,7 @@ class Step:
             self.say(
                 f"{self.slug}: {self.prompt.path} was edited after it was sent; the article answers "
                 f"the version sent (marked prompt_edited_after_send). For the new text: delete "
-                f"{self.article.md} and {self.article.url}, then run again (a new send)"
+                f"{self.article.md}, then `qwenpipe replay {self.slug} --fresh` (a new send)"
             )
         return self.outcome(
             Status.DONE,
@@ -1023,14 +1117,19 @@ class Step:
         )
 
 
-def replay(workspace: Workspace, slug: str) -> str:
+def replay(workspace: Workspace, slug: str, *, fresh: bool = False) -> str:
     """Make a dead-lettered article pending again; its history stays in the journal and state.
 
     The chat URL is kept, so the next run polls the existing chat before anything is sent.
+    `fresh`: forget the article's chat instead (its URL, an interrupted send's marker, the
+    store's sends, a dead letter, a rejected answer), so that the next run sends the prompt as
+    it is now, in a new chat: the one way to send an edited prompt again (a second send).
     """
     check_slug(slug)
     article = workspace.article(slug)
     article.check()
+    if fresh:
+        return _replay_fresh(workspace, article)
     if not article.failed.exists():
         raise UsageProblem(f"{slug} is not dead-lettered ({article.failed} does not exist)")
     with FileLock(article.lock, purpose=f"replay {slug}"):
@@ -1048,6 +1147,27 @@ def replay(workspace: Workspace, slug: str) -> str:
     return f"{slug}: cleared {article.failed.name}; the next run " + (
         "polls its chat first" if article.url.exists() else "sends it"
     )
+
+
+def _replay_fresh(workspace: Workspace, article: ArticleFiles) -> str:
+    slug = article.slug
+    if article.md.exists():
+        raise UsageProblem(
+            f"{slug} is done ({article.md}); delete it first if the prompt is to be sent again"
+        )
+    load_prompt(workspace.prompts_dir, slug)  # a prompt that cannot be sent is refused now
+    with FileLock(article.lock, purpose=f"replay {slug} --fresh"):
+        sidecars = (article.url, article.sending, article.failed, article.rejected)
+        forgotten = [path.name for path in sidecars if path.exists()]
+        previous = read_chat_url(article, workspace.config.qwen.base_url) if article.url.exists() else None
+        for path in sidecars:
+            files.remove(path)
+        with workspace.store.step() as step:
+            step.forget_sends(slug)
+            step.put_article(ArticleState().to_record(slug))
+            workspace.journal.append_in(step, slug, "replay", fresh=True, chat_url=previous)
+    cleared = f"cleared {', '.join(forgotten)}; " if forgotten else ""
+    return f"{slug}: {cleared}the next run sends the prompt as it is now, in a new chat"
 
 
 def chats_of_other_articles(article: ArticleFiles) -> dict[str, str]:

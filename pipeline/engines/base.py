@@ -165,9 +165,13 @@ class ChatEngine(Protocol):
         """Start what sending needs (the browser) so that EngineBusy / HardError come before any
         intent marker is written or anything typed."""
 
-    def send(self, text: str, choice: ChatChoice | None = None) -> str:
+    def send(
+        self, text: str, choice: ChatChoice | None = None, *, on_chat_id: Callable[[str], None] | None = None
+    ) -> str:
         """Open a new chat, choose its model and modes (`choice`), send `text`, return the chat
-        URL once the site shows it (None: the site's defaults).
+        URL once the site shows it (None: the site's defaults). `on_chat_id(chat_id)` is called
+        with the chat the prompt goes into before the prompt leaves (if it raises, nothing is
+        sent and that error is raised).
 
         Raises TransientError / HardError (a model the site does not offer is a HardError,
         before anything is sent). Never sends when the session is not usable; an error raised
@@ -183,10 +187,15 @@ class ChatEngine(Protocol):
         the same standard as `check`, each as soon as it is decided (the engine may go on
         reading while the caller handles one). A chat left out is one only `check` can tell."""
 
-    def find_chats(self, text: str) -> list[FoundChat]:
-        """Every recent chat of the account whose first user message is `text`, newest first.
+    def find_chats(self, text: str = "", *, sha256: str = "") -> list[FoundChat]:
+        """Every recent chat of the account whose first user message is `text` (or hashes to
+        `sha256`), newest first.
 
         Raises rather than answering [] when the list cannot be read: [] means "never sent"."""
+
+    def user_messages(self, chat_url: str) -> list[str] | None:
+        """The user messages of the chat, oldest first; None when the site says it does not
+        exist. Raises when the chat cannot be read. Never sends anything."""
 
     def wait(self, chat_url: str, *, timeout: float, on_progress: ProgressCallback | None = None) -> Answer:
         """Stay on the chat until the answer is complete (by hand: `generate --wait`)."""

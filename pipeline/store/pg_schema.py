@@ -22,6 +22,8 @@ MIGRATIONS: tuple[str, ...] = (
     tables.script(tables.POSTGRES, *tables.SHARED),
     # 2 -> 3: the chats of finished articles to delete from the site, and those deleted.
     tables.script(tables.POSTGRES, *tables.DELETIONS),
+    # 3 -> 4: an intent names its chat before the prompt leaves the browser.
+    tables.SENDS_CHAT_ID,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 INIT_COMMAND = "qwenpipe store init"

@@ -120,6 +120,10 @@ class Intent(NamedTuple):
     account: str = DEFAULT_ACCOUNT
     pid: int = 0
     owner: str = ""  # the lease owner token that recorded it (several hosts); "" on one machine
+    # The chat the send goes into, recorded before the page's completion request may leave the
+    # browser: "" until the page names it (then nothing was sent while it is ""), None for an
+    # intent an older version recorded (it never named its chat: recovery searches by text).
+    chat_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -137,10 +141,13 @@ class Send:
     owner: str = ""
     sent_at: float = 0.0
     chat_url: str = ""  # "" while only the intent is recorded
+    chat_id: str | None = None  # Intent.chat_id
 
     @property
     def intent(self) -> Intent:
-        return Intent(self.turn, self.intent_at, self.prompt_sha256, self.account, self.pid, self.owner)
+        return Intent(
+            self.turn, self.intent_at, self.prompt_sha256, self.account, self.pid, self.owner, self.chat_id
+        )
 
 
 @dataclass
@@ -283,6 +290,10 @@ class Step(Protocol):
     def record_sent(self, slug: str, turn: int, chat_url: str, when: float) -> None:
         """The site took the turn: its chat URL. StoreError without an intent; AlreadySent when
         the turn already has another URL (the same URL again is a no-op)."""
+
+    def name_chat(self, slug: str, turn: int, chat_id: str) -> None:
+        """The page named the chat the open intent of `turn` sends into (before its request
+        leaves the browser). StoreError when the turn has no open intent (nothing may be sent)."""
 
     def withdraw_intent(self, slug: str, turn: int) -> bool:
         """Remove an intent that never got a URL (the chat list showed it never reached the site)."""

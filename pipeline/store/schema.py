@@ -42,6 +42,8 @@ MIGRATIONS: tuple[str, ...] = (
     tables.script(tables.SQLITE, *tables.SHARED),
     # 3 -> 4: the chats of finished articles to delete from the site, and those deleted.
     tables.script(tables.SQLITE, *tables.DELETIONS),
+    # 4 -> 5: an intent names its chat before the prompt leaves the browser.
+    tables.SENDS_CHAT_ID,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

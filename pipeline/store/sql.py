@@ -42,7 +42,8 @@ ARTICLE_COLUMNS = (
     "slug, attempts, hard_failures, next_try, last_poll, sent_at, engine, last_error, "
     "last_error_code, progress, turn, turns, sent_sha256, errors"
 )
-SEND_COLUMNS = "slug, turn, account, prompt_sha256, intent_at, pid, owner, sent_at, chat_url"
+INTENT_COLUMNS = "slug, turn, account, prompt_sha256, intent_at, pid, owner"
+SEND_COLUMNS = f"{INTENT_COLUMNS}, sent_at, chat_url, chat_id"
 EVENT_COLUMNS = "seq, ts, slug, event, pid, account, fields"
 FINISHED_COLUMNS = "slug, engine, account, host, ts"
 DELETION_COLUMNS = "chat_url, slug, account, since, deleted_at, tries, last_error"
@@ -337,9 +338,16 @@ class SQLStep:
 
     def record_intent(self, slug: str, intent: Intent) -> None:
         inserted = self._insert_unique(
-            self._dialect.insert("sends", "slug, turn, account, prompt_sha256, intent_at, pid, owner"),
+            self._dialect.insert("sends", f"{INTENT_COLUMNS}, chat_id"),
             self._dialect.keyed(
-                slug, intent.turn, intent.account, intent.prompt_sha256, intent.time, intent.pid, intent.owner
+                slug,
+                intent.turn,
+                intent.account,
+                intent.prompt_sha256,
+                intent.time,
+                intent.pid,
+                intent.owner,
+                intent.chat_id,
             ),
         )
         if not inserted:
@@ -356,6 +364,14 @@ class SQLStep:
                 f"UPDATE sends SET chat_url = ?, sent_at = ?{self._where('slug = ? AND turn = ?')}",
                 (chat_url, when, *self._dialect.keyed(slug, turn)),
             )
+
+    def name_chat(self, slug: str, turn: int, chat_id: str) -> None:
+        named = self.changes_one(
+            f"UPDATE sends SET chat_id = ?{self._where('slug = ? AND turn = ? AND ' + NO_URL)}",
+            (chat_id, *self._dialect.keyed(slug, turn)),
+        )
+        if not named:
+            raise StoreError(f"{slug}: turn {turn} has no open intent to name chat {chat_id} in; not sending")
 
     def withdraw_intent(self, slug: str, turn: int) -> bool:
         return self.changes_one(

@@ -118,6 +118,8 @@ SENDS = Table(
     ),
     unique=("one_send_per_turn", "slug, turn"),  # the last guard against a second send
 )
+# An intent names the chat its send goes into (NULL: recorded by a version that did not).
+SENDS_CHAT_ID = "ALTER TABLE sends ADD COLUMN chat_id TEXT;\n"
 QUOTA_BLOCKS = Table(
     "quota_blocks",
     (

@@ -47,6 +47,7 @@ CRASH_POINTS = (
     None,
     None,
     "before_send",
+    "after_naming",
     "after_send",
     "mid_article",
     "mid_journal",
@@ -69,11 +70,17 @@ class FakeSite:
         self.created: dict[str, float] = {}  # url -> when the site made it (the model's clock)
         self.clock = lambda: 0.0
 
-    def receive(self, text: str, *, hidden: bool = False) -> str:
+    def new_chat(self) -> str:
+        """A chat with no message yet (the page made it; its prompt has not left)."""
         number = f"{self.prefix}{len(self.chats) + 1:0{8 - len(self.prefix)}d}"
         url = f"https://chat.qwen.ai/c/{number}-0000-4000-8000-000000000000"
-        self.chats[url] = text
+        self.chats[url] = None
         self.created[url] = self.clock()
+        return url
+
+    def receive(self, text: str, *, hidden: bool = False, url: str = "") -> str:
+        url = url or self.new_chat()
+        self.chats[url] = text
         self.received[text] += 1
         if hidden:
             self.hidden.add(url)
@@ -99,10 +106,15 @@ class ModelChat:
     def prepare(self) -> None:
         pass
 
-    def send(self, text: str, choice=None) -> str:
+    def send(self, text: str, choice=None, *, on_chat_id=None) -> str:
         mode, self.send_mode = self.send_mode, "ok"
         if mode == "crash_before_site":
             raise self.kill("killed while typing")
+        named = self.site.new_chat()  # the page makes the chat; the completion is held
+        if on_chat_id is not None:
+            on_chat_id(named.rsplit("/", 1)[1])
+        if mode == "crash_named":
+            raise self.kill("killed with the chat named, the completion not let go")
         if mode == "transient":
             raise TransientError("network down", code="network")
         if mode == "hard":
@@ -113,7 +125,7 @@ class ModelChat:
             refused = HardError("not logged in", code="logged_out")
             refused.nothing_sent = True
             raise refused
-        url = self.site.receive(text, hidden=mode == "crash_after_site_hidden")
+        url = self.site.receive(text, hidden=mode == "crash_after_site_hidden", url=named)
         if mode.startswith("crash_after_site"):
             raise self.kill("killed after the click, before the URL was known")
         return url
@@ -143,7 +155,16 @@ class ModelChat:
                 return result
         raise TransientError("timed out", code="timeout")
 
-    def find_chats(self, text: str) -> list[FoundChat]:
+    def user_messages(self, chat_url: str) -> list[str] | None:
+        mode, self.find_mode = self.find_mode, "ok"
+        if mode == "transient":
+            raise TransientError("the chat did not load", code="network")
+        if chat_url not in self.site.chats:
+            return None
+        text = self.site.chats[chat_url]
+        return [] if text is None else [text]
+
+    def find_chats(self, text: str = "", *, sha256: str = "") -> list[FoundChat]:
         mode, self.find_mode = self.find_mode, "ok"
         if mode == "transient":
             raise TransientError("the chat list did not load", code="network")
@@ -296,7 +317,7 @@ class ContractModel(RuleBasedStateMachine):
     @rule(
         slug=st.sampled_from(SLUGS),
         send_mode=st.sampled_from(
-            ["ok", "ok", "crash_before_site", "crash_after_site", "crash_after_site_hidden"]
+            ["ok", "ok", "crash_before_site", "crash_named", "crash_after_site", "crash_after_site_hidden"]
             + ["transient", "hard", "quota"]
         ),
         check_mode=st.sampled_from(["answer", "generating", "transient", "hard", "quota", "crash"]),

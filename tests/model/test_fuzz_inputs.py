@@ -53,10 +53,15 @@ class FuzzChat:
     def prepare(self) -> None:
         pass
 
-    def send(self, text: str, choice=None) -> str:
+    def send(self, text: str, choice=None, *, on_chat_id=None) -> str:
         url = f"{self.base_url}/c/{len(self.messages) + 1:08d}-0000-4000-8000-000000000000"
+        if on_chat_id is not None:
+            on_chat_id(url.rsplit("/", 1)[1])
         self.messages[url] = [text]
         return url
+
+    def user_messages(self, chat_url: str) -> list[str] | None:
+        return self.messages.get(chat_url)
 
     def check(self, chat_url: str):
         return Answer(ANSWER, "qwen", model="qwen-max") if chat_url in self.messages else Generating()
@@ -64,7 +69,7 @@ class FuzzChat:
     def wait(self, chat_url: str, *, timeout: float, on_progress=None) -> Answer:
         return Answer(ANSWER, "qwen", model="qwen-max")
 
-    def find_chats(self, text: str) -> list[FoundChat]:
+    def find_chats(self, text: str = "", *, sha256: str = "") -> list[FoundChat]:
         return [FoundChat(u, None) for u, m in reversed(self.messages.items()) if m[0] == text]
 
     def read_turns(self, chat_url: str) -> ChatTurns:

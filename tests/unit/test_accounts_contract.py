@@ -80,10 +80,10 @@ def test_the_sender_is_recorded_in_the_store_and_the_marker_before_the_click(pro
     add_prompt(project, "tea")
     seen = {}
 
-    def send(text, choice=None):
+    def send(text, choice=None, *, on_chat_id=None):
         seen["marker"] = json.loads((project / "articles" / "tea.md.sending").read_text())
         seen["store"] = acc.sends("tea")
-        return FakeChat.send(acc.chats["a"], text, choice)
+        return FakeChat.send(acc.chats["a"], text, choice, on_chat_id=on_chat_id)
 
     acc.chats["a"].send = send
     outcome = generate(acc.ws, "tea", acc.engines())
@@ -159,20 +159,21 @@ def test_every_account_spent_falls_back_to_the_router_as_one_account_did(project
 
 def test_a_failure_after_the_click_is_never_offered_to_another_account(project):
     acc = Accounts(project)
-    acc.chats["a"].send_error = TransientError("no chat address appeared", code="no_chat_url")
+    error = TransientError("no chat address appeared", code="no_chat_url")
+    acc.chats["a"].send_error_after_naming = error  # the prompt left the browser, the URL never came
     add_prompt(project, "tea")
     engines = acc.engines()
     assert generate(acc.ws, "tea", engines).status is Status.WORKING
     marker = json.loads((project / "articles" / "tea.md.sending").read_text())
     assert marker["account"] == "a"
-    acc.chats["a"].send_error = None
+    acc.chats["a"].send_error_after_naming = None
     with acc.ws.store.step() as step:  # its backoff passed
         record = step.article("tea")
         record.next_try = 0.0
         step.put_article(record)
     outcome = generate(acc.ws, "tea", engines)  # recovery looks in a's chat list only
     assert outcome.account == "a"
-    assert acc.calls("a") == ["send", "find_chats", "send"]
+    assert acc.calls("a") == ["send", "user_messages", "send"]  # its named chat holds nothing
     assert acc.calls("b") == [] and acc.calls("c") == []
 
 

@@ -92,7 +92,7 @@ def test_a_prompt_edited_after_the_send_is_noticed_and_the_article_says_which_it
     meta, _ = front_matter(project / "articles" / "tea.md")
     assert meta["prompt_sha256"] == sent_hash and meta["prompt_edited_after_send"] is True
     assert meta["title"] == "Tea, edited"  # the front matter is the current one
-    assert any("edited after it was sent" in line and "tea.md.url" in line for line in said), said
+    assert any("edited after it was sent" in line and "replay tea --fresh" in line for line in said), said
     assert list(workspace.journal.read(slug="tea"))[-1].get("prompt_edited_after_send") is True
 
 
@@ -143,7 +143,7 @@ def test_marker_without_url_finds_the_chat_instead_of_sending(project, workspace
     outcome = generate(workspace, "tea", engines)
     assert chat.sends == 1, "the prompt was sent a second time"
     assert outcome.status is Status.WORKING
-    assert ("find_chats", "Write about tea.") in chat.history
+    assert ("user_messages", outcome.chat_url) in chat.history  # the chat the send named
     assert (project / "articles" / "tea.md.url").exists()
     assert not (project / "articles" / "tea.md.sending").exists()
     assert "recovered" in events(workspace)

@@ -48,6 +48,7 @@ from pipeline.engines.qwen.api import (
 )
 from pipeline.engines.qwen.browser import BrowserSession
 from pipeline.engines.qwen.choices import apply_choice
+from pipeline.engines.qwen.hold import ChatIdCallback, CompletionHold
 from pipeline.engines.qwen.login import read_login_state
 from pipeline.engines.qwen.page import (
     ApiUnusable,
@@ -201,10 +202,15 @@ class QwenEngine:
         is reported before the contract writes its intent marker."""
         _ = self.session.context
 
-    def send(self, text: str, choice: ChatChoice | None = None) -> str:
+    def send(
+        self, text: str, choice: ChatChoice | None = None, *, on_chat_id: ChatIdCallback | None = None
+    ) -> str:
         """Open a new chat, choose its model and modes, send `text`, return `{base_url}/c/<id>`
-        once the address shows it."""
+        once the address shows it. The page's completion request is held until
+        `on_chat_id(chat_id)` returned (hold.py); an error raised before any was let go carries
+        `nothing_sent` (the prompt never left the browser)."""
         submit = _Submit()
+        hold = CompletionHold(on_chat_id)
         with submit, self._page(keep=True) as page:
             self._open(page, self.base_url + "/")
             selectors = self._ready_to_type(page)
@@ -212,14 +218,44 @@ class QwenEngine:
             turns_before = read_dom_state(page, selectors).assistant_turns
             page.locator(selectors.composer).first.fill(text)
             PageTraffic.of(page).watch_streams()
-            with self._replies(page) as replies:
-                resend = self._clicker(page, selectors, submit)
-                chat_id = self._wait_for_chat_id(page, replies, resend)
+            try:
+                with hold.on(page), self._replies(page) as replies:
+                    resend = self._clicker(page, selectors, submit)
+                    chat_id = self._wait_for_chat_id(page, replies, resend, hold)
+            except EngineError as err:
+                if not hold.released:
+                    err.nothing_sent = True  # no completion left the browser
+                raise
             self._turns_before[chat_id] = turns_before
             # The page stays open, reading its stream: a `wait` that follows takes the answer
             # from there (the next call of any other kind closes it).
             self._keep_live(_Live(chat_id, page, selectors))
             return self.chat_url(chat_id)
+
+    def user_messages(self, chat_url: str) -> list[str] | None:
+        """The user messages of the chat, oldest first, as its page loads it; None when the site
+        says there is no such chat. Raises when the chat cannot be read (None and [] both mean
+        "never sent": they are never guessed)."""
+        chat_id = self._chat_id(chat_url)
+        with self._page() as page:
+            self._open(page, self.chat_url(chat_id))
+            self._wait_for_app(page)
+            self._check_login_api(page)
+            try:
+                body, _ = self._chat_json(page, chat_id)
+                error = classify_api_error(body)
+                if error is not None:
+                    raise error
+                view = parse_chat(body)
+            except ApiUnusable as err:
+                raise TransientError(f"cannot read the chat site's API: {err}", code="api_error") from None
+            except ChatShapeError as err:
+                raise TransientError(f"cannot read chat {chat_id}: {err}", code="api_error") from None
+            except HardError as err:
+                if err.code == "chat_not_found":
+                    return None
+                raise
+            return [turn.user_text for turn in view.turns]
 
     def check(self, chat_url: str) -> Answer | Generating:
         """Look at the chat once (plus the stability reads): Answer, Generating, or raise."""
@@ -349,15 +385,16 @@ class QwenEngine:
                 resend = self._clicker(page, selectors, submit)
                 self._wait_for_user_turn(page, chat_id, len(chat.turns) + 1, text, replies, resend)
 
-    def find_chats(self, text: str) -> list[FoundChat]:
-        """Every recent chat (CHAT_LIST_PAGES pages) whose first user message is `text`, newest
+    def find_chats(self, text: str = "", *, sha256: str = "") -> list[FoundChat]:
+        """Every recent chat (CHAT_LIST_PAGES pages) whose first user message is `text` (or,
+        with `sha256`, hashes to it: what was sent, when only its hash is kept), newest
         first, each with the time the site says it was made (the list's `created_at`, else the
         chat's own, else its first message's `timestamp`; None when the site says nothing).
 
         Titles are never the prompt, so only the first user message is compared. When the list
         cannot be read this raises rather than answering []: [] means "safe to send again".
         """
-        wanted = _comparable(text)
+        wanted = _first_message_is(text, sha256)
         found: list[FoundChat] = []
         with self._page() as page:
             self._open(page, self.base_url + "/")
@@ -577,6 +614,9 @@ class QwenEngine:
         """Why the site refused what was just sent: its API reply first (it carries the quota's
         hours and outlives the toast), else the page's failure screen."""
         refused = replies.failure()
+        if refused is not None and refused.code == "logged_out":
+            refused.nothing_sent = True  # the site's own reply refused it: it took nothing
+            return refused
         failure = refused or screen_failure(page, self.selector_sets)
         if failure is not None and failure.code == "bot_check":
             # The site answers the send itself with the bot check (FAIL_SYS_USER_VALIDATE) and
@@ -635,9 +675,12 @@ class QwenEngine:
         click()
         return click
 
-    def _wait_for_chat_id(self, page: Any, replies: SendReplies, resend: Callable[[], None]) -> str:
+    def _wait_for_chat_id(
+        self, page: Any, replies: SendReplies, resend: Callable[[], None], hold: CompletionHold
+    ) -> str:
         deadline = self._deadline(self.page_timeout)
         while time.monotonic() < deadline:
+            hold.check()
             chat_id = chat_id_from_url(page.url)
             if chat_id:
                 return chat_id
@@ -656,7 +699,7 @@ class QwenEngine:
             raise TransientError(f"cannot read the chat site's API: {err}", code="api_error") from None
 
     def _chats_starting_with(
-        self, page: Any, listed: list[ListedChat], wanted: str
+        self, page: Any, listed: list[ListedChat], wanted: Callable[[str], bool]
     ) -> Iterator[tuple[ListedChat, ChatView]]:
         paths = [f"/api/v2/chats/{item.chat_id}" for item in listed]
         bodies = fetch_json(page, paths, timeout=self.page_timeout)
@@ -671,7 +714,7 @@ class QwenEngine:
             except ChatShapeError as err:
                 raise TransientError(f"cannot read chat {item.chat_id}: {err}", code="api_error") from None
             first = view.first_user_text
-            if first is not None and _comparable(first) == wanted:
+            if first is not None and wanted(first):
                 yield item, view
 
     def _wait_for_user_turn(
@@ -1000,6 +1043,21 @@ def _last_turn_busy(dom: DomState, selectors: Selectors, count: int) -> str | No
 
 def _same_text(a: str, b: str) -> bool:
     return " ".join(a.split()) == " ".join(b.split())
+
+
+def _first_message_is(text: str, sha256: str) -> Callable[[str], bool]:
+    """Whether a chat's first user message is `text` (whitespace aside) or hashes to `sha256`
+    (the contract's Prompt.sha256 of the text sent)."""
+    import hashlib
+
+    wanted = _comparable(text) if text else None
+
+    def matches(first: str) -> bool:
+        if wanted is not None and _comparable(first) == wanted:
+            return True
+        return bool(sha256) and hashlib.sha256(first.strip().encode("utf-8")).hexdigest() == sha256
+
+    return matches
 
 
 def _comparable(text: str) -> str:

@@ -1,0 +1,224 @@
+"""The intent names its chat before the prompt leaves (issue 26, item 11), and what recovery does
+with it: an edited prompt is not sent twice (issue 27, item 6), a send that never happened is
+given back (item 7), with the fake engines. The browser's side is in
+tests/integration/test_intents_cli.py."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from contextlib import contextmanager
+from unittest import mock
+
+import pytest
+from fakes import answer
+from project_files import add_prompt, write_config
+
+import pipeline.contract.step
+from pipeline.config import load
+from pipeline.contract.quota import sends_today
+from pipeline.contract.step import Status, generate, replay
+from pipeline.contract.workspace import Engines, Workspace
+from pipeline.errors import UsageProblem
+
+TEXT = "Write about tea."
+
+
+class Crash(BaseException):
+    """The process dies here (as QWENPIPE_CRASH_AT's SIGKILL would)."""
+
+
+@contextmanager
+def crash_at(point: str):
+    def crashpoint(name: str) -> None:
+        if name == point:
+            raise Crash(name)
+
+    with mock.patch.object(pipeline.contract.step, "crashpoint", crashpoint):
+        yield
+
+
+def killed(workspace, slug, engines, point):
+    with crash_at(point), pytest.raises(Crash):
+        generate(workspace, slug, engines)
+    assert workspace.article(slug).sending.exists()
+
+
+def events(workspace, slug):
+    return [e["event"] for e in workspace.journal.read(slug=slug)]
+
+
+def received(chat, text=TEXT) -> int:
+    """How many times the site got `text` (every chat holding it as a message)."""
+    return sum(users.count(text) for users in chat.messages.values())
+
+
+# -- item 11: the chat is on record before the prompt leaves --------------------------------------
+
+
+def test_the_chat_is_named_in_the_marker_and_the_store_before_the_prompt_leaves(
+    project, workspace, engines, chat
+):
+    add_prompt(project, "tea")
+    seen = {}
+    original = chat.send
+
+    def send(text, choice=None, *, on_chat_id=None):
+        def named(chat_id):
+            on_chat_id(chat_id)
+            seen["marker"] = json.loads(workspace.article("tea").sending.read_text())
+            seen["store"] = [s.chat_id for s in workspace.store.sends("tea")]
+            seen["received"] = received(chat)
+
+        return original(text, choice, on_chat_id=named)
+
+    chat.send = send
+    outcome = generate(workspace, "tea", engines)
+    chat_id = outcome.chat_url.rsplit("/", 1)[1]
+    assert seen == {
+        "marker": {**seen["marker"], "chat_id": chat_id, "names_chat": True},
+        "store": [chat_id],
+        "received": 0,
+    }
+
+
+def test_a_chat_that_cannot_be_recorded_is_never_sent_to(project, workspace, engines, chat):
+    add_prompt(project, "tea")
+    original = chat.send
+
+    def send(text, choice=None, *, on_chat_id=None):
+        on_chat_id("../not-a-chat")  # a chat id recovery could never open: refused, nothing sent
+        return original(text, choice, on_chat_id=on_chat_id)
+
+    chat.send = send
+    with pytest.raises(UsageProblem):
+        generate(workspace, "tea", engines)
+    assert received(chat) == 0 and chat.sends == 0
+    assert [s.chat_id for s in workspace.store.sends("tea")] == [""]  # nothing named: never sent
+
+
+@pytest.mark.parametrize("point", ["before_send", "after_naming"])
+def test_a_send_killed_before_its_prompt_left_is_sent_once_without_a_chat_list_search(
+    project, workspace, engines, chat, point
+):
+    add_prompt(project, "tea")
+    killed(workspace, "tea", engines, point)
+    outcome = generate(workspace, "tea", engines)
+    assert outcome.status is Status.QUEUED and received(chat) == 1
+    assert not any(h[0] == "find_chats" for h in chat.history)
+    assert "recovery_not_found" in events(workspace, "tea")
+
+
+def test_two_workspaces_on_one_account_killed_after_sending_the_same_text_each_adopt_their_own(
+    tmp_path, chat
+):
+    """Same text, same account, the same second: only the named chat tells them apart."""
+    spaces = []
+    for name in ("one", "two"):
+        root = tmp_path / name
+        (root / "prompts").mkdir(parents=True)
+        (root / "articles").mkdir()
+        write_config(root, "[qwen]\npoll_interval = 0\n[article]\nmin_words = 0\n")
+        add_prompt(root, "tea")
+        ws = Workspace(load(root / "config.toml"))
+        spaces.append((root, ws, Engines(ws.config, chat_factory=lambda _c: chat)))
+    for _root, ws, engines in spaces:
+        killed(ws, "tea", engines, "after_send")
+    urls = []
+    for root, ws, engines in spaces:
+        assert generate(ws, "tea", engines).status is Status.WORKING
+        urls.append((root / "articles" / "tea.md.url").read_text())
+    assert urls[0] != urls[1] and received(chat) == 2 and chat.sends == 2
+    assert not any(h[0] == "find_chats" for h in chat.history)
+
+
+def test_a_named_chat_the_site_no_longer_has_is_sent_anew(project, workspace, engines, chat):
+    add_prompt(project, "tea")
+    killed(workspace, "tea", engines, "after_send")
+    chat.messages.clear()  # deleted on the site before anyone answered it
+    outcome = generate(workspace, "tea", engines)
+    assert outcome.status is Status.QUEUED and chat.sends == 2
+
+
+# -- issue 27, item 6: an edited prompt is not sent twice -----------------------------------------
+
+
+@pytest.mark.parametrize("older", [False, True], ids=["named chat", "older intent"])
+def test_a_prompt_edited_after_a_crash_adopts_the_chat_of_what_was_sent(
+    project, workspace, engines, chat, older
+):
+    add_prompt(project, "tea")
+    killed(workspace, "tea", engines, "after_send")
+    if older:  # a version that never named its chat: the chat list is searched by what was sent
+        from test_recovery_rules import as_older_version
+
+        as_older_version(workspace, "tea")
+    add_prompt(project, "tea", "Write about green tea instead.")
+    said = []
+    chat.enqueue_check(answer())
+    outcome = generate(workspace, "tea", engines, say=said.append)
+    assert chat.sends == 1 and received(chat, "Write about green tea instead.") == 0
+    assert outcome.status is Status.DONE
+    assert any("changed after it was sent" in line and "replay tea --fresh" in line for line in said), said
+    recovered = [e for e in workspace.journal.read(slug="tea") if e["event"] == "recovered"]
+    assert recovered[0]["prompt_edited_after_send"] is True
+    assert "prompt_edited_after_send" in (project / "articles" / "tea.md").read_text() or any(
+        e.get("prompt_edited_after_send") for e in workspace.journal.read(slug="tea") if e["event"] == "done"
+    )
+
+
+def test_replay_fresh_is_the_one_way_to_send_the_edited_text(project, workspace, engines, chat):
+    add_prompt(project, "tea")
+    killed(workspace, "tea", engines, "after_send")
+    add_prompt(project, "tea", "Write about green tea instead.")
+    assert generate(workspace, "tea", engines).status is Status.WORKING  # adopted, nothing sent
+    assert generate(workspace, "tea", engines).status is Status.WORKING
+    assert chat.sends == 1
+    message = replay(workspace, "tea", fresh=True)
+    assert "tea.md.url" in message and not workspace.article("tea").url.exists()
+    assert workspace.store.sends("tea") == []
+    assert generate(workspace, "tea", engines).status is Status.QUEUED
+    assert received(chat, "Write about green tea instead.") == 1 and chat.sends == 2
+    assert [e for e in workspace.journal.read(slug="tea") if e["event"] == "replay"][0]["fresh"] is True
+
+
+def test_replay_fresh_refuses_a_done_article(project, workspace, engines, chat):
+    add_prompt(project, "tea")
+    chat.enqueue_check(answer())
+    generate(workspace, "tea", engines)
+    generate(workspace, "tea", engines)
+    assert workspace.article("tea").md.exists()
+    with pytest.raises(UsageProblem, match="delete it first"):
+        replay(workspace, "tea", fresh=True)
+
+
+# -- issue 27, item 7: a send that never happened is given back -----------------------------------
+
+
+@pytest.mark.parametrize("point", ["before_send", "after_naming", "older intent"])
+def test_sends_killed_before_the_prompt_left_do_not_use_the_daily_limit(tmp_path, chat, point):
+    root = tmp_path
+    (root / "prompts").mkdir()
+    (root / "articles").mkdir()
+    write_config(root, "[qwen]\npoll_interval = 0\nmax_sends_per_day = 2\n[article]\nmin_words = 0\n")
+    add_prompt(root, "tea")
+    ws = Workspace(load(root / "config.toml"))
+    engines = Engines(ws.config, chat_factory=lambda _c: chat)
+    for _ in range(2):
+        killed(ws, "tea", engines, "before_send" if point == "older intent" else point)
+        if point == "older intent":
+            from test_recovery_rules import as_older_version
+
+            as_older_version(ws, "tea")
+    outcome = generate(ws, "tea", engines)
+    assert outcome.status is Status.QUEUED, outcome.message
+    assert received(chat) == 1
+    assert sends_today(ws.journal, __import__("time").time()) == 1
+
+
+def test_a_marker_records_the_hash_of_what_it_sends(project, workspace, engines):
+    add_prompt(project, "tea")
+    killed(workspace, "tea", engines, "before_send")
+    marker = json.loads(workspace.article("tea").sending.read_text())
+    assert marker["prompt_sha256"] == hashlib.sha256(TEXT.encode()).hexdigest()
+    assert marker["names_chat"] is True and "chat_id" not in marker
