@@ -34,10 +34,6 @@ STATE_DIR = files.STATE_DIR
 # not articles (only SLUG.md follows the umask, for whoever publishes articles/).
 SIDECAR_SUFFIXES = (".md.url", ".md.sending", ".md.failed", ".md.rejected")
 MAX_ERRORS_KEPT = 20
-# An intent marker's flag: its send names its chat before the prompt leaves the browser (the
-# marker's `chat_id` once named; no chat id then means it never left). Markers without the flag
-# were written by older versions: their chat is searched for by what was sent.
-NAMES_CHAT = "names_chat"
 
 
 def _count(value: object) -> int:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from .. import files
 from ..store.protocol import Finished, Intent, LeaseLost, Send, Served, StoreError
-from .article import NAMES_CHAT, ArticleFiles
+from .article import ArticleFiles
 from .phases import Limits
 
 ORPHAN_NOTE = "the router writes it"
@@ -140,9 +140,7 @@ def marker_of(send: Send) -> dict:
         "prompt_sha256": send.prompt_sha256,
         "account": send.account,
     }
-    if send.chat_id is not None:  # a send that names its chat before it leaves
-        marker[NAMES_CHAT] = True
-    if send.chat_id:
+    if send.chat_id:  # the chat the send named before its prompt left the browser
         marker["chat_id"] = send.chat_id
     return marker
 

@@ -50,7 +50,7 @@ from ..store.protocol import (
     StoreBusy,
 )
 from . import cleanup, hosts
-from .article import NAMES_CHAT, ArticleFiles, ArticleState, chat_url, read_chat_url, read_marker
+from .article import ArticleFiles, ArticleState, chat_url, read_chat_url, read_marker
 from .checks import Verdict, check_answer, count_words
 from .phases import (
     CYCLE_LIMIT,
@@ -423,14 +423,8 @@ class Step:
         now = self.clock()
         self.record_intent(1, account, now)
         # What recovery needs: the chat the send goes into, named before the prompt leaves the
-        # browser (name_chat); `names_chat` says this marker will name it (no chat id: never sent).
-        marker = {
-            "time": now,
-            "pid": os.getpid(),
-            "prompt_sha256": self.prompt.sha256,
-            "account": account,
-            NAMES_CHAT: True,
-        }
+        # browser (name_chat), and what tells its chat from any other without it (adoptable_chat).
+        marker = {"time": now, "pid": os.getpid(), "prompt_sha256": self.prompt.sha256, "account": account}
         files.atomic_write(self.article.sending, json.dumps(marker) + "\n")
         self.log(
             "sending",
@@ -583,17 +577,16 @@ class Step:
     def recover(self) -> str | None:
         """A marker without a URL: the last send may have reached the site. The chat it named
         before the prompt left the browser says: a message in it means sent (adopt it), none or
-        no chat means never sent. An intent of an older version named no chat: its chat is
-        searched for by what was sent (adoptable_chat). In doubt, or never sent, the send is
-        given back (the daily count drops it) and the prompt is sent again."""
+        no chat means never sent. An intent that names no chat (killed before it was recorded,
+        or written by an older version): its chat is searched for by what was sent
+        (adoptable_chat). Never sent: the send is given back (the daily count drops it); never
+        sent or in doubt: the prompt is sent again."""
         account = self.sender()
         self.only = (account,)  # a send after this goes to that account, where the chat may be
         marker = read_marker(self.article.sending) or {}
         chat_id = self.named_chat_id(marker)
         self.log("recovering", engine="qwen", account=account)
-        if chat_id == "":
-            return self.never_sent(account, "it never left the browser (no chat was named for it)")
-        if chat_id is not None:
+        if chat_id:
             url = chat_url(self.qwen.base_url, chat_id, self.article.sending)
             self.say(f"{self.slug}: an earlier send was interrupted; opening the chat it named: {url}")
             messages = self.engines.chat(account).user_messages(url)
@@ -604,25 +597,22 @@ class Step:
             return self.adopt(url, marker)
         return self.recover_by_text(account, marker)
 
-    def named_chat_id(self, marker: dict) -> str | None:
-        """The chat the interrupted send named: its id; "" when it was to name one and did not
-        (the prompt never left the browser); None when an older version wrote the intent. The
-        marker and the store's intent are written one after the other: either may have it."""
-        sends = [s for s in self.ws.store.sends(self.slug) if s.turn == 1 and not s.chat_url]
-        stored = sends[0].chat_id if sends else None
+    def named_chat_id(self, marker: dict) -> str:
+        """The chat the interrupted send named, or "" when none is on record: killed before the
+        click, or while the page's completion was held and the chat not yet recorded (a browser
+        whose driver dies lets what it held go: that send may have reached the site), or an
+        intent an older version wrote. The marker and the store's intent are written one after
+        the other: either may have it."""
         named = marker.get("chat_id")
         if isinstance(named, str) and named:
             return named
-        if stored:
-            return stored
-        if marker.get(NAMES_CHAT) is True or stored == "":
-            return ""
-        return None
+        sends = [s for s in self.ws.store.sends(self.slug) if s.turn == 1 and not s.chat_url]
+        return (sends[0].chat_id or "") if sends else ""
 
     def recover_by_text(self, account: str, marker: dict) -> str | None:
-        """An intent an older version wrote: find its chat by the text that was sent (its hash
-        in the marker, when the prompt was edited since) and take it only when it is surely this
-        article's (adoptable_chat)."""
+        """An intent that names no chat (see named_chat_id): find its chat by the text that was
+        sent (its hash in the marker, when the prompt was edited since) and take it only when it
+        is surely this article's (adoptable_chat)."""
         self.say(
             f"{self.slug}: an earlier send was interrupted; "
             f"looking for its chat in account {account}'s chat list"

@@ -76,7 +76,7 @@ def test_the_chat_is_named_in_the_marker_and_the_store_before_the_prompt_leaves(
     outcome = generate(workspace, "tea", engines)
     chat_id = outcome.chat_url.rsplit("/", 1)[1]
     assert seen == {
-        "marker": {**seen["marker"], "chat_id": chat_id, "names_chat": True},
+        "marker": {**seen["marker"], "chat_id": chat_id},
         "store": [chat_id],
         "received": 0,
     }
@@ -98,15 +98,14 @@ def test_a_chat_that_cannot_be_recorded_is_never_sent_to(project, workspace, eng
 
 
 @pytest.mark.parametrize("point", ["before_send", "after_naming"])
-def test_a_send_killed_before_its_prompt_left_is_sent_once_without_a_chat_list_search(
-    project, workspace, engines, chat, point
-):
+def test_a_send_killed_before_its_prompt_left_is_sent_once(project, workspace, engines, chat, point):
     add_prompt(project, "tea")
     killed(workspace, "tea", engines, point)
     outcome = generate(workspace, "tea", engines)
     assert outcome.status is Status.QUEUED and received(chat) == 1
-    assert not any(h[0] == "find_chats" for h in chat.history)
     assert "recovery_not_found" in events(workspace, "tea")
+    looked = [h[0] for h in chat.history if h[0] in ("find_chats", "user_messages")]
+    assert looked == (["find_chats"] if point == "before_send" else ["user_messages"])
 
 
 def test_two_workspaces_on_one_account_killed_after_sending_the_same_text_each_adopt_their_own(
@@ -221,4 +220,4 @@ def test_a_marker_records_the_hash_of_what_it_sends(project, workspace, engines)
     killed(workspace, "tea", engines, "before_send")
     marker = json.loads(workspace.article("tea").sending.read_text())
     assert marker["prompt_sha256"] == hashlib.sha256(TEXT.encode()).hexdigest()
-    assert marker["names_chat"] is True and "chat_id" not in marker
+    assert "chat_id" not in marker

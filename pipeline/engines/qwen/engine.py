@@ -86,6 +86,8 @@ BUSY_CLICKS = 3  # clicks that may meet "in progress" before the send counts as 
 PAGE_LOAD_SECONDS = 5  # how long a look waits for a chat's page to load the chat's JSON itself
 PAGE_RELOAD_SECONDS = 0.5  # ... and, at a later look, for the page's next load of its own
 STREAM_LOOK_SECONDS = 0.1  # how often a wait on the sending page looks whether its stream ended
+# What the site's reply to a send says when it took nothing: the prompt is not in any chat.
+REFUSED_UNSENT = ("bot_check", "logged_out")
 
 
 class Steadiness:
@@ -237,25 +239,25 @@ class QwenEngine:
         says there is no such chat. Raises when the chat cannot be read (None and [] both mean
         "never sent": they are never guessed)."""
         chat_id = self._chat_id(chat_url)
-        with self._page() as page:
-            self._open(page, self.chat_url(chat_id))
-            self._wait_for_app(page)
-            self._check_login_api(page)
-            try:
+        try:
+            with self._page() as page:
+                self._open(page, self.chat_url(chat_id))
+                self._wait_for_app(page)
+                self._check_login_api(page)
                 body, _ = self._chat_json(page, chat_id)
                 error = classify_api_error(body)
                 if error is not None:
                     raise error
                 view = parse_chat(body)
-            except ApiUnusable as err:
-                raise TransientError(f"cannot read the chat site's API: {err}", code="api_error") from None
-            except ChatShapeError as err:
-                raise TransientError(f"cannot read chat {chat_id}: {err}", code="api_error") from None
-            except HardError as err:
-                if err.code == "chat_not_found":
-                    return None
-                raise
-            return [turn.user_text for turn in view.turns]
+        except ApiUnusable as err:
+            raise TransientError(f"cannot read the chat site's API: {err}", code="api_error") from None
+        except ChatShapeError as err:
+            raise TransientError(f"cannot read chat {chat_id}: {err}", code="api_error") from None
+        except HardError as err:
+            if err.code == "chat_not_found":  # the page or its JSON says so
+                return None
+            raise
+        return [turn.user_text for turn in view.turns]
 
     def check(self, chat_url: str) -> Answer | Generating:
         """Look at the chat once (plus the stability reads): Answer, Generating, or raise."""
@@ -614,19 +616,16 @@ class QwenEngine:
         """Why the site refused what was just sent: its API reply first (it carries the quota's
         hours and outlives the toast), else the page's failure screen."""
         refused = replies.failure()
-        if refused is not None and refused.code == "logged_out":
-            refused.nothing_sent = True  # the site's own reply refused it: it took nothing
-            return refused
         failure = refused or screen_failure(page, self.selector_sets)
-        if failure is not None and failure.code == "bot_check":
-            # The site answers the send itself with the bot check (FAIL_SYS_USER_VALIDATE) and
-            # takes nothing: no send. Only that reply proves it; a slider seen on the page
-            # without it may have come after the prompt was taken.
+        if failure is not None and failure.code in REFUSED_UNSENT:
+            # The site answers the send itself with the bot check (FAIL_SYS_USER_VALIDATE) or
+            # "not logged in" and takes nothing: no send. Only that reply proves it; a slider or
+            # a login form seen on the page without it may have come after the prompt was taken.
             until = self._deadline(REPLY_GRACE_SECONDS)
             while refused is None and time.monotonic() < until:
                 page.wait_for_timeout(POLL_SECONDS * 1000)
                 refused = replies.failure()
-            if refused is not None and refused.code == "bot_check":
+            if refused is not None and refused.code in REFUSED_UNSENT:
                 refused.nothing_sent = True
                 return refused
             return failure

@@ -1,0 +1,97 @@
+"""The intent names its chat before the prompt leaves, end to end: `qwenpipe` processes killed at
+the crash points, real Chromium, the simulator (whose ledger is the truth about sends).
+Issue 26 item 11; issue 27 items 6, 7 and 9. The rules alone: tests/unit/test_intents.py."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sim_project import make_project, prompt
+from tests_cli_helpers import qwenpipe
+
+pytestmark = pytest.mark.browser
+
+SIMULATOR = {"answer_seconds": 0.0, "thinking_seconds": 0.0, "url_delay": 0.2}  # conftest.py `sim`
+
+
+def killed_at(project, slug, point):
+    crashed = qwenpipe("generate", slug, cwd=project, env={"QWENPIPE_CRASH_AT": point})
+    assert crashed.returncode == -9, crashed.stderr
+    return json.loads((project / "articles" / f"{slug}.md.sending").read_text())
+
+
+def reached(sim, text) -> list[dict]:
+    """The ledger's entries for `text`: every time the prompt reached the site."""
+    return [e for e in sim.ledger() if e["prompt"] == text]
+
+
+def status_of(project) -> dict:
+    result = qwenpipe("status", "--json", cwd=project)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_killed_with_the_chat_named_and_its_completion_held_the_chat_decides(sim, tmp_path):
+    """A driver that dies with the request held may let it go: the chat, on record before, says."""
+    project = make_project(tmp_path, sim)
+    text = prompt(project, "tea", "Write about tea, held at the door.")
+    marker = killed_at(project, "tea", "after_naming")
+    assert marker["chat_id"], marker
+    rerun = qwenpipe("generate", "tea", cwd=project)
+    assert rerun.returncode in (0, 3, 42), rerun.stderr
+    assert f"opening the chat it named: {sim.base_url}/c/{marker['chat_id']}" in rerun.stderr
+    assert "looking for its chat" not in rerun.stderr
+    assert len(reached(sim, text)) == 1, "sent twice, or never"
+    assert status_of(project)["sends"]["today"] == 1
+    assert sim.header_refusals() == []
+
+
+def test_two_workspaces_on_one_account_killed_after_the_same_text_each_adopt_their_own_chat(sim, tmp_path):
+    """The same text, one account, within the clock slack: the chat list cannot tell them apart,
+    the chat each intent named can."""
+    text = "Write about tea in two workspaces at once."
+    spaces = [make_project(tmp_path / name, sim) for name in ("one", "two")]
+    for project in spaces:
+        prompt(project, "tea", text)
+        marker = killed_at(project, "tea", "after_send")
+        assert marker["chat_id"]
+    urls = []
+    for project in spaces:
+        rerun = qwenpipe("generate", "tea", cwd=project)
+        assert rerun.returncode in (0, 3), rerun.stderr
+        assert "found the chat the interrupted send made" in rerun.stderr
+        urls.append((project / "articles" / "tea.md.url").read_text().strip())
+    assert urls[0] != urls[1], "one chat adopted for two articles"
+    assert len(reached(sim, text)) == 2  # one send each, none twice
+
+
+def test_a_prompt_edited_after_a_crash_is_not_sent_again_until_replay_fresh(sim, tmp_path):
+    project = make_project(tmp_path, sim)
+    sent = prompt(project, "tea", "Write about green tea.")
+    killed_at(project, "tea", "after_send")
+    edited = prompt(project, "tea", "Write about black tea.")
+    rerun = qwenpipe("generate", "tea", cwd=project)
+    assert rerun.returncode in (0, 3), rerun.stderr
+    assert "changed after it was sent" in rerun.stderr and "replay tea --fresh" in rerun.stderr
+    assert len(reached(sim, sent)) == 1 and reached(sim, edited) == []
+    again = qwenpipe("generate", "tea", cwd=project)
+    assert again.returncode in (0, 3) and reached(sim, edited) == []
+    if (project / "articles" / "tea.md").exists():
+        (project / "articles" / "tea.md").unlink()
+    fresh = qwenpipe("replay", "tea", "--fresh", cwd=project)
+    assert fresh.returncode == 0, fresh.stderr
+    assert qwenpipe("generate", "tea", cwd=project).returncode == 42
+    assert len(reached(sim, edited)) == 1 and len(reached(sim, sent)) == 1
+
+
+def test_runs_killed_before_the_prompt_left_do_not_use_up_the_daily_limit(sim, tmp_path):
+    project = make_project(tmp_path, sim, extra="max_sends_per_day = 2")
+    text = prompt(project, "tea", "Write about tea, killed before the click.")
+    killed_at(project, "tea", "before_send")
+    killed_at(project, "tea", "before_send")
+    rerun = qwenpipe("generate", "tea", cwd=project)
+    assert rerun.returncode == 42, rerun.stderr
+    assert "daily send limit" not in rerun.stderr
+    assert len(reached(sim, text)) == 1
+    assert status_of(project)["sends"]["today"] == 1
