@@ -52,7 +52,7 @@ if str(TESTS) not in sys.path:  # run as a script: make tests/ importable (sim_p
 import chaos_common  # noqa: E402
 from sim_project import add_accounts, make_project  # noqa: E402
 
-NAMED = ("before_send", "after_send", "mid_article", "mid_journal", "after_router")
+NAMED = ("before_send", "after_naming", "after_send", "mid_article", "mid_journal", "after_router")
 KINDS = (*NAMED, "random")
 ROUTER_TOKENS = ("[sim:bot_check]", "[sim:quota]")  # the chat refuses the send: the router writes it
 TOPICS = ("green tea", "sourdough", "tide pools", "bicycle gears", "paper maps", "night trains")
