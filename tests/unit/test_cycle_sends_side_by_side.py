@@ -27,10 +27,10 @@ def test_a_cycle_sends_three_prompts_at_once_and_each_once(project, chat, router
     markers: list[bool] = []
     send = chat.send
 
-    def send_after_its_marker(text, choice=None):
+    def send_after_its_marker(text, choice=None, *, on_chat_id=None):
         slug = text.removeprefix("Write about ").rstrip(".")
         markers.append((project / "articles" / f"{slug}.md.sending").exists())
-        return send(text, choice)
+        return send(text, choice, on_chat_id=on_chat_id)
 
     chat.send = send_after_its_marker
     report = run_cycle(ws, engines())
