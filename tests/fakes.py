@@ -198,6 +198,7 @@ class FakeChat:
                 return False  # the site no longer has it
             self.deleted.append(chat_url)
             return True
+
     def user_messages(self, chat_url: str) -> list[str] | None:
         """The chat's user messages; None for a chat the site never made (or deleted)."""
         self.history.append(("user_messages", chat_url))
