@@ -74,9 +74,10 @@ def test_two_prompts_with_the_same_text_and_a_crash_before_the_second_send_get_t
     first = (project / "articles" / "tea.md.url").read_text()
     second = (project / "articles" / "tea-again.md.url").read_text()
     assert first != second, "two articles share one chat"
-    # Killed before the click: no chat was named, so it never left; no chat list is searched.
-    assert "never reached the site" in rerun.stderr and "looking for its chat" not in rerun.stderr
+    assert "is tea's" in rerun.stderr and "sending again" in rerun.stderr
     assert len([e for e in sim.sends() if e["prompt"] == text]) == 2
+    doubt = [e for e in journal(project) if e["event"] == "recovery_in_doubt"]
+    assert [e["slug"] for e in doubt] == ["tea-again"] and "tea" in doubt[0]["reason"]
 
 
 def test_a_second_workspace_on_the_same_account_never_adopts_the_firsts_chat(sim, tmp_path):
@@ -93,7 +94,7 @@ def test_a_second_workspace_on_the_same_account_never_adopts_the_firsts_chat(sim
     assert crashed.returncode == -9, crashed.stderr
     rerun = qwenpipe("generate", "tea", cwd=two)
     assert rerun.returncode == 42, rerun.stderr
-    assert "never reached the site" in rerun.stderr, rerun.stderr
+    assert "before this send" in rerun.stderr, rerun.stderr
     assert (one / "articles" / "tea.md.url").read_text() != (two / "articles" / "tea.md.url").read_text()
     assert len([e for e in sim.sends() if e["prompt"] == text]) == 2
 
