@@ -17,6 +17,11 @@ def _isolated_env(monkeypatch, tmp_path):
     monkeypatch.delenv("QWENPIPE_CONFIG", raising=False)
     monkeypatch.delenv("ROUTER_API_KEY", raising=False)
     monkeypatch.chdir(tmp_path)
+    # The secrets a test registers for masking are the process's: what one test registered
+    # ("test", say) must not mask the next one's words.
+    from pipeline import redact
+
+    monkeypatch.setattr(redact, "_secrets", redact._secrets)
 
 
 @pytest.fixture
