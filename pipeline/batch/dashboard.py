@@ -311,7 +311,10 @@ def _line(text: str, style: str = "") -> Text:
 
 
 def _cycle_style(cycle: LastCycle | None) -> str:
-    # Working (3) and queued (42) mean work under way; only a failure is red.
+    # Working (3) and queued (42) mean work under way; only a failure is red, and a cycle that
+    # stopped without finishing, or a record that cannot be read.
+    if cycle is not None and (cycle.gone or cycle.problem):
+        return "red"
     if cycle is None or cycle.exit_code in (None, ExitCode.DONE, ExitCode.WORKING, ExitCode.QUEUED):
         return ""
     return "red"
