@@ -195,23 +195,23 @@ class Qwen(Section):
     bot_check_pause: float = key(
         (int, float),
         6,
-        _between(0, 24 * 7, low_open=True),
+        _between(0.1, 24 * 7),
         "hours an account met by a bot check is left alone (or until `qwenpipe login --account NAME`)",
     )
     page_timeout: float = key(
-        (int, float), 30, _between(0, 3600, low_open=True), "seconds to wait for the chat page to load"
+        (int, float), 30, _between(1, 3600), "seconds to wait for the chat page to load"
     )
     answer_timeout: float = key(
         (int, float),
         1800,
-        _between(0, DAY, low_open=True),
+        _between(10, DAY),
         "generate --wait gives up after this many seconds",
     )
     stable_reads: int = key(int, 3, _between(1, 100), "reads 1 s apart the answer must stay unchanged")
     api_reads_per_second: float = key(
         (int, float),
         10,
-        _between(0, 1000, low_open=True),
+        _between(1, 1000),
         "a cycle reads chats' JSON through one page at most this fast",
     )
     collect: str = key(
@@ -277,12 +277,15 @@ class Router(Section):
     api_key_env: str = key(
         str, "ROUTER_API_KEY", _env_name, "environment variable holding the key", may_be_secret=True
     )
-    timeout: float = key(
-        (int, float), 600, _between(0, DAY, low_open=True), "seconds to wait for a whole answer"
+    api_key_file: str = key(
+        str,
+        "",
+        None,
+        "a file holding the key (mode 0600), read when that variable is unset (cron)",
+        may_be_secret=True,
     )
-    connect_timeout: float = key(
-        (int, float), 10, _between(0, 3600, low_open=True), "seconds to wait for a connection"
-    )
+    timeout: float = key((int, float), 600, _between(1, DAY), "seconds to wait for a whole answer")
+    connect_timeout: float = key((int, float), 10, _between(0.5, 3600), "seconds to wait for a connection")
     max_retries: int = key(int, 4, _between(0, 100), "retries of 408/409/429/5xx before giving up")
     max_retry_wait: float = key((int, float), 300, _between(0, DAY), "cap on one wait between retries")
 
@@ -392,7 +395,7 @@ class Store(Section):
     orphan_hours: float = key(
         (int, float),
         6,
-        _between(0, 24 * 365, low_open=True),
+        _between(0.1, 24 * 365),
         "a chat whose account no host served this long goes to the router",
     )
 
@@ -694,8 +697,49 @@ def load(explicit: str | os.PathLike | None = None) -> Config:
         raise ConfigError(f"{path}: not valid TOML: {err}") from None
     except OSError as err:
         raise ConfigError(f"{path}: cannot read: {err.strerror}") from None
-    config = Config(values=validate(data, path), root=path.resolve().parent, source=path.resolve())
+    values = validate(data, path)
+    root = path.resolve().parent
+    key_file = values["router"]["api_key_file"]
+    if key_file:  # absolute from here on, and refused now (not at 3 a.m.) when it cannot serve
+        values["router"]["api_key_file"] = str((root / os.path.expanduser(key_file)).resolve())
+        read_key_file(values["router"]["api_key_file"], path)
+    config = Config(values=values, root=root, source=path.resolve())
     return config.check_folders()
+
+
+KEY_FILE_MAX = 64 * 1024
+
+
+def read_key_file(path: str, where: Path | str = "config.toml") -> str | None:
+    """The router key in router.api_key_file (its first line), None when the file is empty.
+    ConfigError unless it is a regular file of this user that no one else may read (mode 0600 or
+    stricter): a key the group or the world can read is a key given away. Never shows its text."""
+    import stat
+
+    name = "router.api_key_file"
+    try:
+        handle = files.open_read(path, follow=True)  # a FIFO never hangs a run
+    except files.UnsafeFile as bad:
+        raise ConfigError(f"{where}: {name}: {path} is {bad.kind}, not a file holding the key") from None
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{where}: {name}: no such file (the value is not shown, in case it is the key itself): "
+            "give the path of a file holding the key"
+        ) from None
+    except OSError as err:
+        raise ConfigError(f"{where}: {name}: cannot read {path}: {err.strerror}") from None
+    with handle:
+        info = os.fstat(handle.fileno())
+        if info.st_uid != os.geteuid() or info.st_mode & 0o077:
+            mode = stat.S_IMODE(info.st_mode)
+            whose = "" if info.st_uid == os.geteuid() else ", and it is another user's"
+            raise ConfigError(
+                f"{where}: {name}: {path} has mode {mode:04o}{whose}: others may read the key; "
+                f"make it yours and private: chmod 600 {path}"
+            )
+        text = handle.read(KEY_FILE_MAX).decode("utf-8", errors="replace")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else None
 
 
 def validate(data: dict[str, Any], where: Path | str = "config.toml") -> dict[str, dict[str, Any]]:

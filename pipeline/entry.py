@@ -118,14 +118,25 @@ def answered_status(config: str | None, query: dict) -> bool:
     return True
 
 
-def cycle_config(argv: list[str]) -> tuple[str | None] | None:
-    """(config,) when argv is exactly `[--config X] cycle [--config X]` (what cron runs); None
-    for anything else."""
-    plain = plain_words(argv)
-    return (plain[0],) if plain is not None and plain[1] == ["cycle"] else None
+CRON_EXIT = "--cron-exit"
 
 
-def run_cycle(config: str | None) -> int:
+def cycle_config(argv: list[str]) -> tuple[str | None, bool] | None:
+    """(config, cron_exit) when argv is exactly `[--config X] cycle [--cron-exit] [--config X]`
+    (what cron runs); None for anything else."""
+    words = [token for token in argv if token != CRON_EXIT]
+    cron_exit = len(words) == len(argv) - 1
+    if len(words) < len(argv) - 1:
+        return None  # the flag twice: the full CLI says what it says
+    plain = plain_words(words)
+    if plain is None or plain[1] != ["cycle"]:
+        return None
+    if cron_exit and argv.index(CRON_EXIT) < argv.index("cycle"):
+        return None  # a flag of `cycle`, not of qwenpipe: the full CLI refuses it there
+    return plain[0], cron_exit
+
+
+def run_cycle(config: str | None, cron_exit: bool = False) -> int:
     """`qwenpipe cycle` as the full CLI runs it (the same command, failures and exit codes),
     without loading Typer: most cron cycles have nothing to do, and Typer would be most of it."""
     from .batch import cycle  # noqa: F401 (imported before the freeze)
@@ -134,7 +145,17 @@ def run_cycle(config: str | None) -> int:
     from .contract.workspace import Workspace
 
     freeze_imports()
-    return exit_code_of(lambda: cycle_command(Workspace(load(config))))
+    code = exit_code_of(lambda: cycle_command(Workspace(load(config)), cron_exit=cron_exit))
+    return cron_exit_of(code) if cron_exit else code
+
+
+def cron_exit_of(code: int) -> int:
+    """`cycle --cron-exit` when the cycle did not run to its end: "try later" (3: another
+    process holds something) is nothing for a person; a bad config (2), our files needing a
+    person (1) and Ctrl-C (130) stay as they are."""
+    from .exitcodes import ExitCode
+
+    return ExitCode.DONE if code == ExitCode.WORKING else code
 
 
 def freeze_imports() -> None:

@@ -63,9 +63,13 @@ def register(secret: str | None) -> None:
 
 def router_key(settings: Router, env: Mapping[str, str] | None = None) -> str | None:
     """The router key from the variable named by `settings.api_key_env` (the [router] section),
-    registered; None if unset."""
+    else from the file `settings.api_key_file`, registered; None if neither has one."""
     name = settings.api_key_env or "ROUTER_API_KEY"
     key = (os.environ if env is None else env).get(name) or None
+    if key is None and settings.api_key_file:  # cron carries no environment: the key's file
+        from .config import read_key_file
+
+        key = read_key_file(settings.api_key_file)
     register(key)
     return key
 

@@ -51,7 +51,7 @@ from ..contract.workspace import Engines, Workspace
 from ..errors import SetupProblem, UsageProblem
 from ..exitcodes import ExitCode
 from ..files import FileLock, LockBusy
-from ..store.protocol import DEFAULT_ACCOUNT
+from ..store.protocol import DEFAULT_ACCOUNT, StoreBusy
 from .scan import ArticleView, attach_records, scan
 
 if TYPE_CHECKING:
@@ -145,6 +145,8 @@ def run_cycle(
     started, began = time.monotonic(), clock()
     launched_before = _browser_launches()  # the count is the process's: this cycle's is the rise
     previous = _previous_record(workspace)
+    stopped: BaseException | None = None  # what stopped the cycle early, for last_cycle.json
+    late: StoreBusy | None = None  # the store failed only at the end (the cycle_end step)
     try:
         files.ensure_folder(workspace.articles_dir)
         for folder in (workspace.state_dir / "state", workspace.state_dir / "locks"):
@@ -153,7 +155,14 @@ def run_cycle(
             files.clean_stale_temporaries(folder)  # what killed writers left (never a finished file)
         make_private(workspace.articles_dir)  # what an older version wrote 0644
         _record_cycle(
-            workspace, {"started": clock(), "pid": os.getpid(), **_logged_out_record(previous, None)}
+            workspace,
+            {
+                "started": clock(),
+                "pid": os.getpid(),
+                "host": os.uname().nodename,
+                **_logged_out_record(previous, None),
+                **_store_carried(previous),
+            },
         )
         workspace.journal.append("*", "cycle_start")
         if shared_batch(workspace.config):  # this host's articles/ from the batch's rows first
@@ -181,30 +190,77 @@ def run_cycle(
         _publish(workspace, views, report, say)
         report.browser_used = engines.chat_started
         report.browser_launches = _browser_launches() - launched_before
+    except BaseException as error:
+        stopped = error
+        raise
     finally:
         report.seconds = time.monotonic() - started
-        workspace.journal.append(
-            "*",
-            "cycle_end",
-            exit_code=report.exit_code,
-            summary=report.summary(),
-            browser=report.browser_used,
-            browser_launches=report.browser_launches,
-            duration=round(report.seconds, 3),
-        )
-        _record_cycle(
-            workspace,
-            {
-                "started": clock() - report.seconds,
-                "finished": clock(),
-                "pid": os.getpid(),
-                "exit_code": report.exit_code,
-                "summary": report.summary(),
-                **_logged_out_record(previous, report),
-            },
-        )
-        lock.release()
+        if not isinstance(stopped, StoreBusy):  # else not asked again (unreachable: its timeout)
+            try:
+                workspace.journal.append(
+                    "*",
+                    "cycle_end",
+                    exit_code=report.exit_code,
+                    summary=report.summary(),
+                    browser=report.browser_used,
+                    browser_launches=report.browser_launches,
+                    duration=round(report.seconds, 3),
+                )
+            except StoreBusy as busy:  # the record below still says how the cycle ended
+                if stopped is None:
+                    stopped = late = busy
+        try:
+            _record_cycle(
+                workspace,
+                {
+                    "started": clock() - report.seconds,
+                    "finished": clock(),
+                    "pid": os.getpid(),
+                    "host": os.uname().nodename,
+                    **_ending(report, stopped),
+                    **_logged_out_record(previous, report),
+                    **_store_record(previous, stopped, clock()),
+                },
+            )
+        finally:
+            lock.release()
+    if late is not None:
+        raise late
     return report
+
+
+def _ending(report: CycleReport, stopped: BaseException | None) -> dict:
+    """The exit code and summary last_cycle.json keeps: the report's, or, for a cycle stopped
+    early, the code its command exits with (the store: 3; Ctrl-C: 130; anything else: 1)."""
+    if stopped is None:
+        return {"exit_code": report.exit_code, "summary": report.summary()}
+    if isinstance(stopped, StoreBusy):
+        code = ExitCode.WORKING
+    elif isinstance(stopped, KeyboardInterrupt):
+        code = ExitCode.INTERRUPTED
+    else:
+        code = ExitCode.FAILED
+    return {"exit_code": int(code), "summary": f"cycle: stopped early: {_first_line(stopped)}"}
+
+
+def _store_carried(previous: dict) -> dict:
+    """While a cycle runs, what the last one said of the store stays (status shows it)."""
+    return {k: previous[k] for k in ("store_failures", "store_failing_since", "store_error") if k in previous}
+
+
+def _store_record(previous: dict, stopped: BaseException | None, now: float) -> dict:
+    """What last_cycle.json says of the store: the cycles in a row it stopped (unreachable, or
+    held), since when and its words; all cleared by a cycle that got through."""
+    if not isinstance(stopped, StoreBusy):
+        return {"store_failures": 0}
+    count = previous.get("store_failures")
+    count = count if isinstance(count, int) and count > 0 else 0
+    since = previous.get("store_failing_since") if count else None
+    return {
+        "store_failures": count + 1,
+        "store_failing_since": since if isinstance(since, (int, float)) else now,
+        "store_error": _first_line(stopped),
+    }
 
 
 def plan(
@@ -705,6 +761,12 @@ def _logged_out_record(previous: dict, report: CycleReport | None) -> dict:
     if report.logged_out:
         return {"chat_logged_out": True, "routed_while_logged_out": routed + len(report.routed_logged_out)}
     return {"chat_logged_out": False, "routed_while_logged_out": 0}
+
+
+def store_failures(workspace: Workspace) -> int:
+    """The cycles in a row the store stopped, as last_cycle.json says (0: the last got through)."""
+    count = _previous_record(workspace).get("store_failures")
+    return count if isinstance(count, int) and count > 0 else 0
 
 
 def _previous_record(workspace: Workspace) -> dict:

@@ -65,6 +65,7 @@ COLUMN_SETS = (  # (narrowest terminal it is for, columns)
 )
 FIXED_WIDTHS = {"STATE": 14, "ENGINE": 6, "ACCOUNT": 8, "AGE": 5, "ATTEMPTS": 8, "HARD": 4, "NEXT TRY": 8}
 SHARES = {"SLUG": 3, "LAST ERROR": 2, "CHAT URL": 3}
+URL_WHOLE_FROM = 110  # terminal columns left beside a whole chat URL: the fixed columns and some slug
 ERROR_WIDTH = 80  # the last error is one line; the full text is in `show SLUG`
 
 
@@ -80,7 +81,9 @@ def plain_wanted(stream=None) -> bool:
 def cells(row: Row, now: float, *, compact: bool = False) -> tuple[str, ...]:
     """The row's cells; `compact` (the table's fixed STATE column): "generating 2/3"."""
     state = row.state
-    if row.turns:
+    if row.turns and row.turn is None:  # a done multi-turn article: how many turns it had
+        state += f" {row.turns}/{row.turns}" if compact else f" ({row.turns} turns)"
+    elif row.turns:
         state += f" {row.turn}/{row.turns}" if compact else f" (turn {row.turn} of {row.turns})"
     return (
         row.slug,
@@ -183,6 +186,11 @@ def accounts_table(accounts: list[AccountLine], now: float) -> str:
 def cycle_line(cycle: LastCycle | None, now: float) -> str:
     if cycle is None:
         return "last cycle: none recorded"
+    if cycle.problem:
+        return f"last cycle: unknown ({cycle.problem})"
+    if cycle.gone and cycle.started is not None:
+        since = f"{clock(cycle.started)} ({ago(now - cycle.started)} ago, pid {cycle.pid})"
+        return f"last cycle: started {since}, stopped without finishing (its process is gone)"
     if cycle.running and cycle.started is not None:
         since = f"{clock(cycle.started)} ({ago(now - cycle.started)} ago, pid {cycle.pid})"
         return f"last cycle: running since {since}"
@@ -248,9 +256,14 @@ def rich_status(
     rows, hidden = _limit(status.rows, max_rows)
     shown = column_set(width)
     table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, expand=True, width=width)
+    # A chat URL cut short is no use: its column is as wide as the longest one shown (when the
+    # terminal has room for it: from 150 columns, `column_set`), the slug and the error share the rest.
+    url_width = max((len(row.chat_url or "") for row in rows), default=0)
     for name in shown:
         if name in FIXED_WIDTHS:
             table.add_column(name, no_wrap=True, overflow="ellipsis", width=FIXED_WIDTHS[name])
+        elif name == "CHAT URL" and url_width and width >= URL_WHOLE_FROM + url_width:
+            table.add_column(name, no_wrap=True, overflow="ellipsis", width=url_width)
         else:
             table.add_column(name, no_wrap=True, overflow="ellipsis", ratio=SHARES[name], min_width=4)
     for row in rows:
@@ -298,7 +311,10 @@ def _line(text: str, style: str = "") -> Text:
 
 
 def _cycle_style(cycle: LastCycle | None) -> str:
-    # Working (3) and queued (42) mean work under way; only a failure is red.
+    # Working (3) and queued (42) mean work under way; only a failure is red, and a cycle that
+    # stopped without finishing, or a record that cannot be read.
+    if cycle is not None and (cycle.gone or cycle.problem):
+        return "red"
     if cycle is None or cycle.exit_code in (None, ExitCode.DONE, ExitCode.WORKING, ExitCode.QUEUED):
         return ""
     return "red"

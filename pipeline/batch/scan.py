@@ -291,9 +291,10 @@ def check_waiting_prompts(
 def attach_records(views: list[ArticleView], state_dir: Path, store) -> None:
     """Give every view its record from one read of the store (`store` None: a project that
     never ran), instead of one query per article when its `state` is asked for. An old state
-    file (state/SLUG.json, imported into the store) that is a link or a FIFO stays that
-    article's problem, found from one listing of the folder."""
-    unsafe = unsafe_entries(state_dir / "state", ".json")
+    file (state/SLUG.json, imported into the store) or a lock (locks/SLUG.lock) that is a link
+    or a FIFO stays that article's problem, found from one listing of each folder."""
+    # Its lock (locks/SLUG.lock) a link or a FIFO: its step refuses it (ArticleFiles.check).
+    unsafe = {**unsafe_entries(state_dir / "locks", ".lock"), **unsafe_entries(state_dir / "state", ".json")}
     records = store.articles() if store is not None else {}
     get = records.get
     for view in views:  # each record becomes a state only when asked (a done article never is)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -19,7 +20,7 @@ from pathlib import Path
 from .. import files
 from ..accounts import all_accounts
 from ..contract.hosts import chat_limits, shared_batch
-from ..contract.phases import UNFINISHED, Limits, Phase, Record, phase_of
+from ..contract.phases import UNFINISHED, Limits, Phase, Record, phase_of, schedule
 from ..contract.quota import Hold, held_words, host_accounts, local_day_start, sends_today
 from ..contract.rotation import capacity, sender_of, standings
 from ..contract.workspace import Workspace
@@ -87,11 +88,20 @@ class LastCycle:
     pid: int | None
     chat_logged_out: bool = False  # the chat refused for want of a login (and no cycle worked since)
     routed_while_logged_out: int = 0  # articles the router wrote since then
+    host: str | None = None  # the machine whose process `pid` is
+    store_error: str = ""  # the cycle stopped on the store (unreachable, or busy): what it said
+    store_failures: int = 0  # cycles in a row that stopped on the store (see cronexit)
+    store_failing_since: float | None = None
+    problem: str = ""  # the record itself cannot be read (a link, a FIFO): what and the fix
 
     @classmethod
     def read(cls, path: Path) -> LastCycle | None:
         try:
             data = json.loads(files.read_bytes(path))  # UnsafeFile for a symlink or a FIFO
+        except FileNotFoundError:
+            return None
+        except files.SetupProblem as problem:  # said by status and show, never their failure
+            return cls(None, None, None, "", None, problem=str(problem))
         except (OSError, ValueError):
             return None
         if not isinstance(data, dict):
@@ -104,12 +114,32 @@ class LastCycle:
             pid=_int_or_none(data.get("pid")),
             chat_logged_out=data.get("chat_logged_out") is True,
             routed_while_logged_out=max(_int_or_none(data.get("routed_while_logged_out")) or 0, 0),
+            host=str(data["host"]) if isinstance(data.get("host"), str) else None,
+            store_error=str(data.get("store_error") or ""),
+            store_failures=max(_int_or_none(data.get("store_failures")) or 0, 0),
+            store_failing_since=_float_or_none(data.get("store_failing_since")),
         )
 
     @property
     def running(self) -> bool:
         # A start newer than the last finish: a cycle is under way (or died without finishing).
         return self.started is not None and (self.finished is None or self.started > self.finished)
+
+    @property
+    def gone(self) -> bool:
+        """It started and never finished, and its process is no longer alive on this machine
+        (killed, or the machine restarted): not "running"."""
+        if not self.running or self.pid is None or self.pid <= 0:
+            return False
+        if self.host is not None and self.host != os.uname().nodename:
+            return False  # another machine's process: not ours to ask about
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except OSError:  # alive, another user's (EPERM)
+            return False
+        return False
 
     def to_json(self, now: float) -> dict:
         return {
@@ -118,10 +148,14 @@ class LastCycle:
             "exit_code": self.exit_code,
             "summary": self.summary,
             "pid": self.pid,
-            "running": self.running,
+            "running": self.running and not self.gone,
+            "gone": self.gone,
             "seconds_since_finished": None if self.finished is None else int(now - self.finished),
             "chat_logged_out": self.chat_logged_out,
             "routed_while_logged_out": self.routed_while_logged_out,
+            "store_error": self.store_error or None,
+            "store_failures": self.store_failures,
+            "problem": self.problem or None,
         }
 
 
@@ -183,11 +217,11 @@ class AccountLine:
         }
 
 
-def collect_accounts(workspace: Workspace, now: float) -> list[AccountLine]:
+def collect_accounts(workspace: Workspace, now: float, *, use_store: bool = True) -> list[AccountLine]:
     """Every account, in config order, with its login, its sends today and its quota block."""
     from ..contract.rotation import standings
 
-    store = workspace.store if workspace.has_store else None  # a reader creates no store
+    store = workspace.store if workspace.has_store and use_store else None  # a reader creates no store
     counts = store.send_counts(local_day_start(now)) if store else None
     found = standings(workspace, now, {}, replan=False) if store else None
     blocks = {s.account.name: s for s in found or ()}
@@ -227,6 +261,7 @@ class BatchStatus:
     warnings: list[str] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)  # the whole batch's invalid prompts' problems
     filters: str = ""  # what `rows` is limited to, in words ("" = every article)
+    store_error: str = ""  # the store could not be read: this host's files alone are shown
 
     @property
     def limits(self) -> Limits:
@@ -265,6 +300,7 @@ class BatchStatus:
             "login": self.login.to_json() if self.login else None,
             "accounts": [account.to_json() for account in self.accounts],
             "warnings": list(self.warnings),
+            "store_error": self.store_error or None,
             "articles": [row.to_json() for row in self.rows],
         }
 
@@ -286,14 +322,33 @@ def collect(
     pattern: str | None = None,
     sort: str = "state",
 ) -> BatchStatus:
-    """The whole batch as data: one scan of the folders, a few queries of the store."""
+    """The whole batch as data: one scan of the folders, a few queries of the store. A store
+    that cannot be read (its server down, or held past its timeout) leaves what this host's
+    files say, with a warning that says so."""
     now = time.time() if now is None else now
     wanted = check_states(state_filter)
+    workspace.config.require_prompts_dir()  # the wrong folder (no config, no prompts/): exit 2, said
     if sort not in SORTS:
         raise UsageProblem(f"--sort {sort!r}: choose one of {', '.join(SORTS)}")
     files.check_folder(workspace.state_dir / "state")  # read nothing through a link of .qwenpipe
+    try:
+        return _collect(workspace, now, wanted, pattern, sort, use_store=True)
+    except StoreBusy as busy:
+        status = _collect(workspace, now, wanted, pattern, sort, use_store=False)
+        status.store_error = str(busy)
+        status.warnings.insert(
+            0,
+            f"the store cannot be read ({busy}): shown is what this host's files say; sends "
+            "today, quota blocks, attempts and errors are unknown until it answers",
+        )
+        return status
+
+
+def _collect(
+    workspace: Workspace, now: float, wanted: list[str], pattern: str | None, sort: str, *, use_store: bool
+) -> BatchStatus:
     # A project that never ran has no store: status, a reader, does not create one.
-    store = workspace.store if workspace.has_store else None
+    store = workspace.store if workspace.has_store and use_store else None
     summaries = store.summaries() if store else {}
     able = capacity(standings(workspace, now, {}, replan=False)) if store else None  # never writes
     status = BatchStatus(
@@ -308,7 +363,7 @@ def collect(
         quota_reason=able.quota_reason or None if able else None,
         last_cycle=LastCycle.read(workspace.state_dir / CYCLE_RECORD),
         login=LoginInfo.read(workspace.config.resolve(workspace.config.browser.storage_state)),
-        accounts=collect_accounts(workspace, now),
+        accounts=collect_accounts(workspace, now, use_store=use_store),
         several_accounts=bool(workspace.config.accounts),
     )
     limits = status.limits
@@ -328,7 +383,10 @@ def collect(
     )
     if learned and store:
         remember_prompt_checks(store, learned)
-    context = RowContext(str(workspace.articles_dir), workspace, limits, now, served, shared)
+    qwen = workspace.config.qwen
+    context = RowContext(
+        str(workspace.articles_dir), workspace, limits, now, served, shared, qwen.poll_interval, qwen.base_url
+    )
     summary, sender = summaries.get, senders.get
     rows = [build_row(view, summary(view.slug), context, sender(view.slug)) for view in views]
     for row in rows:
@@ -394,7 +452,15 @@ def build_row(
         row.engine = record.engine or row.engine
         row.attempts, row.hard_failures = record.attempts, record.hard_failures
         row.last_error = first_line(record.last_error) or None
-        row.next_try = record.next_try if record.next_try > now else None
+        if phase is Phase.GENERATING and view.sent:  # a sidecar its step would refuse: said here
+            refused = context.refused_url(view.slug)
+            if refused:
+                row.state, row.last_error, row.chat_url = INVALID, refused, None
+                return row
+        # The times as its next step plans them: one the clock left ahead (it went back since)
+        # is never shown further off than its own wait (phases.schedule; the step saves it).
+        planned = schedule(record, context.poll_interval, now, spaced=False)
+        row.next_try = planned.next_try if planned.next_try > now else None
         sent_at = record.sent_at or sent_at
         if int(record.turns or 1) > 1:
             row.turn, row.turns = int(record.turn or 1), int(record.turns)
@@ -406,7 +472,8 @@ def build_row(
         elif (view.sent or view.sending) and limits.account_off:
             limits = limits._replace(account_off="")
         failing = not journal.last_event or journal.last_event in FAILURE_EVENTS
-        row.state = phase_of(seen, Record.of(record, failing=failing), limits, now).value
+        known = Record.of(record, failing=failing)._replace(next_try=planned.next_try)
+        row.state = phase_of(seen, known, limits, now).value
     row.age_seconds = int(context.now - sent_at) if sent_at and phase is not Phase.PENDING else None
     return row
 
@@ -423,6 +490,8 @@ class RowContext:
     now: float = 0.0
     served: dict | None = None
     shared: bool = False
+    poll_interval: float = 60.0
+    base_url: str = ""
     _by_account: dict = field(default_factory=dict)
 
     def chat_limits(self, account: str, since: float) -> Limits:
@@ -443,6 +512,28 @@ class RowContext:
         except OSError:
             return None
 
+    def refused_url(self, slug: str) -> str | None:
+        """Why the article's step would refuse its SLUG.md.url (another site, not a chat URL,
+        empty, two lines, not UTF-8), with the fix; None when it would take it, or there is none
+        (a shared batch: another host's chat). The same rule as the step's (read_chat_url)."""
+        from ..contract.article import parse_chat_url
+
+        path = Path(f"{self.articles}/{slug}.md.url")
+        try:
+            with files.open_read(path) as handle:
+                raw = handle.read(64 * 1024)
+        except FileNotFoundError:
+            return None
+        except (OSError, files.SetupProblem) as problem:
+            return str(problem)
+        try:
+            parse_chat_url(raw.decode("utf-8"), self.base_url, path)
+        except UnicodeDecodeError:
+            return f"{path}: not UTF-8 text; it should hold one chat URL"
+        except UsageProblem as problem:
+            return str(problem)
+        return None
+
 
 def sort_rows(rows: list[Row], sort: str) -> list[Row]:
     if sort == "slug":
@@ -455,8 +546,13 @@ def sort_rows(rows: list[Row], sort: str) -> list[Row]:
 
 def warnings(status: BatchStatus, poll_interval: float) -> list[str]:
     found = []
+    cycle = status.last_cycle
+    if cycle is not None and cycle.problem:
+        found.append(f"the last cycle's record cannot be read: {cycle.problem}")
+    if cycle is not None and cycle.store_error:
+        found.append(store_warning(cycle))
     unfinished = sum(status.totals[s] for s in UNFINISHED)
-    cycle_warning = stale_cycle_warning(status.last_cycle, status.now, poll_interval) if unfinished else None
+    cycle_warning = stale_cycle_warning(cycle, status.now, poll_interval) if unfinished else None
     if cycle_warning:
         found.append(f"{cycle_warning}; {unfinished} article(s) waiting. Is cron running `qwenpipe cycle`?")
     found += [a.hold.words() for a in status.accounts if a.hold is not None and a.hold.kind != "quota"]
@@ -477,6 +573,14 @@ def warnings(status: BatchStatus, poll_interval: float) -> list[str]:
     if login:
         found.append(login)
     return found
+
+
+def store_warning(cycle: LastCycle) -> str:
+    """The last cycle(s) stopped on the store: what it said and since when."""
+    since = cycle.store_failing_since or cycle.finished or cycle.started
+    times = f"{cycle.store_failures} cycle(s) in a row" if cycle.store_failures > 1 else "the last cycle"
+    when = f" since {clock(since)}" if since else ""
+    return f"{times} stopped on the store{when}: {cycle.store_error}"
 
 
 def logged_out_warning(cycle: LastCycle | None, login: LoginInfo | None) -> str | None:
@@ -528,8 +632,12 @@ def login_warning(login: LoginInfo | None, now: float) -> str | None:
 def stale_cycle_warning(cycle: LastCycle | None, now: float, poll_interval: float) -> str | None:
     """Why the cycles look stopped, or None. Expected: one finishes every cron period."""
     expected = max(STALE_CYCLES * CRON_PERIOD, STALE_CYCLES * poll_interval)
+    if cycle is not None and cycle.problem:
+        return None  # said as its own warning
     if cycle is None or (cycle.finished is None and cycle.started is None):
         return "no cycle has run yet (no .qwenpipe/last_cycle.json)"
+    if cycle.gone and cycle.started is not None:
+        return f"the cycle started {ago(now - cycle.started)} ago (pid {cycle.pid}) stopped without finishing"
     if cycle.running and cycle.started is not None and now - cycle.started > expected:
         return f"the cycle started {ago(now - cycle.started)} ago (pid {cycle.pid}) has not finished"
     if not cycle.running and cycle.finished is not None and now - cycle.finished > expected:

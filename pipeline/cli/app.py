@@ -23,6 +23,19 @@ from . import store as cli_store
 from .common import ConfigOption, workspace_of
 from .running import cycle_command, exit_code_of, progress, watchdog
 
+
+def _usage_name(argument) -> str:
+    """An argument on the usage line as Click writes it: SLUG, or [SLUG] when it may be left
+    out (Typer's own `{SLUG}` reads like one of publish.after's placeholders)."""
+    name = argument.make_metavar() if argument.metavar is None else argument.metavar
+    name = name if argument.required else f"[{name}]"
+    return name + ("..." if argument.nargs != 1 else "")
+
+
+if hasattr(typer.core.TyperArgument, "_usage_display_name"):  # the Typer versions that brace them
+    typer.core.TyperArgument._usage_display_name = _usage_name
+
+
 app = typer.Typer(
     name="qwenpipe",
     help="Generate articles with the chat.qwen.ai web chat, unattended, paying once per prompt.",
@@ -69,7 +82,7 @@ STATUS_EXIT = {
 @app.command()
 def generate(
     ctx: typer.Context,
-    slug: Annotated[str, typer.Argument(help="the prompt's name: prompts/SLUG.md")],
+    slug: Annotated[str, typer.Argument(help="the prompt's name: prompts/SLUG.md", metavar="SLUG")],
     wait: Annotated[bool, typer.Option("--wait", help="by hand: stay until the article is written")] = False,
     engine: Annotated[str, typer.Option(help="auto (the contract), qwen (no fallback) or router")] = "auto",
     account: Annotated[
@@ -161,9 +174,23 @@ def _interrupted(workspace, slug: str) -> str:
 
 
 @app.command()
-def cycle(ctx: typer.Context, config: ConfigOption = None) -> None:
+def cycle(
+    ctx: typer.Context,
+    cron_exit: Annotated[
+        bool,
+        typer.Option(
+            "--cron-exit",
+            help="exit 0 unless a person is needed (dead letters, invalid prompts, logged out with "
+            "no working router, the store down 3 cycles in a row): what `qwenpipe cron` prints",
+        ),
+    ] = False,
+    config: ConfigOption = None,
+) -> None:
     """One cron cycle over prompts/: 1 if an article failed hard, else 42 if sent, 3 if working, 0 if done."""
-    raise typer.Exit(cycle_command(workspace_of(ctx, config)))
+    from ..entry import cron_exit_of
+
+    code = exit_code_of(lambda: cycle_command(workspace_of(ctx, config), cron_exit=cron_exit))
+    raise typer.Exit(cron_exit_of(code) if cron_exit else code)
 
 
 @app.command()
@@ -176,7 +203,14 @@ def cron(
 ) -> None:
     """Print a crontab line and a systemd service + timer that run `cycle` for this config."""
     from ..config import config_path
-    from ..setup.cron import crontab_line, parse_every, systemd_units, uneven_note
+    from ..setup.cron import (
+        crontab_line,
+        key_note,
+        logrotate_snippet,
+        parse_every,
+        systemd_units,
+        uneven_note,
+    )
 
     minutes = parse_every(every)
     note = uneven_note(minutes)
@@ -184,9 +218,12 @@ def cron(
         say(note)
     path, _named = config_path(config or ctx.obj.get("config"))
     path = path.resolve()
-    workspace_of(ctx, str(path)) if path.exists() else None  # a bad config is reported now, not at 3 a.m.
-    if not path.exists():
+    workspace = workspace_of(ctx, str(path)) if path.exists() else None  # a bad config: now, not at 3 a.m.
+    if workspace is None:
         say(f"note: {path} does not exist yet; create it with `qwenpipe init`")
+    note = key_note(workspace.config) if workspace else None
+    if note:
+        say(note)
     service, timer = systemd_units(path, every_minutes=minutes)
     printed = out()
     printed.print("# crontab (crontab -e):", markup=False)
@@ -198,13 +235,17 @@ def cron(
         markup=False,
     )
     printed.print(timer, markup=False)
+    printed.print(
+        "# the cron line's log: /etc/logrotate.d/qwenpipe (or `logrotate` from your crontab)", markup=False
+    )
+    printed.print(logrotate_snippet(path), markup=False)
 
 
 @app.command()
 def replay(
     ctx: typer.Context,
     slug: Annotated[
-        str | None, typer.Argument(help="the dead-lettered article to make pending again")
+        str | None, typer.Argument(help="the dead-lettered article to make pending again", metavar="SLUG")
     ] = None,
     all_failed: Annotated[bool, typer.Option("--all-failed", help="every dead-lettered article")] = False,
     fresh: Annotated[
@@ -263,6 +304,11 @@ def init(
         raise UsageProblem(f"{path} already exists; use --force to overwrite it")
     atomic_write(path, render_default_config(), mode=SHARED)
     say(f"wrote {path}")
+    from ..setup.gitignore import ensure_gitignore
+
+    ignored = ensure_gitignore(path.parent)
+    if ignored:
+        say(ignored)
     prompts = load(path).prompts_dir
     if not prompts.is_dir():
         prompts.mkdir(parents=True)

@@ -18,7 +18,7 @@ def register(app: typer.Typer) -> None:
     @app.command("log")
     def log_command(
         ctx: typer.Context,
-        slug: Annotated[str | None, typer.Argument(help="only this article's steps")] = None,
+        slug: Annotated[str | None, typer.Argument(help="only this article's steps", metavar="SLUG")] = None,
         follow: Annotated[
             bool, typer.Option("--follow", "-f", help="keep printing new steps until Ctrl-C")
         ] = False,

@@ -21,16 +21,17 @@ def register(app: typer.Typer) -> None:
     @app.command("new")
     def new_command(
         ctx: typer.Context,
-        slug: Annotated[str, typer.Argument(help="the new prompt's name: prompts/SLUG.md")],
+        slug: Annotated[str, typer.Argument(help="the new prompt's name: prompts/SLUG.md", metavar="SLUG")],
         title: Annotated[str, typer.Option("--title", help="the article's title ({title})")],
         tag: Annotated[
-            list[str] | None, typer.Option("--tag", help="a tag ({tags}); repeat for more")
+            list[str] | None, typer.Option("--tag", help="a tag ({tags}); repeat for more", metavar="TAG")
         ] = None,
         template: Annotated[
             str | None, typer.Option("--template", help="prompts/_templates/NAME.md (default: default)")
         ] = None,
         set_: Annotated[
-            list[str] | None, typer.Option("--set", help="another placeholder: --set keyword=matcha")
+            list[str] | None,
+            typer.Option("--set", help="another placeholder: --set keyword=matcha", metavar="KEY=VALUE"),
         ] = None,
         config: ConfigOption = None,
     ) -> None:
@@ -55,7 +56,9 @@ def register(app: typer.Typer) -> None:
     @app.command("import")
     def import_command(
         ctx: typer.Context,
-        source: Annotated[Path, typer.Argument(help="a CSV file with a header: title, [slug], [tags], ...")],
+        source: Annotated[
+            Path, typer.Argument(help="a CSV file with a header: title, [slug], [tags], ...", metavar="FILE")
+        ],
         template: Annotated[
             str | None, typer.Option("--template", help="prompts/_templates/NAME.md (default: default)")
         ] = None,
@@ -86,7 +89,9 @@ def register(app: typer.Typer) -> None:
     @app.command("publish")
     def publish_command(
         ctx: typer.Context,
-        slug: Annotated[str | None, typer.Argument(help="the done article to publish")] = None,
+        slug: Annotated[
+            str | None, typer.Argument(help="the done article to publish", metavar="SLUG")
+        ] = None,
         all_done: Annotated[bool, typer.Option("--all", help="every done article")] = False,
         config: ConfigOption = None,
     ) -> None:
@@ -97,5 +102,6 @@ def register(app: typer.Typer) -> None:
             raise UsageProblem("give one SLUG or --all")
         workspace = workspace_of(ctx, config)
         results = publish_by_hand(workspace, slug, say=say)
-        if any(result.failed for result in results):
+        # A page left alone because it was edited by hand was not published as asked: 1 too.
+        if any(result.failed or result.status == "held" for result in results):
             raise typer.Exit(ExitCode.FAILED)

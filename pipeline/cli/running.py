@@ -81,10 +81,11 @@ def disarm_watchdog() -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-def watchdog(seconds: float, what: str) -> None:
+def watchdog(seconds: float, what: str, *, code: int = ExitCode.WORKING) -> None:
     """Stop a run that hangs (a frozen browser, a silent server) so cron never piles up behind a
     held lock. Exiting at any instant is as safe as a SIGKILL: every file is written atomically
-    and the intent marker makes the next run look before it sends."""
+    and the intent marker makes the next run look before it sends. `code`: the exit code then
+    (3, still working; `cycle --cron-exit`: 0, nothing needs a person)."""
     import signal
 
     def expire(_signum, _frame) -> None:
@@ -92,25 +93,43 @@ def watchdog(seconds: float, what: str) -> None:
             f"qwenpipe: {what} ran longer than {seconds:.0f} s (qwen.run_timeout); stopping. "
             "Nothing is lost: the next run resumes where this one stopped."
         )
-        os._exit(ExitCode.WORKING)
+        os._exit(code)
 
     if hasattr(signal, "SIGALRM"):
         signal.signal(signal.SIGALRM, expire)
         signal.setitimer(signal.ITIMER_REAL, seconds)
 
 
-def cycle_command(workspace) -> ExitCode:
-    """`qwenpipe cycle`: one cron cycle over prompts/, its summary said, its exit code returned."""
-    from ..batch.cycle import run_cycle
+def cycle_command(workspace, *, cron_exit: bool = False) -> ExitCode:
+    """`qwenpipe cycle`: one cron cycle over prompts/, its summary said, its exit code returned.
+    `cron_exit` (`cycle --cron-exit`, what `qwenpipe cron` prints): 0 unless a person is needed
+    (batch/cronexit.py). The monitoring ping always reports that verdict: a health check reads
+    any non-zero code as a failure, and a cycle that sent prompts has not failed."""
+    from ..batch import cronexit
+    from ..batch.cycle import run_cycle, store_failures
     from ..batch.notify import ping
     from ..contract.workspace import Engines
 
     workspace.config.require_prompts_dir()
     ping_url = workspace.config.notify.ping_url
     ping(ping_url, "start", say=say)
-    watchdog(workspace.config.qwen.run_timeout, "cycle")
-    with Engines(workspace.config) as engines, progress("cycle: working") as report_line:
-        report = run_cycle(workspace, engines, say=report_line)
+    watchdog(
+        workspace.config.qwen.run_timeout, "cycle", code=ExitCode.DONE if cron_exit else ExitCode.WORKING
+    )
+    try:
+        with Engines(workspace.config) as engines, progress("cycle: working") as report_line:
+            report = run_cycle(workspace, engines, say=report_line)
+    except StoreBusy as busy:  # unreachable, or held: 3 ("try later") for the cycle itself
+        verdict, why = cronexit.store_code(store_failures(workspace))
+        ping(ping_url, str(int(verdict)), say=say)
+        if not cron_exit:
+            raise
+        say(f"qwenpipe: {busy}")
+        say(f"cycle: {why}")
+        return verdict
     say(report.summary())
-    ping(ping_url, str(report.exit_code), say=say)
-    return report.exit_code
+    verdict, reasons = cronexit.cron_code(report, workspace)
+    for reason in reasons:
+        say(f"cycle: needs a person: {reason}")
+    ping(ping_url, str(int(verdict)), say=say)
+    return verdict if cron_exit else report.exit_code

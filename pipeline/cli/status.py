@@ -25,13 +25,13 @@ def register(app) -> None:
     def status_command(
         ctx: typer.Context,
         pattern: Annotated[
-            str | None, typer.Argument(help="only slugs matching this glob, e.g. 'tea-*'")
+            str | None, typer.Argument(help="only slugs matching this glob, e.g. 'tea-*'", metavar="PATTERN")
         ] = None,
         watch: Annotated[bool, typer.Option("--watch", help="keep the view up to date until Ctrl-C")] = False,
         as_json: Annotated[bool, typer.Option("--json", help="one JSON document (docs/status.md)")] = False,
         state: Annotated[
             list[str] | None,
-            typer.Option("--state", help="only this state (repeat, or comma-separated)"),
+            typer.Option("--state", help="only this state (repeat, or comma-separated)", metavar="STATE"),
         ] = None,
         sort: Annotated[
             str, typer.Option("--sort", help="state (default), age (oldest sent first) or slug")
@@ -74,7 +74,7 @@ def register(app) -> None:
     @app.command("show")
     def show_command(
         ctx: typer.Context,
-        slug: Annotated[str, typer.Argument(help="the article: prompts/SLUG.md")],
+        slug: Annotated[str, typer.Argument(help="the article: prompts/SLUG.md", metavar="SLUG")],
         config: ConfigOption = None,
     ) -> None:
         """One article's whole story: every journal step (engine, duration, error) and its files."""

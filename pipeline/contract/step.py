@@ -168,7 +168,7 @@ def generate(
                 message=f"{outcome.message}; stopped waiting (qwen.run_timeout): "
                 "the next run goes on from here",
             )
-        say(f"{outcome.message}; --wait tries again in {delay:.0f} s")
+        say(f"{outcome.message}; --wait tries again {wait_words(delay)}")
         sleep(delay)
 
 
@@ -390,7 +390,7 @@ class Step:
         if reason is Reason.BACKOFF:
             message = f"{self.slug}: retrying after {_clock(until)} (last error: {self.state.last_error})"
         elif reason is Reason.SPACING:
-            message = f"{self.slug}: generating; next look in {until - self.clock():.0f} s"
+            message = f"{self.slug}: generating; next look {wait_words(until - self.clock())}"
         elif reason in (Reason.ACCOUNT, Reason.ELSEWHERE, Reason.ORPHANED):
             message = f"{self.slug}: waits: {decision.why}"
         elif reason is Reason.QUOTA and Hold("", until, 0.0, decision.why).kind != "quota":
@@ -974,7 +974,7 @@ class Step:
         self.save()
         return self.outcome(
             Status.WORKING,
-            f"{self.slug}: {err} (attempt {self.state.attempts} of {limit}; next try in {delay:.0f} s)",
+            f"{self.slug}: {err} (attempt {self.state.attempts} of {limit}; next try {wait_words(delay)})",
             reason="backoff",
         )
 
@@ -1244,3 +1244,9 @@ def _since(started: float) -> float:
 
 def _clock(ts: float) -> str:
     return datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def wait_words(seconds: float) -> str:
+    """A wait as a message says it: "in 45 s" (never "in 0 s": under a second is "in 1 s"), or
+    "at once" when there is none."""
+    return "at once" if seconds <= 0 else f"in {max(1, round(seconds))} s"

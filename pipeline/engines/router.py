@@ -177,7 +177,7 @@ class RouterEngine:
             hint = (
                 f"the key in {env} (router.api_key_env) was refused"
                 if self._key
-                else f"set {env} (router.api_key_env)"
+                else f"set {env} (router.api_key_env), or router.api_key_file under cron"
             )
         elif failure.code == "router_model":
             hint = f"router.model is {self.model!r}; GET {self.base_url}/models lists what it serves"

@@ -10,8 +10,10 @@ after done that never touches the contract.
   whose bytes are no longer what qwenpipe wrote was edited by hand: it is left alone, and said
   so, until the person deletes it.
 - `publish.after` (e.g. `git add {path} && git commit ...`) runs after each page written, in
-  its own process group, stopped whole after `publish.after_timeout`. Its failure is reported
-  and recorded; the next cycle runs it again. The article is never at stake.
+  a session of its own, stopped after `publish.after_timeout` with its process group and its
+  descendants (hook.py says what cannot be reached). Its failure is reported (its last lines,
+  its output never kept whole) and recorded; the next cycle runs it again. The article is never
+  at stake.
 """
 
 from __future__ import annotations
@@ -22,9 +24,7 @@ import json
 import os
 import re
 import shlex
-import signal
 import stat
-import subprocess
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -239,43 +239,31 @@ def record_times(articles_dir: Path) -> dict[str, float]:
 
 def run_after(config: Config, path: Path, slug: str) -> str | None:
     """Run publish.after for one page: None when it succeeded (or there is none), else why not.
-    In the config's folder, in a process group of its own, killed whole on the timeout."""
+    In the config's folder, in a session of its own, stopped on the timeout with its process
+    group and every process descending from it (publishing/hook.py: what that cannot reach);
+    of its output only the head and the tail are kept, and its last lines said."""
+    from . import hook
+
     command = config.publish.after
     if not command:
         return None
     timeout = config.publish.after_timeout
     line = command.format(path=shlex.quote(str(path)), slug=shlex.quote(slug))
     try:
-        child = subprocess.Popen(
-            ["/bin/sh", "-c", line],
-            cwd=config.root,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: a hang is stopped with everything it started
-        )
+        ran = hook.run(["/bin/sh", "-c", line], cwd=config.root, timeout=timeout)
     except OSError as err:
         return f"publish.after could not start: {err.strerror}"
-    try:
-        output, _ = child.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(child)
+    if ran.returncode is None:
         return (
             f"publish.after ran longer than publish.after_timeout = {timeout:g} s and was stopped "
-            f"(with everything it started): {line}"
+            f"(its process group and every process it started that is still its descendant): {line}"
         )
-    if child.returncode:
-        tail = output.decode("utf-8", errors="replace").strip().splitlines()[-AFTER_OUTPUT_LINES:]
+    if ran.returncode:
+        tail = ran.output.last_lines(AFTER_OUTPUT_LINES)
         said = f": {' / '.join(tail)}" if tail else ""
-        return f"publish.after exited {child.returncode} ({line}){said}"
+        size = f" ({ran.output.size:,} bytes of output; the last lines shown)" if ran.output.cut else ""
+        return f"publish.after exited {ran.returncode} ({line}){said}{size}"
     return None
-
-
-def _kill_group(child: subprocess.Popen) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(child.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        child.communicate(timeout=5)  # a grandchild that left the group may still hold the pipe
 
 
 def publish_by_hand(workspace, slug: str | None, *, say: Callable[[str], None]) -> list[Result]:

@@ -153,10 +153,16 @@ def _parse(name: str, where: str, raw: str) -> Template:
     return Template(name, where, raw, meta, body)
 
 
+# An apostrophe inside a word (Grey's, don't, O'Brien): the word stays one. ’ and ʼ are dropped
+# by the ASCII folding already.
+INNER_APOSTROPHE = re.compile(r"(?<=[A-Za-z0-9])'(?=[A-Za-z])")
+
+
 def slug_from_title(title: str) -> str:
-    """A slug made from a title: accents dropped, lower case, words joined by '-', at most 80
+    """A slug made from a title: accents and apostrophes dropped, lower case, words joined by '-', at most 80
     characters (cut at a word); empty when nothing of the title is a-z or 0-9."""
     plain = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode("ascii")
+    plain = INNER_APOSTROPHE.sub("", plain)  # "Earl Grey's" -> earl-greys, not earl-grey-s
     words = re.findall(r"[a-z0-9]+", plain.lower())
     slug = ""
     for word in words:

@@ -98,12 +98,49 @@ def qwenpipe_command() -> str:
     return found or f"{sys.executable} -m pipeline"
 
 
+CRON_LOG = "qwenpipe-cron.log"
+
+
 def crontab_line(config: Path, *, every_minutes: int = 5) -> str:
-    """The crontab entry (one line, or a few for intervals such as 90m) running `cycle`."""
+    """The crontab entry (one line, or a few for intervals such as 90m) running `cycle
+    --cron-exit`: 0 unless a person is needed, so cron reports only what needs one."""
     folder = config.parent
-    log = folder / "qwenpipe-cron.log"
-    command = f"cd {folder} && {qwenpipe_command()} --config {config} cycle >> {log} 2>&1"
+    log = folder / CRON_LOG
+    command = f"cd {folder} && {qwenpipe_command()} --config {config} cycle --cron-exit >> {log} 2>&1"
     return "\n".join(f"{when} {command}" for when in cron_schedules(every_minutes))
+
+
+def logrotate_snippet(config: Path) -> str:
+    """A logrotate rule for the cron line's log (copytruncate: the line appends to it by name)."""
+    return f"""{config.parent / CRON_LOG} {{
+    weekly
+    rotate 8
+    compress
+    delaycompress
+    missingok
+    notifempty
+    copytruncate
+}}
+"""
+
+
+def key_note(config) -> str | None:
+    """What to tell a user whose router key cron will not see: the key is in this shell's
+    environment (router.api_key_env) and no router.api_key_file is set; a crontab line carries
+    no environment, so every fallback would fail with 401."""
+    router = config.router
+    if not router.enabled or router.api_key_file:
+        return None
+    import os
+
+    if os.environ.get(router.api_key_env):
+        lead = f"{router.api_key_env} is set in this shell, but cron runs without it"
+    else:
+        lead = "cron runs without your shell's environment"
+    return (
+        f"note: {lead}: put the router key in a file (chmod 600) and set router.api_key_file "
+        "to its path, or the router fallback fails under cron (401)"
+    )
 
 
 def systemd_units(config: Path, *, every_minutes: int = 5) -> tuple[str, str]:
@@ -114,9 +151,8 @@ Description=qwenpipe: one cycle over the prompts in {folder}
 [Service]
 Type=oneshot
 WorkingDirectory={folder}
-ExecStart={qwenpipe_command()} --config {config} cycle
-# 42 (sent) and 3 (still working) are normal outcomes of a cycle, not failures.
-SuccessExitStatus=3 42
+ExecStart={qwenpipe_command()} --config {config} cycle --cron-exit
+# --cron-exit: 0 unless a person is needed (see `qwenpipe cycle --help`).
 """
     timer = f"""[Unit]
 Description=Run qwenpipe cycle every {_spoken(every_minutes)}

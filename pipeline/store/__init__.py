@@ -65,12 +65,34 @@ _SERVERS: dict[str, tuple[str, str]] = {}  # state_dir -> (store.url, host) of a
 def use_server(state_dir: Path, url: str, host: str) -> None:
     """The batch of `state_dir` lives in the PostgreSQL store at `url` ([store] url), this
     host named `host`: `shared` opens that store for it instead of the SQLite file."""
+    require_driver()
     key = str(state_dir)
     if _SERVERS.get(key) != (url, host):
         _SERVERS[key] = (url, host)
         stale = _OPEN.pop(key, None)
         if stale is not None:
             stale.close()
+
+
+POSTGRES_EXTRA = "pip install 'qwenpipe[postgres]'"
+
+
+def require_driver() -> None:
+    """ConfigError (exit 2) when [store] url is set and psycopg, the PostgreSQL driver, is not
+    installed: the extra that brings it, named."""
+    import importlib.util
+
+    try:
+        missing = importlib.util.find_spec("psycopg") is None
+    except (ImportError, ValueError):
+        missing = True
+    if missing:
+        from ..config import ConfigError
+
+        raise ConfigError(
+            "[store] url names a PostgreSQL store, but its driver (psycopg) is not installed: "
+            f"run `{POSTGRES_EXTRA}` in qwenpipe's environment (or empty [store] url for SQLite)"
+        )
 
 
 def shared(state_dir: Path) -> Store:

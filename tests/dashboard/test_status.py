@@ -50,6 +50,7 @@ TOP_FIELDS = [
     "login",
     "accounts",
     "warnings",
+    "store_error",
     "articles",
 ]
 
@@ -300,9 +301,13 @@ def test_last_cycle_and_the_stale_cycle_warning(project):
         "summary": "1 sent",
         "pid": 4242,
         "running": False,
+        "gone": False,
         "seconds_since_finished": 60,
         "chat_logged_out": False,
         "routed_while_logged_out": 0,
+        "store_error": None,
+        "store_failures": 0,
+        "problem": None,
     }
     assert not any("cycle" in w for w in doc["warnings"])
     write_cycle(ws, started=now - 3700, finished=now - 3600, exit_code=0, summary="", pid=1)

@@ -328,7 +328,8 @@ def test_404_page_points_at_base_url():
 def test_401_without_key_says_which_variable_to_set():
     err = fail(make(Script(error(401, "Missing API key", "authentication_error", "invalid_api_key")))[0])
     assert str(err) == (
-        "router: HTTP 401 invalid_api_key: Missing API key; set ROUTER_API_KEY (router.api_key_env)"
+        "router: HTTP 401 invalid_api_key: Missing API key; set ROUTER_API_KEY (router.api_key_env), "
+        "or router.api_key_file under cron"
     )
     assert err.code == "router_auth"
 

@@ -161,10 +161,12 @@ def test_cron_prints_a_working_crontab_line_and_systemd_units(project):
     result = qwenpipe("cron", cwd=project)
     assert result.returncode == 0
     line = next(x for x in result.stdout.splitlines() if x.startswith("*/5 "))
-    assert f"cd {project}" in line and f"--config {project / 'config.toml'}" in line and " cycle >> " in line
+    assert f"cd {project}" in line and f"--config {project / 'config.toml'}" in line
+    assert " cycle --cron-exit >> " in line  # 0 unless a person is needed: cron reports only that
     executable = line.split(" && ")[1].split(" --config")[0]
     assert executable.startswith("/")
-    assert "SuccessExitStatus=3 42" in result.stdout and "OnUnitActiveSec=5min" in result.stdout
+    assert " cycle --cron-exit\n" in result.stdout and "OnUnitActiveSec=5min" in result.stdout
+    assert f"{project / 'qwenpipe-cron.log'} {{" in result.stdout and "copytruncate" in result.stdout
 
 
 def test_a_cycle_removes_old_temporary_files_a_killed_writer_left(project, chat, router):

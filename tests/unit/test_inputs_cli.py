@@ -80,7 +80,7 @@ def test_cron_every_takes_minutes_and_hours_and_fires_evenly(tmp_path, capfd, ev
     crontab = [
         line
         for line in printed.splitlines()
-        if line.rstrip().endswith("cycle >> " + str(tmp_path / "qwenpipe-cron.log") + " 2>&1")
+        if line.rstrip().endswith("cycle --cron-exit >> " + str(tmp_path / "qwenpipe-cron.log") + " 2>&1")
     ]
     assert crontab, printed
     assert firing_minutes(crontab) == list(range(0, 1440, minutes)), crontab
