@@ -73,7 +73,9 @@ class Trial:
     kind: str
     slugs: dict[str, str] = field(default_factory=dict)  # slug -> prompt text
     router_slugs: set[str] = field(default_factory=set)
-    quota: bool = False  # a `[sim:quota]` prompt: the chat's quota is spent, the router writes all
+    quota: bool = (
+        False  # a `[sim:quota]` or `[sim:bot_check]` prompt: the account stops, the router may write all
+    )
     kills: Counter = field(default_factory=Counter)  # crash point (or "random") -> SIGKILLs
     runs: int = 0
     duplicates: list[str] = field(default_factory=list)
@@ -198,7 +200,9 @@ def plan_trial(index: int, rng: random.Random, kind: str | None = None, max_prom
             token = rng.choice(ROUTER_TOKENS)
             text = f"{text} {token}"
             trial.router_slugs.add(slug)
-            trial.quota = token == "[sim:quota]"
+            # A spent quota stops every chat send; so does a bot check, which holds the account
+            # for qwen.bot_check_pause hours (the router writes what comes after it).
+            trial.quota = True
         trial.slugs[slug] = text
     return trial
 
@@ -306,7 +310,7 @@ def check(trial: Trial, project: Path, sim) -> None:
         for leftover in (f"{slug}.md.sending",):
             if (out / leftover).exists():
                 trial.problems.append(f"{slug}: {leftover} left beside the finished article")
-        router_ok = slug in trial.router_slugs or trial.quota  # a spent quota stops every chat send
+        router_ok = slug in trial.router_slugs or trial.quota  # a spent quota or a bot check stops the chat
         problem = article_problem(article, slug, text, sim, accepted, router_ok, senders.get(text))
         if problem:
             trial.wrong.append(slug)
