@@ -164,3 +164,25 @@ def test_generate_wait_keeps_going_through_transient_failures(sim, tmp_path):
     events = [e["event"] for e in journal(project)]
     assert events.count("transient") >= 1 and events[-1] == "done"
     assert len([e for e in sim.sends() if e["prompt"] == text]) == 1
+
+
+def test_a_next_turn_is_proved_sent_by_the_pages_own_stream(sim, engine, session):
+    url = engine.send(text_of("two turns"))
+    engine.wait(url, timeout=30)
+    ours = []
+
+    def count_ours(route):
+        if is_ours(route.request.headers):
+            ours.append(route.request.url)
+        route.continue_()
+
+    session.context.route("**/api/**", count_ours)
+    try:
+        engine.send_turn(url, "Now say it in three lines.")
+    finally:
+        session.context.unroute("**/api/**", count_ours)
+
+    assert [e["turn"] for e in sim.sends() if e["chat_id"] == url.rsplit("/", 1)[1]] == [1, 2]
+    # The chat's turns come from the page's own load, the proof from its stream; the one call
+    # of ours is the login check before typing (the page's own headers, item 1).
+    assert [u.split("/api/", 1)[1] for u in ours] == ["v2/users/status"]

@@ -383,6 +383,7 @@ class QwenEngine:
                 )
             selectors = self._ready_to_type(page)
             page.locator(selectors.composer).first.fill(text)
+            PageTraffic.of(page).watch_streams()
             with self._replies(page) as replies:
                 resend = self._clicker(page, selectors, submit)
                 self._wait_for_user_turn(page, chat_id, len(chat.turns) + 1, text, replies, resend)
@@ -725,14 +726,22 @@ class QwenEngine:
         replies: SendReplies,
         resend: Callable[[], None],
     ) -> None:
-        """Wait until the site's JSON shows `text` as user turn `number`, the chat's last."""
+        """Wait for the proof that the site took `text` as user turn `number`: the completion's
+        stream opening on the page (what the page itself receives), or, where the site answered
+        without a stream, its JSON showing `text` as the chat's last user message."""
         deadline = self._deadline(self.page_timeout)
+        traffic = PageTraffic.of(page)
         while True:
             deadline = self._check_sent(page, replies, resend, deadline)
-            try:
-                view = parse_chat(fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=self.page_timeout))
-            except (ApiUnusable, ChatShapeError):
-                view = None  # look again: the page or the API may be between two states
+            if traffic.stream_began():
+                return
+            if not traffic.answered_without_stream():
+                view = None  # no word from the site yet: the stream, or its refusal, is coming
+            else:
+                try:
+                    view = parse_chat(fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=self.page_timeout))
+                except (ApiUnusable, ChatShapeError):
+                    view = None  # look again: the page or the API may be between two states
             if view is not None and len(view.turns) == number and _same_text(view.turns[-1].user_text, text):
                 return
             if time.monotonic() >= deadline:

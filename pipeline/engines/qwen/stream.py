@@ -175,6 +175,16 @@ class PageTraffic:
         except Exception:
             pass  # a request of a page being closed
 
+    def stream_began(self) -> bool:
+        """Whether the site took a message: a completion stream of the page's has opened with
+        its `response.created` frame."""
+        return any(b"response.created" in b"".join(self._streams[r]) for r in self._order)
+
+    def answered_without_stream(self) -> bool:
+        """Whether a completion was answered with JSON (a refusal, or a site that does not
+        stream) and no stream has opened."""
+        return bool(self._plain_replies) and not self._order
+
     def stream(self) -> StreamRead | Unreadable | None:
         """The page's last completion stream once it finished its answer or ended, or None while
         it runs (or none has started). Unreadable when streams cannot be watched here."""
