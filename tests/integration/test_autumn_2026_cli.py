@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from sim_project import journal, make_project, prompt, read_article
@@ -38,6 +40,23 @@ def release_once_the_page_reads(sim, before: int) -> threading.Thread:
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return thread
+
+
+@contextmanager
+def reads_of_ours(session) -> Iterator[list[str]]:
+    """The URLs of the API calls qwenpipe makes itself (not the page's own) while the block runs."""
+    ours: list[str] = []
+
+    def count(route):
+        if is_ours(route.request.headers):
+            ours.append(route.request.url)
+        route.continue_()
+
+    session.context.route("**/api/**", count)
+    try:
+        yield ours
+    finally:
+        session.context.unroute("**/api/**", count)
 
 
 def test_generate_wait_speaks_only_with_the_frontends_headers(sim, tmp_path):
@@ -113,18 +132,8 @@ def test_a_later_check_takes_the_chat_json_the_page_loads_itself(sim, engine, se
     text = text_of("the page's own load")
     url = engine.send(text)
     engine.wait(url, timeout=30)
-    ours = []
-
-    def count_ours(route):
-        if is_ours(route.request.headers):
-            ours.append(route.request.url)
-        route.continue_()
-
-    session.context.route("**/api/**", count_ours)
-    try:
+    with reads_of_ours(session) as ours:
         answer = engine.check(url)
-    finally:
-        session.context.unroute("**/api/**", count_ours)
 
     assert isinstance(answer, Answer)
     assert answer.markdown == sim.expected_answer(text)
@@ -169,18 +178,8 @@ def test_generate_wait_keeps_going_through_transient_failures(sim, tmp_path):
 def test_a_next_turn_is_proved_sent_by_the_pages_own_stream(sim, engine, session):
     url = engine.send(text_of("two turns"))
     engine.wait(url, timeout=30)
-    ours = []
-
-    def count_ours(route):
-        if is_ours(route.request.headers):
-            ours.append(route.request.url)
-        route.continue_()
-
-    session.context.route("**/api/**", count_ours)
-    try:
+    with reads_of_ours(session) as ours:
         engine.send_turn(url, "Now say it in three lines.")
-    finally:
-        session.context.unroute("**/api/**", count_ours)
 
     assert [e["turn"] for e in sim.sends() if e["chat_id"] == url.rsplit("/", 1)[1]] == [1, 2]
     # The chat's turns come from the page's own load, the proof from its stream; the one call

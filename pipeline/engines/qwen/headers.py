@@ -100,23 +100,18 @@ class HeaderBook:
 
 
 def watch(page: Any) -> HeaderBook:
-    """Start learning the headers of `page`'s own API calls (call it before the page loads)."""
+    """The HeaderBook of `page`, started now if it had none (it learns only from the calls the
+    page makes from then on: start it before the page loads)."""
     book = _BOOKS.get(page)
     if book is None:
         book = _BOOKS[page] = HeaderBook(page)
     return book
 
 
-def book_of(page: Any) -> HeaderBook:
-    """The HeaderBook of a page (one is started now if the page had none: it learns only from
-    the calls the page makes from here on)."""
-    return watch(page)
-
-
 def headers_for_call(page: Any, wait: float = 0.0) -> dict[str, str]:
     """The headers for one read of our own from `page`, waiting up to `wait` seconds for the
     page's first API call when it has made none yet. Raises NoHeaders when it has not."""
-    book = book_of(page)
+    book = watch(page)
     deadline = time.monotonic() + wait
     while not book.learned and time.monotonic() < deadline:
         page.wait_for_timeout(LEARN_PAUSE_MS)  # Playwright delivers the page's events meanwhile
@@ -126,5 +121,5 @@ def headers_for_call(page: Any, wait: float = 0.0) -> dict[str, str]:
 def headers_for_calls(page: Any, count: int, wait: float = 0.0) -> list[dict[str, str]]:
     """`count` header sets (one request id each), as headers_for_call."""
     first = headers_for_call(page, wait)
-    book = book_of(page)
+    book = watch(page)
     return [first, *(book.for_call() for _ in range(count - 1))]

@@ -20,7 +20,7 @@ from pipeline.engines.qwen.api import (
     is_stale_headers,
     missing_chat_body,
 )
-from pipeline.engines.qwen.headers import NoHeaders, book_of, headers_for_call, headers_for_calls
+from pipeline.engines.qwen.headers import NoHeaders, headers_for_call, headers_for_calls, watch
 from pipeline.engines.qwen.selectors import FAILURE_TEXTS, FailureTexts, Selectors
 
 # Visible text of the page minus the conversation itself, so a prompt or an article that
@@ -310,7 +310,7 @@ def relearn_headers(page: Any, *, timeout: float) -> bool:
     release) and learn them again from its own calls. Whether any were learned."""
     from playwright.sync_api import Error as PlaywrightError
 
-    book = book_of(page)
+    book = watch(page)
     book.forget()
     try:
         page.reload(wait_until="domcontentloaded", timeout=timeout * 1000)
