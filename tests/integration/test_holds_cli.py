@@ -232,3 +232,24 @@ def test_generate_wait_on_an_empty_answer_ends_through_the_router_not_at_its_tim
     meta, _ = read_article(project / "articles" / "waited.md")
     assert meta["engine"] == "router"
     assert takers(sim, start, text) == [("b", True)]
+
+
+def test_a_slider_with_the_router_failing_too_leaves_no_marker_and_no_stale_sending(fresh, tmp_path):
+    # Issue 27, item 9: a hard failure before the site took the prompt, and no router to fall
+    # back on: the article fails (exit 1), and nothing says a send is under way.
+    sim, start = fresh
+    project = signed_in_project(sim, tmp_path)
+    sim.set(slider_accounts=["a"], router_scenario="auth", router_fail_times=100)
+    prompt(project, "stuck", "Write about sliders and routers.")
+
+    result = qwenpipe("generate", "stuck", "--account", "a", cwd=project)
+
+    sim.router.reset()
+    assert result.returncode == 1, result.stderr
+    assert not (project / "articles" / "stuck.md.sending").exists()
+    assert [e["accepted"] for e in entries(sim, start, "a")] == [False]
+    rows = json.loads(qwenpipe("status", "--json", cwd=project).stdout)["articles"]
+    (row,) = [r for r in rows if r["slug"] == "stuck"]
+    assert row["state"] != "sending"
+    again = qwenpipe("generate", "stuck", "--account", "a", cwd=project)
+    assert "interrupted" not in again.stderr.lower()  # no interrupted send to look for
