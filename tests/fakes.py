@@ -277,3 +277,22 @@ def page_state(**changes) -> DomState:
         answer_text="Title\none",
     )
     return DomState(**{**values, **changes})
+
+
+class Crash(BaseException):
+    """The process dies here (as QWENPIPE_CRASH_AT's SIGKILL would)."""
+
+
+@contextmanager
+def crash_at(point: str) -> Iterator[None]:
+    """The contract's crash point `point` raises Crash while the block runs."""
+    from unittest import mock
+
+    import pipeline.contract.step
+
+    def crashpoint(name: str) -> None:
+        if name == point:
+            raise Crash(name)
+
+    with mock.patch.object(pipeline.contract.step, "crashpoint", crashpoint):
+        yield

@@ -5,45 +5,24 @@ article, and a later run tries it again; a deleted chat is never looked at again
 from __future__ import annotations
 
 import pytest
-from fakes import FakeChat, FakeRouter, answer
+from accounts_project import accounts_project
+from fakes import answer
 from project_files import add_prompt, write_config
 
 from pipeline.batch.cycle import run_cycle
 from pipeline.config import ConfigError, load
 from pipeline.contract.step import Status, generate
-from pipeline.contract.workspace import Engines, Workspace
 from pipeline.engines.base import EngineBusy, HardError, TransientError
 
 NOW = 1_800_000_000.0
 
 
 def setup(project, delete: str = "after_collect", tables: str = "", extra: str = ""):
-    write_config(
+    return accounts_project(
         project,
         f'[qwen]\npoll_interval = 0\nmax_attempts = 3\ndelete_chats = "{delete}"\n{extra}'
         f"[article]\nmin_words = 0\n{tables}",
     )
-    ws = Workspace(load(project / "config.toml"))
-    names = [line[10:-1] for line in tables.splitlines() if line.startswith("[accounts.")]
-    for name in names:
-        state = project / ".qwenpipe" / "accounts" / name / "state.json"
-        state.parent.mkdir(parents=True, exist_ok=True)
-        state.write_text("{}")
-    chats = {name: FakeChat() for name in names or ["default"]}
-    for i, chat in enumerate(chats.values()):
-        chat.sends = 1000 * i
-    router = FakeRouter()
-
-    def engines() -> Engines:
-        from pipeline.accounts import config_account
-
-        return Engines(
-            ws.config,
-            chat_factory=lambda config: chats[config_account(config)],
-            router_factory=lambda _c: router,
-        )
-
-    return ws, chats, router, engines
 
 
 def events(ws, slug):

@@ -7,13 +7,11 @@ from __future__ import annotations
 import os
 import stat
 
-from fakes import FakeChat, FakeRouter
-from project_files import add_prompt, write_config
+from accounts_project import accounts_project
+from project_files import add_prompt
 
-from pipeline.config import load
 from pipeline.contract.quota import BOT_CHECK, EMPTY_ANSWERS, Hold, next_local_midnight
 from pipeline.contract.step import Status, generate
-from pipeline.contract.workspace import Engines, Workspace
 from pipeline.engines.base import EmptyAnswer, Generating, HardError
 
 HOUR = 3600.0
@@ -30,30 +28,9 @@ def slider(screenshot: bytes | None = PNG) -> HardError:
 
 
 def setup(project, tables: str = "", extra: str = ""):
-    write_config(
+    return accounts_project(
         project, f"[qwen]\npoll_interval = 0\nmax_attempts = 3\n{extra}[article]\nmin_words = 0\n{tables}"
     )
-    ws = Workspace(load(project / "config.toml"))
-    names = [line[10:-1] for line in tables.splitlines() if line.startswith("[accounts.")]
-    for name in names:
-        state = project / ".qwenpipe" / "accounts" / name / "state.json"
-        state.parent.mkdir(parents=True, exist_ok=True)
-        state.write_text("{}")
-    chats = {name: FakeChat(base_url="https://chat.qwen.ai") for name in names or ["default"]}
-    for i, chat in enumerate(chats.values()):
-        chat.sends = 1000 * i
-    router = FakeRouter()
-
-    def engines() -> Engines:
-        from pipeline.accounts import config_account
-
-        return Engines(
-            ws.config,
-            chat_factory=lambda config: chats[config_account(config)],
-            router_factory=lambda _c: router,
-        )
-
-    return ws, chats, router, engines
 
 
 def events(ws, slug=None):

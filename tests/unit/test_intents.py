@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from contextlib import contextmanager
-from unittest import mock
 
 import pytest
-from fakes import answer
+from fakes import Crash, answer, crash_at
 from project_files import add_prompt, write_config
 
-import pipeline.contract.step
 from pipeline.config import load
 from pipeline.contract.quota import sends_today
 from pipeline.contract.step import Status, generate, replay
@@ -22,20 +19,6 @@ from pipeline.contract.workspace import Engines, Workspace
 from pipeline.errors import UsageProblem
 
 TEXT = "Write about tea."
-
-
-class Crash(BaseException):
-    """The process dies here (as QWENPIPE_CRASH_AT's SIGKILL would)."""
-
-
-@contextmanager
-def crash_at(point: str):
-    def crashpoint(name: str) -> None:
-        if name == point:
-            raise Crash(name)
-
-    with mock.patch.object(pipeline.contract.step, "crashpoint", crashpoint):
-        yield
 
 
 def killed(workspace, slug, engines, point):

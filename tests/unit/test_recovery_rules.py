@@ -6,14 +6,11 @@ import hashlib
 import json
 import time
 import tomllib
-from contextlib import contextmanager
-from unittest import mock
 
 import pytest
-from fakes import answer
+from fakes import Crash, answer, crash_at
 from project_files import add_prompt
 
-import pipeline.contract.step
 from pipeline.contract.step import RECOVERY_CLOCK_SLACK, Status, adoptable_chat, generate
 from pipeline.engines.base import FoundChat, HardError
 
@@ -138,20 +135,6 @@ def test_the_send_counts_take_back_only_the_unsent_send(project, workspace):
 
 
 # -- 5: recovery adopts only this article's chat --------------------------------------------------
-
-
-class Crash(BaseException):
-    """The process dies here (as QWENPIPE_CRASH_AT's SIGKILL would)."""
-
-
-@contextmanager
-def crash_at(point: str):
-    def crashpoint(name: str) -> None:
-        if name == point:
-            raise Crash(name)
-
-    with mock.patch.object(pipeline.contract.step, "crashpoint", crashpoint):
-        yield
 
 
 class Clock:
