@@ -29,8 +29,6 @@ class StreamRead(NamedTuple):
     finished: bool  # a `status: "finished"` in phase "answer" came
     error: str | None  # an error frame, in words
     model: str | None  # the model the site named, when a frame names one
-    chat_id: str | None
-    thinking: str = ""
 
 
 def parse_stream(text: str) -> StreamRead:
@@ -38,8 +36,7 @@ def parse_stream(text: str) -> StreamRead:
     JSON (keep-alives, `[DONE]`) are skipped; a `finished` outside the answer phase ends only the
     thinking."""
     answer: list[str] = []
-    thinking: list[str] = []
-    finished, error, model, chat_id = False, None, None, None
+    finished, error, model = False, None, None
     for line in text.splitlines():
         if not line.startswith("data:"):
             continue
@@ -52,7 +49,6 @@ def parse_stream(text: str) -> StreamRead:
         created = data.get("response.created")
         if isinstance(created, dict):
             model = created.get("model") or model
-            chat_id = created.get("chat_id") or chat_id
         if data.get("error"):
             error = _words(data["error"])
         if isinstance(data.get("model"), str):
@@ -61,13 +57,11 @@ def parse_stream(text: str) -> StreamRead:
             change = choice.get("delta") if isinstance(choice, dict) else None
             if not isinstance(change, dict):
                 continue
-            content = change.get("content")
-            if change.get("phase") == "answer":
+            if change.get("phase") == "answer":  # the thinking phases are never the article
+                content = change.get("content")
                 answer.append(content if isinstance(content, str) else "")
                 finished = finished or change.get("status") == "finished"
-            elif isinstance(content, str):
-                thinking.append(content)
-    return StreamRead("".join(answer), finished, error, model, chat_id, "".join(thinking))
+    return StreamRead("".join(answer), finished, error, model)
 
 
 def _words(error: Any) -> str:
