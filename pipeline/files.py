@@ -426,7 +426,7 @@ class FileLock:
         except OSError as err:
             os.close(fd)
             if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise LockBusy(self.path, read_lock_owner(self.path)) from None
+                raise LockBusy(self.path, self._holder()) from None
             raise
         try:
             os.ftruncate(fd, 0)
@@ -437,6 +437,16 @@ class FileLock:
             raise cannot("write the lock", self.path, err) from None
         self._fd = fd
         return self
+
+    def _holder(self) -> str:
+        """Who holds the lock: its holder writes its pid a moment after it took the lock, so a
+        blank owner is read again for up to OWNER_WAIT seconds before it is "another process"."""
+        deadline = time.monotonic() + OWNER_WAIT
+        owner = read_lock_owner(self.path)
+        while owner == UNKNOWN_OWNER and time.monotonic() < deadline:
+            time.sleep(0.01)
+            owner = read_lock_owner(self.path)
+        return owner
 
     def release(self) -> None:
         if self._fd is not None:
@@ -453,18 +463,22 @@ class FileLock:
         self.release()
 
 
+UNKNOWN_OWNER = "another process"
+OWNER_WAIT = 0.5  # seconds a busy lock's blank owner is read again (see FileLock._holder)
+
+
 def read_lock_owner(path: Path) -> str:
     """A short description of who holds the lock at `path`, for messages."""
     try:
         info = json.loads(read_bytes(path) or b"{}")
     except (OSError, ValueError, SetupProblem):
-        return "another process"
+        return UNKNOWN_OWNER
     if not isinstance(info, dict):
-        return "another process"
+        return UNKNOWN_OWNER
     pid = info.get("pid")
     purpose = info.get("purpose")
     if not pid:
-        return "another process"
+        return UNKNOWN_OWNER
     return f"pid {pid}" + (f" ({purpose})" if purpose else "")
 
 
