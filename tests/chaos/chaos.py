@@ -13,6 +13,8 @@ done, and checks what the contract promises:
   (engine = "router") for the prompts whose send the chat refused (`[sim:bot_check]`,
   `[sim:quota]`);
 - no article is missing and none is dead-lettered;
+- the store's count of the day's sends (what `qwen.max_sends_per_day` limits) is the number of
+  sends the simulator accepted, per account with `--accounts`;
 - no `.qwenpipe-tmp-*` file is left: a killed writer's leftover may stay until a cycle cleans files
   older than 300 s, so the check ages the leftovers (os.utime, as if 400 s had passed), runs
   one more cycle and requires them gone; before that it checks a leftover is never read as an
@@ -88,6 +90,8 @@ class Trial:
     recovered: int = 0
     router_articles: int = 0
     orphans: int = 0  # processes of a killed command still alive after it died
+    count_mismatches: list[str] = field(default_factory=list)  # the day's sends unlike the site's
+    started_at: float = 0.0  # wall clock: the day whose sends are counted
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
 
@@ -213,6 +217,7 @@ def run_trial(
     """Plan, break, heal and check one trial in `root/tNNNN`."""
     started = time.monotonic()
     trial = plan_trial(index, rng, kind, max_prompts)
+    trial.started_at = time.time()
     project = make_project(root / f"t{index:04d}", sim)
     with open(project / "config.toml", "a", encoding="utf-8") as config:
         config.write(ARTICLE_SECTION)
@@ -317,8 +322,23 @@ def check(trial: Trial, project: Path, sim) -> None:
             trial.problems.append(f"{slug}: {problem}")
         elif slug in trial.router_slugs:
             trial.router_articles += 1
+    check_send_counts(trial, project, sim, sends)
     check_journal(trial, project)
     check_temporaries(trial, project)
+
+
+def check_send_counts(trial: Trial, project: Path, sim, sends: list[dict]) -> None:
+    from pipeline.store import open_store
+
+    texts = set(trial.slugs.values())
+    accepted = [entry for entry in sends if entry["prompt"] in texts]
+    with open_store(articles_dir(project) / ".qwenpipe") as store:
+        problem = chaos_common.send_count_problem(
+            store, trial.started_at, accepted, per_account=bool(sim.accounts)
+        )
+    if problem:
+        trial.count_mismatches.append(problem)
+        trial.problems.append(problem)
 
 
 def article_problem(
@@ -461,6 +481,7 @@ class Summary:
             ("router articles", self.total("router_articles")),
             ("duplicate sends found", self.total("duplicates")),
             ("articles lost", self.total("lost")),
+            ("trials whose day's send count is not the site's", self.total("count_mismatches")),
             *(self.account_rows() if self.accounts else ()),
             ("articles wrong or incomplete", self.total("wrong")),
             ("temp files left by kills (aged, then cleaned)", self.total("temp_from_kills")),

@@ -9,7 +9,9 @@ PostgreSQL) each plan, break and check trials their own way, and run them the sa
   progress line a trial, its temporary (or `--keep`) folder, its heading, table and problems,
   and its exit code (1 when a promise was broken);
 - `table`, `closing_rows`: the summary table's layout and its last rows;
-- `quick_run`: the quick CI test's run of either (tests/chaos/test_*chaos_quick.py).
+- `quick_run`: the quick CI test's run of either (tests/chaos/test_*chaos_quick.py);
+- `send_count_problem`: the store's count of the day's sends (what `qwen.max_sends_per_day`
+  counts) against the site's own record of the sends it accepted.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import signal
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -180,3 +183,22 @@ def quick_run(run: Callable, trials: int, *, seed_variable: str, root: Path, **o
     summary = run(trials, seed=int(os.environ.get(seed_variable, "0")), root=root, jobs=2, **options)
     print("\n" + summary.table())
     return summary
+
+
+def send_count_problem(store, since: float, accepted: list[dict], *, per_account: bool) -> str:
+    """ "" when the store's sends of the day that began before `since` (a trial's start) are the
+    site's accepted sends (`accepted`: ledger entries of the trial's prompts), per account when
+    `per_account`; else what differs. A send the store counts that the site never took would
+    hold back a later send under the daily limit; one it misses would let the account overrun it."""
+    from pipeline.contract.quota import local_day_start
+
+    counts = store.send_counts(local_day_start(since))
+    site = Counter(entry["account"] or "" for entry in accepted)
+    if per_account:
+        ours = {account: n for account, n in counts.by_account.items() if n}
+        if ours != dict(site):
+            ours, theirs = dict(sorted(ours.items())), dict(sorted(site.items()))
+            return f"the store counts the day's sends {ours}, the site took {theirs}"
+    elif counts.total != sum(site.values()):
+        return f"the store counts {counts.total} sends today, the site took {sum(site.values())}"
+    return ""

@@ -24,8 +24,9 @@ one round (at most a few) with one kind of fault:
 Then crash-free rounds until `status --json` says the whole batch is done, `qwenpipe sync` on
 every host, and hosts.check_hosts: each prompt taken by the site at most once (its ledger),
 every article done once, right and the same on every host, its front matter account the
-ledger's sender, the database's send row the ledger's. Over the whole run, the simulator's
-affinity violations (a chat read by an account that did not make it) must be 0.
+ledger's sender, the database's send row the ledger's, and the database's count of the day's
+sends per account (what each host's daily limit reads) the site's accepted sends. Over the
+whole run, the simulator's affinity violations (a chat read by an account that did not make it) must be 0.
 
 Each job has a PostgreSQL server of its own (a restart must not hit another job's trial). The
 quick CI run is tests/chaos/test_hosts_chaos_quick.py.
@@ -71,6 +72,23 @@ class HostTrial(Trial):
     unreachable_runs: int = 0  # cycles run while the server was down (each must exit 3, send nothing)
 
 
+def check_send_counts(trial: HostTrial, url: str, sim) -> None:
+    """The database's count of the day's sends per account (what each host's daily limit reads)
+    against the accounts the site's ledger says sent the trial's prompts."""
+    from pipeline.store.postgres import PostgresStore
+
+    taken = hosts.senders(sim, trial.slugs.values())
+    accepted = [entry for entries in taken.values() for entry in entries]
+    store = PostgresStore.open(url)
+    try:
+        problem = chaos_common.send_count_problem(store, trial.started_at, accepted, per_account=True)
+    finally:
+        store.close()
+    if problem:
+        trial.count_mismatches.append(problem)
+        trial.problems.append(problem)
+
+
 def run_trial(
     sim,
     server: PostgresServer,
@@ -86,7 +104,7 @@ def run_trial(
     if points and "mid_journal" not in points:  # one host's kill always lands (every cycle journals
         points[0] = "mid_journal"  # its start); the others' points land where their work takes them
     base = plan_trial(index, rng, "after_router" if "after_router" in points else kind, max_prompts)
-    trial = HostTrial(**{**vars(base), "kind": kind, "hosts": count})
+    trial = HostTrial(**{**vars(base), "kind": kind, "hosts": count, "started_at": time.time()})
     try:
         url = server.new_database()
         per_cycle = rng.choice((0, 2))  # 0: no limit, the hosts race for the prompts
@@ -121,6 +139,7 @@ def run_trial(
             not unsent[trial.slugs[slug]] for slug in routed if slug not in found.lost
         )
         trial.problems.extend(found.problems)
+        check_send_counts(trial, url, sim)
     except Exception as error:  # a broken runner must show up as a problem, not a silent pass
         trial.problems.append(f"runner error: {type(error).__name__}: {error}")
     finally:
@@ -375,6 +394,7 @@ class HostSummary(Summary):
             ("duplicate sends found", self.total("duplicates")),
             ("articles lost", self.total("lost")),
             ("articles done twice in the database", self.total("done_twice")),
+            ("trials whose day's send count is not the site's", self.total("count_mismatches")),
             ("affinity violations", self.affinity_violations),
             ("articles wrong, incomplete or differing", self.total("wrong")),
             ("processes outliving a killed command", self.total("orphans")),

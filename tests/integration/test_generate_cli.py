@@ -118,12 +118,15 @@ def test_hard_failure_at_send_falls_back_to_the_router(sim, tmp_path, scenario, 
     assert body.strip()
     assert not [e for e in sim.sends() if e["prompt"] == text], "a refused prompt counted as sent"
     assert code in [e.get("code") for e in journal(project)]
-    if scenario == "quota":  # the chat is left alone for the hours the site names (data.num = 5)
-        from pipeline.store import open_store
+    assert not (project / "articles" / "fb.md.sending").exists()
+    from pipeline.store import open_store
 
-        with open_store(project / "articles" / ".qwenpipe") as store:
+    with open_store(project / "articles" / ".qwenpipe") as store:
+        # The site took nothing, so the day's count (what qwen.max_sends_per_day limits) is 0.
+        assert store.send_counts(0).total == 0
+        if scenario == "quota":  # the chat is left alone for the hours the site names (data.num = 5)
             (block,) = store.quota_blocks(0)
-        assert block.until - block.since == pytest.approx(5 * 3600)
+            assert block.until - block.since == pytest.approx(5 * 3600)
 
 
 def test_hard_failure_without_router_is_exit_1(sim, tmp_path):

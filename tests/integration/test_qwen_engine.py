@@ -190,6 +190,7 @@ def test_quota_is_quota_spent_with_the_sites_hours_to_wait(sim, engine):
         engine.send(text)
     assert sends_of(sim, text) == []
     assert spent.value.retry_after == 5 * 3600  # the API body's data.num, in hours
+    assert spent.value.nothing_sent  # the reply to the send refused it: no send to count
 
 
 def test_quota_named_in_the_prompt(sim, engine):

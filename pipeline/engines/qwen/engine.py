@@ -33,7 +33,6 @@ from pipeline.engines.base import (
     HardError,
     LockProfile,
     ProgressCallback,
-    QuotaSpent,
     TransientError,
     TurnState,
 )
@@ -87,7 +86,7 @@ PAGE_LOAD_SECONDS = 5  # how long a look waits for a chat's page to load the cha
 PAGE_RELOAD_SECONDS = 0.5  # ... and, at a later look, for the page's next load of its own
 STREAM_LOOK_SECONDS = 0.1  # how often a wait on the sending page looks whether its stream ended
 # What the site's reply to a send says when it took nothing: the prompt is not in any chat.
-REFUSED_UNSENT = ("bot_check", "logged_out")
+REFUSED_UNSENT = ("bot_check", "logged_out", "quota")
 
 
 class Steadiness:
@@ -619,9 +618,11 @@ class QwenEngine:
         refused = replies.failure()
         failure = refused or screen_failure(page, self.selector_sets)
         if failure is not None and failure.code in REFUSED_UNSENT:
-            # The site answers the send itself with the bot check (FAIL_SYS_USER_VALIDATE) or
-            # "not logged in" and takes nothing: no send. Only that reply proves it; a slider or
-            # a login form seen on the page without it may have come after the prompt was taken.
+            # The site answers the send itself with the bot check (FAIL_SYS_USER_VALIDATE), "not
+            # logged in" or the day's limit (RateLimited) and takes nothing: no send, and none the
+            # site counts against the day. Only that reply proves it; a slider, a login form or a
+            # toast seen on the page without it may have come after the prompt was taken. The
+            # page can draw the toast before Playwright reports the reply: give it a moment.
             until = self._deadline(REPLY_GRACE_SECONDS)
             while refused is None and time.monotonic() < until:
                 page.wait_for_timeout(POLL_SECONDS * 1000)
@@ -629,15 +630,6 @@ class QwenEngine:
             if refused is not None and refused.code in REFUSED_UNSENT:
                 refused.nothing_sent = True
                 return refused
-            return failure
-        if isinstance(failure, QuotaSpent) and failure.retry_after is None:
-            # The page can draw the toast before Playwright reports the reply: give it a moment.
-            until = self._deadline(REPLY_GRACE_SECONDS)
-            while time.monotonic() < until:
-                page.wait_for_timeout(POLL_SECONDS * 1000)
-                late = replies.failure()
-                if isinstance(late, QuotaSpent):
-                    return late
         return failure
 
     def _check_sent(
