@@ -442,10 +442,7 @@ class Step:
             url = chat.send(self.prompt.turns[0], self.chat_choice(), on_chat_id=self.name_chat(marker))
         except EngineError as err:
             took_nothing = err.nothing_sent or (isinstance(err, QuotaSpent) and self.may_rotate())
-            if took_nothing:
-                files.remove(self.article.sending)  # nothing reached the site: nothing to look for
-                with self.ws.store.step() as step:
-                    step.withdraw_intent(self.slug, 1)
+            if took_nothing:  # nothing reached the site: nothing to look for, nothing to count
                 self.unsent(err)
             if took_nothing and err.code in ACCOUNT_REFUSALS and self.may_rotate():
                 return self.next_account(account, err)
@@ -567,12 +564,28 @@ class Step:
             self.account = sender_of(self.article, self.first_send)
         return self.account
 
-    def unsent(self, err: EngineError, **fields: object) -> None:
+    def unsent(self, err: EngineError, turn: int = 1) -> None:
         """The send just announced ("sending") failed before anything was submitted: it is no
         send. The journal says so (the daily count drops it) and the cycle's budget gets it back."""
-        self.log("unsent", engine="qwen", account=self.account or None, code=err.code, **fields)
+        self.give_back(turn, self.account, err.code)
         if self.budget is not None:
             self.budget.give_back()
+
+    def give_back(self, turn: int, account: str, code: str, *before: tuple[str, dict]) -> None:
+        """A send announced but never taken by the site: its intent goes and an `unsent` step is
+        written (after the `before` events) in ONE store step, so a kill cannot leave a send
+        counted against the day that the site never took; the intent marker goes after it (a
+        kill between leaves a marker whose recovery finds nothing and says `unsent` again)."""
+        with self.ws.store.step() as step:
+            step.withdraw_intent(self.slug, turn)
+            for event, fields in before:
+                self.ws.journal.append_in(step, self.slug, event, **fields)
+            extra = {"turn": turn} if turn > 1 else {}
+            self.ws.journal.append_in(
+                step, self.slug, "unsent", engine="qwen", account=account or None, code=code, **extra
+            )
+        if turn == 1:
+            files.remove(self.article.sending)
 
     def recover(self) -> str | None:
         """A marker without a URL: the last send may have reached the site. The chat it named
@@ -639,11 +652,8 @@ class Step:
     def never_sent(self, account: str, why: str) -> None:
         """The interrupted send never reached the site: its marker and intent go, and the send
         is given back (an `unsent` step: the daily count drops it)."""
-        files.remove(self.article.sending)
-        with self.ws.store.step() as step:
-            step.withdraw_intent(self.slug, 1)
-        self.log("recovery_not_found", engine="qwen", account=account, reason=why)
-        self.log("unsent", engine="qwen", account=account, code="never_sent")
+        not_found = {"engine": "qwen", "account": account, "reason": why}
+        self.give_back(1, account, "never_sent", ("recovery_not_found", not_found))
         self.say(f"{self.slug}: the interrupted send never reached the site ({why}): sending it")
         return None
 
@@ -799,8 +809,6 @@ class Step:
             self.engines.chat(self.account).send_turn(self.chat_url, self.prompt.turns[number - 1])
         except EngineError as err:
             if err.nothing_sent:
-                with self.ws.store.step() as step:
-                    step.withdraw_intent(self.slug, number)
                 self.unsent(err, turn=number)
             raise
         crashpoint("after_send")

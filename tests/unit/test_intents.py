@@ -204,3 +204,33 @@ def test_a_marker_records_the_hash_of_what_it_sends(project, workspace, engines)
     marker = json.loads(workspace.article("tea").sending.read_text())
     assert marker["prompt_sha256"] == hashlib.sha256(TEXT.encode()).hexdigest()
     assert "chat_id" not in marker
+
+
+@pytest.mark.parametrize("dies_at", ["recovery_not_found", "unsent"])
+def test_a_kill_while_a_send_is_given_back_never_leaves_it_counted(
+    project, workspace, engines, chat, dies_at, monkeypatch
+):
+    """The intent's withdrawal, its `unsent` step and the marker's removal are one: a process
+    killed among them (chaos found it between the withdrawal and `unsent`) leaves either the
+    interrupted send to recover again, or the send given back; the day's count is always the
+    sends the site took."""
+    from pipeline.contract.journal import Journal
+
+    add_prompt(project, "tea")
+    killed(workspace, "tea", engines, "before_send")
+    original = Journal.append_in
+
+    def append_in(self, step, slug, event, **fields):
+        entry = original(self, step, slug, event, **fields)
+        if event == dies_at:
+            raise Crash(event)
+        return entry
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Journal, "append_in", append_in)
+        with pytest.raises(Crash):
+            generate(workspace, "tea", engines)
+    outcome = generate(workspace, "tea", engines)
+    assert outcome.status is Status.QUEUED, outcome.message
+    assert received(chat) == 1
+    assert workspace.store.send_counts(0).total == 1
