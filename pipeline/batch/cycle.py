@@ -721,7 +721,7 @@ def _publish(workspace: Workspace, views: list[ArticleView], report: CycleReport
     done: its failures are counted and said, never the cycle's exit code or the article's fate."""
     if workspace.config.publish_dir is None:
         return  # off, as in most cron cycles: its module (subprocess, hashing) is not loaded
-    from ..publishing.publish import publish_done
+    from ..publishing.publish import after_cycle, publish_done
 
     # A generator: each article's mtime is read only when publishing is on and asks for it.
     done = ((v.slug, v.done_mtime) for v in views if v.done and not v.file_problem)
@@ -731,6 +731,9 @@ def _publish(workspace: Workspace, views: list[ArticleView], report: CycleReport
             report.counts["published"] += 1
         elif result.failed:
             report.counts["publish_failed"] += 1
+    ran = after_cycle(workspace, report.counts["published"], say=say)  # once: e.g. commit and push
+    if ran is not None and ran.failed:
+        report.counts["publish_failed"] += 1
 
 
 def _browser_launches() -> int:
