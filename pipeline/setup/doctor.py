@@ -6,7 +6,8 @@ folder and saved login (present, private, its expiry), or that it is disabled, a
 account logged in to qwen.base_url (through a real page and the site's `/api/v2/users/status`);
 every selector of the chat page, by name (how a user learns the site changed); the router
 (`/api/health`, `/v1/models`, router.model listed); the prompts folder there; the articles
-folder writable. One browser at a time (one per enabled account), each closed before the next.
+folder writable; [notify] URLs Apprise understands (nothing sent) and the [metrics] folder
+writable. One browser at a time (one per enabled account), each closed before the next.
 
 With `[accounts.*]` tables each account's checks carry its name ("login (main)"); without,
 the one account `default` is [browser]'s and the checks are named as they always were.
