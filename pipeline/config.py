@@ -115,17 +115,28 @@ def _one_of(*choices: str) -> Callable[[str], str | None]:
     return check
 
 
-def _after_command(value: str) -> str | None:
-    import string
+def _command_with(*names: str) -> Callable[[str], str | None]:
+    """A command template whose only placeholders are `names`."""
+    known = " and ".join(f"{{{name}}}" for name in names)
 
-    try:
-        fields = [name for _text, name, _spec, _conv in string.Formatter().parse(value) if name is not None]
-    except ValueError as err:
-        return f"is not a command template ({err}; write {{{{ and }}}} for a literal brace)"
-    unknown = [name for name in fields if name not in ("path", "slug")]
-    if unknown:
-        return f"uses {{{unknown[0]}}}: the placeholders are {{path}} and {{slug}}"
-    return None
+    def check(value: str) -> str | None:
+        import string
+
+        try:
+            fields = [
+                name for _text, name, _spec, _conv in string.Formatter().parse(value) if name is not None
+            ]
+        except ValueError as err:
+            return f"is not a command template ({err}; write {{{{ and }}}} for a literal brace)"
+        unknown = [name for name in fields if name not in names]
+        if unknown:
+            return f"uses {{{unknown[0]}}}: the placeholders are {known}"
+        return None
+
+    return check
+
+
+_after_command = _command_with("path", "slug")
 
 
 def _string_list(value: list) -> str | None:
@@ -335,6 +346,27 @@ class Publish(Section):
     after_timeout: float = key(
         (int, float), 60, _between(0, DAY, low_open=True), "seconds before `after` is stopped"
     )
+    after_cycle: str = key(
+        str,
+        "",
+        _command_with("dir"),
+        "command run once after a cycle that published (e.g. git commit and push), with {dir}",
+    )
+
+
+def _needs(module: str, extra: str, check: Callable[[Any], str | None] | None = None):
+    """A key that, once set, needs an optional library: its check, then the library's presence
+    (found, not imported: a cron cycle pays for it only when it uses it)."""
+
+    def needs(value: Any) -> str | None:
+        from importlib.util import find_spec
+
+        problem = check(value) if check else None
+        if problem or not value or find_spec(module) is not None:
+            return problem
+        return f"needs {module}, which is not installed here: pip install 'qwenpipe[{extra}]'"
+
+    return needs
 
 
 @dataclass(frozen=True)
@@ -342,6 +374,27 @@ class Notify(Section):
     """[notify]"""
 
     ping_url: str = key(str, "", _http_url_or_empty, "healthchecks.io-style URL pinged by `cycle`")
+    urls: list[str] = key(
+        list,
+        [],
+        _needs("apprise", "notify", _string_list),
+        'Apprise URLs told what needs a person, e.g. ["ntfy://ntfy.sh/TOPIC"]',
+        may_be_secret=True,
+    )
+    daily_summary: bool = key(bool, False, None, "also send, once a day, a summary of the batch to urls")
+    summary_hour: int = key(int, 8, _between(0, 23), "the local hour from which the day's summary is sent")
+
+
+@dataclass(frozen=True)
+class Metrics(Section):
+    """[metrics]"""
+
+    textfile: str = key(
+        str,
+        "",
+        _needs("prometheus_client", "metrics"),
+        "Prometheus text file written after each cycle (node_exporter's textfile collector)",
+    )
 
 
 def _store_url(value: str) -> str | None:
@@ -415,6 +468,7 @@ SECTIONS: dict[str, type[Section]] = {
     "login": Login,
     "publish": Publish,
     "notify": Notify,
+    "metrics": Metrics,
     "store": Store,
 }
 SCHEMA: dict[str, dict[str, Key]] = {name: section.keys() for name, section in SECTIONS.items()}
@@ -530,6 +584,10 @@ class Config:
     @cached_property
     def notify(self) -> Notify:
         return Notify(**self.values["notify"])
+
+    @cached_property
+    def metrics(self) -> Metrics:
+        return Metrics(**self.values["metrics"])
 
     @cached_property
     def store(self) -> Store:

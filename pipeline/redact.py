@@ -150,6 +150,16 @@ def mask_passwords(text: str) -> str:
     return _PASSWORD.sub(lambda found: (found["lead"] or found["key"]) + MASK, text)
 
 
+# A JSON Web Token, the shape of the chat's login token: header.payload.signature in base64url,
+# the first two JSON objects (`eyJ` is `{"`).
+_JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*")
+
+
+def mask_tokens(text: str) -> str:
+    """`text` with every JWT-shaped token (a login token nobody registered) replaced by MASK."""
+    return _JWT.sub(MASK, text) if "eyJ" in text else text
+
+
 def mask(text: str, secrets: Iterable[str] | None = None) -> str:
     """`text` with every run of MIN_RUN+ characters of a secret's forms replaced by MASK (a short
     secret where it stands as a token), and every password written in a URL or a `password=`
@@ -316,6 +326,7 @@ __all__ = [
     "mask",
     "mask_data",
     "mask_passwords",
+    "mask_tokens",
     "masked_json",
     "register",
     "router_key",

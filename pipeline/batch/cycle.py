@@ -222,11 +222,53 @@ def run_cycle(
                     **_store_record(previous, stopped, clock()),
                 },
             )
+            _tell(workspace, report, stopped, clock(), say)
         finally:
             lock.release()
     if late is not None:
         raise late
     return report
+
+
+def _tell(
+    workspace: Workspace,
+    report: CycleReport,
+    stopped: BaseException | None,
+    now: float,
+    say: Callable[[str], None],
+) -> None:
+    """After the cycle is recorded: what needs a person told ([notify] urls) and the numbers
+    written ([metrics] textfile). Never the cycle's failure, nor for long: each says what went
+    wrong, and the next cycle tries again. Nothing at all when neither is set."""
+    config = workspace.config
+    textfile = config.metrics.textfile
+    if isinstance(stopped, KeyboardInterrupt) or not (config.notify.urls or textfile):
+        return
+    from . import alerts, metrics
+    from .status import collect
+
+    try:
+        status = collect(workspace, now)
+    except Exception as err:  # the store held, a folder gone: the next cycle tells it
+        say(f"cycle: nothing notified or measured: the batch cannot be read ({_first_line(err)})")
+        return
+    pending = 0
+    if config.notify.urls:
+        try:
+            # The journal's times are the wall clock's: the first read starts at this cycle's start.
+            since = time.time() - report.seconds - 1
+            pending = alerts.tell(workspace, status, since=since, now=now, say=say)
+        except Exception as err:
+            say(f"notify: not sent ({_first_line(err)}); the next cycle tries again")
+    if textfile:
+        ending = _ending(report, stopped)
+        data = metrics.render(
+            status, exit_code=ending["exit_code"], seconds=report.seconds, finished=now, pending=pending
+        )
+        try:
+            metrics.write(config.resolve(textfile), data)
+        except (OSError, SetupProblem) as err:
+            say(f"metrics: {textfile} not written ({_first_line(err)}); the next cycle writes it again")
 
 
 def _ending(report: CycleReport, stopped: BaseException | None) -> dict:
@@ -721,7 +763,7 @@ def _publish(workspace: Workspace, views: list[ArticleView], report: CycleReport
     done: its failures are counted and said, never the cycle's exit code or the article's fate."""
     if workspace.config.publish_dir is None:
         return  # off, as in most cron cycles: its module (subprocess, hashing) is not loaded
-    from ..publishing.publish import publish_done
+    from ..publishing.publish import after_cycle, publish_done
 
     # A generator: each article's mtime is read only when publishing is on and asks for it.
     done = ((v.slug, v.done_mtime) for v in views if v.done and not v.file_problem)
@@ -731,6 +773,9 @@ def _publish(workspace: Workspace, views: list[ArticleView], report: CycleReport
             report.counts["published"] += 1
         elif result.failed:
             report.counts["publish_failed"] += 1
+    ran = after_cycle(workspace, report.counts["published"], say=say)  # once: e.g. commit and push
+    if ran is not None and ran.failed:
+        report.counts["publish_failed"] += 1
 
 
 def _browser_launches() -> int:

@@ -242,28 +242,64 @@ def run_after(config: Config, path: Path, slug: str) -> str | None:
     In the config's folder, in a session of its own, stopped on the timeout with its process
     group and every process descending from it (publishing/hook.py: what that cannot reach);
     of its output only the head and the tail are kept, and its last lines said."""
-    from . import hook
-
     command = config.publish.after
     if not command:
         return None
+    return _run_hook(
+        config, "publish.after", command.format(path=shlex.quote(str(path)), slug=shlex.quote(slug))
+    )
+
+
+def _run_hook(config: Config, key: str, line: str) -> str | None:
+    """Run the command `line` of the config key `key` (see run_after): None when it succeeded."""
+    from . import hook
+
     timeout = config.publish.after_timeout
-    line = command.format(path=shlex.quote(str(path)), slug=shlex.quote(slug))
     try:
         ran = hook.run(["/bin/sh", "-c", line], cwd=config.root, timeout=timeout)
     except OSError as err:
-        return f"publish.after could not start: {err.strerror}"
+        return f"{key} could not start: {err.strerror}"
     if ran.returncode is None:
         return (
-            f"publish.after ran longer than publish.after_timeout = {timeout:g} s and was stopped "
+            f"{key} ran longer than publish.after_timeout = {timeout:g} s and was stopped "
             f"(its process group and every process it started that is still its descendant): {line}"
         )
     if ran.returncode:
         tail = ran.output.last_lines(AFTER_OUTPUT_LINES)
         said = f": {' / '.join(tail)}" if tail else ""
         size = f" ({ran.output.size:,} bytes of output; the last lines shown)" if ran.output.cut else ""
-        return f"publish.after exited {ran.returncode} ({line}){said}{size}"
+        return f"{key} exited {ran.returncode} ({line}){said}{size}"
     return None
+
+
+AFTER_CYCLE_RECORD = "publish_after_cycle.json"  # under articles/.qwenpipe/: did its last run fail
+
+
+def after_cycle(workspace, published: int, *, say: Callable[[str], None]) -> Result | None:
+    """publish.after_cycle, once at the end of a cycle that published `published` page(s) (> 0),
+    or whose last run failed (a push the remote refused is pushed by the next cycle): None when
+    it is not due, else its Result ("after_failed" when it failed: said, recorded, run again).
+    Never raises for the command's failure; the cycle goes on."""
+    config = workspace.config
+    command = config.publish.after_cycle
+    folder = config.publish_dir
+    if not command or folder is None:
+        return None
+    record = workspace.state_dir / AFTER_CYCLE_RECORD
+    try:
+        failed = json.loads(files.read_bytes(record)).get("failed") is True
+    except (OSError, ValueError, AttributeError, SetupProblem):
+        failed = False
+    if not published and not failed:
+        return None
+    error = _run_hook(config, "publish.after_cycle", command.format(dir=shlex.quote(str(folder))))
+    files.atomic_write(record, json.dumps({"failed": bool(error), "error": error or "", "time": time.time()}))
+    if error:
+        workspace.journal.append("*", "publish_after_failed", error=error)
+        result = Result("*", "after_failed", f"publish: {error}; the next cycle runs it again")
+        say(result.message)
+        return result
+    return Result("*", "published", "publish: publish.after_cycle ran")
 
 
 def publish_by_hand(workspace, slug: str | None, *, say: Callable[[str], None]) -> list[Result]:

@@ -6,7 +6,8 @@ folder and saved login (present, private, its expiry), or that it is disabled, a
 account logged in to qwen.base_url (through a real page and the site's `/api/v2/users/status`);
 every selector of the chat page, by name (how a user learns the site changed); the router
 (`/api/health`, `/v1/models`, router.model listed); the prompts folder there; the articles
-folder writable. One browser at a time (one per enabled account), each closed before the next.
+folder writable; [notify] URLs Apprise understands (nothing sent) and the [metrics] folder
+writable. One browser at a time (one per enabled account), each closed before the next.
 
 With `[accounts.*]` tables each account's checks carry its name ("login (main)"); without,
 the one account `default` is [browser]'s and the checks are named as they always were.
@@ -157,6 +158,8 @@ def run_doctor(
     check_router(report, config)
     check_prompts(report, config)
     check_articles(report, config)
+    check_notify(report, config)
+    check_metrics(report, config)
     check_store(report, config, now)
     check_holds(report, config, now)
     return report
@@ -349,6 +352,54 @@ def check_articles(report: Report, config: Config) -> None:
         report.add("articles", OK, f"{folder} will be created on the first run ({existing} is writable)")
     else:
         report.add("articles", OK, f"{folder} is writable")
+
+
+def check_notify(report: Report, config: Config) -> None:
+    """[notify] urls: each one a URL Apprise can send to (parsed, nothing sent)."""
+    urls = config.notify.urls
+    if not urls:
+        return
+    import apprise
+
+    from ..batch.alerts import shown
+
+    bad = [shown(url) for url in urls if not apprise.Apprise().add(url)]
+    if bad:
+        report.add(
+            "notify",
+            FAIL,
+            f"notify.urls: {len(bad)} of {len(urls)} not understood by Apprise ({', '.join(bad)})",
+            "write each as Apprise documents it, e.g. ntfy://ntfy.sh/TOPIC or json://host:port/path",
+        )
+        return
+    report.add("notify", OK, f"notify.urls: {len(urls)} URL(s) Apprise can send to (nothing sent)")
+
+
+def check_metrics(report: Report, config: Config) -> None:
+    """[metrics] textfile: its folder exists and this user may write there."""
+    if not config.metrics.textfile:
+        return
+    path = config.resolve(config.metrics.textfile)
+    try:
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".qwenpipe-doctor-"):
+            pass
+    except OSError as err:
+        report.add(
+            "metrics",
+            FAIL,
+            f"metrics.textfile: cannot write in {path.parent} ({err.strerror})",
+            f"create {path.parent} and make it writable for this user (node_exporter reads it)",
+        )
+        return
+    if not path.name.endswith(".prom"):
+        report.add(
+            "metrics",
+            WARN,
+            f"metrics.textfile: {path} does not end in .prom",
+            "node_exporter reads *.prom only",
+        )
+        return
+    report.add("metrics", OK, f"metrics.textfile: {path} is writable")
 
 
 def check_store(report: Report, config: Config, now: float) -> None:

@@ -1,0 +1,259 @@
+"""Notifications through Apprise (`[notify] urls`): one message per event that needs a person.
+
+The events, each told once: the chat found logged out (again only after a cycle found it logged
+in), a bot check holding an account (each hold once), an article dead-lettered (each time), the
+router failing (once, until it writes an article again), and with `daily_summary` a summary of
+the batch once a day (from `summary_hour`, local time). Dead letters and the router are read from
+the journal after the last event read, so an article dead-lettered by `generate` between two
+cycles is told by the next cycle.
+
+Nothing here fails or holds up a cycle for long: each URL gets Apprise's own timeouts (4 s to
+connect, 4 s to read), and a URL that failed is not tried again in this cycle. What was not
+delivered waits in `articles/.qwenpipe/notify.json` (0600; written before any delivery, and
+after each one) and is tried again by the next cycle; `status` says so. A message never holds
+the router key, a proxy password or a login token (masked before it is kept).
+
+The health pings of `[notify] ping_url` are batch/notify.py's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .. import files
+from ..contract.quota import BOT_CHECK, clock, local_day_start
+from ..errors import SetupProblem
+from ..redact import mask, mask_tokens
+
+if TYPE_CHECKING:
+    from ..contract.workspace import Workspace
+    from .status import BatchStatus
+
+STATE_FILE = "notify.json"  # under articles/.qwenpipe/
+MAX_PENDING = 100  # messages kept for delivery; the oldest are dropped beyond (said in status)
+
+
+@dataclass
+class Message:
+    key: str  # what it tells of, e.g. "dead_letter:tea"
+    title: str
+    body: str
+    since: float  # when it was first due
+    owed: list[str]  # the URLs (by url_id) not told yet
+    attempts: int = 0  # deliveries that failed
+    error: str = ""  # the last one's words
+
+
+@dataclass
+class Ledger:
+    """notify.json: what was told, and what is still owed to which URL."""
+
+    journal_seq: int | None = None  # the last journal event read (None: none yet)
+    logged_out: bool = False  # told that the chat is logged out (until a cycle finds it logged in)
+    router_down: bool = False  # told that the router fails (until it writes an article again)
+    holds: dict[str, float] = field(default_factory=dict)  # account -> since of the bot check told
+    summary_day: str = ""  # the local day whose summary was made
+    pending: list[Message] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, path: Path) -> Ledger:
+        """The ledger at `path`; a fresh one when there is none or it cannot be read (a torn or
+        hand-edited file must not stop the cycle: the worst is an event told twice)."""
+        try:
+            data = json.loads(files.read_bytes(path))
+            ledger = cls(**{k: v for k, v in data.items() if k != "pending"})
+            ledger.pending = [Message(**m) for m in data.get("pending", [])]
+        except FileNotFoundError:
+            return cls()
+        except (OSError, ValueError, TypeError, AttributeError, SetupProblem):
+            return cls()
+        return ledger
+
+    def save(self, path: Path) -> None:
+        files.atomic_write(path, json.dumps(asdict(self)))
+
+
+def url_id(url: str) -> str:
+    """A URL's name in notify.json: its hash (a URL may hold a bot token)."""
+    return hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
+
+
+def shown(url: str) -> str:
+    """A URL as messages show it: its scheme alone (the rest may hold a token)."""
+    return f"{url.split('://', 1)[0]}://..." if "://" in url else "a notify URL"
+
+
+def clean(text: str) -> str:
+    """`text` without any registered secret (the router key, proxy passwords), a password in a
+    URL or a login token."""
+    return mask_tokens(mask(text))
+
+
+def tell(
+    workspace: Workspace,
+    status: BatchStatus,
+    *,
+    since: float,
+    now: float,
+    say: Callable[[str], None],
+) -> int:
+    """Queue this cycle's events for every [notify] URL, then deliver what is owed; the number
+    of messages still owed afterwards. `since`: the wall-clock time from which the journal is
+    read the first time (later: after the last event read)."""
+    urls = list(workspace.config.notify.urls)
+    path = workspace.state_dir / STATE_FILE
+    ledger = Ledger.load(path)
+    ids = [url_id(url) for url in urls]
+    for message in ledger.pending:  # a URL removed from the config is owed nothing
+        message.owed = [owed for owed in message.owed if owed in ids]
+    where = f"{os.uname().nodename}:{workspace.config.root}"
+    for key, title, body in events(workspace, ledger, status, since, now):
+        text = clean(f"{body}\n\n({where})")
+        ledger.pending.append(Message(key, clean(title), text, now, list(ids)))
+    ledger.pending = [m for m in ledger.pending if m.owed][-MAX_PENDING:]
+    ledger.save(path)  # before any delivery: a crash while sending loses no event
+    deliver(ledger, urls, path, say)
+    return len(ledger.pending)
+
+
+def events(
+    workspace: Workspace, ledger: Ledger, status: BatchStatus, since: float, now: float
+) -> Iterator[tuple[str, str, str]]:
+    """(key, title, body) of each event to tell, the ledger updated as they are found."""
+    from .status import logged_out_warning
+
+    logged_out = logged_out_warning(status.last_cycle, status.login)
+    if logged_out and not ledger.logged_out:
+        yield "logged_out", "qwenpipe: the chat is logged out", logged_out
+    ledger.logged_out = bool(logged_out)
+    holds = {}
+    for account in status.accounts:
+        hold = account.hold
+        if hold is None or hold.kind != BOT_CHECK:
+            continue
+        holds[account.name] = hold.since
+        if ledger.holds.get(account.name) != hold.since:
+            yield f"bot_check:{account.name}", f"qwenpipe: bot check on account {account.name}", hold.words()
+    ledger.holds = holds
+    yield from journal_events(workspace, ledger, since)
+    if workspace.config.notify.daily_summary:
+        day = datetime.fromtimestamp(now).astimezone()
+        if day.hour >= workspace.config.notify.summary_hour and ledger.summary_day != day.date().isoformat():
+            ledger.summary_day = day.date().isoformat()
+            yield (
+                f"summary:{ledger.summary_day}",
+                f"qwenpipe: summary of {ledger.summary_day}",
+                summary(workspace, status, now),
+            )
+
+
+def journal_events(workspace: Workspace, ledger: Ledger, since: float) -> Iterator[tuple[str, str, str]]:
+    """Dead letters and the router's failures since the last event read (the first time: since
+    this cycle began, not the whole history)."""
+    store = workspace.store
+    found = store.events(after=ledger.journal_seq) if ledger.journal_seq else store.events(since=since)
+    for event in found:
+        ledger.journal_seq = max(ledger.journal_seq or 0, event.seq)
+        error = str(event.fields.get("error") or "")
+        if event.event == "dead_letter":
+            yield (
+                f"dead_letter:{event.slug}",
+                f"qwenpipe: {event.slug} dead-lettered",
+                f"{event.slug} failed on every engine and is set aside: {error}\n"
+                f"`qwenpipe replay {event.slug}` tries it again.",
+            )
+        elif event.event == "router_failed" and not ledger.router_down:
+            ledger.router_down = True
+            yield (
+                "router_failed",
+                "qwenpipe: the router is failing",
+                f"the router could not write {event.slug}: {error}\n"
+                "What the chat cannot write fails until it answers (router.base_url, its key).",
+            )
+        elif event.event == "done" and event.fields.get("engine") == "router":
+            ledger.router_down = False
+
+
+def summary(workspace: Workspace, status: BatchStatus, now: float) -> str:
+    """The batch in a few lines: articles done by engine, yesterday's sends per account, what
+    waits, and what `status` warns of."""
+    done = Counter(row.engine or "?" for row in status.rows if row.state == "done")
+    engines = ", ".join(f"{engine} {n}" for engine, n in sorted(done.items()))
+    today = local_day_start(now)
+    sent = workspace.store.send_counts(local_day_start(today - 1), today) if workspace.has_store else None
+    per_account = ", ".join(f"{a.name} {sent.of(a.name) if sent else 0}" for a in status.accounts)
+    waiting = ", ".join(f"{n} {state}" for state, n in status.totals.items() if n and state != "done")
+    lines = [
+        f"articles done: {sum(done.values())}" + (f" ({engines})" if engines else ""),
+        f"sent yesterday: {per_account}",
+        f"waiting: {waiting or 'nothing'}",
+        *(f"look: {warning}" for warning in status.warnings),
+    ]
+    return "\n".join(lines)
+
+
+def deliver(ledger: Ledger, urls: list[str], path: Path, say: Callable[[str], None]) -> None:
+    """Each owed message to each URL, oldest first; a URL that fails is left until the next
+    cycle. The ledger is saved after each delivery (a message is never told twice)."""
+    if not ledger.pending:
+        return
+    import apprise
+
+    failed = []
+    for url in urls:
+        uid = url_id(url)
+        for message in [m for m in ledger.pending if uid in m.owed]:
+            error = send_one(apprise, url, message)
+            if error:
+                message.attempts += 1
+                message.error = error
+                failed.append(error)
+                break
+            message.owed.remove(uid)
+            ledger.pending = [m for m in ledger.pending if m.owed]
+            ledger.save(path)
+    if failed:
+        ledger.save(path)
+        count = len(ledger.pending)
+        say(f"notify: {count} message(s) not delivered ({failed[0]}); the next cycle tries again")
+
+
+def send_one(apprise, url: str, message: Message) -> str | None:
+    """Deliver `message` to `url`: None when delivered, else why not (never the URL itself)."""
+    import logging
+
+    box = apprise.Apprise()
+    with apprise.LogCapture(level=logging.WARNING, fmt="%(message)s") as log:
+        if not box.add(url):
+            return f"{shown(url)} is not a URL Apprise knows"
+        delivered = box.notify(title=message.title, body=message.body)
+        said = [line.strip() for line in log.getvalue().splitlines() if line.strip()]
+    if delivered:
+        return None
+    words = said[-1].replace(url, shown(url)) if said else "not delivered"
+    return clean(f"{shown(url)}: {words}")
+
+
+def pending_warning(state_dir: Path) -> str | None:
+    """`status`'s line for messages not delivered yet, or None."""
+    path = state_dir / STATE_FILE
+    if not path.exists():
+        return None
+    pending = Ledger.load(path).pending
+    if not pending:
+        return None
+    oldest = min(m.since for m in pending)
+    last = next((m.error for m in reversed(pending) if m.error), "")
+    why = f": {last}" if last else ""
+    return (
+        f"{len(pending)} notification(s) not delivered yet (the oldest since {clock(oldest)}){why}; "
+        "the next cycle tries again"
+    )
