@@ -234,9 +234,12 @@ def new_prompt(
     sets: list[str],
     max_request_bytes: int = 0,
     warn: Callable[[str], None] | None = None,
+    similar: float | None = None,
 ) -> Path:
     """Write prompts/SLUG.md from a template; never overwrites. Raises UsageProblem (exit 2)
-    for an invalid or taken slug, an empty title, a bad --set, a bad or unknown template.
+    for an invalid or taken slug, an empty title, a bad --set, a bad or unknown template, and
+    a title at least `similar` alike to a prompt's or an article's (topics.similar; None:
+    --allow-similar, not checked).
     A prompt too large for the chat (over `max_request_bytes`, qwen.max_prompt_bytes; 0 = not
     checked) is written all the same, and `warn` is told why it will not be sent to the chat."""
     check_slug(slug)
@@ -246,6 +249,8 @@ def new_prompt(
     taken = exists(prompts_dir, articles_dir, slug)
     if taken:
         raise UsageProblem(f"{slug!r} exists already ({taken}); pick another slug (nothing was written)")
+    if similar is not None:
+        _refuse_similar(prompts_dir, articles_dir, title.strip(), similar)
     chosen = load_template(prompts_dir, template)
     chosen.check(set(STANDARD) | set(extra), "give it with --set {name}=VALUE")
     values = values_for(title.strip(), slug, tags, extra)
@@ -256,3 +261,14 @@ def new_prompt(
     if too_large and warn is not None:
         warn(f"warning: {too_large}")
     return path
+
+
+def _refuse_similar(prompts_dir: Path, articles_dir: Path, title: str, threshold: float) -> None:
+    from .similar import ALLOW, TopicMemory, remember_batch
+
+    found = remember_batch(TopicMemory(threshold), prompts_dir, articles_dir).closest(title)
+    if found is not None:
+        raise UsageProblem(
+            f"--title {title!r} {found.says(threshold)}; nothing was written. If it is another "
+            f"topic, run again with {ALLOW} (or raise [topics] similar in config.toml)"
+        )

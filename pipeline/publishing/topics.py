@@ -19,6 +19,7 @@ from pathlib import Path
 from .. import files
 from ..contract.prompts import check_slug, request_size_problem
 from ..errors import UsageProblem
+from .similar import ALLOW, TopicMemory, remember_batch
 from .templates import (
     STANDARD,
     exists,
@@ -40,12 +41,15 @@ class ImportReport:
     existing: list[str] = field(default_factory=list)  # one line each: which row, which file
     invalid: list[str] = field(default_factory=list)  # one line each: which row, what, the fix
     too_large: list[str] = field(default_factory=list)  # written, but too large for the chat
+    similar: list[str] = field(default_factory=list)  # one line each: which row, which topic it resembles
 
     def summary(self) -> str:
         verb = "would write" if self.dry_run else "wrote"
         parts = [f"{verb} {len(self.written)} prompt(s)"]
         if self.existing:
             parts.append(f"{len(self.existing)} skipped (slug exists)")
+        if self.similar:
+            parts.append(f"{len(self.similar)} refused (similar to a known topic; {ALLOW} imports them)")
         if self.invalid:
             parts.append(f"{len(self.invalid)} invalid (nothing written for them)")
         if self.too_large:
@@ -61,10 +65,13 @@ def import_topics(
     *,
     dry_run: bool = False,
     max_request_bytes: int = 0,
+    similar: float | None = None,
 ) -> ImportReport:
     """Write one prompt per row of the CSV file `source`. UsageProblem when the file itself
     cannot be used (nothing written then); per-row problems are in the report, and so are the
-    prompts written that are too large for the chat (over `max_request_bytes`; 0 = unchecked)."""
+    prompts written that are too large for the chat (over `max_request_bytes`; 0 = unchecked).
+    With `similar` (topics.similar; None: --allow-similar), a row whose title is at least that
+    alike to a prompt's, an article's or an earlier row's is refused, and reported."""
     rows = _read_rows(source)
     try:
         header_line, header = next(rows)
@@ -77,6 +84,7 @@ def import_topics(
     placeholders = set(STANDARD) | {c for c in columns if c.isidentifier()}
     chosen.check(placeholders, f"add a `{{name}}` column to {source}")
     report = ImportReport(source, dry_run=dry_run)
+    memory = None if similar is None else remember_batch(TopicMemory(similar), prompts_dir, articles_dir)
     first_line_of: dict[str, int] = {}
     for line, cells in rows:
         if not any(cell.strip() for cell in cells):
@@ -104,6 +112,13 @@ def import_topics(
         if taken:
             report.existing.append(f"{where}: skipped: {slug!r} exists already ({taken})")
             continue
+        found = memory.closest(row["title"]) if memory is not None else None
+        if found is not None:
+            report.similar.append(
+                f"{where}: refused: {slug!r} {found.says(similar)}; if it is another topic, "
+                f"import it with {ALLOW}"
+            )
+            continue
         tags = split_tags(row.get("tags", ""))
         extra = {k: v.strip() for k, v in row.items() if k not in OWN_COLUMNS}
         try:
@@ -117,6 +132,8 @@ def import_topics(
             report.existing.append(f"{where}: skipped: {slug!r} exists already ({path})")
             continue
         report.written.append((slug, path))
+        if memory is not None:
+            memory.add(slug, row["title"].strip(), f"line {line} of the list")
         too_large = max_request_bytes and request_size_problem(prompt, max_request_bytes)
         if too_large:
             report.too_large.append(f"{where}: warning: {too_large}")
