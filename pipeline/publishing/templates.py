@@ -72,12 +72,16 @@ class Template:
                     f"{fix.format(name=name)}, or write {{{{{name}}}}} for the literal text"
                 )
 
-    def render(self, values: dict[str, str], tags: list[str]) -> str:
-        """The prompt file's text for `values` (every placeholder must be in it: check first)."""
+    def render(self, values: dict[str, str], tags: list[str], front: dict | None = None) -> str:
+        """The prompt file's text for `values` (every placeholder must be in it: check first);
+        `front`: more front matter keys (a topic list's categories, publishDate...), each
+        unless the template sets it."""
         meta = _fill(self.meta, values, tags)
         meta.setdefault("title", values["title"])
         if tags:
             meta.setdefault("tags", list(tags))
+        for name, value in (front or {}).items():
+            meta.setdefault(name, value)
         head = f"{FENCE}\n{tomli_w.dumps(meta)}{FENCE}\n" if meta else ""
         return head + fill_text(self.body, values).lstrip("\n")
 
@@ -194,11 +198,11 @@ def exists(prompts_dir: Path, articles_dir: Path, slug: str) -> Path | None:
 
 
 def render_prompt(
-    prompts_dir: Path, template: Template, slug: str, values: dict[str, str], tags
+    prompts_dir: Path, template: Template, slug: str, values: dict[str, str], tags, front: dict | None = None
 ) -> tuple[Path, str, Prompt]:
     """(path, text, the Prompt it loads as) for `slug`; UsageProblem when it would not load."""
     path = prompts_dir / f"{slug}.md"
-    text = template.render(values, list(tags))
+    text = template.render(values, list(tags), front)
     try:
         return path, text, parse_prompt(slug, path, text)
     except UsageProblem as problem:

@@ -1,7 +1,11 @@
 """Topic lists: `qwenpipe import topics.csv`, one prompt per row, written from a template.
 
 The CSV has a header. `title` is required; `slug` is optional (else made from the title);
-`tags` is split on commas; every other column is a placeholder of the template. Each row is
+`tags` is split on commas; every other column is a placeholder of the template. Three of them
+are also front matter of the prompt, and so of its article and its published page (unless the
+template sets them): `categories` (split on commas), `description` (the page's description for
+search engines, instead of the article's first paragraph) and `publish_at` (an ISO date or date
+and time: Hugo's `publishDate`, before which Hugo does not build the page). Each row is
 all or nothing: it is checked whole (its slug, its cells, the prompt it makes) before its file
 is written, whole, never over an existing one. A bad row is reported with its line number and
 the rest go on; a bad file (no header, no `title` column, a placeholder no column fills) stops
@@ -13,7 +17,9 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from pathlib import Path
 
 from .. import files
@@ -30,6 +36,7 @@ from .templates import (
     values_for,
 )
 
+DATE_ONLY = re.compile(r"\d{4}-\d\d-\d\d")
 OWN_COLUMNS = ("title", "slug", "tags")  # columns with a meaning of their own (not only placeholders)
 
 
@@ -122,8 +129,9 @@ def import_topics(
         tags = split_tags(row.get("tags", ""))
         extra = {k: v.strip() for k, v in row.items() if k not in OWN_COLUMNS}
         try:
+            front = front_matter_of(where, row)
             path, text, prompt = render_prompt(
-                prompts_dir, chosen, slug, values_for(row["title"].strip(), slug, tags, extra), tags
+                prompts_dir, chosen, slug, values_for(row["title"].strip(), slug, tags, extra), tags, front
             )
         except UsageProblem as problem:
             report.invalid.append(f"{where}: {problem}")
@@ -200,3 +208,33 @@ def _row_slug(where: str, row: dict[str, str]) -> str:
             f"{where}: field title = {title!r} has no a-z or 0-9 to make a slug from; give the row a slug"
         )
     return made
+
+
+def front_matter_of(where: str, row: dict[str, str]) -> dict:
+    """The front matter a row's `categories`, `description` and `publish_at` cells give its
+    prompt (empty cells give none). UsageProblem for a `publish_at` that is not ISO."""
+    front: dict = {}
+    categories = split_tags(row.get("categories", ""))
+    if categories:
+        front["categories"] = categories
+    summary = row.get("description", "").strip()
+    if summary:
+        front["description"] = summary
+    when = row.get("publish_at", "").strip()
+    if when:
+        front["publishDate"] = publish_date(where, when)
+    return front
+
+
+def publish_date(where: str, text: str) -> date | datetime:
+    """`2027-03-01` (a date) or `2027-03-01T09:00:00+01:00` (a date and time, with or without
+    its offset; `Z` for UTC) as the TOML value Hugo reads for publishDate."""
+    try:
+        if DATE_ONLY.fullmatch(text):
+            return date.fromisoformat(text)
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageProblem(
+            f"{where}: field publish_at = {text!r} is not an ISO date or date and time; write e.g. "
+            "2027-03-01 or 2027-03-01T09:00:00+01:00 (or leave it empty: published when done)"
+        ) from None
