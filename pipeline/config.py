@@ -334,6 +334,24 @@ class Login(Section):
     )
 
 
+def _similarity(value: float) -> str | None:
+    if _between(0, 1, low_open=True)(value) is None:
+        return None
+    return "must be more than 0 and at most 1, e.g. 0.85 (1 refuses only a title of the same words)"
+
+
+@dataclass(frozen=True)
+class Topics(Section):
+    """[topics]"""
+
+    similar: float = key(
+        (int, float),
+        0.85,
+        _similarity,
+        "`new`/`import` refuse a title this similar to a known one (1 = only the same words)",
+    )
+
+
 @dataclass(frozen=True)
 class Publish(Section):
     """[publish]"""
@@ -466,6 +484,7 @@ SECTIONS: dict[str, type[Section]] = {
     "router": Router,
     "article": Article,
     "login": Login,
+    "topics": Topics,
     "publish": Publish,
     "notify": Notify,
     "metrics": Metrics,
@@ -576,6 +595,10 @@ class Config:
     @cached_property
     def login(self) -> Login:
         return Login(**self.values["login"])
+
+    @cached_property
+    def topics(self) -> Topics:
+        return Topics(**self.values["topics"])
 
     @cached_property
     def publish(self) -> Publish:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from pipeline.contract.prompts import Prompt
+from pipeline.contract.prompts import Prompt, load_prompt
 from pipeline.contract.render import render_article
 from pipeline.engines.base import Answer
 
@@ -26,4 +26,15 @@ def done_article(project: Path, slug: str, title: str = "Green Tea, Brewed Well"
     (articles / f"{slug}.md").write_text(text, encoding="utf-8")
     (articles / f"{slug}.md.url").write_text(CHAT_URL + "\n", encoding="utf-8")
     (articles / f"{slug}.md.rejected").write_text("+++\nreason = 'x'\n+++\nold answer\n", encoding="utf-8")
+    return articles / f"{slug}.md"
+
+
+def article_of_prompt(project: Path, slug: str, body: str, engine: str = "router") -> Path:
+    """articles/SLUG.md written from prompts/SLUG.md (its front matter and all) and `body`, as
+    the contract renders a finished answer."""
+    prompt = load_prompt(project / "prompts", slug)
+    text = render_article(prompt, Answer(body, engine), chat_url=None, when=datetime(2026, 11, 30, 9, 0))
+    articles = project / "articles"
+    articles.mkdir(parents=True, exist_ok=True)
+    (articles / f"{slug}.md").write_text(text, encoding="utf-8")
     return articles / f"{slug}.md"

@@ -2,7 +2,9 @@
 articles to a site. The work is in pipeline/publishing/.
 
 Exit codes: 0 done; 2 cannot run as asked (a bad slug, template, CSV file or row, a taken
-slug for `new`; nothing written for what was bad); 1 publishing failed (the article is kept).
+slug or a title like a known topic's for `new`; nothing written for what was bad); 1
+publishing failed (the article is kept). `import` reports the rows it refuses as like a known
+topic, as it does the rows whose slug exists: not an error.
 """
 
 # No `from __future__ import annotations`: Typer reads these annotations at runtime.
@@ -15,6 +17,13 @@ from ..console import out, say
 from ..errors import UsageProblem
 from ..exitcodes import ExitCode
 from .common import ConfigOption, workspace_of
+
+AllowSimilar = Annotated[
+    bool,
+    typer.Option(
+        "--allow-similar", help="write it even when its title resembles a known topic's ([topics] similar)"
+    ),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -33,9 +42,11 @@ def register(app: typer.Typer) -> None:
             list[str] | None,
             typer.Option("--set", help="another placeholder: --set keyword=matcha", metavar="KEY=VALUE"),
         ] = None,
+        allow_similar: AllowSimilar = False,
         config: ConfigOption = None,
     ) -> None:
-        """Write prompts/SLUG.md from a template (never overwrites: exit 2 if SLUG exists)."""
+        """Write prompts/SLUG.md from a template (never overwrites: exit 2 if SLUG exists, or if
+        the title resembles a known topic's: [topics] similar)."""
         from ..publishing.templates import new_prompt
 
         workspace = workspace_of(ctx, config)
@@ -49,6 +60,7 @@ def register(app: typer.Typer) -> None:
             sets=list(set_ or []),
             max_request_bytes=workspace.config.qwen.max_prompt_bytes,
             warn=say,
+            similar=None if allow_similar else workspace.config.topics.similar,
         )
         out().print(str(path), markup=False)
         say(f"wrote {path}; the next cycle (or `qwenpipe generate {slug}`) sends it")
@@ -63,6 +75,7 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option("--template", help="prompts/_templates/NAME.md (default: default)")
         ] = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="check every row, write nothing")] = False,
+        allow_similar: AllowSimilar = False,
         config: ConfigOption = None,
     ) -> None:
         """One prompt per CSV row; rows whose slug exists are skipped, bad rows reported (exit 2)."""
@@ -76,11 +89,12 @@ def register(app: typer.Typer) -> None:
             template,
             dry_run=dry_run,
             max_request_bytes=workspace.config.qwen.max_prompt_bytes,
+            similar=None if allow_similar else workspace.config.topics.similar,
         )
         printed = out()
         for _slug, path in report.written:
             printed.print(str(path), markup=False)
-        for line in report.existing + report.invalid + report.too_large:
+        for line in report.existing + report.similar + report.invalid + report.too_large:
             say(line)
         say(report.summary())
         if report.invalid:

@@ -104,6 +104,15 @@ def description(markdown: str) -> str:
     return cut + "…"
 
 
+def article_description(prompt: Prompt, body: str) -> str:
+    """The prompt's own `description` (its front matter's, as written), else the body's first
+    paragraph (description())."""
+    own = prompt.meta.get("description")
+    if isinstance(own, str) and own.strip():
+        return own.strip()
+    return description(body)
+
+
 def article_body(prompt: Prompt, answer: Answer, *, strip_title: bool = False) -> str:
     """The markdown below the article's front matter."""
     title = article_title(prompt, answer)
@@ -122,7 +131,7 @@ def render_article(
     account: str = "",
 ) -> str:
     """The whole SLUG.md document. Our keys (OWNED_KEYS) replace the prompt's, except that its
-    title wins; `chat_url` is the chat's only for an article the chat wrote.
+    title and its description win; `chat_url` is the chat's only for an article the chat wrote.
 
     `sent_sha256`: the hash of the prompt as it was sent, when it was edited since: the article
     answers that version, so that is the hash it carries, with `prompt_edited_after_send`.
@@ -134,7 +143,7 @@ def render_article(
         "title": title,
         "slug": prompt.slug,
         "date": when.astimezone().replace(microsecond=0),
-        "description": description(body),
+        "description": article_description(prompt, body),
         "engine": answer.engine,
     }
     if answer.model:
@@ -159,9 +168,17 @@ def render_article(
 
 
 def _plain(text: str) -> str:
-    """Markdown emphasis, links and code marks removed: for counting and for descriptions."""
+    """Markdown emphasis, links (inline, reference, footnote, autolinks), inline HTML, escapes
+    and code marks removed: for counting and for descriptions."""
     text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)
-    text = re.sub(r"[*_`~]+", "", text)
+    text = re.sub(r"\[\^[^\]]*\]", "", text)  # a footnote mark [^1]
+    text = re.sub(r"!?\[([^\]]*)\]\[[^\]]*\]", r"\1", text)  # [text][ref]
+    text = re.sub(r"<((?:https?|mailto):[^>\s]+)>", r"\1", text)  # <https://...>
+    text = re.sub(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>", "", text)  # <em>, </a>, <br/>
+    text = re.sub(r"(?<!\\)[*`~]+", "", text)
+    text = re.sub(r"(?<![\\\w])_+|_+(?!\w)", "", text)  # _emphasis_, not snake_case
+    text = re.sub(r"\\([\\`*_{}\[\]()#+\-.!|<>~])", r"\1", text)  # \* -> *
+    text = re.sub(r"\s{2,}", " ", text)
     return text.lstrip("# ").strip() if text.lstrip().startswith("#") else text
 
 

@@ -2,8 +2,10 @@
 after done that never touches the contract.
 
 - Only the article (SLUG.md) is ever copied, never a sidecar; its `chat_url` is dropped,
-  `draft` is set, and with `strip_title` the body loses its leading `#` heading (the theme
-  shows the title).
+  `draft` is set, a `description` is added when it has none (an article written before
+  articles had one), and with `strip_title` the body loses its leading `#` heading (the theme
+  shows the title). Everything else of its front matter (`tags`, `categories`, `publishDate`
+  from the prompt or its topic list) is kept as it is.
 - Atomically (the site never sees half a page), and again only when the article changed.
 - What was written is recorded (`articles/.qwenpipe/published/SLUG.json`: the sha256 of the
   article read and of the page written; SLUG.lock beside it: one publisher at a time). A page
@@ -35,7 +37,7 @@ import tomli_w
 from .. import files
 from ..config import Config, ConfigError, Publish
 from ..contract.prompts import FENCE, check_slug, split_front_matter
-from ..contract.render import strip_title_heading
+from ..contract.render import description, strip_title_heading
 from ..errors import SetupProblem, UsageProblem
 from ..files import FileLock, LockBusy
 
@@ -92,6 +94,8 @@ def page_text(article: str, where: Path, settings: Publish) -> str:
         meta.pop(key, None)
     meta["draft"] = bool(settings.draft) or meta.get("draft") is True  # a prompt's own draft holds
     body = body.strip()
+    if not isinstance(meta.get("description"), str):  # an article written before it had one
+        meta["description"] = description(body)
     if settings.strip_title:
         body = without_title(body, meta.get("title"))
     return f"{FENCE}\n{tomli_w.dumps(meta)}{FENCE}\n\n{body}\n"

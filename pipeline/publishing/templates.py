@@ -72,12 +72,16 @@ class Template:
                     f"{fix.format(name=name)}, or write {{{{{name}}}}} for the literal text"
                 )
 
-    def render(self, values: dict[str, str], tags: list[str]) -> str:
-        """The prompt file's text for `values` (every placeholder must be in it: check first)."""
+    def render(self, values: dict[str, str], tags: list[str], front: dict | None = None) -> str:
+        """The prompt file's text for `values` (every placeholder must be in it: check first);
+        `front`: more front matter keys (a topic list's categories, publishDate...), each
+        unless the template sets it."""
         meta = _fill(self.meta, values, tags)
         meta.setdefault("title", values["title"])
         if tags:
             meta.setdefault("tags", list(tags))
+        for name, value in (front or {}).items():
+            meta.setdefault(name, value)
         head = f"{FENCE}\n{tomli_w.dumps(meta)}{FENCE}\n" if meta else ""
         return head + fill_text(self.body, values).lstrip("\n")
 
@@ -194,11 +198,11 @@ def exists(prompts_dir: Path, articles_dir: Path, slug: str) -> Path | None:
 
 
 def render_prompt(
-    prompts_dir: Path, template: Template, slug: str, values: dict[str, str], tags
+    prompts_dir: Path, template: Template, slug: str, values: dict[str, str], tags, front: dict | None = None
 ) -> tuple[Path, str, Prompt]:
     """(path, text, the Prompt it loads as) for `slug`; UsageProblem when it would not load."""
     path = prompts_dir / f"{slug}.md"
-    text = template.render(values, list(tags))
+    text = template.render(values, list(tags), front)
     try:
         return path, text, parse_prompt(slug, path, text)
     except UsageProblem as problem:
@@ -234,9 +238,12 @@ def new_prompt(
     sets: list[str],
     max_request_bytes: int = 0,
     warn: Callable[[str], None] | None = None,
+    similar: float | None = None,
 ) -> Path:
     """Write prompts/SLUG.md from a template; never overwrites. Raises UsageProblem (exit 2)
-    for an invalid or taken slug, an empty title, a bad --set, a bad or unknown template.
+    for an invalid or taken slug, an empty title, a bad --set, a bad or unknown template, and
+    a title at least `similar` alike to a prompt's or an article's (topics.similar; None:
+    --allow-similar, not checked).
     A prompt too large for the chat (over `max_request_bytes`, qwen.max_prompt_bytes; 0 = not
     checked) is written all the same, and `warn` is told why it will not be sent to the chat."""
     check_slug(slug)
@@ -246,6 +253,8 @@ def new_prompt(
     taken = exists(prompts_dir, articles_dir, slug)
     if taken:
         raise UsageProblem(f"{slug!r} exists already ({taken}); pick another slug (nothing was written)")
+    if similar is not None:
+        _refuse_similar(prompts_dir, articles_dir, title.strip(), similar)
     chosen = load_template(prompts_dir, template)
     chosen.check(set(STANDARD) | set(extra), "give it with --set {name}=VALUE")
     values = values_for(title.strip(), slug, tags, extra)
@@ -256,3 +265,14 @@ def new_prompt(
     if too_large and warn is not None:
         warn(f"warning: {too_large}")
     return path
+
+
+def _refuse_similar(prompts_dir: Path, articles_dir: Path, title: str, threshold: float) -> None:
+    from .similar import ALLOW, TopicMemory, remember_batch
+
+    found = remember_batch(TopicMemory(threshold), prompts_dir, articles_dir).closest(title)
+    if found is not None:
+        raise UsageProblem(
+            f"--title {title!r} {found.says(threshold)}; nothing was written. If it is another "
+            f"topic, run again with {ALLOW} (or raise [topics] similar in config.toml)"
+        )

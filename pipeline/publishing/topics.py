@@ -1,7 +1,11 @@
 """Topic lists: `qwenpipe import topics.csv`, one prompt per row, written from a template.
 
 The CSV has a header. `title` is required; `slug` is optional (else made from the title);
-`tags` is split on commas; every other column is a placeholder of the template. Each row is
+`tags` is split on commas; every other column is a placeholder of the template. Three of them
+are also front matter of the prompt, and so of its article and its published page (unless the
+template sets them): `categories` (split on commas), `description` (the page's description for
+search engines, instead of the article's first paragraph) and `publish_at` (an ISO date or date
+and time: Hugo's `publishDate`, before which Hugo does not build the page). Each row is
 all or nothing: it is checked whole (its slug, its cells, the prompt it makes) before its file
 is written, whole, never over an existing one. A bad row is reported with its line number and
 the rest go on; a bad file (no header, no `title` column, a placeholder no column fills) stops
@@ -13,12 +17,15 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from pathlib import Path
 
 from .. import files
 from ..contract.prompts import check_slug, request_size_problem
 from ..errors import UsageProblem
+from .similar import ALLOW, TopicMemory, remember_batch
 from .templates import (
     STANDARD,
     exists,
@@ -29,6 +36,7 @@ from .templates import (
     values_for,
 )
 
+DATE_ONLY = re.compile(r"\d{4}-\d\d-\d\d")
 OWN_COLUMNS = ("title", "slug", "tags")  # columns with a meaning of their own (not only placeholders)
 
 
@@ -40,12 +48,15 @@ class ImportReport:
     existing: list[str] = field(default_factory=list)  # one line each: which row, which file
     invalid: list[str] = field(default_factory=list)  # one line each: which row, what, the fix
     too_large: list[str] = field(default_factory=list)  # written, but too large for the chat
+    similar: list[str] = field(default_factory=list)  # one line each: which row, which topic it resembles
 
     def summary(self) -> str:
         verb = "would write" if self.dry_run else "wrote"
         parts = [f"{verb} {len(self.written)} prompt(s)"]
         if self.existing:
             parts.append(f"{len(self.existing)} skipped (slug exists)")
+        if self.similar:
+            parts.append(f"{len(self.similar)} refused (similar to a known topic; {ALLOW} imports them)")
         if self.invalid:
             parts.append(f"{len(self.invalid)} invalid (nothing written for them)")
         if self.too_large:
@@ -61,10 +72,13 @@ def import_topics(
     *,
     dry_run: bool = False,
     max_request_bytes: int = 0,
+    similar: float | None = None,
 ) -> ImportReport:
     """Write one prompt per row of the CSV file `source`. UsageProblem when the file itself
     cannot be used (nothing written then); per-row problems are in the report, and so are the
-    prompts written that are too large for the chat (over `max_request_bytes`; 0 = unchecked)."""
+    prompts written that are too large for the chat (over `max_request_bytes`; 0 = unchecked).
+    With `similar` (topics.similar; None: --allow-similar), a row whose title is at least that
+    alike to a prompt's, an article's or an earlier row's is refused, and reported."""
     rows = _read_rows(source)
     try:
         header_line, header = next(rows)
@@ -77,6 +91,7 @@ def import_topics(
     placeholders = set(STANDARD) | {c for c in columns if c.isidentifier()}
     chosen.check(placeholders, f"add a `{{name}}` column to {source}")
     report = ImportReport(source, dry_run=dry_run)
+    memory = None if similar is None else remember_batch(TopicMemory(similar), prompts_dir, articles_dir)
     first_line_of: dict[str, int] = {}
     for line, cells in rows:
         if not any(cell.strip() for cell in cells):
@@ -104,11 +119,19 @@ def import_topics(
         if taken:
             report.existing.append(f"{where}: skipped: {slug!r} exists already ({taken})")
             continue
+        found = memory.closest(row["title"]) if memory is not None else None
+        if found is not None:
+            report.similar.append(
+                f"{where}: refused: {slug!r} {found.says(similar)}; if it is another topic, "
+                f"import it with {ALLOW}"
+            )
+            continue
         tags = split_tags(row.get("tags", ""))
         extra = {k: v.strip() for k, v in row.items() if k not in OWN_COLUMNS}
         try:
+            front = front_matter_of(where, row)
             path, text, prompt = render_prompt(
-                prompts_dir, chosen, slug, values_for(row["title"].strip(), slug, tags, extra), tags
+                prompts_dir, chosen, slug, values_for(row["title"].strip(), slug, tags, extra), tags, front
             )
         except UsageProblem as problem:
             report.invalid.append(f"{where}: {problem}")
@@ -117,6 +140,8 @@ def import_topics(
             report.existing.append(f"{where}: skipped: {slug!r} exists already ({path})")
             continue
         report.written.append((slug, path))
+        if memory is not None:
+            memory.add(slug, row["title"].strip(), f"line {line} of the list")
         too_large = max_request_bytes and request_size_problem(prompt, max_request_bytes)
         if too_large:
             report.too_large.append(f"{where}: warning: {too_large}")
@@ -183,3 +208,33 @@ def _row_slug(where: str, row: dict[str, str]) -> str:
             f"{where}: field title = {title!r} has no a-z or 0-9 to make a slug from; give the row a slug"
         )
     return made
+
+
+def front_matter_of(where: str, row: dict[str, str]) -> dict:
+    """The front matter a row's `categories`, `description` and `publish_at` cells give its
+    prompt (empty cells give none). UsageProblem for a `publish_at` that is not ISO."""
+    front: dict = {}
+    categories = split_tags(row.get("categories", ""))
+    if categories:
+        front["categories"] = categories
+    summary = row.get("description", "").strip()
+    if summary:
+        front["description"] = summary
+    when = row.get("publish_at", "").strip()
+    if when:
+        front["publishDate"] = publish_date(where, when)
+    return front
+
+
+def publish_date(where: str, text: str) -> date | datetime:
+    """`2027-03-01` (a date) or `2027-03-01T09:00:00+01:00` (a date and time, with or without
+    its offset; `Z` for UTC) as the TOML value Hugo reads for publishDate."""
+    try:
+        if DATE_ONLY.fullmatch(text):
+            return date.fromisoformat(text)
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageProblem(
+            f"{where}: field publish_at = {text!r} is not an ISO date or date and time; write e.g. "
+            "2027-03-01 or 2027-03-01T09:00:00+01:00 (or leave it empty: published when done)"
+        ) from None

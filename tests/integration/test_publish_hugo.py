@@ -4,17 +4,23 @@ hugo.toml is the README's own snippet, so the docs cannot drift from what works.
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 import shutil
 import subprocess
+import tomllib
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from project_files import write_config
-from publish_helpers import CHAT_URL, done_article
+from publish_helpers import CHAT_URL, article_of_prompt, done_article
 from sim_project import make_project
 from tests_cli_helpers import qwenpipe
 
+from pipeline.cli.app import run
+from pipeline.publishing.templates import slug_from_title
 from pipeline.simulator import Simulator
 
 HUGO = shutil.which("hugo")
@@ -22,13 +28,19 @@ README = Path(__file__).parents[2] / "README.md"
 SIDECARS = (".url", ".sending", ".failed", ".rejected")
 # What a theme does: the page's title as its one <h1>, then the content.
 SINGLE = (
-    "<!DOCTYPE html><html><head><title>{{ .Title }}</title></head>"
+    "<!DOCTYPE html><html><head><title>{{ .Title }}</title>"
+    '<meta name="description" content="{{ .Description }}"></head>'
     "<body><h1>{{ .Title }}</h1>{{ .Content }}</body></html>\n"
 )
 LIST = (
     "<!DOCTYPE html><html><body>"
     '{{ range .Pages }}<a href="{{ .RelPermalink }}">{{ .Title }}</a>{{ end }}</body></html>\n'
 )
+
+
+def readme_topic_list() -> str:
+    section = README.read_text(encoding="utf-8").split("### Scheduled posts from a topic list", 1)[1]
+    return section.split("```csv\n", 1)[1].split("```", 1)[0]
 
 
 def readme_hugo_toml() -> str:
@@ -48,10 +60,10 @@ def make_site(root: Path) -> Path:
     return root / "qwenpipe"
 
 
-def build(site: Path) -> Path:
+def build(site: Path, *flags: str) -> Path:
     if HUGO is None:  # never skipped quietly: CI installs it (scripts/setup.sh)
         pytest.fail("hugo is not installed: run scripts/setup.sh (apt-get install hugo)")
-    result = subprocess.run([HUGO, "--source", str(site)], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([HUGO, "--source", str(site), *flags], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ERROR" not in result.stdout + result.stderr, result.stdout + result.stderr
     return site / "public"
@@ -133,3 +145,43 @@ def test_from_a_new_prompt_to_a_hugo_page_through_the_simulator(tmp_path):
     assert_title_once(public / "posts" / "green-tea" / "index.html", "Brewing Green Tea")
     again = qwenpipe("cycle", cwd=project)
     assert "published" not in again.stderr.replace("not published", "")  # unchanged: not again
+
+
+BODY = "# Heading\n\nA **first** [paragraph](http://x) about tea.\n\n## More\n\nText."
+
+
+def test_the_readme_topic_list_builds_a_site_whose_future_post_waits_for_its_date(tmp_path):
+    project = make_site(tmp_path / "blog")
+    write_config(project, '[article]\nmin_words = 0\n[publish]\ndir = "../content/posts"\n')
+    topics = project / "topics.csv"
+    topics.write_text(readme_topic_list(), encoding="utf-8")
+    rows = list(csv.DictReader(io.StringIO(topics.read_text(encoding="utf-8"))))
+    config = ["--config", str(project / "config.toml")]
+    assert run([*config, "import", str(topics)]) == 0
+    now = datetime.now(UTC)
+    when = {slug_from_title(row["title"]): datetime.fromisoformat(row["publish_at"]) for row in rows}
+    future = {slug for slug, at in when.items() if (at if at.tzinfo else at.replace(tzinfo=UTC)) > now}
+    assert future and future != set(when), "the README's list should show a past and a future date"
+    for slug in when:
+        article_of_prompt(
+            project, slug, "# Heading\n\nA **first** [paragraph](http://x) about tea.\n\n## More\n\nText."
+        )
+    assert run([*config, "publish", "--all"]) == 0
+    posts = tmp_path / "blog" / "content" / "posts"
+    for row in rows:
+        slug = slug_from_title(row["title"])
+        meta = tomllib.loads((posts / f"{slug}.md").read_text(encoding="utf-8").split("+++\n")[1])
+        assert meta["categories"] == ["guides"] and meta["draft"] is False
+        assert str(meta["publishDate"]).replace(" ", "T") == row["publish_at"]
+        assert meta["description"] == (row["description"] or "A first paragraph about tea.")
+    public = build(tmp_path / "blog")
+    built = {slug for slug in when if (public / "posts" / slug / "index.html").exists()}
+    assert built == set(when) - future
+    public = build(tmp_path / "blog", "--buildFuture")
+    assert {slug for slug in when if (public / "posts" / slug / "index.html").exists()} == set(when)
+    for row in rows:
+        page = (public / "posts" / slug_from_title(row["title"]) / "index.html").read_text(encoding="utf-8")
+        assert (
+            f'<meta name="description" content="{row["description"] or "A first paragraph about tea."}">'
+            in page
+        )

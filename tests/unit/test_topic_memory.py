@@ -1,0 +1,135 @@
+"""Topic memory: `new` and `import` refuse a title near-identical to a known prompt's or
+article's (accents, case, punctuation and word order folded; `[topics] similar`), naming the
+slug it resembles, the score and `--allow-similar`."""
+
+from __future__ import annotations
+
+import pytest
+from project_files import snapshot, write_config
+
+from pipeline.cli.app import run
+from pipeline.config import ConfigError, load
+from pipeline.errors import UsageProblem
+from pipeline.publishing.similar import TopicMemory, words_key
+from pipeline.publishing.templates import new_prompt
+from pipeline.publishing.topics import import_topics
+
+
+def new(project, slug, title, similar=0.85):
+    return new_prompt(
+        project / "prompts",
+        project / "articles",
+        slug,
+        title=title,
+        tags=[],
+        template=None,
+        sets=[],
+        similar=similar,
+    )
+
+
+def cli(project, capfd, *args) -> tuple[int, str, str]:
+    code = run(["--config", str(project / "config.toml"), *args])
+    captured = capfd.readouterr()
+    return code, captured.out, " ".join(captured.err.split())
+
+
+def test_titles_are_compared_as_their_words_folded():
+    assert words_key("Benefits of GREEN tea!") == "benefits green of tea"
+    assert words_key("Café au lait: a guide") == words_key("cafe AU LAIT, a Guide")
+    memory = TopicMemory(0.85)
+    memory.add("green-tea-benefits", "Green tea benefits", "its prompt")
+    memory.add("tea", "Tea", "its prompt")
+    found = memory.closest("Benefits of Green Tea")
+    assert found is not None and found.slug == "green-tea-benefits" and 0.85 <= found.score < 1
+    assert memory.closest("Brewing oolong at home") is None
+    # Not token_set_ratio: a title holding every word of a short one ("Tea") is another topic.
+    assert memory.closest("Tea for beginners on a budget") is None
+    assert memory.closest("!!!") is None
+
+
+def test_new_refuses_a_title_like_a_prompt_or_an_article_and_writes_nothing(project):
+    (project / "prompts" / "green-tea-benefits.md").write_text("Write it.", encoding="utf-8")  # no title
+    (project / "articles" / "oolong.md").write_text(
+        '+++\ntitle = "Oolong, Brewed Well"\n+++\nbody\n', encoding="utf-8"
+    )
+    before = snapshot(project)
+    with pytest.raises(UsageProblem) as caught:
+        new(project, "benefits", "Benefits of green tea")
+    said = str(caught.value)
+    assert "resembles 'green-tea-benefits' (its prompt: 'green tea benefits'): similarity 0.92" in said
+    assert "topics.similar = 0.85" in said and "--allow-similar" in said
+    with pytest.raises(UsageProblem, match=r"resembles 'oolong' \(its article: 'Oolong, Brewed Well'\)"):
+        new(project, "oolong-2", "oolong brewed WELL")
+    assert snapshot(project) == before
+    assert new(project, "benefits", "Benefits of green tea", similar=None).exists()  # --allow-similar
+
+
+def test_new_on_the_command_line_exits_2_and_allow_similar_writes_it(project, capfd):
+    (project / "prompts" / "green-tea.md").write_text('+++\ntitle = "Green Tea"\n+++\nWrite.\n')
+    code, out, err = cli(project, capfd, "new", "tea-green", "--title", "Green tea!")
+    assert code == 2 and out == "" and not (project / "prompts" / "tea-green.md").exists()
+    assert "resembles 'green-tea'" in err and "similarity 1.00" in err and "--allow-similar" in err
+    assert "Traceback" not in err
+    code, out, err = cli(project, capfd, "new", "tea-green", "--title", "Green tea!", "--allow-similar")
+    assert code == 0 and (project / "prompts" / "tea-green.md").exists()
+
+
+def test_the_threshold_is_read_from_config(project, capfd):
+    write_config(project, "[topics]\nsimilar = 0.95\n")
+    (project / "prompts" / "green-tea-benefits.md").write_text("Write it.", encoding="utf-8")
+    code, _out, err = cli(project, capfd, "new", "benefits", "--title", "Benefits of green tea")
+    assert code == 0, err  # 0.92 is below 0.95
+
+
+@pytest.mark.parametrize("value", ["0", "1.5", "-0.1", '"high"', "nan"])
+def test_a_bad_threshold_is_refused_naming_file_key_value_and_range(tmp_path, value):
+    path = tmp_path / "config.toml"
+    path.write_text(f"[topics]\nsimilar = {value}\n")
+    with pytest.raises(ConfigError) as caught:
+        load(path)
+    said = str(caught.value)
+    assert said.startswith(f"{path}: topics.similar = ") and (
+        "more than 0 and at most 1" in said or "number" in said
+    )
+
+
+TOPICS = (
+    "title,slug\n"
+    "Benefits of Green Tea,\n"  # line 2: like the prompt green-tea-benefits
+    "Oolong at home,oolong-home\n"  # line 3: new
+    '"OOLONG, at home!",brewing\n'  # line 4: like line 3
+    "Matcha whisking,matcha\n"  # line 5: new
+)
+
+
+def topics(project):
+    (project / "prompts" / "green-tea-benefits.md").write_text("Write it.", encoding="utf-8")
+    source = project / "topics.csv"
+    source.write_text(TOPICS, encoding="utf-8")
+    return source
+
+
+def test_import_refuses_rows_like_a_known_topic_or_an_earlier_row_and_writes_the_rest(project):
+    source = topics(project)
+    report = import_topics(project / "prompts", project / "articles", source, None, similar=0.85)
+    assert [slug for slug, _ in report.written] == ["oolong-home", "matcha"]
+    assert len(report.similar) == 2
+    assert report.similar[0].startswith(f"{source} line 2: refused: 'benefits-of-green-tea' resembles")
+    assert "'green-tea-benefits' (its prompt" in report.similar[0]
+    assert report.similar[1].startswith(f"{source} line 4: refused: 'brewing' resembles 'oolong-home'")
+    assert "(line 3 of the list: 'Oolong at home')" in report.similar[1]
+    assert all("--allow-similar" in line for line in report.similar)
+    assert "2 refused (similar to a known topic; --allow-similar imports them)" in report.summary()
+    assert not (project / "prompts" / "brewing.md").exists()
+
+
+def test_import_dry_run_lists_the_similar_rows_and_allow_similar_imports_them(project, capfd):
+    source = topics(project)
+    before = snapshot(project)
+    code, out, err = cli(project, capfd, "import", str(source), "--dry-run")
+    assert code == 0 and snapshot(project) == before
+    assert "line 2: refused: 'benefits-of-green-tea'" in err and "line 4: refused: 'brewing'" in err
+    assert "would write 2 prompt(s), 2 refused" in err
+    code, out, err = cli(project, capfd, "import", str(source), "--allow-similar")
+    assert code == 0 and len(out.split()) == 4 and "refused" not in err
