@@ -94,6 +94,26 @@ def sim_settings(chosen: dict) -> dict:
 os.environ.setdefault("NO_COLOR", "1")
 
 
+@pytest.fixture(autouse=True)
+def _own_browser(request, monkeypatch):
+    """A module with OWN_BROWSER = True has its projects launch their own browser (see
+    tests/sim_project.make_project); the others attach to the shared one."""
+    if getattr(request.module, "OWN_BROWSER", False):
+        import sim_project
+
+        monkeypatch.setattr(sim_project, "OWN_BROWSER", True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_browser_stopped():
+    """The shared Chromium the CLI tests attach to (tests/shared_browser.py), if one was started,
+    stops with the test process."""
+    yield
+    import shared_browser
+
+    shared_browser.stop()
+
+
 @pytest.fixture(scope="session")
 def postgres_server():
     """A throwaway PostgreSQL server for this test session (one per xdist worker), stopped after."""

@@ -55,14 +55,15 @@ def make_hosts(
     lease_seconds: float = 30,
     orphan_hours: float = 6,
     qwen: str = "",
+    own_browser: bool | None = None,
 ) -> list[Host]:
     """One project per account under `root` (h1, h2, ...), each with every prompt, its account
     signed in (the simulator's login state where `[accounts.NAME]` keeps it) and `[store]`
-    naming the shared database; `qwen`: more `[qwen]` lines."""
+    naming the shared database; `qwen`: more `[qwen]` lines; `own_browser`: see make_project."""
     hosts = []
     for number, account in enumerate(accounts, 1):
         host = Host(f"h{number}", account, root / f"h{number}")
-        make_project(host.project, sim, extra=qwen)
+        make_project(host.project, sim, extra=qwen, own_browser=own_browser)
         store = {
             "store": {
                 "url": url,

@@ -5,10 +5,29 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+import shared_browser
 
-def make_project(folder: Path, sim, *, router: bool = True, extra: str = "", stable_reads: int = 1) -> Path:
+# Set for a test by conftest when its module says OWN_BROWSER = True: the module's point is the
+# launch itself (a profile and its saved login, a proxy, a headed window, the launch count).
+OWN_BROWSER = False
+
+
+def make_project(
+    folder: Path,
+    sim,
+    *,
+    router: bool = True,
+    extra: str = "",
+    stable_reads: int = 1,
+    own_browser: bool | None = None,
+) -> Path:
     """`stable_reads = 1`: an answer the site calls finished is taken at the first read (the
-    engine's own tests, test_qwen_engine and test_steadiness, check the reads a second apart)."""
+    engine's own tests, test_qwen_engine and test_steadiness, check the reads a second apart).
+    The commands attach to the test process's shared Chromium (tests/shared_browser.py) unless
+    `own_browser` (None: the test module's OWN_BROWSER, see conftest): then each launches its
+    own on the project's profile, as cron runs do."""
+    own = OWN_BROWSER if own_browser is None else own_browser
+    attach = "" if own else f'cdp_url = "{shared_browser.cdp_url()}"\n'
     (folder / "prompts").mkdir(parents=True, exist_ok=True)
     (folder / "articles").mkdir(exist_ok=True)
     (folder / "config.toml").write_text(
@@ -22,7 +41,7 @@ stable_reads = {stable_reads}
 [browser]
 profile_dir = "profile"
 storage_state = "state.json"
-[router]
+{attach}[router]
 enabled = {"true" if router else "false"}
 base_url = "{sim.base_url}/v1"
 model = "test/model"

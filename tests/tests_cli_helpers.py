@@ -1,8 +1,18 @@
-"""Run the real `qwenpipe` command in a subprocess, as cron and users do."""
+"""Run the real `qwenpipe` command line: in a subprocess, as cron and users do, or in-process.
+
+`qwenpipe(...)` starts `python -m pipeline` (the console script's own start-up, a crash, a
+signal, a second process at once: what only a process shows). `qwenpipe_in_process(...)` runs the
+same command line through `pipeline.cli.app.run`, the in-process entry point, with the same
+environment, folder, streams off a terminal and result: the contract tests that only read files
+and exit codes save the interpreter's start-up and imports (issue 28).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import signal
 import subprocess
 import sys
 
@@ -17,6 +27,41 @@ def qwenpipe(*args, cwd, env=None, timeout=120):
         env=full_env,
         timeout=timeout,
     )
+
+
+def qwenpipe_in_process(*args, cwd, env=None, timeout=None) -> subprocess.CompletedProcess:
+    """`qwenpipe ARGS` run by `pipeline.cli.app.run` in this process, in `cwd`, with `env` added
+    to the environment (NO_COLOR as for a subprocess), stdout and stderr captured (not a
+    terminal): a CompletedProcess as `qwenpipe` returns. Afterwards nothing of the run stays:
+    the folder, the environment, the alarm the command's watchdog set (the test's own timeout
+    is put back) and the stores it opened (closed)."""
+    from pipeline.cli.app import run
+    from pipeline.store import close_shared
+
+    del timeout  # the command's own watchdog (qwen.run_timeout) and the test's timeout bound it
+    stdout, stderr = io.StringIO(), io.StringIO()
+    folder = os.getcwd()
+    environ = dict(os.environ)
+    alarm = signal.getsignal(signal.SIGALRM)
+    timer = signal.getitimer(signal.ITIMER_REAL)
+    os.environ.update({"NO_COLOR": "1", **(env or {})})
+    try:
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            try:
+                code = run([str(arg) for arg in args])
+            except SystemExit as exit:  # a command that ends the process its own way
+                code = exit.code if isinstance(exit.code, int) else 1
+    finally:
+        close_shared()
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, alarm)
+        if timer[0]:
+            signal.setitimer(signal.ITIMER_REAL, *timer)
+        os.chdir(folder)
+        os.environ.clear()
+        os.environ.update(environ)
+    return subprocess.CompletedProcess(["qwenpipe", *args], int(code), stdout.getvalue(), stderr.getvalue())
 
 
 def qwenpipe_at_once(*args, cwd, count: int, timeout=120) -> list[tuple[int, str]]:

@@ -10,7 +10,7 @@ done, and checks what the contract promises:
 - the simulator accepted each prompt at most once (its ledger), and a prompt the chat took is
   never also paid for through the router;
 - each article is complete: the chat's exact answer (sim.expected_answer), or a router article
-  (engine = "router") for the prompts whose send the chat refused (`[sim:bot_check]`,
+  (engine = "router") for the prompts whose send the chat refused (`[sim:slider]`,
   `[sim:quota]`);
 - no article is missing and none is dead-lettered;
 - the store's count of the day's sends (what `qwen.max_sends_per_day` limits) is the number of
@@ -56,7 +56,10 @@ from sim_project import add_accounts, make_project  # noqa: E402
 
 NAMED = ("before_send", "after_naming", "after_send", "mid_article", "mid_journal", "after_router")
 KINDS = (*NAMED, "random")
-ROUTER_TOKENS = ("[sim:bot_check]", "[sim:quota]")  # the chat refuses the send: the router writes it
+# The chat refuses the send: the router writes it. The bot check is the slider of the site since
+# autumn 2026 (the page stays; its reply proves nothing was taken). The older verification page
+# navigates away with that reply, and qwenpipe then counts the send as possibly taken.
+ROUTER_TOKENS = ("[sim:slider]", "[sim:quota]")
 TOPICS = ("green tea", "sourdough", "tide pools", "bicycle gears", "paper maps", "night trains")
 COMMAND_TIMEOUT = 120
 CLEAN_DEADLINE = 150  # seconds of crash-free re-runs before an article counts as lost
@@ -76,7 +79,7 @@ class Trial:
     slugs: dict[str, str] = field(default_factory=dict)  # slug -> prompt text
     router_slugs: set[str] = field(default_factory=set)
     quota: bool = (
-        False  # a `[sim:quota]` or `[sim:bot_check]` prompt: the account stops, the router may write all
+        False  # a `[sim:quota]` or `[sim:slider]` prompt: the account stops, the router may write all
     )
     kills: Counter = field(default_factory=Counter)  # crash point (or "random") -> SIGKILLs
     runs: int = 0
@@ -218,7 +221,7 @@ def run_trial(
     started = time.monotonic()
     trial = plan_trial(index, rng, kind, max_prompts)
     trial.started_at = time.time()
-    project = make_project(root / f"t{index:04d}", sim)
+    project = make_project(root / f"t{index:04d}", sim, own_browser=True)  # killed: its own browser
     with open(project / "config.toml", "a", encoding="utf-8") as config:
         config.write(ARTICLE_SECTION)
     for slug, text in trial.slugs.items():

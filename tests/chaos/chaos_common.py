@@ -198,7 +198,22 @@ def send_count_problem(store, since: float, accepted: list[dict], *, per_account
         ours = {account: n for account, n in counts.by_account.items() if n}
         if ours != dict(site):
             ours, theirs = dict(sorted(ours.items())), dict(sorted(site.items()))
-            return f"the store counts the day's sends {ours}, the site took {theirs}"
+            return f"the store counts the day's sends {ours}, the site took {theirs}{send_steps(store)}"
     elif counts.total != sum(site.values()):
-        return f"the store counts {counts.total} sends today, the site took {sum(site.values())}"
+        took = sum(site.values())
+        return f"the store counts {counts.total} sends today, the site took {took}{send_steps(store)}"
     return ""
+
+
+SEND_STEPS = ("sending", "unsent", "recovering", "recovery_not_found", "recovered", "sent", "failed", "held")
+
+
+def send_steps(store) -> str:
+    """The store's steps around sends, to tell where a count went wrong."""
+    steps = []
+    for e in store.events():
+        if e.event in SEND_STEPS:
+            code, host = e.fields.get("code"), e.fields.get("host")
+            where = f"{e.account or '-'}{f'/{code}' if code else ''}{f'@{host}' if host else ''}"
+            steps.append(f"{e.slug}:{e.event}({where})")
+    return "; steps: " + " ".join(steps)

@@ -116,6 +116,7 @@ def run_trial(
             accounts=sim.accounts[:count],
             lease_seconds=LEASE_SECONDS,
             qwen=f"max_sends_per_cycle = {per_cycle}",
+            own_browser=True,  # killed commands: each its own browser, as cron runs it
         )
         init = hosts.run(group[0], "store", "init")
         if init.returncode != 0:

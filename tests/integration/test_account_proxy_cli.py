@@ -13,6 +13,10 @@ from tests_cli_helpers import qwenpipe
 
 from pipeline.simulator import Simulator
 
+# Its projects launch their own browser (tests/sim_project.py):
+# a proxy is a launch option (attached, the user's Chrome has its own).
+OWN_BROWSER = True
+
 pytestmark = pytest.mark.browser
 
 PASSWORD = "s3cret-Proxy-Pass"

@@ -14,6 +14,10 @@ from tests_cli_helpers import qwenpipe
 from pipeline.simulator import Simulator
 from pipeline.store import open_store
 
+# Its projects launch their own browser (tests/sim_project.py):
+# accounts signed in through saved logins.
+OWN_BROWSER = True
+
 pytestmark = pytest.mark.browser
 
 

@@ -12,6 +12,9 @@ import pytest
 from sim_project import journal, make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe, qwenpipe_at_once
 
+# Its projects launch their own browser: the launch count of a cycle (tests/sim_project.py).
+OWN_BROWSER = True
+
 pytestmark = pytest.mark.browser
 
 

@@ -12,6 +12,10 @@ import pytest
 from sim_project import journal, make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe
 
+# Its projects launch their own browser (tests/sim_project.py):
+# the launch count and a browser shared by a cycle's threads.
+OWN_BROWSER = True
+
 pytestmark = pytest.mark.browser
 
 PROMPTS = 6

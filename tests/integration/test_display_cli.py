@@ -15,6 +15,10 @@ import pytest
 from sim_project import make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe
 
+# Its projects launch their own browser (tests/sim_project.py):
+# a headed launch, its Xvfb and what a kill leaves.
+OWN_BROWSER = True
+
 pytestmark = pytest.mark.browser
 
 

@@ -24,6 +24,10 @@ from hosts import (
     status,
 )
 
+# Its projects launch their own browser (tests/sim_project.py):
+# each host signs its account in through a saved login.
+OWN_BROWSER = True
+
 pytestmark = pytest.mark.browser
 
 PROMPTS = int(os.environ.get("QWENPIPE_HOSTS_PROMPTS", "9"))

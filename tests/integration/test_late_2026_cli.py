@@ -17,6 +17,9 @@ from pipeline.engines.qwen.page import read_dom_state
 from pipeline.engines.qwen.selectors import CURRENT
 from pipeline.simulator.api import make_token
 
+# Its projects launch their own browser: the saved token a launch loads (tests/sim_project.py).
+OWN_BROWSER = True
+
 pytestmark = pytest.mark.browser
 
 SIMULATOR = {"answer_seconds": 0.6, "thinking_seconds": 0.2, "url_delay": 0.1}  # conftest.py `sim`

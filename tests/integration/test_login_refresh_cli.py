@@ -17,6 +17,10 @@ from pipeline.batch.status import iso
 from pipeline.setup.login import state_token_expiry
 from pipeline.simulator.api import make_token
 
+# Its projects launch their own browser (tests/sim_project.py):
+# the saved login a launch loads and renews.
+OWN_BROWSER = True
+
 pytestmark = pytest.mark.browser
 HOUR = 3600
 

@@ -17,6 +17,10 @@ from pipeline.exitcodes import ExitCode
 from pipeline.store.postgres import PostgresStore
 from pipeline.store.protocol import Intent
 
+# Its projects launch their own browser (tests/sim_project.py):
+# each host signs its account in through a saved login.
+OWN_BROWSER = True
+
 pytestmark = pytest.mark.browser
 
 SIMULATOR = {"answer_seconds": 0.3, "thinking_seconds": 0.1, "url_delay": 0.1, "accounts": ("a", "b")}

@@ -16,6 +16,10 @@ from pipeline.setup.doctor import FAIL, OK, SKIP, WARN, Report, check_profile, c
 from pipeline.simulator import Simulator
 from pipeline.simulator.api import make_token
 
+# Its projects launch their own browser (tests/sim_project.py):
+# doctor checks the launch: the executable, the profile, the saved login.
+OWN_BROWSER = True
+
 
 @pytest.fixture
 def locked_sim():

@@ -16,6 +16,10 @@ from pipeline.setup.doctor import FAIL, OK, SKIP, WARN, Report, check_profile
 from pipeline.simulator import Simulator
 from pipeline.simulator.api import make_token
 
+# Its projects launch their own browser (tests/sim_project.py):
+# each account's saved login, loaded by a launch.
+OWN_BROWSER = True
+
 DAY = 86400
 
 

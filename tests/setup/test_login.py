@@ -20,6 +20,10 @@ from pipeline.contract.workspace import Workspace
 from pipeline.setup.login import run_login
 from pipeline.simulator.api import make_token
 
+# Its projects launch their own browser (tests/sim_project.py):
+# the saved login and the profile a launch uses.
+OWN_BROWSER = True
+
 DAY = 86400
 
 

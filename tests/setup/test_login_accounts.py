@@ -18,6 +18,10 @@ from pipeline.setup.login import LoginRefresh, run_login, state_token_expiry
 from pipeline.simulator import Simulator
 from pipeline.simulator.api import make_token, token_payload
 
+# Its projects launch their own browser (tests/sim_project.py):
+# each account's profile and saved login.
+OWN_BROWSER = True
+
 HOUR = 3600
 
 

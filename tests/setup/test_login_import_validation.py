@@ -9,7 +9,7 @@ import time
 
 import pytest
 from sim_project import make_project
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process as qwenpipe
 
 from pipeline.accounts import all_accounts
 from pipeline.cli.app import run
@@ -160,7 +160,7 @@ def test_doctor_reads_any_saved_state_without_crashing(hostile):
 @pytest.mark.browser
 @pytest.mark.parametrize("content", ["[1, 2]", HOSTILE_STATES["entries of the wrong kind"]])
 def test_doctor_with_a_hostile_saved_state_reports_instead_of_crashing(sim, tmp_path, content):
-    project = make_project(tmp_path, sim)
+    project = make_project(tmp_path, sim, own_browser=True)  # doctor reads the saved login of a launch
     (project / "state.json").write_text(content)
     (project / "state.json").chmod(0o600)
     result = qwenpipe("doctor", "--json", cwd=project)

@@ -6,7 +6,7 @@ import socket
 
 import pytest
 from project_files import write_config
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process as qwenpipe
 
 from pipeline.exitcodes import ExitCode
 from pipeline.store.pg_schema import SCHEMA_VERSION

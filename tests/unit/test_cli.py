@@ -11,7 +11,7 @@ import sys
 
 import pytest
 from project_files import add_prompt, snapshot
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process as qwenpipe
 
 
 def test_init_writes_config_and_refuses_to_overwrite(tmp_path):

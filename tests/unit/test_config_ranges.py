@@ -4,7 +4,7 @@ wrong folder fails (exit 2) instead of finding nothing to do forever."""
 from __future__ import annotations
 
 import pytest
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process as qwenpipe
 
 from pipeline.config import SCHEMA, ConfigError, load
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from fakes import answer
 from project_files import add_prompt
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process as qwenpipe
 
 import pipeline.contract.workspace as workspace_module
 from pipeline.batch import cronexit

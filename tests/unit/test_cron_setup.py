@@ -9,7 +9,7 @@ import sys
 
 import pytest
 from project_files import add_prompt
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process as qwenpipe
 
 from pipeline.cli.app import app, run
 from pipeline.config import SCHEMA, ConfigError, load, render_default_config

@@ -138,7 +138,7 @@ def monitor():
 
 
 def test_cycle_pings_start_and_exit_code(project, monitor):
-    from tests_cli_helpers import qwenpipe
+    from tests_cli_helpers import qwenpipe_in_process as qwenpipe
 
     url, paths = monitor
     (project / "config.toml").write_text(f'[notify]\nping_url = "{url}"\n')
@@ -148,7 +148,7 @@ def test_cycle_pings_start_and_exit_code(project, monitor):
 
 
 def test_a_failing_ping_never_fails_the_cycle(project):
-    from tests_cli_helpers import qwenpipe
+    from tests_cli_helpers import qwenpipe_in_process as qwenpipe
 
     (project / "config.toml").write_text('[notify]\nping_url = "http://127.0.0.1:9/nothing"\n')
     result = qwenpipe("cycle", cwd=project)
@@ -156,7 +156,7 @@ def test_a_failing_ping_never_fails_the_cycle(project):
 
 
 def test_cron_prints_a_working_crontab_line_and_systemd_units(project):
-    from tests_cli_helpers import qwenpipe
+    from tests_cli_helpers import qwenpipe_in_process as qwenpipe
 
     result = qwenpipe("cron", cwd=project)
     assert result.returncode == 0

@@ -13,7 +13,7 @@ import time
 
 import pytest
 from sim_project import make_project, prompt, read_article
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process as qwenpipe
 
 from pipeline.cli.app import app, run
 from pipeline.config import load

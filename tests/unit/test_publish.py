@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from project_files import snapshot, write_config
 from publish_helpers import CHAT_URL, done_article
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process as qwenpipe
 
 from pipeline.batch.cycle import run_cycle
 from pipeline.config import ConfigError, load

@@ -118,7 +118,7 @@ def _blog(tmp_path):
 
 
 def test_new_and_import_write_a_prompt_too_large_for_the_chat_and_warn(tmp_path):
-    from tests_cli_helpers import qwenpipe
+    from tests_cli_helpers import qwenpipe_in_process as qwenpipe
 
     project = _blog(tmp_path)
     made = qwenpipe("new", "big", "--title", "Big", "--set", "notes=" + "n" * 1000, cwd=project)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from project_files import snapshot
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process as qwenpipe
 
 from pipeline.batch.scan import scan
 from pipeline.contract.prompts import list_slugs, load_prompt

@@ -615,7 +615,7 @@ class QwenEngine:
     def _sent_failure(self, page: Any, replies: SendReplies) -> EngineError | None:
         """Why the site refused what was just sent: its API reply first (it carries the quota's
         hours and outlives the toast), else the page's failure screen."""
-        refused = replies.failure()
+        refused = replies.failure() or _plain_refusal(page)
         failure = refused or screen_failure(page, self.selector_sets)
         if failure is not None and failure.code in REFUSED_UNSENT:
             # The site answers the send itself with the bot check (FAIL_SYS_USER_VALIDATE), "not
@@ -626,7 +626,7 @@ class QwenEngine:
             until = self._deadline(REPLY_GRACE_SECONDS)
             while refused is None and time.monotonic() < until:
                 page.wait_for_timeout(POLL_SECONDS * 1000)
-                refused = replies.failure()
+                refused = replies.failure() or _plain_refusal(page)
             if refused is not None and refused.code in REFUSED_UNSENT:
                 refused.nothing_sent = True
                 return refused
@@ -1086,3 +1086,13 @@ def _screenshot(page: Any) -> bytes | None:
 def _first_line(err: BaseException) -> str:
     text = mask(str(getattr(err, "message", "") or err)).strip()
     return text.splitlines()[0][:200] if text else type(err).__name__
+
+
+def _plain_refusal(page: Any) -> EngineError | None:
+    """The hard refusal in a completion the site answered without a stream, as the page received
+    it (kept over DevTools: a page that went on to a verification page no longer has its body)."""
+    for body in PageTraffic.of(page).plain_replies():
+        error = classify_api_error(body)
+        if isinstance(error, HardError):
+            return error
+    return None

@@ -113,6 +113,7 @@ class PageTraffic:
         self._order: list[str] = []  # stream request ids, oldest first
         self._no_streams: str | None = None  # why streams cannot be watched
         self._plain_replies = 0  # completions answered without a stream (JSON)
+        self._plain: dict[str, list[bytes]] = {}  # request id -> the bytes of such an answer
         page.on("requestfinished", self._finished)
 
     def watch_streams(self) -> None:
@@ -138,10 +139,21 @@ class PageTraffic:
         )
         if COMPLETIONS_PATH not in str(response.get("url", "")):
             return
-        if "event-stream" not in kind:
-            self._plain_replies += 1  # a refusal, or a site that answers the send without a stream
-            return
         request_id = event["requestId"]
+        if "event-stream" not in kind:
+            # A refusal, or a site that answers the send without a stream. Its body is kept as it
+            # arrives: a page that leaves for a verification page takes the body with it, and
+            # only this reply proves that the site took nothing (docs/qwen-site.md).
+            self._plain_replies += 1
+            # Noted first: the call below lets other events through, its end among them.
+            self._plain[request_id] = chunks = []
+            try:
+                buffered = self._cdp.send("Network.streamResourceContent", {"requestId": request_id})
+            except Exception:  # already whole: taken when it is reported finished (_end)
+                return
+            if not chunks:
+                chunks.append(base64.b64decode(buffered.get("bufferedData") or ""))
+            return
         try:  # what arrived before this moment, then every chunk as a dataReceived event
             buffered = self._cdp.send("Network.streamResourceContent", {"requestId": request_id})
         except Exception as err:
@@ -151,13 +163,37 @@ class PageTraffic:
         self._order.append(request_id)
 
     def _data(self, event: dict) -> None:
-        chunks = self._streams.get(event.get("requestId"))
+        request_id = event.get("requestId")
+        chunks = self._streams.get(request_id, self._plain.get(request_id))
         if chunks is not None and event.get("data"):
             chunks.append(base64.b64decode(event["data"]))
 
     def _end(self, event: dict, why: str | None) -> None:
-        if event.get("requestId") in self._streams:
-            self._ended[event["requestId"]] = why
+        request_id = event.get("requestId")
+        if request_id in self._streams:
+            self._ended[request_id] = why
+        elif request_id in self._plain and not self._plain[request_id] and why is None:
+            try:
+                whole = self._cdp.send("Network.getResponseBody", {"requestId": request_id})
+            except Exception:
+                return  # the page has left and taken it along: Playwright's read may have it
+            body = whole.get("body") or ""
+            data = base64.b64decode(body) if whole.get("base64Encoded") else body.encode("utf-8")
+            self._plain[request_id] = [data]
+
+    def plain_replies(self) -> list[dict]:
+        """The JSON bodies of the completions answered without a stream, oldest first, as far as
+        they parse whole (what the page received, even after it left for another page: its
+        request may then never be reported finished)."""
+        bodies = []
+        for chunks in self._plain.values():
+            try:
+                body = json.loads(b"".join(chunks).decode("utf-8"))
+            except (UnicodeDecodeError, ValueError, RecursionError):
+                continue
+            if isinstance(body, dict):
+                bodies.append(body)
+        return bodies
 
     def _finished(self, request: Any) -> None:
         # Inside Playwright's event dispatch: note the request, read its body later.

@@ -1,0 +1,94 @@
+"""One Chromium per test process, which the `qwenpipe` commands of the CLI tests attach to over
+CDP (`[browser] cdp_url`, the way a user attaches qwenpipe to the Chrome they run) instead of each
+launching its own.
+
+A launch costs about 1.1 CPU-seconds of the 2 to 4 that a `qwenpipe generate` against the
+simulator takes, and the suite is CPU-bound on two cores (issue 28; figures in
+bench/bench_slowest_tests.py). Attached, a command opens its pages in the browser's default
+context and closes only them; the simulator without accounts answers every request for its one
+account, so nothing a test leaves in that context (a cookie of another simulator, a cached
+script) changes what the next one sees.
+
+Tests whose point is the launch itself keep launching: a profile, its lock, a saved login, a
+proxy, a headed window, the launch count, a command killed with its pages open
+(`make_project(..., own_browser=True)`).
+
+The browser is started on first use, in its own process group, and stopped by its PID when the
+test process ends (conftest's session fixture `_shared_browser_stopped`).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from pipeline.engines.qwen.browser import find_executable, launch_args
+
+START_SECONDS = 30
+
+_process: subprocess.Popen | None = None
+_folder: tempfile.TemporaryDirectory | None = None
+_url = ""
+
+
+def cdp_url() -> str:
+    """The DevTools address of this process's shared Chromium, started on first use."""
+    global _process, _folder, _url
+    if _process is not None and _process.poll() is None:
+        return _url
+    stop()
+    executable, _ = find_executable("")
+    if executable is None:
+        raise RuntimeError("no Chromium on PATH for the shared test browser")
+    _folder = tempfile.TemporaryDirectory(prefix="qwenpipe-shared-chromium-")
+    profile = Path(_folder.name)
+    _process = subprocess.Popen(
+        [
+            executable,
+            "--headless",
+            "--remote-debugging-port=0",  # loopback; Chromium picks the port and writes it down
+            f"--user-data-dir={profile}",
+            *launch_args(),
+            "about:blank",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its renderers and helpers stop with it, by its group
+    )
+    port_file = profile / "DevToolsActivePort"
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        lines = port_file.read_text().split() if port_file.exists() else []
+        if lines:
+            _url = f"http://127.0.0.1:{lines[0]}"
+            return _url
+        if _process.poll() is not None:
+            break
+        time.sleep(0.05)
+    stop()
+    raise RuntimeError(f"the shared test browser ({executable}) did not start in {START_SECONDS} s")
+
+
+def stop() -> None:
+    """Stop the shared Chromium (its process group, by the PID we started) and remove its profile."""
+    global _process, _folder, _url
+    if _process is not None:
+        if _process.poll() is None:
+            try:
+                os.killpg(_process.pid, signal.SIGTERM)
+                _process.wait(timeout=10)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(_process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                _process.wait()
+        _process = None
+    if _folder is not None:
+        _folder.cleanup()
+        _folder = None
+    _url = ""
