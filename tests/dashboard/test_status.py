@@ -13,6 +13,7 @@ from datetime import datetime
 import pytest
 from fakes import FakeChat, FakeRouter
 from project_files import add_prompt
+from tests_cli_helpers import qwenpipe_in_process as qwenpipe
 
 from pipeline.batch.status import STATES, collect
 from pipeline.cli.app import run
@@ -335,17 +336,6 @@ def test_slow_polls_stretch_the_expected_cycle_gap(project):
 
 
 # -- the plain output and `show`, as users run them ----------------------------------------------
-
-
-def qwenpipe(*args, cwd, env=None):
-    return subprocess.run(
-        [sys.executable, "-m", "pipeline", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=60,
-    )
 
 
 def test_plain_output_off_a_terminal_has_no_colour_and_no_box(batch, project):

@@ -11,7 +11,7 @@ import signal
 from project_files import add_prompt
 from pty_helpers import spawn
 from rich.console import Console
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process as qwenpipe
 
 from pipeline.batch.dashboard import rich_status
 from pipeline.batch.status import collect

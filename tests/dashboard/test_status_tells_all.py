@@ -14,7 +14,7 @@ import pytest
 from fakes import FakeChat, FakeRouter, answer
 from project_files import add_prompt
 from rich.console import Console
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process as qwenpipe
 
 from pipeline.batch.cycle import run_cycle
 from pipeline.batch.dashboard import cells, cycle_line, rich_status

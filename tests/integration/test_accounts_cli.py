@@ -14,10 +14,6 @@ from tests_cli_helpers import qwenpipe
 from pipeline.simulator import Simulator
 from pipeline.store import open_store
 
-# Its projects launch their own browser (tests/sim_project.py):
-# accounts signed in through saved logins.
-OWN_BROWSER = True
-
 pytestmark = pytest.mark.browser
 
 
@@ -120,7 +116,8 @@ def test_generate_account_pins_the_first_send_and_an_unknown_name_is_exit_2(fres
 
 def test_an_old_intent_marker_without_an_account_resumes_as_default(fresh, tmp_path):
     sim, start = fresh
-    project = make_project(tmp_path, sim)  # no [accounts.*]: [browser]'s login is `default`
+    # no [accounts.*]: [browser]'s login is `default`, the saved login its own browser loads
+    project = make_project(tmp_path, sim, own_browser=True)
     (project / "state.json").write_text(json.dumps(sim.login_state("a")))
     text = prompt(project, "old", "Write about an old marker.")
     assert qwenpipe("generate", "old", cwd=project).returncode == 42

@@ -12,9 +12,6 @@ import pytest
 from sim_project import journal, make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe, qwenpipe_at_once
 
-# Its projects launch their own browser: the launch count of a cycle (tests/sim_project.py).
-OWN_BROWSER = True
-
 pytestmark = pytest.mark.browser
 
 
@@ -28,7 +25,9 @@ def cycle_ends(project):
 
 
 def test_five_prompts_repeated_cycles_each_sent_once(sim, tmp_path):
-    project = make_project(tmp_path, sim, extra="max_sends_per_cycle = 3")
+    project = make_project(
+        tmp_path, sim, extra="max_sends_per_cycle = 3", own_browser=True
+    )  # launches counted
     texts = {f"p{i}": prompt(project, f"p{i}", f"Write article number {i} about cycles.") for i in range(5)}
     for index, slug in enumerate(sorted(texts)):  # oldest first = p0 first
         os.utime(project / "prompts" / f"{slug}.md", (1_000_000 + index, 1_000_000 + index))
@@ -66,7 +65,7 @@ def test_two_cycles_at_once_one_works_the_other_exits_3(sim, tmp_path):
 
 def test_a_killed_cycle_blocks_nothing_and_sends_nothing_twice(sim, tmp_path):
     sim.set(url_delay=3.0)
-    project = make_project(tmp_path, sim)
+    project = make_project(tmp_path, sim, own_browser=True)  # killed: its own browser
     texts = [prompt(project, f"k{i}", f"Write about being killed {i}.") for i in range(3)]
     env = {**os.environ, "NO_COLOR": "1"}
     process = subprocess.Popen(

@@ -17,9 +17,6 @@ from pipeline.engines.qwen.page import read_dom_state
 from pipeline.engines.qwen.selectors import CURRENT
 from pipeline.simulator.api import make_token
 
-# Its projects launch their own browser: the saved token a launch loads (tests/sim_project.py).
-OWN_BROWSER = True
-
 pytestmark = pytest.mark.browser
 
 SIMULATOR = {"answer_seconds": 0.6, "thinking_seconds": 0.2, "url_delay": 0.1}  # conftest.py `sim`
@@ -56,7 +53,7 @@ def test_api_reads_carry_the_saved_token_as_a_bearer_header(sim, tmp_path):
     # The site refuses every API call that lacks `Authorization: Bearer <localStorage.token>`:
     # the login check, the chat's JSON and the chat list all have to send it.
     sim.set(require_auth_header=True)
-    project = make_project(tmp_path, sim, router=False)
+    project = make_project(tmp_path, sim, router=False, own_browser=True)  # the token its launch loads
     save_login(project, sim)
     text = prompt(project, "bearer", "Write an article about bearer tokens.")
 

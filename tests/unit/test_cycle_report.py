@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from project_files import add_prompt
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process as qwenpipe
 
 ISO_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d \S")
 
