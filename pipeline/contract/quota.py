@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
@@ -190,18 +191,19 @@ class SendBudget:
 
 
 def next_local_midnight(now: float) -> float:
-    today = datetime.fromtimestamp(now).astimezone()
-    tomorrow = (today + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
-    return tomorrow.timestamp()
+    return _local_midnight(now, days=1)
 
 
 def local_day_start(now: float) -> float:
-    return (
-        datetime.fromtimestamp(now)
-        .astimezone()
-        .replace(hour=0, minute=0, second=0, microsecond=0)
-        .timestamp()
-    )
+    return _local_midnight(now, days=0)
+
+
+def _local_midnight(now: float, *, days: int) -> float:
+    """The local midnight that begins the day `days` after the one `now` is in. The offset is
+    midnight's own (mktime decides daylight saving for the time it is given): an aware datetime
+    replaced to 00:00 keeps the offset of `now`, an hour off on the days the clocks change."""
+    day = time.localtime(now)
+    return time.mktime((day.tm_year, day.tm_mon, day.tm_mday + days, 0, 0, 0, 0, 0, -1))
 
 
 def sends_today(journal: Journal, now: float, accounts: list[str] | None = None) -> int:
