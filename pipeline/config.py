@@ -178,9 +178,6 @@ class Section:
     def keys(cls) -> dict[str, Key]:
         return {f.name: f.metadata[_KEY] for f in fields(cls)}  # type: ignore[arg-type]
 
-    def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
-
 
 # The one place the keys live: defaults, validation, `init` and the docs all read these classes.
 @dataclass(frozen=True)

@@ -480,25 +480,3 @@ def read_lock_owner(path: Path) -> str:
     if not pid:
         return UNKNOWN_OWNER
     return f"pid {pid}" + (f" ({purpose})" if purpose else "")
-
-
-def lock_holder_alive(path: Path) -> bool:
-    """True when the pid recorded in the lock file is a live process.
-
-    Read-only on purpose: even a brief shared flock taken by `status` could make a cycle's
-    non-blocking exclusive lock fail. A reused pid can make this say True wrongly: it is for
-    display, never for deciding who may act.
-    """
-    try:
-        pid = int(json.loads(read_bytes(path) or b"{}").get("pid", 0))
-    except (OSError, ValueError, TypeError, AttributeError, SetupProblem):
-        return False
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -33,10 +33,9 @@ def qwenpipe_in_process(*args, cwd, env=None, timeout=None) -> subprocess.Comple
     """`qwenpipe ARGS` run by `pipeline.cli.app.run` in this process, in `cwd`, with `env` added
     to the environment (NO_COLOR as for a subprocess), stdout and stderr captured (not a
     terminal): a CompletedProcess as `qwenpipe` returns. Afterwards nothing of the run stays:
-    the folder, the environment, the alarm the command's watchdog set (the test's own timeout
-    is put back) and the stores it opened (closed)."""
+    the folder, the environment and the alarm the command's watchdog set (the test's own
+    timeout is put back); `run` closes the stores the command opened."""
     from pipeline.cli.app import run
-    from pipeline.store import close_shared
 
     del timeout  # the command's own watchdog (qwen.run_timeout) and the test's timeout bound it
     stdout, stderr = io.StringIO(), io.StringIO()
@@ -53,7 +52,6 @@ def qwenpipe_in_process(*args, cwd, env=None, timeout=None) -> subprocess.Comple
             except SystemExit as exit:  # a command that ends the process its own way
                 code = exit.code if isinstance(exit.code, int) else 1
     finally:
-        close_shared()
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, alarm)
         if timer[0]:

@@ -74,9 +74,6 @@ class EmptyAnswer(HardError):
         super().__init__(message, code="empty_answer")
 
 
-THINKING_CHOICES = ("auto", "on", "off")
-
-
 @dataclass(frozen=True)
 class ChatChoice:
     """How a new chat is to answer, chosen on the site before the first send (qwen.model,

@@ -9,7 +9,7 @@ from pipeline.engines.base import HardError, QuotaSpent, TransientError
 from pipeline.engines.qwen.api import (
     ChatShapeError,
     chat_id_from_url,
-    chat_list_ids,
+    chat_list_items,
     classify_api_error,
     is_logged_in_status,
     parse_chat,
@@ -261,10 +261,10 @@ def test_users_status():
     assert is_logged_in_status("<html>") is None
 
 
-def test_chat_list_ids_in_site_order():
+def test_chat_list_items_in_site_order():
     listing = {"success": True, "data": [{"id": "b", "title": "x"}, {"id": "a", "title": "y"}]}
-    assert chat_list_ids(listing) == ["b", "a"]
-    assert chat_list_ids({"success": True, "data": []}) == []
+    assert [item.chat_id for item in chat_list_items(listing)] == ["b", "a"]
+    assert chat_list_items({"success": True, "data": []}) == []
 
 
 @pytest.mark.parametrize(

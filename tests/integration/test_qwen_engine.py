@@ -159,7 +159,8 @@ def test_unusable_session_is_hard_and_sends_nothing(sim, engine, scenario):
     if scenario == "logged_out":
         assert "run `qwenpipe login`" in str(caught.value)
     assert ledger_of(sim, text) == []  # not even a refused attempt: nothing was typed
-    assert engine.session_ok() is False
+    with pytest.raises(HardError):  # and the engine's own login check says so
+        engine.check_login()
 
 
 def test_bot_check_after_the_send_is_hard(sim, engine):

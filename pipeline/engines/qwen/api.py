@@ -21,7 +21,6 @@ CHAT_URL_RE = re.compile(r"/c/([a-f0-9-]{20,})")
 
 LOGIN_HINT = "run `qwenpipe login`"
 BOT_MARKERS = ("FAIL_SYS_USER_VALIDATE", "RGV587", "/punish?")
-WAF_MARKER = "aliyun_waf_aa"
 NEW_CHAT_TITLE = "New Chat"
 
 
@@ -320,8 +319,3 @@ def chat_list_items(payload: Any) -> list[ListedChat]:
         for item in payload["data"]
         if isinstance(item, dict) and item.get("id")
     ]
-
-
-def chat_list_ids(payload: Any) -> list[str]:
-    """Chat ids of one page of `/api/v2/chats/?page=N`, newest first as the site lists them."""
-    return [item.chat_id for item in chat_list_items(payload)]

@@ -488,13 +488,6 @@ class QwenEngine:
             self._open(page, self.base_url + "/")
             self._ready_to_type(page)
 
-    def session_ok(self) -> bool:
-        try:
-            self.check_login()
-        except EngineError:
-            return False
-        return True
-
     def chat_url(self, chat_id: str) -> str:
         return f"{self.base_url}/c/{chat_id}"
 
