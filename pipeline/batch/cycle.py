@@ -107,6 +107,7 @@ class CycleReport:
             ("backoff", "backing off"),
             ("throttled", "throttled"),
             ("working", "in progress elsewhere"),
+            ("store_busy", "waiting for the store"),
             ("failed", "failed hard"),
             ("invalid", "invalid"),
             ("dead", "dead-lettered"),
@@ -414,6 +415,7 @@ REASON_BUCKETS = {
     Reason.ORPHANED: "throttled",
     Reason.ELSEWHERE: "working",
     Reason.GENERATING: "generating",
+    Reason.STORE_BUSY: "store_busy",
 }
 
 
@@ -742,7 +744,7 @@ def _count(report: CycleReport, slug: str, outcome) -> None:
         report.logged_out.append(slug)
         if outcome.status is Status.DONE and outcome.engine == "router":
             report.routed_logged_out.append(slug)
-    elif outcome.sent or outcome.reason == "generating" or outcome.engine == "qwen":
+    elif outcome.sent or outcome.reason is Reason.GENERATING or outcome.engine == "qwen":
         report.chat_worked = True
     if outcome.status is Status.DONE:
         report.finished.append(slug)

@@ -71,6 +71,7 @@ class Reason(StrEnum):
     ORPHANED = "orphaned"  # its chat's account has had no host for store.orphan_hours: the router
     ASKED = "asked"  # --engine router
     HARD = "hard"  # the chat failed hard in this step
+    STORE_BUSY = "store_busy"  # the store was held or unreachable: nothing written, try later
 
 
 class Failure(Enum):

@@ -101,7 +101,7 @@ class Outcome:
     engine: str | None = None
     chat_url: str | None = None
     sent: bool = False  # a prompt went to the chat in this step
-    reason: str = ""  # why WORKING: generating, locked, backoff, spacing, quota, limit, account
+    reason: Reason = Reason.NONE  # why WORKING (a StrEnum: its values are the words status shows)
     chat_error: str = ""  # the code of the chat's hard failure in this step (e.g. logged_out), if any
     account: str = ""  # the chat account the article's chat is (or was just sent) on
 
@@ -210,7 +210,7 @@ def _generate_once(
         lock = FileLock(article.lock, purpose=f"generate {slug}").acquire()
     except LockBusy as busy:
         return Outcome(
-            Status.WORKING, slug, f"{slug} is in progress elsewhere ({busy.owner})", reason="locked"
+            Status.WORKING, slug, f"{slug} is in progress elsewhere ({busy.owner})", reason=Reason.LOCKED
         )
     lease = None
     try:
@@ -224,7 +224,9 @@ def _generate_once(
             if holder:
                 lease = None
                 where = hosts.host_of(holder) or holder
-                return Outcome(Status.WORKING, slug, f"{slug} is in progress on {where}", reason="locked")
+                return Outcome(
+                    Status.WORKING, slug, f"{slug} is in progress on {where}", reason=Reason.LOCKED
+                )
             hosts.serve(workspace, clock())
         step = Step(
             workspace,
@@ -241,9 +243,9 @@ def _generate_once(
         )
         return step.run()
     except StoreBusy as busy:  # nothing of the step was written, nothing sent after it: try later
-        return Outcome(Status.WORKING, slug, f"{slug}: {busy}", reason="store_busy")
+        return Outcome(Status.WORKING, slug, f"{slug}: {busy}", reason=Reason.STORE_BUSY)
     except LeaseLost as lost:  # another host took the article over while this one was stopped
-        return Outcome(Status.WORKING, slug, str(lost), reason="locked")
+        return Outcome(Status.WORKING, slug, str(lost), reason=Reason.LOCKED)
     finally:
         if lease is not None:
             lease.release()
@@ -292,7 +294,7 @@ class Step:
         except EngineBusy as busy:
             # Raised by prepare() before any marker or keystroke: nothing to undo.
             self.log("busy", engine="qwen", error=str(busy))
-            return self.outcome(Status.WORKING, f"{self.slug}: {busy}", reason="locked")
+            return self.outcome(Status.WORKING, f"{self.slug}: {busy}", reason=Reason.LOCKED)
         except TransientError as err:
             return self.transient(err)
         except HardError as err:
@@ -408,7 +410,7 @@ class Step:
                 f"{self.slug}: {what} waits for the next cycle: this cycle's send limit is reached "
                 f"({self.budget.limit if self.budget else 0}, {CYCLE_LIMIT})"
             )
-        return self.outcome(Status.WORKING, message, reason=str(reason))
+        return self.outcome(Status.WORKING, message, reason=reason)
 
     def send(self) -> Outcome:
         """Send the prompt from the account rotation chose; when that account refuses before it
@@ -722,7 +724,7 @@ class Step:
             "poll", engine="qwen", account=self.account, progress=result.progress, duration=_since(started)
         )
         return self.outcome(
-            Status.WORKING, f"{self.slug}: {result.progress} ({self.chat_url})", reason="generating"
+            Status.WORKING, f"{self.slug}: {result.progress} ({self.chat_url})", reason=Reason.GENERATING
         )
 
     def poll_turns(self) -> Outcome:
@@ -747,7 +749,7 @@ class Step:
                     self.save()
                     self.log("poll", engine="qwen", progress=progress, turn=present, duration=_since(started))
                     return self.outcome(
-                        Status.WORKING, f"{self.slug}: {progress} ({self.chat_url})", reason="generating"
+                        Status.WORKING, f"{self.slug}: {progress} ({self.chat_url})", reason=Reason.GENERATING
                     )
                 self.say(f"{self.slug}: {progress}")
             elif present < total:
@@ -798,7 +800,7 @@ class Step:
                 Status.WORKING,
                 f"{self.slug}: turn {number} of {total} was sent at {_clock(sent.send.intent_at)}; "
                 "the chat does not show it yet",
-                reason="generating",
+                reason=Reason.GENERATING,
             )
         self.log("sending", engine="qwen", account=self.account, turn=number, chat_url=self.chat_url)
         self.say(f"{self.slug}: sending turn {number} of {total}")
@@ -983,7 +985,7 @@ class Step:
         return self.outcome(
             Status.WORKING,
             f"{self.slug}: {err} (attempt {self.state.attempts} of {limit}; next try {wait_words(delay)})",
-            reason="backoff",
+            reason=Reason.BACKOFF,
         )
 
     def hard(self, err: HardError) -> Outcome:
@@ -1100,7 +1102,13 @@ class Step:
         self.ws.journal.append(self.slug, event, **fields)
 
     def outcome(
-        self, status: Status, message: str, *, engine: str | None = None, sent: bool = False, reason: str = ""
+        self,
+        status: Status,
+        message: str,
+        *,
+        engine: str | None = None,
+        sent: bool = False,
+        reason: Reason = Reason.NONE,
     ) -> Outcome:
         return Outcome(
             status,

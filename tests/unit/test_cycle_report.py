@@ -95,3 +95,27 @@ def test_logged_out_with_the_router_off_says_what_could_not_be_written(project, 
     assert report.exit_code == 1
     notice = "the chat is logged out: 1 article(s) could not be written; run `qwenpipe login`"
     assert notice in report.summary()
+
+
+def test_an_article_the_busy_store_held_back_is_counted_as_waiting_for_the_store(
+    project, chat, router, monkeypatch
+):
+    """A step the store refused (held by another process, or unreachable) is no generating chat:
+    the cycle's summary says what it waits for (issue 29: `Outcome.reason` is a `Reason`)."""
+    from pipeline.batch.cycle import run_cycle
+    from pipeline.config import load
+    from pipeline.contract import step
+    from pipeline.contract.workspace import Engines, Workspace
+    from pipeline.store.protocol import StoreBusy
+
+    add_prompt(project, "tea")
+    workspace = Workspace(load(project / "config.toml"))
+    engines = Engines(workspace.config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)
+
+    def held(_self):
+        raise StoreBusy("another process holds the store (database is locked); try again in a moment")
+
+    monkeypatch.setattr(step.Step, "run", held)
+    report = run_cycle(workspace, engines)
+    assert report.counts["store_busy"] == 1 and report.counts["generating"] == 0, report.counts
+    assert "1 waiting for the store" in report.summary()
