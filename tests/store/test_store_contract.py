@@ -245,6 +245,27 @@ def test_sends_are_counted_by_day_and_by_account(store):
     assert store.send_counts(0, day).by_account == {"main": 1}
 
 
+def test_a_send_given_back_by_its_next_step_is_not_counted(store):
+    """An `unsent` step right after a `sending` (the engine or a recovery proved the site took
+    nothing) takes that send back; any other step after it, or an `unsent` after a later send,
+    does not. What qwen.max_sends_per_day counts is what the site took."""
+    day = 1_000 * DAY
+    append(
+        store,
+        Event("a", "sending", day + 1, account="main"),
+        Event("a", "unsent", day + 2, account="main", fields={"code": "bot_check"}),  # given back
+        Event("a", "sending", day + 3, account="main"),  # sent again, and taken
+        Event("a", "sent", day + 4, account="main"),
+        Event("b", "sending", day + 5, account="spare"),
+        Event("b", "recovering", day + 6, account="spare"),  # other steps between do not matter
+        Event("b", "unsent", day + 7, account="spare", fields={"code": "never_sent"}),
+        Event("c", "sending", day + 8, account="main"),  # another article's unsent is not its own
+        Event("d", "unsent", day + 9, account="main"),
+    )
+    counts = store.send_counts(day, day + DAY)
+    assert counts.by_account == {"main": 2} and counts.of("spare") == 0, counts
+
+
 # -- leases --------------------------------------------------------------------------------
 
 
