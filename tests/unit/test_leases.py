@@ -76,3 +76,32 @@ def test_a_lease_that_cannot_be_renewed_is_lost(workspace):
         lease.check()
     lease.release()
     assert store.lease("tea", time.time()).owner == "h2:1:abcd"  # only its owner releases it
+
+
+def test_a_lease_lost_between_the_intent_and_the_click_never_clicks(
+    project, workspace, engines, chat, monkeypatch
+):
+    """The intent was recorded with the lease held; then (a host paused past its lease) another
+    host took it before the click: the check just before the click stops the send (issue 29)."""
+    from pipeline.contract.journal import Journal
+
+    add_prompt(project, "tea")
+    store = workspace.store
+    lease = ArticleLease(store, "tea", "h1", 30)
+    assert lease.claim() == ""
+    lease._stop.set()  # paused: no renewal
+    original = Journal.append
+
+    def append(self, slug, event, **fields):
+        entry = original(self, slug, event, **fields)
+        if event == "sending":  # the intent is on record: now the lease goes to h2
+            assert store.sends("tea") and store.sends("tea")[0].chat_url == ""
+            store.release_lease("tea", lease.owner)
+            assert store.claim_lease("tea", "h2:1:abcd", 30, time.time())
+        return entry
+
+    monkeypatch.setattr(Journal, "append", append)
+    with pytest.raises(LeaseLost):
+        step_with(workspace, engines, lease).run()
+    assert chat.sends == 0  # never clicked
+    assert [s.chat_url for s in store.sends("tea")] == [""]  # an intent, no send: h2 recovers it
