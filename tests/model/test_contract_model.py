@@ -461,11 +461,16 @@ def snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+# Derandomized: every run tries the same 40 sequences, so a change that breaks the contract fails
+# every time, not one run in two (issue 29). QWENPIPE_MODEL_EXAMPLES=N QWENPIPE_MODEL_RANDOM=1
+# explores new sequences outside CI.
 ContractModel.TestCase.settings = settings(
     max_examples=int(os.environ.get("QWENPIPE_MODEL_EXAMPLES", "40")),
     stateful_step_count=25,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
+    derandomize=not os.environ.get("QWENPIPE_MODEL_RANDOM"),
+    database=None,  # what one run found is not replayed by the next: each run shows the same
 )
 # A failing run shrinks for up to five minutes (Hypothesis' own limit; fsync-bound on a loaded
 # machine): the timeout must not cut its report short. A passing run takes well under a minute.
