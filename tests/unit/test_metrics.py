@@ -58,22 +58,17 @@ def test_a_textfile_that_cannot_be_written_is_said_and_the_cycle_goes_on(project
 
 
 def test_doctor_checks_the_metrics_folder_and_parses_notify_urls_without_sending(project):
-    (project / "config.toml").write_text(
-        '[metrics]\ntextfile = "nowhere/qwenpipe.prom"\n[notify]\nurls = ["json://127.0.0.1:9/x", "nope://x"]\n'
-    )
-    report = Report("test")
-    config = load(project / "config.toml")
-    check_metrics(report, config)
-    check_notify(report, config)
-    [metrics, notify] = report.checks
+    def doctor(urls: str) -> list:
+        settings = f'[metrics]\ntextfile = "nowhere/qwenpipe.prom"\n[notify]\nurls = {urls}\n'
+        (project / "config.toml").write_text(settings)
+        report = Report("test")
+        config = load(project / "config.toml")
+        check_metrics(report, config)
+        check_notify(report, config)
+        return report.checks
+
+    [metrics, notify] = doctor('["json://127.0.0.1:9/x", "nope://x"]')
     assert metrics.status == FAIL and "cannot write in" in metrics.detail
     assert notify.status == FAIL and "1 of 2 not understood by Apprise (nope://...)" in notify.detail
     (project / "nowhere").mkdir()
-    (project / "config.toml").write_text(
-        '[metrics]\ntextfile = "nowhere/qwenpipe.prom"\n[notify]\nurls = ["json://127.0.0.1:9/x"]\n'
-    )
-    report = Report("test")
-    config = load(project / "config.toml")
-    check_metrics(report, config)
-    check_notify(report, config)
-    assert [c.status for c in report.checks] == [OK, OK]
+    assert [c.status for c in doctor('["json://127.0.0.1:9/x"]')] == [OK, OK]
