@@ -19,6 +19,7 @@ test process ends (conftest's session fixture `_shared_browser_stopped`).
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import subprocess
@@ -59,6 +60,7 @@ def cdp_url() -> str:
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # its renderers and helpers stop with it, by its group
     )
+    atexit.register(stop)  # a process that ends without its session's teardown stops it too
     port_file = profile / "DevToolsActivePort"
     deadline = time.monotonic() + START_SECONDS
     while time.monotonic() < deadline:
