@@ -34,7 +34,7 @@ def qwenpipe(project: Path, *args: str) -> subprocess.CompletedProcess:
 
 def sent_project(folder: Path, sim, chats: int, concurrency: int = 1) -> Path:
     """A project whose `chats` prompts were all sent (one cycle) and whose answers are complete."""
-    project = make_project(folder, sim, extra=f"concurrency = {concurrency}")
+    project = make_project(folder, sim, extra=f"concurrency = {concurrency}", own_browser=True)
     with open(project / "config.toml", "a", encoding="utf-8") as config:
         config.write("\n[article]\nmin_words = 0\n")
     for n in range(chats):

@@ -69,7 +69,7 @@ def main() -> None:
     with Simulator(port=0, answer_seconds=2.0, thinking_seconds=0.3, url_delay=0.2).start() as sim:
         for run in range(options.repeat):
             with tempfile.TemporaryDirectory() as tmp:
-                project = make_project(Path(tmp), sim)
+                project = make_project(Path(tmp), sim, own_browser=True)
                 config = project / "config.toml"
                 args = f"[browser]\nargs = {json.dumps(options.arg)}\n"
                 config.write_text(config.read_text().replace("[browser]\n", args), encoding="utf-8")

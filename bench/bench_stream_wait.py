@@ -36,7 +36,7 @@ TARGET = 1.0
 
 def one_run(sim: Simulator, folder: Path, slug: str) -> float | None:
     """Seconds from the answer's last frame to the article on disk (None: the run failed)."""
-    project = make_project(folder, sim, router=False)
+    project = make_project(folder, sim, router=False, own_browser=True)
     text = prompt(project, slug, f"Write an article about {slug.replace('-', ' ')}.")
     article = project / "articles" / f"{slug}.md"
     proc = subprocess.Popen(
