@@ -31,10 +31,12 @@ class Webhook:
     def __init__(self):
         self.received: list[dict] = []
         self.status = 200
+        self.attempts = 0  # POSTs answered, whatever the status
         hook = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802 - http.server's name
+                hook.attempts += 1
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 if hook.status == 200:
                     hook.received.append(json.loads(body))
@@ -93,10 +95,10 @@ def test_a_dead_letter_and_the_failing_router_are_told_once_without_secrets_afte
     router.enqueue(HardError(f"router: HTTP 401: invalid key {KEY}", code="router_failed"))
     add_prompt(project, "tea")
     webhook.status = 500
-    began = time.monotonic()
     report, said = cycle(ws, engines)
     assert report.exit_code == 1 and (project / "articles" / "tea.md.failed").exists()  # the cycle went on
-    assert time.monotonic() - began < 15
+    # Not held up: the failing URL was tried once for the two messages, not again in this cycle.
+    assert webhook.attempts == 1
     assert any(line.startswith("notify: 2 message(s) not delivered") for line in said), said
     assert webhook.received == []
     warning = [w for w in collect(ws, NOW).warnings if "notification(s) not delivered" in w]
