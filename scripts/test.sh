@@ -21,4 +21,4 @@ if [ "${1:-}" = "--quick" ]; then
   exec env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m pytest -q -n 3 -m "not browser and not chaos" \
     tests/unit tests/engines tests/simulator tests/model tests/store "$@"
 fi
-env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m pytest -q -n 5 "$@"
+env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m pytest -q -n 5 --durations=25 "$@"
