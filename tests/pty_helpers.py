@@ -6,6 +6,7 @@ import fcntl
 import os
 import re
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -50,9 +51,16 @@ class Screen:
             self.pump(0.05)
 
 
+def _ctrl_c_at_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def spawn(args: list[str], cwd, *, columns: int = 120, rows: int = 40) -> tuple[subprocess.Popen, Screen]:
     """`python -m pipeline ARGS` with stdin, stdout and stderr on a new terminal of that size,
-    leading its own session (so a Ctrl-C, `os.killpg(child.pid, SIGINT)`, reaches what it starts)."""
+    leading its own session (so a Ctrl-C, `os.killpg(child.pid, SIGINT)`, reaches what it starts).
+    Ctrl-C starts at its default, as in a terminal's foreground job: a test run started in the
+    background of a non-interactive shell (`cmd &`) ignores SIGINT, and a child would inherit that
+    and never see the Ctrl-C the test sends."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS", "LINES")}
@@ -65,6 +73,7 @@ def spawn(args: list[str], cwd, *, columns: int = 120, rows: int = 40) -> tuple[
         stderr=slave,
         env=env,
         start_new_session=True,
+        preexec_fn=_ctrl_c_at_default,
     )
     os.close(slave)
     return child, Screen(master)
