@@ -38,9 +38,9 @@ def chromium_executable() -> str:
     except Exception as err:
         pytest.skip(f"no Chromium to start: {err}")
     if path is None:  # Playwright's bundled Chromium
-        from playwright.sync_api import sync_playwright
+        from pipeline.engines.qwen.browser import playwright_driver
 
-        with sync_playwright() as p:
+        with playwright_driver() as p:
             path = p.chromium.executable_path
     return path
 

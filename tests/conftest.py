@@ -110,7 +110,9 @@ def _shared_browser_stopped():
     stops with the test process."""
     yield
     import shared_browser
+    import tests_cli_helpers
 
+    tests_cli_helpers.release_driver()
     shared_browser.stop()
 
 

@@ -37,6 +37,7 @@ def qwenpipe_in_process(*args, cwd, env=None, timeout=None) -> subprocess.Comple
     timeout is put back); `run` closes the stores the command opened."""
     from pipeline.cli.app import run
 
+    hold_driver()
     del timeout  # the command's own watchdog (qwen.run_timeout) and the test's timeout bound it
     stdout, stderr = io.StringIO(), io.StringIO()
     folder = os.getcwd()
@@ -60,6 +61,28 @@ def qwenpipe_in_process(*args, cwd, env=None, timeout=None) -> subprocess.Comple
         os.environ.clear()
         os.environ.update(environ)
     return subprocess.CompletedProcess(["qwenpipe", *args], int(code), stdout.getvalue(), stderr.getvalue())
+
+
+_held: contextlib.ExitStack | None = None
+
+
+def hold_driver() -> None:
+    """One use of this thread's Playwright driver, kept until `release_driver`: in-process
+    commands then start none of their own."""
+    global _held
+    if _held is None:
+        from pipeline.engines.qwen.browser import playwright_driver
+
+        held = contextlib.ExitStack()
+        held.enter_context(playwright_driver())
+        _held = held
+
+
+def release_driver() -> None:
+    global _held
+    held, _held = _held, None
+    if held is not None:
+        held.close()
 
 
 def qwenpipe_at_once(*args, cwd, count: int, timeout=120) -> list[tuple[int, str]]:

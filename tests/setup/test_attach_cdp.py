@@ -25,9 +25,9 @@ def users_chromium(tmp_path):
 
 def sign_in_in_the_users_browser(cdp_url: str, base_url: str) -> None:
     """The user signs in by hand in their own browser (here: through CDP, then let go)."""
-    from playwright.sync_api import sync_playwright
+    from pipeline.engines.qwen.browser import playwright_driver
 
-    with sync_playwright() as playwright:
+    with playwright_driver() as playwright:
         browser = playwright.chromium.connect_over_cdp(cdp_url)
         # The user's browser holds other sites' logins too: none of them may end up in our file.
         browser.contexts[0].add_cookies(

@@ -124,7 +124,8 @@ def test_login_signs_one_account_in_its_own_profile_and_an_import_then_reaches_t
 @pytest.mark.browser
 def test_the_login_refresh_of_one_account_renews_that_accounts_state_only(sim, tmp_path):
     from browser_helpers import chromium_executable
-    from playwright.sync_api import sync_playwright
+
+    from pipeline.engines.qwen.browser import playwright_driver
 
     project = make_project(tmp_path, sim, extra="")
     states = add_accounts(project, ["a", "b"])
@@ -138,7 +139,7 @@ def test_the_login_refresh_of_one_account_renews_that_accounts_state_only(sim, t
     states["b"].write_text(json.dumps(state))
     said = []
     refresh = LoginRefresh(config, say=said.append, account=account_named(config, "b"))
-    with sync_playwright() as p:
+    with playwright_driver() as p:
         browser = p.chromium.launch(executable_path=chromium_executable(), args=["--no-sandbox"])
         try:
             page = browser.new_context(storage_state=str(states["b"])).new_page()

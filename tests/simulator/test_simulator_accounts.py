@@ -235,11 +235,12 @@ def test_accounts_and_quota_options_parse_and_bad_names_are_refused_naming_the_o
 # -- one real browser ------------------------------------------------------------------------------
 @pytest.mark.browser
 def test_in_a_browser_each_context_is_its_account_and_another_accounts_chat_shows_not_found():
-    sync_api = pytest.importorskip("playwright.sync_api")
+    from pipeline.engines.qwen.browser import playwright_driver
+
     args = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
     with (
         Simulator(**FAST, accounts=("a", "b")).start() as sim,
-        sync_api.sync_playwright() as p,
+        playwright_driver() as p,
     ):
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=args)
         try:

@@ -420,7 +420,8 @@ def test_router_paths_are_dispatched(sim):
 # -- one real browser ------------------------------------------------------------------------------
 @pytest.mark.browser
 def test_browser_current_ui_smoke():
-    sync_api = pytest.importorskip("playwright.sync_api")
+    from pipeline.engines.qwen.browser import playwright_driver
+
     args = [
         "--no-sandbox",
         "--disable-background-networking",
@@ -431,7 +432,7 @@ def test_browser_current_ui_smoke():
     ]
     with (
         Simulator(answer_seconds=0.8, thinking_seconds=0.3, url_delay=0.3).start() as sim,
-        sync_api.sync_playwright() as p,
+        playwright_driver() as p,
     ):
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=args)
         try:

@@ -15,6 +15,8 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -126,6 +128,19 @@ class _SharedPlaywright(threading.local):
 
 
 _PLAYWRIGHT = _SharedPlaywright()
+
+
+@contextmanager
+def playwright_driver() -> Iterator[Any]:
+    """A use of this thread's Playwright driver, started on first use and stopped when its last
+    use ends: what holds it open across several browser sessions (a doctor run's look-up and
+    its browser; a process that runs commands one after another) pays one driver start, about
+    0.4 CPU-seconds, instead of one per session."""
+    playwright = _PLAYWRIGHT.acquire()
+    try:
+        yield playwright
+    finally:
+        _PLAYWRIGHT.release()
 
 
 class _SharedBrowser(threading.local):
