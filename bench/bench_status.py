@@ -99,10 +99,10 @@ def build(root: Path, articles: int, lines: int) -> Path:
 
 
 def import_once(root: Path) -> float:
-    from pipeline.store import open_store
+    from pipeline.contract.upgrade import open_sqlite
 
     started = time.perf_counter()
-    open_store(root / "articles" / ".qwenpipe").close()
+    open_sqlite(root / "articles" / ".qwenpipe").close()
     return time.perf_counter() - started
 
 
@@ -128,12 +128,11 @@ def as_subprocess(root: Path) -> tuple[float, float]:
 
 
 def grow(root: Path) -> None:
-    """20 new events written by another connection (a cycle's), and this process's store closed."""
-    from pipeline.store import close_shared
+    """20 new events written by another connection (a cycle's); each `status` run closed its own
+    store when it ended (cli.common.workspace_of)."""
     from pipeline.store.protocol import Event
     from pipeline.store.sqlite import SQLiteStore
 
-    close_shared()
     with SQLiteStore.open(root / "articles" / ".qwenpipe") as store, store.step() as step:
         for _ in range(20):
             step.append(Event("article-00001", "poll", time.time(), fields={"engine": "qwen"}))

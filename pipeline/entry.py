@@ -112,7 +112,8 @@ def answered_status(config: str | None, query: dict) -> bool:
 
     freeze_imports()
     try:
-        print_status(Workspace(load(config)), query, as_json=True)
+        with Workspace(load(config)) as workspace:
+            print_status(workspace, query, as_json=True)
     except (Exception, KeyboardInterrupt):
         return False
     return True
@@ -145,7 +146,12 @@ def run_cycle(config: str | None, cron_exit: bool = False) -> int:
     from .contract.workspace import Workspace
 
     freeze_imports()
-    code = exit_code_of(lambda: cycle_command(Workspace(load(config)), cron_exit=cron_exit))
+
+    def run() -> int:
+        with Workspace(load(config)) as workspace:
+            return cycle_command(workspace, cron_exit=cron_exit)
+
+    code = exit_code_of(run)
     return cron_exit_of(code) if cron_exit else code
 
 

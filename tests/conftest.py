@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -43,8 +44,9 @@ def outside(tmp_path) -> Path:
 
 
 @pytest.fixture
-def workspace(project) -> Workspace:
-    return Workspace(load(project / "config.toml"))
+def workspace(project) -> Iterator[Workspace]:
+    with Workspace(load(project / "config.toml")) as opened:
+        yield opened
 
 
 @pytest.fixture

@@ -34,7 +34,7 @@ def qwenpipe_in_process(*args, cwd, env=None, timeout=None) -> subprocess.Comple
     to the environment (NO_COLOR as for a subprocess), stdout and stderr captured (not a
     terminal): a CompletedProcess as `qwenpipe` returns. Afterwards nothing of the run stays:
     the folder, the environment and the alarm the command's watchdog set (the test's own
-    timeout is put back); `run` closes the stores the command opened."""
+    timeout is put back); the command's workspace closed its store when the command ended."""
     from pipeline.cli.app import run
 
     hold_driver()

@@ -56,6 +56,7 @@ from .scan import ArticleView, attach_records, scan
 
 if TYPE_CHECKING:
     from ..engines.base import ChatEngine
+    from ..store.protocol import Store
 
 
 @dataclass
@@ -366,7 +367,7 @@ def plan(
             facts_limits = chat_limits(workspace, counted, sender, since, now, served)
         decision = decide(Facts(view.seen(), record, facts_limits, now, planning=True))
         if decision.replan:
-            _replan(view, qwen, now)
+            _replan(workspace.store, view, qwen, now)
         action, reason = decision.action, decision.reason
         if action is Action.NOTHING:  # reading its record found its old state file unusable
             _count_settled(report, view, decision)
@@ -426,7 +427,7 @@ def invalid_line(view: ArticleView) -> str:
     return f"invalid prompt: {view.problem or view.slug}"
 
 
-def _replan(view: ArticleView, qwen: Qwen, now: float) -> None:
+def _replan(store: Store, view: ArticleView, qwen: Qwen, now: float) -> None:
     """Save the times `schedule` pulled in after the clock moved back, under the article's lock;
     when another process holds it, that one saves them (its contract follows the same rule)."""
     try:
@@ -434,11 +435,11 @@ def _replan(view: ArticleView, qwen: Qwen, now: float) -> None:
     except LockBusy:
         return
     try:
-        state = ArticleState.load(view.files.state)
+        state = ArticleState.load(store, view.files)
         planned = schedule(state, qwen.poll_interval, now, spaced=False)
         if planned.replanned:
             planned.apply_to(state)
-            state.save(view.files.state)
+            state.save(store, view.slug)
     finally:
         lock.release()
 

@@ -24,7 +24,7 @@ from ..contract.prompts import (
     load_prompt,
     name_problem,
 )
-from ..errors import SetupProblem, UsageProblem
+from ..errors import UsageProblem
 from ..store.protocol import ArticleRecord, PromptCheck
 
 NO_RECORD = ArticleRecord()
@@ -63,7 +63,7 @@ class ArticleView:
         self._state: ArticleState | None = None
         self._state_problem = ""  # its old state file is a link or a FIFO
         self._record: Any = None  # its store record, when attach_records gave one
-        self._attached = False  # attach_records ran: no state file is read
+        self._attached = False  # attach_records ran: `record` is the store's
         self._done_entry: os.DirEntry | None = None  # SLUG.md, as listed
         self._prompt_entry: os.DirEntry | None = None  # prompts/SLUG.md, as listed (stat when asked)
         self._files: ArticleFiles | None = None
@@ -149,15 +149,9 @@ class ArticleView:
         if self._state_problem:  # this article alone is invalid; asked only of one not settled
             self.file_problem = self.file_problem or self._state_problem
             self._state_problem, self._state = "", ArticleState()
-        if self._state is None and self._attached:
+        if self._state is None:  # its record as attach_records gave it (none without: a fresh one)
             record = self._record
             self._state = ArticleState.from_record(record) if record is not None else ArticleState()
-        if self._state is None:
-            try:
-                self._state = ArticleState.load(self.files.state)
-            except SetupProblem as problem:  # a FIFO or a link in its place: this article only
-                self.file_problem = self.file_problem or str(problem)
-                self._state = ArticleState()
         return self._state
 
     def check_prompt(self, prompts_dir: Path, max_request_bytes: int) -> bool:

@@ -371,11 +371,9 @@ cli_prompts.register(app)
 
 def run(argv: list[str] | None = None) -> int:
     """Run the command line in-process and return its exit code; expected failures become one
-    clear line on stderr, never a traceback. The stores the command opened are closed when it
-    ends: a program that runs several commands keeps no database of one open into the next."""
+    clear line on stderr, never a traceback. The command's workspace closes its store when the
+    command ends (common.workspace_of)."""
     from typer.exceptions import TyperException
-
-    from ..store import close_shared
 
     def parse_and_run() -> int:
         try:
@@ -391,10 +389,7 @@ def run(argv: list[str] | None = None) -> int:
             return ExitCode.USAGE
         return result if isinstance(result, int) else ExitCode.DONE
 
-    try:
-        return exit_code_of(parse_and_run)
-    finally:
-        close_shared()
+    return exit_code_of(parse_and_run)
 
 
 def main() -> None:

@@ -14,7 +14,8 @@ ConfigOption = Annotated[
 
 def workspace_of(ctx: typer.Context, config: str | None = None):
     """The workspace of the command's config (its own `--config`, else the global one), with
-    the global `--cdp` applied."""
+    the global `--cdp` applied. Its store is closed when the command ends, however it ends: a
+    program that runs several commands keeps no database of one open into the next."""
     from ..config import load
     from ..contract.workspace import Workspace
 
@@ -22,4 +23,6 @@ def workspace_of(ctx: typer.Context, config: str | None = None):
     cdp = ctx.obj.get("cdp")
     if cdp is not None:
         loaded = loaded.with_override("browser", "cdp_url", cdp, "--cdp")
-    return Workspace(loaded)
+    workspace = Workspace(loaded)
+    ctx.call_on_close(workspace.close)
+    return workspace

@@ -32,8 +32,9 @@ def register(app: typer.Typer) -> None:
             from ..contract.prompts import check_slug
 
             check_slug(slug)
-        journal = workspace_of(ctx, config).journal
-        journal.check()
+        workspace = workspace_of(ctx, config)
+        workspace.check_journal()
+        journal = workspace.journal
         try:
             after = _print(journal, slug, 0, as_json)
             while follow:

@@ -24,7 +24,7 @@ def register(app: typer.Typer) -> None:
         from ..store import initialize
 
         workspace = workspace_of(ctx, config)
-        done = initialize(workspace.config.store.url, workspace.state_dir)
+        done = initialize(workspace.config.store.url, lambda: workspace.store)
         if done.before == done.after and done.kind == "postgresql":
             say(f"store {done.where}: already at schema version {done.after}; nothing to do")
         elif done.kind == "postgresql":

@@ -21,12 +21,16 @@ import math
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from .. import files
 from ..errors import UsageProblem
 from ..redact import mask_data
 from ..store.protocol import ArticleRecord
+
+if TYPE_CHECKING:
+    from ..store.protocol import Store
 
 CHAT_PATH_RE = re.compile(r"^/c/([a-f0-9-]{20,})$")
 STATE_DIR = files.STATE_DIR
@@ -116,14 +120,11 @@ class ArticleState(ArticleRecord):
     errors: list[dict] = field(default_factory=list)  # type: ignore[assignment]
 
     @classmethod
-    def load(cls, path: Path) -> ArticleState:
-        """The article's record in the store (`path` is its place: .qwenpipe/state/SLUG.json), or a
-        fresh one when the store knows nothing of it (losing it costs an early poll, never a
-        second send: the sidecar files say what was sent)."""
-        from ..store import shared
-
-        files.is_regular(path)  # UnsafeFile: a link or a FIFO at the old state file is this article's problem
-        record = shared(path.parent.parent).article(path.stem)
+    def load(cls, store: Store, article: ArticleFiles) -> ArticleState:
+        """The article's record in `store`, or a fresh one when the store knows nothing of it
+        (losing it costs an early poll, never a second send: the sidecar files say what was sent)."""
+        files.is_regular(article.state)  # UnsafeFile: a link or a FIFO there is this article's problem
+        record = store.article(article.slug)
         return cls() if record is None else cls.from_record(record)
 
     @classmethod
@@ -159,12 +160,10 @@ class ArticleState(ArticleRecord):
         state.errors = [e for e in errors if isinstance(e, dict)]
         return state
 
-    def save(self, path: Path) -> None:
-        """Write the record to the store (one step): `path` names the article as in `load`."""
-        from ..store import shared
-
-        with shared(path.parent.parent).step() as step:
-            step.put_article(self.to_record(path.stem))
+    def save(self, store: Store, slug: str) -> None:
+        """Write the record of article `slug` to `store` (one step)."""
+        with store.step() as step:
+            step.put_article(self.to_record(slug))
 
     def to_record(self, slug: str) -> ArticleRecord:
         """The record the store keeps (secrets masked; the open intent is the store's own)."""

@@ -3,7 +3,7 @@
 The events live in the store (`articles/.qwenpipe/qwenpipe.db`), each one its own short
 transaction: a writer killed mid-step leaves nothing of that step, never a torn line.
 `journal.jsonl` is what versions before the store wrote; `read_lines` reads it once, for the
-store's import (pipeline/store/legacy.py), and nothing writes it any more.
+store's import (contract/upgrade.py), and nothing writes it any more.
 """
 
 from __future__ import annotations
@@ -14,28 +14,21 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import files
 from ..crashpoints import crashpoint
 from ..redact import mask_data
 
+if TYPE_CHECKING:
+    from ..store.protocol import Store
+
+OLD_JOURNAL = "journal.jsonl"  # in articles/.qwenpipe: the journal of versions before the store
+
 
 @dataclass
 class Journal:
-    path: Path  # articles/.qwenpipe/journal.jsonl: the old journal, beside the store
-
-    def check(self) -> None:
-        """UnsafeFile when the journal's folder (or the old journal the store imports) is a
-        symlink, a FIFO or a folder: asked before a step that must log, so that nothing is
-        marked or sent that could not be logged."""
-        files.check_folder(self.path.parent)
-        files.is_regular(self.path)
-
-    @property
-    def store(self):
-        from ..store import shared
-
-        return shared(self.path.parent)
+    store: Store  # the workspace's store, where the events live
 
     def append(self, slug: str, event: str, **fields: object) -> dict:
         """Record one step. None-valued fields are left out to keep events short. `account`

@@ -10,17 +10,18 @@ that came back empty (until the next local midnight, as a quota). The reason say
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from .. import files
 from ..store.protocol import DEFAULT_ACCOUNT
 from .journal import Journal
+
+if TYPE_CHECKING:
+    from ..store.protocol import Store
 
 LONGEST_BLOCK = 86400.0  # s: a block the site gave no hours for lasts until midnight, at most a day
 # The reasons of the holds that are not the site's quota: a hold's reason starts with its kind.
@@ -87,13 +88,7 @@ def clock(ts: float) -> str:
 
 @dataclass
 class ChatQuota:
-    path: Path  # quota.json: where versions before the store kept the block (imported once)
-
-    @property
-    def store(self):
-        from ..store import shared
-
-        return shared(self.path.parent)
+    store: Store  # the workspace's store, which keeps each account's block
 
     def blocked_until(
         self, now: float, *, replan: bool = True, account: str = DEFAULT_ACCOUNT
@@ -114,16 +109,6 @@ class ChatQuota:
             if replan:
                 self._save(until, now, reason, account)
         return (until, reason) if until > now else None
-
-    def read(self) -> tuple[float, float, str] | None:
-        """The old quota.json as written, (until, since, reason), or None when there is none to trust."""
-        try:
-            data = json.loads(files.read_bytes(self.path))  # UnsafeFile for a symlink or a FIFO
-            until, reason = float(data["blocked_until"]), str(data.get("reason", ""))
-            since = float(data.get("since", until - LONGEST_BLOCK))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return None
-        return until, since, reason
 
     def _save(self, until: float, since: float, reason: str, account: str) -> None:
         from ..store.protocol import QuotaBlock

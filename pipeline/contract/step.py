@@ -154,7 +154,7 @@ def generate(
         )
         if not (wait and outcome.status is Status.WORKING and outcome.reason in WAIT_AGAIN):
             return outcome
-        state, now = ArticleState.load(workspace.article(slug).state), clock()
+        state, now = ArticleState.load(workspace.store, workspace.article(slug)), clock()
         if outcome.reason == Reason.BACKOFF:
             due = state.next_try or now
         elif outcome.reason == Reason.SPACING:
@@ -201,7 +201,7 @@ def _generate_once(
     if article.md.exists():  # its chat's pending delete (qwen.delete_chats) is tried again, never failing it
         cleanup.retry_pending(workspace, engines, clock=clock, say=say, slug=slug)
         return Outcome(Status.DONE, slug, f"{article.md} is already done")
-    workspace.journal.check()  # before any marker or send: every step must be logged
+    workspace.check_journal()  # before any marker or send: every step must be logged
     prompt = load_prompt(workspace.prompts_dir, slug)
     sent = read_chat_url(article, workspace.config.qwen.base_url)  # a bad sidecar: refused before locking
     if engine != "router":  # the turns still to be sent (the first is, once its chat is known)
@@ -275,7 +275,7 @@ class Step:
         self.wait, self.choice, self.say, self.clock = wait, choice, say, clock
         self.budget = budget
         self.qwen = workspace.config.qwen
-        self.state = ArticleState.load(article.state)
+        self.state = ArticleState.load(workspace.store, article)
         self.chat_url: str | None = None
         self.chat_error = ""
         self.recovered = False  # the intent marker was answered in this step
@@ -1096,7 +1096,7 @@ class Step:
         return self.prompt.slug
 
     def save(self) -> None:
-        self.state.save(self.article.state)
+        self.state.save(self.ws.store, self.slug)
 
     def log(self, event: str, **fields: object) -> None:
         self.ws.journal.append(self.slug, event, **fields)
@@ -1139,10 +1139,10 @@ def replay(workspace: Workspace, slug: str, *, fresh: bool = False) -> str:
     if not article.failed.exists():
         raise UsageProblem(f"{slug} is not dead-lettered ({article.failed} does not exist)")
     with FileLock(article.lock, purpose=f"replay {slug}"):
-        state = ArticleState.load(article.state)
+        state = ArticleState.load(workspace.store, article)
         state.hard_failures = state.attempts = 0
         state.next_try = 0.0
-        state.save(article.state)
+        state.save(workspace.store, slug)
         files.remove(article.failed)
         workspace.journal.append(slug, "replay")
     if article.url.exists() and any(not d.pending for d in workspace.store.chat_deletions(slug)):

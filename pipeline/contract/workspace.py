@@ -1,37 +1,54 @@
-"""Where things are (from the config) and the engines, created only when first needed."""
+"""Where things are (from the config), the store, and the engines, created only when first needed."""
 
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import files
 from ..accounts import proxy_secrets
 from ..config import Browser, Config, ConfigError
 from ..files import FileLock, LockBusy
 from ..redact import register, router_key
 from ..store.protocol import DEFAULT_ACCOUNT
 from .article import STATE_DIR, ArticleFiles
-from .journal import Journal
+from .journal import OLD_JOURNAL, Journal
 from .quota import ChatQuota
 
+if TYPE_CHECKING:
+    from ..store.protocol import Store
 
-@dataclass
+
 class Workspace:
-    config: Config
+    """One batch's places (from the config) and its store.
 
-    def __post_init__(self) -> None:
+    The store is opened once, on first use (the PostgreSQL store of [store] url, as this host,
+    else the SQLite file in articles/.qwenpipe, with what an older qwenpipe left there imported),
+    and shared by every reader and writer of the workspace, its threads included: one
+    connection. The workspace owns it: `close()` (or leaving `with Workspace(...)`) closes it.
+    `store`: a store to use instead (one the caller made, e.g. `SQLiteStore(IN_MEMORY)`); the
+    workspace closes it too."""
+
+    def __init__(self, config: Config, store: Store | None = None):
+        self.config = config
+        self._store = store
+        self._opening = threading.Lock()
         # Known before anything is read or written, so every sink masks the key, even in a
         # command that never talks to the router (status, show).
-        router_key(self.config.router)
-        for secret in proxy_secrets(self.config):  # the accounts' proxy passwords, likewise
+        router_key(config.router)
+        for secret in proxy_secrets(config):  # the accounts' proxy passwords, likewise
             register(secret)
-        if self.config.store.url:  # a batch several hosts share: its store is the server's
-            from ..store import use_server
+        if config.store.url and store is None:  # a batch several hosts share: psycopg, or exit 2 now
+            from ..store import require_driver
 
-            use_server(self.state_dir, self.config.store.url, self.config.store.host)
+            require_driver()
+
+    def __repr__(self) -> str:
+        return f"Workspace({self.config.describe()})"
 
     @property
     def prompts_dir(self) -> Path:
@@ -46,24 +63,57 @@ class Workspace:
         return self.articles_dir / STATE_DIR
 
     @property
-    def journal(self) -> Journal:
-        return Journal(self.state_dir / "journal.jsonl")
+    def store(self) -> Store:
+        """The batch's store, opened on first use (see the class)."""
+        store = self._store
+        if store is None:
+            with self._opening:  # a cycle's threads may ask at once: one store all the same
+                if self._store is None:
+                    self._store = self._open_store()
+                store = self._store
+        return store
 
-    @property
-    def store(self):
-        """The batch's store (articles/.qwenpipe/qwenpipe.db), opened on first use, once a process."""
-        from ..store import shared
+    def _open_store(self) -> Store:
+        if self.config.store.url:  # a batch several hosts share: its store is the server's
+            from ..store.postgres import PostgresStore
 
-        return shared(self.state_dir)
+            return PostgresStore.open(self.config.store.url, host=self.config.store.host)
+        from .upgrade import open_sqlite
+
+        return open_sqlite(self.state_dir)
+
+    def close(self) -> None:
+        """Close the store, if it was opened (a later use opens it again)."""
+        with self._opening:
+            store, self._store = self._store, None
+        if store is not None:
+            store.close()
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def has_store(self) -> bool:
         """Whether there is a store to read (a reader creates none): a shared batch's always."""
-        return bool(self.config.store.url) or self.state_dir.exists()
+        return self._store is not None or bool(self.config.store.url) or self.state_dir.exists()
+
+    @property
+    def journal(self) -> Journal:
+        return Journal(self.store)
+
+    def check_journal(self) -> None:
+        """UnsafeFile when the store's folder (or the old journal it imports) is a symlink, a
+        FIFO or a folder: asked before a step that must log, so that nothing is marked or sent
+        that could not be logged."""
+        files.check_folder(self.state_dir)
+        files.is_regular(self.state_dir / OLD_JOURNAL)
 
     @property
     def chat_quota(self) -> ChatQuota:
-        return ChatQuota(self.state_dir / "quota.json")
+        return ChatQuota(self.store)
 
     @property
     def cycle_lock(self) -> Path:

@@ -443,10 +443,10 @@ def check_holds(report: Report, config: Config, now: float) -> None:
     from ..store.protocol import StoreError
 
     try:
-        workspace = Workspace(config)
-        if not workspace.has_store:
-            return
-        holds = [workspace.chat_quota.held(now, a.name) for a in all_accounts(config)]
+        with Workspace(config) as workspace:
+            if not workspace.has_store:
+                return
+            holds = [workspace.chat_quota.held(now, a.name) for a in all_accounts(config)]
     except (StoreError, ConfigError, OSError):
         return  # the store's own check (or the articles check) says what is wrong
     for hold in holds:

@@ -21,10 +21,13 @@ from .sql import EVENT_COLUMNS, FINISHED_COLUMNS, Dialect, SQLStep, SQLStore, ev
 
 BUSY_TIMEOUT = 5.0  # seconds: far longer than any step, far shorter than a cron period
 DIALECT = Dialect()  # a file is one batch: no batch column, SQLite's own conflict clauses
+IN_MEMORY = Path(":memory:")  # sqlite3's name for a database with no file: it ends with its store
 
 
 class SQLiteStore(SQLStore):
-    """One batch's store in one SQLite file. Safe to share between the threads of a process."""
+    """One batch's store in one SQLite file (or none: `SQLiteStore(IN_MEMORY)`, a store that
+    lives in its connection, for a test of what sits above the store). Safe to share between the
+    threads of a process."""
 
     _dialect = DIALECT
 

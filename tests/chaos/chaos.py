@@ -331,11 +331,11 @@ def check(trial: Trial, project: Path, sim) -> None:
 
 
 def check_send_counts(trial: Trial, project: Path, sim, sends: list[dict]) -> None:
-    from pipeline.store import open_store
+    from pipeline.contract.upgrade import open_sqlite
 
     texts = set(trial.slugs.values())
     accepted = [entry for entry in sends if entry["prompt"] in texts]
-    with open_store(articles_dir(project) / ".qwenpipe") as store:
+    with open_sqlite(articles_dir(project) / ".qwenpipe") as store:
         problem = chaos_common.send_count_problem(
             store, trial.started_at, accepted, per_account=bool(sim.accounts)
         )
@@ -379,12 +379,12 @@ def article_problem(
 
 
 def check_journal(trial: Trial, project: Path) -> None:
-    from pipeline.store import open_store
+    from pipeline.contract.upgrade import open_sqlite
 
     # The journal is in the store: a kill inside a step (mid_journal) leaves nothing of it, so
     # there is no torn line to allow for; every event must read back.
     trial.torn_lines = trial.unreadable_lines = 0
-    with open_store(articles_dir(project) / ".qwenpipe") as store:
+    with open_sqlite(articles_dir(project) / ".qwenpipe") as store:
         events = [e.event for e in store.events()]
     if "cycle_end" not in events:
         trial.problems.append("journal: no cycle_end from the final cycle")

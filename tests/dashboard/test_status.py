@@ -394,9 +394,9 @@ def test_status_sees_a_step_as_soon_as_it_is_in_the_store(batch):
 
     assert {row.slug: row for row in collect(batch).rows}["generating"].state == "generating"
     batch.journal.append("generating", "hard", engine="qwen", error="boom", code="x")
-    state = ArticleState.load(batch.article("generating").state)
+    state = ArticleState.load(batch.store, batch.article("generating"))
     state.hard_failures = 1
-    state.save(batch.article("generating").state)
+    state.save(batch.store, "generating")
     assert {row.slug: row for row in collect(batch).rows}["generating"].state == "failed"
 
 

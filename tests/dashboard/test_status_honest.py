@@ -15,16 +15,13 @@ from tests_cli_helpers import qwenpipe_in_process as qwenpipe
 
 from pipeline.batch.dashboard import rich_status
 from pipeline.batch.status import collect
-from pipeline.contract.journal import Journal
 from pipeline.contract.step import generate
 
 
-def test_show_caps_a_huge_journal_field_and_says_how_much_was_cut(project):
+def test_show_caps_a_huge_journal_field_and_says_how_much_was_cut(project, workspace):
     add_prompt(project, "tea")
     huge = "x" * 1_000_000
-    Journal(project / "articles" / ".qwenpipe" / "journal.jsonl").append(
-        "tea", "hard", engine="qwen", error=huge, code="network"
-    )
+    workspace.journal.append("tea", "hard", engine="qwen", error=huge, code="network")
     result = qwenpipe("show", "tea", cwd=project)
     assert result.returncode == 0, result.stderr
     assert len(result.stdout) < 20_000

@@ -11,8 +11,8 @@ import pytest
 from sim_project import add_accounts, journal, make_project, prompt, read_article, senders
 from tests_cli_helpers import qwenpipe
 
+from pipeline.contract.upgrade import open_sqlite
 from pipeline.simulator import Simulator
-from pipeline.store import open_store
 
 pytestmark = pytest.mark.browser
 
@@ -70,7 +70,7 @@ def test_three_accounts_one_spent_one_logged_out_every_article_by_its_sender_onc
         assert meta["engine"] == "qwen" and meta["account"] == taken[text][0], slug
     ends = [e for e in journal(project) if e["event"] == "cycle_end"]
     assert all(e["browser_launches"] <= 1 for e in ends), [e["browser_launches"] for e in ends]
-    with open_store(project / "articles" / ".qwenpipe") as store:
+    with open_sqlite(project / "articles" / ".qwenpipe") as store:
         assert {s.slug: s.account for s in store.sends()} == {
             slug: taken[text][0] for slug, text in texts.items()
         }
@@ -125,7 +125,7 @@ def test_an_old_intent_marker_without_an_account_resumes_as_default(fresh, tmp_p
     (article / "old.md.url").unlink()  # as the version before accounts left a crash after the click:
     marker = {"time": 0.0, "pid": 1, "prompt_sha256": __import__("hashlib").sha256(text.encode()).hexdigest()}
     (article / "old.md.sending").write_text(json.dumps(marker) + "\n")  # a marker without account,
-    with open_store(article / ".qwenpipe") as store, store.step() as step:
+    with open_sqlite(article / ".qwenpipe") as store, store.step() as step:
         step.forget_sends("old")  # and no sends in the store
     resumed = qwenpipe("generate", "old", "--wait", cwd=project)
     assert resumed.returncode == 0, resumed.stderr

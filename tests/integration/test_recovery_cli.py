@@ -124,14 +124,14 @@ def test_times_a_clock_jump_left_days_ahead_are_re_planned_by_generate_and_cycle
     assert qwenpipe("cycle", cwd=project).returncode == 42
     from dataclasses import replace
 
-    from pipeline.store import open_store
+    from pipeline.contract.upgrade import open_sqlite
 
     def shift(slug, **fields):
-        with open_store(project / "articles" / ".qwenpipe") as store, store.step() as step:
+        with open_sqlite(project / "articles" / ".qwenpipe") as store, store.step() as step:
             step.put_article(replace(step.article(slug), **fields))
 
     def record(slug):
-        with open_store(project / "articles" / ".qwenpipe") as store:
+        with open_sqlite(project / "articles" / ".qwenpipe") as store:
             return store.article(slug)
 
     # As if the last look and the last error happened with the clock two days ahead.

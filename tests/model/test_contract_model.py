@@ -31,7 +31,6 @@ import pipeline.contract.journal
 import pipeline.contract.step
 import pipeline.files
 from pipeline.config import load
-from pipeline.contract.journal import Journal
 from pipeline.contract.step import Status, generate, replay
 from pipeline.contract.workspace import Engines, Workspace
 from pipeline.engines.base import Answer, FoundChat, Generating, HardError, QuotaSpent, TransientError
@@ -249,6 +248,7 @@ class ContractModel(RuleBasedStateMachine):
             if sys.exc_info()[0] is None:  # after a failed step, that failure is the news
                 self.a_cooperating_engine_finishes_every_article()
         finally:
+            self.ws.close()
             shutil.rmtree(self.root, ignore_errors=True)
 
     def kill(self, why: str) -> Crash:
@@ -263,6 +263,7 @@ class ContractModel(RuleBasedStateMachine):
         """After a Crash has unwound: the disk as the kill left it."""
         corpse, self.corpse = self.corpse, None
         assert corpse is not None, "a Crash that did not come from kill()"
+        self.ws.close()  # the next run opens the store the kill left, as a new process does
         shutil.rmtree(self.out)
         shutil.copytree(corpse, self.out, symlinks=True)
         shutil.rmtree(corpse.parent)
@@ -440,7 +441,7 @@ class ContractModel(RuleBasedStateMachine):
                 except ValueError:
                     bad += 1
             assert bad <= self.torn_allowed, f"{bad} unreadable journal lines"
-            list(Journal(journal).read())
+            list(self.ws.journal.read())
 
     @invariant()
     def dead_letter_only_after_max_attempts_hard_failures(self):

@@ -71,19 +71,19 @@ def die_inside_a_step(place: Place, ready, how: str) -> None:
 
 def import_and_die(state_dir: str) -> None:
     """Import a legacy workspace, killed (os._exit) at its last write, inside the transaction."""
-    from pipeline.store import open_store
+    from pipeline.contract.upgrade import open_sqlite
     from pipeline.store.sqlite import SQLiteStep
 
     def die(*_args: object) -> None:
         os._exit(1)
 
     SQLiteStep.block_quota = die  # the import's last write: everything else is written by then
-    open_store(state_dir)
+    open_sqlite(state_dir)
 
 
 def open_at_once(state_dir: str, start) -> None:
     """Open (and so upgrade) a legacy workspace at the same moment as other processes."""
-    from pipeline.store import open_store
+    from pipeline.contract.upgrade import open_sqlite
 
     start.wait()
-    open_store(state_dir).close()
+    open_sqlite(state_dir).close()

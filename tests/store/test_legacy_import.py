@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 import store_workers
 
+from pipeline.contract import upgrade
 from pipeline.contract.article import ArticleState
 from pipeline.contract.journal import Journal, read_lines
-from pipeline.contract.quota import ChatQuota, local_day_start, next_local_midnight, sends_today
-from pipeline.store import legacy, open_store
+from pipeline.contract.quota import local_day_start, next_local_midnight, sends_today
+from pipeline.contract.upgrade import open_sqlite
 from pipeline.store.dbfile import DB_NAME
 from pipeline.store.protocol import DEFAULT_ACCOUNT, Event
 from pipeline.store.sqlite import SQLiteStore
@@ -37,7 +38,7 @@ def state_dir(workspace) -> Path:
 
 @pytest.fixture
 def store(state_dir):
-    opened = open_store(state_dir)
+    opened = open_sqlite(state_dir)
     yield opened
     opened.close()
 
@@ -122,16 +123,11 @@ def test_every_sent_article_has_its_send_with_the_chat_url_of_its_sidecar(store,
 def test_the_quota_block_and_the_sends_of_the_day_are_what_quota_py_says(store, state_dir):
     entries = journal_entries(state_dir)
     now = entries[-1]["ts"]
-    until, _since, reason = ChatQuota(state_dir / "quota.json").read()
+    until, _since, reason = upgrade.read_quota(state_dir / "quota.json")
     block = store.quota_block(DEFAULT_ACCOUNT, now)
     assert (block.until, block.reason) == (until, reason)
     counts = store.send_counts(local_day_start(now), next_local_midnight(now))
-    assert (
-        counts.total
-        == counts.of(DEFAULT_ACCOUNT)
-        == sends_today(Journal(state_dir / "journal.jsonl"), now)
-        == 9
-    )
+    assert counts.total == counts.of(DEFAULT_ACCOUNT) == sends_today(Journal(store), now) == 9
 
 
 def test_each_articles_last_event_is_its_last_journal_line(store, state_dir):
@@ -144,9 +140,9 @@ def test_each_articles_last_event_is_its_last_journal_line(store, state_dir):
 
 def test_a_second_import_adds_nothing(store, state_dir):
     before = (list(store.events()), store.articles(), store.send_counts(0).total)
-    assert legacy.import_once(store, state_dir) is None
+    assert upgrade.import_once(store, state_dir) is None
     store.close()
-    again = open_store(state_dir)
+    again = open_sqlite(state_dir)
     try:
         assert (list(again.events()), again.articles(), again.send_counts(0).total) == before
     finally:
@@ -155,7 +151,7 @@ def test_a_second_import_adds_nothing(store, state_dir):
 
 def test_the_old_files_are_left_in_place_and_readable(workspace, state_dir):
     before = files_of(workspace)
-    open_store(state_dir).close()
+    open_sqlite(state_dir).close()
     assert files_of(workspace) == before
     assert len(journal_entries(state_dir)) == 41
 
@@ -164,7 +160,7 @@ def test_torn_and_corrupt_journal_lines_are_skipped_as_journal_py_skips_them(wor
     with open(state_dir / "journal.jsonl", "ab") as journal:
         journal.write(b'{"ts": 1e20, "slug": "x", "event": "sent"}\nnot json\n{"slug": 5, "ts": 1}\n')
         journal.write(b'{"time": "t", "ts": 5.0, "slug": "late", "event": "poll", "pid": 1}\n{"ts": 6, "slu')
-    with open_store(state_dir) as store:
+    with open_sqlite(state_dir) as store:
         assert len(list(store.events())) == len(journal_entries(state_dir)) == 42
         assert [e.slug for e in store.events()][-1] == "late"
 
@@ -175,8 +171,8 @@ def test_an_import_killed_midway_leaves_nothing_and_the_next_run_imports_it_all(
     worker.join(60)
     assert worker.exitcode == 1
     with SQLiteStore.open(state_dir) as half:  # opened without importing
-        assert list(half.events()) == [] and half.articles() == {} and half.meta(legacy.IMPORT_KEY) is None
-    with open_store(state_dir) as store:
+        assert list(half.events()) == [] and half.articles() == {} and half.meta(upgrade.IMPORT_KEY) is None
+    with open_sqlite(state_dir) as store:
         assert len(list(store.events())) == 41 and len(store.articles()) == 9
 
 
@@ -185,14 +181,14 @@ def test_deleting_the_database_loses_history_never_an_article(workspace, state_d
         k: v for k, v in files_of(workspace).items() if k.startswith("articles/") and "/." not in k
     }
     body = (workspace / "articles" / "chat-done.md").read_text().split("+++")[-1].strip().splitlines()[-1]
-    with open_store(state_dir) as store, store.step() as step:
+    with open_sqlite(state_dir) as store, store.step() as step:
         step.append(Event("chat-done", "note", 9e9))
     database = (state_dir / DB_NAME).read_bytes()
     assert body.encode() not in database  # the store holds no article body
     for path in state_dir.glob(f"{DB_NAME}*"):
         path.unlink()
     assert {k: v for k, v in files_of(workspace).items() if k in article_files} == article_files
-    with open_store(state_dir) as store:  # made again from the files: the later history is gone
+    with open_sqlite(state_dir) as store:  # made again from the files: the later history is gone
         assert [e.event for e in store.events("chat-done")] == ["sending", "sent", "done"]
 
 
@@ -205,23 +201,23 @@ def test_processes_upgrading_at_once_import_it_once(state_dir):
 
 def test_a_workspace_with_nothing_old_imports_nothing_and_is_not_looked_at_again(tmp_path):
     state_dir = tmp_path / "articles" / ".qwenpipe"
-    with open_store(state_dir) as store:
+    with open_sqlite(state_dir) as store:
         assert list(store.events()) == [] and store.articles() == {}
-        assert store.meta(legacy.IMPORT_KEY) is not None
+        assert store.meta(upgrade.IMPORT_KEY) is not None
 
 
 def test_an_import_that_another_process_finished_while_it_read_the_files_adds_nothing(state_dir, monkeypatch):
     ours, theirs = SQLiteStore.open(state_dir), SQLiteStore.open(state_dir)
-    read_sends = legacy._sends
+    read_sends = upgrade._sends
 
     def they_import_meanwhile(entries):  # after our "not imported yet", before our step
-        monkeypatch.setattr(legacy, "_sends", read_sends)
-        assert legacy.import_once(theirs, state_dir) is not None
+        monkeypatch.setattr(upgrade, "_sends", read_sends)
+        assert upgrade.import_once(theirs, state_dir) is not None
         return read_sends(entries)
 
-    monkeypatch.setattr(legacy, "_sends", they_import_meanwhile)
+    monkeypatch.setattr(upgrade, "_sends", they_import_meanwhile)
     try:
-        assert legacy.import_once(ours, state_dir) is None
+        assert upgrade.import_once(ours, state_dir) is None
         assert len(list(ours.events())) == 41 and ours.send_counts(0).total == 9
     finally:
         ours.close()
@@ -254,7 +250,7 @@ def test_a_fifo_or_a_link_at_an_old_intent_marker_is_never_opened_by_the_import(
     secret = tmp_path / "elsewhere.json"
     secret.write_text('{"time": 5, "pid": 7, "prompt_sha256": "not-this-one"}')
     (articles / "coffee.md.sending").symlink_to(secret)
-    with open_store(articles / ".qwenpipe") as store:
+    with open_sqlite(articles / ".qwenpipe") as store:
         intents = {slug: record.intent for slug, record in store.articles().items()}
     assert set(intents) == {"tea", "coffee"}
     assert intents["coffee"].prompt_sha256 == "" and intents["coffee"].pid == 0
@@ -275,7 +271,7 @@ def test_an_old_state_file_with_numbers_the_store_cannot_hold_imports_as_a_fresh
     (state_dir / "state").mkdir(parents=True)
     (state_dir / "state" / "tea.json").write_text(text)
     (state_dir / "journal.jsonl").write_text('{"ts": 1.0, "slug": "tea", "event": "sending", "turn": 1}\n')
-    with open_store(state_dir) as store:
+    with open_sqlite(state_dir) as store:
         record = store.article("tea")
     assert record is None or (record.attempts, record.hard_failures, record.engine) == (0, 0, "")
     assert ArticleState.read_file(state_dir / "state" / "tea.json") == ArticleState()

@@ -47,7 +47,8 @@ def test_status_json_on_an_old_workspace_says_what_it_said_before(legacy):
 
 
 def test_status_at_the_time_of_the_old_one_gives_the_same_sends_quota_and_ages(legacy):
-    status = collect(Workspace(load(legacy / "config.toml")), THEN).to_json()
+    with Workspace(load(legacy / "config.toml")) as workspace:
+        status = collect(workspace, THEN).to_json()
     assert status["sends"] == BEFORE["sends"] and status["chat_quota"] == BEFORE["chat_quota"]
     for row, old in zip(status["articles"], BEFORE["articles"], strict=True):
         assert {k: row[k] for k in TIMELESS} == {k: old[k] for k in TIMELESS}
@@ -59,7 +60,8 @@ def test_status_at_the_time_of_the_old_one_gives_the_same_sends_quota_and_ages(l
 
 @pytest.mark.parametrize("slug", ["chat-done", "multi-turn", "dead", "interrupted", "quota-hit"])
 def test_show_on_an_old_workspace_tells_each_journal_step_of_the_article(legacy, slug):
-    story = collect_story(Workspace(load(legacy / "config.toml")), slug)
+    with Workspace(load(legacy / "config.toml")) as workspace:
+        story = collect_story(workspace, slug)
     shown = [{k: v for k, v in e.items() if k not in ("seq", "account")} for e in story.entries]
     assert shown == old_lines(legacy, slug) and shown
     result = qwenpipe("show", slug, cwd=legacy, env={"NO_COLOR": "1", "TERM": "dumb"})
@@ -88,8 +90,6 @@ def test_log_of_a_bad_slug_is_a_usage_error(legacy):
 
 
 def test_log_follow_prints_a_step_written_after_it_started(legacy):
-    from pipeline.contract.journal import Journal
-
     process = subprocess.Popen(
         [sys.executable, "-m", "pipeline", "log", "--follow", "--json", "router-done"],
         cwd=legacy,
@@ -102,8 +102,9 @@ def test_log_follow_prints_a_step_written_after_it_started(legacy):
     try:
         first = [json.loads(process.stdout.readline()) for _ in old_lines(legacy, "router-done")]
         assert [e["event"] for e in first] == [e["event"] for e in old_lines(legacy, "router-done")]
-        Journal(legacy / "articles" / ".qwenpipe" / "journal.jsonl").append("router-done", "note", why="test")
-        Journal(legacy / "articles" / ".qwenpipe" / "journal.jsonl").append("other", "note")
+        with Workspace(load(legacy / "config.toml")) as workspace:
+            workspace.journal.append("router-done", "note", why="test")
+            workspace.journal.append("other", "note")
         later = json.loads(process.stdout.readline() or "{}")  # waits until --follow prints it
         assert (later["slug"], later["event"], later["why"]) == ("router-done", "note", "test")
     finally:

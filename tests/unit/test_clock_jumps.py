@@ -52,7 +52,7 @@ def test_a_poll_after_the_clock_went_forward_and_back_waits_one_poll_interval(pr
     clock.now -= 2 * DAY - 120  # and back again
     outcome = generate(ws, "tea", engines(), clock=clock)
     assert outcome.reason == "spacing" and "next look in 60 s" in outcome.message, outcome.message
-    assert ArticleState.load(ws.article("tea").state).last_poll == clock.now, "re-planned on disk"
+    assert ArticleState.load(ws.store, ws.article("tea")).last_poll == clock.now, "re-planned on disk"
     clock.now += POLL
     chat.enqueue_check(answer())
     assert generate(ws, "tea", engines(), clock=clock).status is Status.DONE
@@ -69,7 +69,9 @@ def test_a_backoff_set_a_day_ahead_lasts_its_own_delay_after_the_clock_went_back
     clock.now -= DAY  # one day back: next_try is a day and a minute ahead
     outcome = generate(ws, "tea", engines(), clock=clock)
     assert outcome.reason == "backoff"
-    assert ArticleState.load(ws.article("tea").state).next_try == clock.now + backoff_delay(ws.config.qwen, 1)
+    assert ArticleState.load(ws.store, ws.article("tea")).next_try == clock.now + backoff_delay(
+        ws.config.qwen, 1
+    )
     clock.now += POLL
     before = looks(chat)
     generate(ws, "tea", engines(), clock=clock)
@@ -89,7 +91,7 @@ def test_the_cycle_re_plans_times_the_clock_left_ahead_and_polls_after_one_inter
     report = run_cycle(ws, engines(), clock=clock)
     assert report.counts["waiting"] + report.counts["backoff"] == 2, report.counts
     for slug in ("tea", "coffee"):
-        state = ArticleState.load(ws.article(slug).state)
+        state = ArticleState.load(ws.store, ws.article(slug))
         assert state.last_poll <= clock.now and state.next_try <= clock.now + POLL, (slug, state)
     clock.now += POLL
     before = looks(chat)

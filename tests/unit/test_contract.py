@@ -386,7 +386,7 @@ def test_a_busy_browser_is_in_progress_elsewhere_and_costs_nothing(project, work
     assert "sending" not in events(workspace)
     from pipeline.contract.article import ArticleState
 
-    assert ArticleState.load(workspace.article("tea").state).attempts == 0
+    assert ArticleState.load(workspace.store, workspace.article("tea")).attempts == 0
     chat.prepare_error = None
     generate(workspace, "tea", engines)
     url = (project / "articles" / "tea.md.url").read_text().strip()

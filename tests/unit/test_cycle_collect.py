@@ -46,7 +46,7 @@ def test_a_chat_the_collect_says_is_generating_is_neither_checked_nor_written(pr
     assert report.exit_code == 3 and report.counts["generating"] == len(SLUGS), report.summary()
     assert checked(chat) == []
     assert not any((project / "articles" / f"{slug}.md").exists() for slug in SLUGS)
-    state = ArticleState.load(project / "articles" / ".qwenpipe" / "state" / f"{SLUGS[0]}.json")
+    state = ArticleState.load(ws.store, ws.article(SLUGS[0]))
     assert state.progress == "writing: 120 chars"
 
 

@@ -14,6 +14,7 @@ import pytest
 from pipeline import files
 from pipeline.cli import app as cli
 from pipeline.contract.journal import Journal
+from pipeline.contract.upgrade import open_sqlite
 from pipeline.errors import SetupProblem
 from pipeline.files import FileLock, UnsafeFile
 
@@ -76,8 +77,8 @@ def test_journal_lines_never_go_through_a_symlink(tmp_path, outside):
     path = tmp_path / ".qwenpipe" / "journal.jsonl"
     path.parent.mkdir()
     path.symlink_to(outside)
-    with pytest.raises(UnsafeFile):
-        Journal(path).append("tea", "sending")
+    with pytest.raises(UnsafeFile):  # the store's first open reads the old journal: refused
+        Journal(open_sqlite(path.parent)).append("tea", "sending")
     assert outside.read_text() == "the user's own file\n"
 
 
@@ -102,7 +103,8 @@ def test_private_folders_are_0700_and_an_older_0755_is_tightened(tmp_path):
 def test_the_store_that_holds_the_journal_is_0600(tmp_path):
     path = tmp_path / ".qwenpipe" / "journal.jsonl"
     path.parent.mkdir()
-    Journal(path).append("tea", "sending")
+    with open_sqlite(path.parent) as store:
+        Journal(store).append("tea", "sending")
     assert mode(path.parent / "qwenpipe.db") == 0o600
 
 

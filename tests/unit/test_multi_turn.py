@@ -66,7 +66,7 @@ def test_state_shows_the_turn(project, workspace, engines, chat):
     generate(workspace, "tea", engines)  # turn 1 complete: sends turn 2
     chat.last_turn_complete.append(False)
     generate(workspace, "tea", engines)
-    state = ArticleState.load(workspace.article("tea").state)
+    state = ArticleState.load(workspace.store, workspace.article("tea"))
     assert (state.turn, state.turns) == (2, 3) and state.progress.startswith("turn 2 of 3")
 
 

@@ -60,9 +60,7 @@ def test_a_hook_that_prints_megabytes_costs_kilobytes(project):
     assert "exited 3" in result.message and "the real error" in result.message
     assert len(result.message) < 1500, len(result.message)
     assert "(20,000,016 bytes of output; the last lines shown)" in result.message
-    from pipeline.contract.journal import Journal
-
-    entries = list(Journal(project / "articles" / ".qwenpipe" / "journal.jsonl").read(slug="tea"))
+    entries = list(ws.journal.read(slug="tea"))
     assert all(len(str(entry)) < 3000 for entry in entries)
 
 

@@ -6,6 +6,9 @@ What the old version kept in `articles/.qwenpipe/`: `journal.jsonl` (the events)
 lines are skipped as they always were) and written in one step: a run killed midway leaves
 nothing imported, and the next run imports it all. The old files are left as they are.
 A second import adds nothing: the step first claims the store's `legacy_import` key.
+
+The workspace runs it when it opens its SQLite store (`open_sqlite`): the store itself knows
+nothing of the files above it.
 """
 
 from __future__ import annotations
@@ -14,14 +17,11 @@ import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import files
-from ..contract.article import ArticleState
-from ..contract.journal import read_lines
-from ..contract.quota import ChatQuota
 from ..errors import SetupProblem
-from . import IMPORT_KEY
-from .protocol import (
+from ..store.protocol import (
     DEFAULT_ACCOUNT,
     SEND_EVENT,
     SENT_EVENTS,
@@ -32,6 +32,28 @@ from .protocol import (
     Store,
     dumps,
 )
+from .article import ArticleState
+from .journal import read_lines
+from .quota import LONGEST_BLOCK
+
+if TYPE_CHECKING:
+    from ..store.sqlite import SQLiteStore
+
+IMPORT_KEY = "legacy_import"  # the store's meta key that says the old files were imported
+
+
+def open_sqlite(state_dir: Path) -> SQLiteStore:
+    """The SQLite store of `state_dir` (articles/.qwenpipe), created and migrated on first use,
+    with what an older qwenpipe left there imported, once."""
+    from ..store.sqlite import SQLiteStore
+
+    store = SQLiteStore.open(state_dir)
+    try:
+        import_once(store, state_dir)
+    except BaseException:
+        store.close()
+        raise
+    return store
 
 
 @dataclass(frozen=True)
@@ -68,7 +90,7 @@ def import_once(store: Store, state_dir: Path) -> ImportReport | None:
         for slug, intent in _markers(state_dir.parent).items()
         if (slug, intent.turn) not in sends
     }
-    recorded = ChatQuota(state_dir / "quota.json").read()  # as written: the import never rewrites it
+    recorded = read_quota(state_dir / "quota.json")  # as written: the import never rewrites it
     blocked = (recorded[0], recorded[2]) if recorded else None
     report = ImportReport(len(entries), len(states), len(sends), len(markers), blocked is not None)
     with store.step() as step:
@@ -89,6 +111,17 @@ def import_once(store: Store, state_dir: Path) -> ImportReport | None:
         if blocked:
             step.block_quota(QuotaBlock(DEFAULT_ACCOUNT, until=blocked[0], reason=blocked[1]))
     return report
+
+
+def read_quota(path: Path) -> tuple[float, float, str] | None:
+    """The old quota.json as written, (until, since, reason), or None when there is none to trust."""
+    try:
+        data = json.loads(files.read_bytes(path))  # UnsafeFile for a symlink or a FIFO
+        until, reason = float(data["blocked_until"]), str(data.get("reason", ""))
+        since = float(data.get("since", until - LONGEST_BLOCK))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return until, since, reason
 
 
 def _record(slug: str, state: ArticleState) -> ArticleRecord:
