@@ -1,10 +1,14 @@
-"""Run the real `qwenpipe` command line: in a subprocess, as cron and users do, or in-process.
+"""Run the real `qwenpipe` command line: in-process, or in a subprocess as cron and users do.
 
-`qwenpipe(...)` starts `python -m pipeline` (the console script's own start-up, a crash, a
-signal, a second process at once: what only a process shows). `qwenpipe_in_process(...)` runs the
-same command line through `pipeline.cli.app.run`, the in-process entry point, with the same
-environment, folder, streams off a terminal and result: the contract tests that only read files
-and exit codes save the interpreter's start-up and imports (issue 28).
+`qwenpipe_in_process(...)` runs the command line through `pipeline.cli.app.run`, the in-process
+entry point, with the same environment, folder, streams off a terminal and result. It is what the
+contract tests use, browser tests included (issue 28): a command then costs neither an
+interpreter's start-up and imports nor a Playwright driver's start (about 0.4 CPU-seconds), as
+the commands of one test process share one driver, held open between them (`hold_driver`).
+
+`qwenpipe(...)` starts `python -m pipeline`, for what only a process shows: the console script's
+own start-up and fast paths (pipeline/entry.py), a crash point (the process SIGKILLs itself), a
+signal, a watchdog, the umask read at start-up, a second process at once.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import os
 import signal
 import subprocess
 import sys
+
+CRASH_AT = "QWENPIPE_CRASH_AT"  # pipeline/crashpoints.py: the process SIGKILLs itself there
 
 
 def qwenpipe(*args, cwd, env=None, timeout=120):
@@ -37,6 +43,8 @@ def qwenpipe_in_process(*args, cwd, env=None, timeout=None) -> subprocess.Comple
     timeout is put back); the command's workspace closed its store when the command ended."""
     from pipeline.cli.app import run
 
+    if CRASH_AT in (env or {}) or CRASH_AT in os.environ:
+        raise ValueError(f"{CRASH_AT} kills the process it is in: run that command with qwenpipe()")
     hold_driver()
     del timeout  # the command's own watchdog (qwen.run_timeout) and the test's timeout bound it
     stdout, stderr = io.StringIO(), io.StringIO()

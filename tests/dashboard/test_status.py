@@ -13,7 +13,7 @@ from datetime import datetime
 import pytest
 from fakes import FakeChat, FakeRouter
 from project_files import add_prompt
-from tests_cli_helpers import qwenpipe_in_process as qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.batch.status import STATES, collect
 from pipeline.cli.app import run
@@ -361,7 +361,7 @@ def test_plain_output_off_a_terminal_has_no_colour_and_no_box(batch, project):
 
 
 def test_show_tells_the_whole_story(batch, project):
-    result = qwenpipe("show", "backoff", cwd=project, env={"NO_COLOR": "1"})
+    result = qwenpipe_in_process("show", "backoff", cwd=project, env={"NO_COLOR": "1"})
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert out.startswith("backoff: backoff\n") and "attempts: 1" in out
@@ -381,9 +381,9 @@ def test_show_counts_every_send_of_a_dead_article(batch, project):
 
 
 def test_show_of_an_unknown_or_bad_slug_is_exit_2(project):
-    result = qwenpipe("show", "nothing-here", cwd=project)
+    result = qwenpipe_in_process("show", "nothing-here", cwd=project)
     assert result.returncode == 2 and "unknown article 'nothing-here'" in result.stderr
-    assert qwenpipe("show", "../etc", cwd=project).returncode == 2
+    assert qwenpipe_in_process("show", "../etc", cwd=project).returncode == 2
 
 
 # -- the store ------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import signal
 from project_files import add_prompt
 from pty_helpers import spawn
 from rich.console import Console
-from tests_cli_helpers import qwenpipe_in_process as qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.batch.dashboard import rich_status
 from pipeline.batch.status import collect
@@ -22,7 +22,7 @@ def test_show_caps_a_huge_journal_field_and_says_how_much_was_cut(project, works
     add_prompt(project, "tea")
     huge = "x" * 1_000_000
     workspace.journal.append("tea", "hard", engine="qwen", error=huge, code="network")
-    result = qwenpipe("show", "tea", cwd=project)
+    result = qwenpipe_in_process("show", "tea", cwd=project)
     assert result.returncode == 0, result.stderr
     assert len(result.stdout) < 20_000
     assert "998,010 more characters cut" in result.stdout  # "[network] " + 1,000,000 - 2,000
@@ -34,7 +34,7 @@ def test_status_shows_bad_names_and_bad_prompts_as_invalid_with_the_fix(project)
     add_prompt(project, "with space")
     add_prompt(project, "broken", meta="title = ")
     add_prompt(project, "empty", "   \n")
-    result = qwenpipe("status", "--json", cwd=project)
+    result = qwenpipe_in_process("status", "--json", cwd=project)
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     rows = {row["slug"]: row for row in document["articles"]}
@@ -49,7 +49,7 @@ def test_status_shows_bad_names_and_bad_prompts_as_invalid_with_the_fix(project)
     assert document["totals"]["invalid"] == 4 and document["totals"]["pending"] == 1
     assert sum(1 for w in document["warnings"] if w.startswith("invalid prompt: ")) == 4
 
-    table = qwenpipe("status", cwd=project)
+    table = qwenpipe_in_process("status", cwd=project)
     assert re.search(r"^My_Post +invalid ", table.stdout, re.M), table.stdout
     assert table.stderr.count("invalid prompt: ") == 4
 
@@ -92,11 +92,11 @@ def test_the_table_keeps_its_columns_at_80_columns_and_wraps_the_footer_at_words
 def test_a_filtered_status_says_how_many_are_shown_of_how_many(project):
     for slug in ("apple", "banana", "cherry", "date", "elder", "fig", "grape"):
         add_prompt(project, slug, f"Write about {slug}.")
-    result = qwenpipe("status", "b*", cwd=project)
+    result = qwenpipe_in_process("status", "b*", cwd=project)
     assert result.returncode == 0, result.stderr
     assert "1 shown of 7 (slugs matching 'b*')" in result.stdout
     assert "all 7 articles: pending 7" in result.stdout
-    whole = qwenpipe("status", cwd=project).stdout
+    whole = qwenpipe_in_process("status", cwd=project).stdout
     assert "shown of" not in whole and "\n7 articles: pending 7" in whole
 
 

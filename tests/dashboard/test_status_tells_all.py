@@ -14,7 +14,7 @@ import pytest
 from fakes import FakeChat, FakeRouter, answer
 from project_files import add_prompt
 from rich.console import Console
-from tests_cli_helpers import qwenpipe_in_process as qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.batch.cycle import run_cycle
 from pipeline.batch.dashboard import cells, cycle_line, rich_status
@@ -54,7 +54,7 @@ def test_a_backoff_stamped_while_the_clock_was_ahead_shows_no_more_than_its_own_
     assert row.state == "backoff" and row.next_try is not None
     assert now < row.next_try <= now + delay, (row.next_try - now, delay)
     assert cells(row, now)[7] == "in 30s", cells(row, now)
-    shown = json.loads(qwenpipe("status", "--json", cwd=project).stdout)["articles"][0]["next_try"]
+    shown = json.loads(qwenpipe_in_process("status", "--json", cwd=project).stdout)["articles"][0]["next_try"]
     assert shown is not None and "T" in shown  # as its next step plans it, not days away
 
 
@@ -165,19 +165,19 @@ def test_an_unreadable_last_cycle_record_is_reported_not_a_failure(project, work
         os.mkfifo(record)
     else:
         record.symlink_to(project / "nowhere.json")
-    status = qwenpipe("status", cwd=project, timeout=30)
+    status = qwenpipe_in_process("status", cwd=project, timeout=30)
     assert status.returncode == 0 and "Traceback" not in status.stderr, status.stderr
     assert "the last cycle's record cannot be read" in status.stderr and str(record) in status.stderr
     assert "last cycle: unknown" in status.stdout
-    as_json = qwenpipe("status", "--json", cwd=project, timeout=30)
+    as_json = qwenpipe_in_process("status", "--json", cwd=project, timeout=30)
     assert as_json.returncode == 0 and json.loads(as_json.stdout)["last_cycle"]["problem"]
-    show = qwenpipe("show", "tea", cwd=project, timeout=30)
+    show = qwenpipe_in_process("show", "tea", cwd=project, timeout=30)
     assert show.returncode == 0, show.stderr
 
 
 @pytest.mark.parametrize("args", [["status"], ["status", "--json"]])
 def test_status_in_a_folder_that_is_no_project_is_exit_2_saying_where_it_looked(tmp_path, args):
-    result = qwenpipe(*args, cwd=tmp_path)
+    result = qwenpipe_in_process(*args, cwd=tmp_path)
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert "no prompts folder" in result.stderr and "qwenpipe init" in result.stderr
     assert result.stdout == ""

@@ -9,7 +9,7 @@ import json
 import pytest
 from proxy_server import ForwardProxy
 from sim_project import add_accounts, make_project, prompt, read_article
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.simulator import Simulator
 
@@ -54,11 +54,11 @@ def test_the_account_with_a_proxy_goes_through_it_and_the_other_does_not(sim, pr
     direct = prompt(project, "direct", "Write an article about tea, sent directly.")
     proxied = prompt(project, "proxied", "Write an article about tea, sent through the proxy.")
 
-    first = qwenpipe("generate", "direct", "--account", "d", "--wait", cwd=project)
+    first = qwenpipe_in_process("generate", "direct", "--account", "d", "--wait", cwd=project)
     assert first.returncode == 0, first.stderr
     assert proxy.relayed(site(sim)) == 0 and proxy.refused == 0, "the account without a proxy used it"
 
-    second = qwenpipe("generate", "proxied", "--account", "p", "--wait", cwd=project)
+    second = qwenpipe_in_process("generate", "proxied", "--account", "p", "--wait", cwd=project)
     assert second.returncode == 0, second.stderr
     assert proxy.relayed(site(sim)) >= 3, proxy.counts  # the page, its scripts, its API calls
     assert proxy.refused >= 1  # it asked for the login, and the browser gave it
@@ -66,8 +66,8 @@ def test_the_account_with_a_proxy_goes_through_it_and_the_other_does_not(sim, pr
     sent = {e["prompt"]: e.get("account") for e in sim.ledger()}
     assert sent[proxied] == "p" and sent[direct] == "d"
 
-    status = qwenpipe("status", "--json", cwd=project)
-    accounts = qwenpipe("accounts", cwd=project)
+    status = qwenpipe_in_process("status", "--json", cwd=project)
+    accounts = qwenpipe_in_process("accounts", cwd=project)
     assert not leaks(first, second, status, accounts)
 
 
@@ -79,7 +79,7 @@ def test_the_one_account_of_browser_proxy_goes_through_it(sim, proxy, tmp_path):
     )
     (project / "state.json").write_text(json.dumps(sim.login_state("p")))
     prompt(project, "tea", "Write an article about tea through the default account's proxy.")
-    result = qwenpipe("generate", "tea", "--wait", cwd=project)
+    result = qwenpipe_in_process("generate", "tea", "--wait", cwd=project)
     assert result.returncode == 0, result.stderr
     assert proxy.relayed(site(sim)) >= 3, proxy.counts
     assert not leaks(result)
@@ -95,7 +95,7 @@ def test_a_proxy_that_refuses_the_login_is_a_failure_that_never_shows_the_passwo
             )
         )
         prompt(project, "tea", "Write an article about tea through a proxy that refuses us.")
-        result = qwenpipe("generate", "tea", cwd=project)
+        result = qwenpipe_in_process("generate", "tea", cwd=project)
         assert result.returncode in (1, 3), result.stderr
         assert proxy.relayed(site(sim)) == 0 and proxy.refused >= 1
         assert not leaks(result)
@@ -117,7 +117,7 @@ def test_doctor_checks_each_accounts_proxy_and_never_shows_a_password(sim, proxy
     add_accounts(project, ["d"], enabled=False)
     states["p"].parent.mkdir(parents=True, exist_ok=True)
     states["p"].write_text(json.dumps(sim.login_state("p")))
-    doctor = qwenpipe("doctor", "--json", cwd=project)
+    doctor = qwenpipe_in_process("doctor", "--json", cwd=project)
     checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
     assert checks["proxy (p)"]["status"] == "ok", checks["proxy (p)"]
     assert "(user alice)" in checks["proxy (p)"]["detail"]
@@ -127,7 +127,7 @@ def test_doctor_checks_each_accounts_proxy_and_never_shows_a_password(sim, proxy
     assert checks["login (p)"]["status"] == "ok", checks["login (p)"]
     assert proxy.tunnels[site(sim)] == 1  # doctor's own look through p's proxy (q's was refused)
     assert proxy.relayed(site(sim)) > 1  # and p's chat page opened through it
-    text = qwenpipe("doctor", cwd=project)
+    text = qwenpipe_in_process("doctor", cwd=project)
     assert "proxy (q)" in text.stdout
     assert not leaks(doctor, text)
 
@@ -142,15 +142,15 @@ def test_a_cycle_sends_and_polls_through_the_accounts_proxy(sim, proxy, tmp_path
         prompt(project, f"c{number}", f"Write article {number} about tea through a cycle and a proxy.")
     results = []
     for _ in range(8):
-        results.append(qwenpipe("cycle", cwd=project))
+        results.append(qwenpipe_in_process("cycle", cwd=project))
         assert results[-1].returncode in (0, 3, 42), results[-1].stderr
         if results[-1].returncode == 0:
             break
     assert results[-1].returncode == 0, [r.returncode for r in results]
     assert all(read_article(project / "articles" / f"c{n}.md")[0]["account"] == "p" for n in range(3))
     assert proxy.relayed(site(sim)) >= 3 and proxy.tunnels[site(sim)] == 0
-    results.append(qwenpipe("status", cwd=project))
-    results.append(qwenpipe("log", cwd=project))
+    results.append(qwenpipe_in_process("status", cwd=project))
+    results.append(qwenpipe_in_process("log", cwd=project))
     assert not leaks(*results)
     written = b"".join(p.read_bytes() for p in (project / "articles").rglob("*") if p.is_file())
     assert PASSWORD.encode() not in written

@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 from sim_project import add_accounts, journal, make_project, prompt, read_article, senders
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.contract.upgrade import open_sqlite
 from pipeline.simulator import Simulator
@@ -41,7 +41,7 @@ def signed_in(sim, states: dict, *names: str) -> None:
 def cycles_until_done(project, most: int = 12) -> list[int]:
     codes = []
     for _ in range(most):
-        result = qwenpipe("cycle", cwd=project)
+        result = qwenpipe_in_process("cycle", cwd=project)
         codes.append(result.returncode)
         assert result.returncode in (0, 3, 42), result.stderr
         if result.returncode == 0:
@@ -83,9 +83,9 @@ def test_a_logged_out_account_with_chats_in_flight_makes_them_wait_then_they_fin
     states = add_accounts(project, ["a", "b"])
     signed_in(sim, states)
     texts = [prompt(project, f"w{i}", f"Write article {i} about waiting.") for i in range(2)]
-    assert qwenpipe("cycle", cwd=project).returncode == 42  # both go to a (ties: the first)
+    assert qwenpipe_in_process("cycle", cwd=project).returncode == 42  # both go to a (ties: the first)
     sim.set(log_out="a")
-    waiting = qwenpipe("cycle", cwd=project)
+    waiting = qwenpipe_in_process("cycle", cwd=project)
     assert waiting.returncode == 1, waiting.stderr  # failed: its chat waits for account a
     assert "qwenpipe login --account a" in waiting.stderr
     assert not (project / "articles" / "w0.md").exists()
@@ -104,11 +104,11 @@ def test_generate_account_pins_the_first_send_and_an_unknown_name_is_exit_2(fres
     states = add_accounts(project, ["a", "b", "c"])
     signed_in(sim, states)
     text = prompt(project, "tea", "Write about pinned tea.")
-    unknown = qwenpipe("generate", "tea", "--account", "zz", cwd=project)
+    unknown = qwenpipe_in_process("generate", "tea", "--account", "zz", cwd=project)
     assert unknown.returncode == 2 and "a, b, c" in unknown.stderr
     assert not (project / "articles" / "tea.md.sending").exists() and senders(sim, start) == {}
-    assert qwenpipe("generate", "tea", "--account", "c", cwd=project).returncode == 42
-    assert qwenpipe("generate", "tea", "--account", "c", "--wait", cwd=project).returncode == 0
+    assert qwenpipe_in_process("generate", "tea", "--account", "c", cwd=project).returncode == 42
+    assert qwenpipe_in_process("generate", "tea", "--account", "c", "--wait", cwd=project).returncode == 0
     assert senders(sim, start) == {text: ["c"]} and sim.affinity_violations() == 0
     meta, _ = read_article(project / "articles" / "tea.md")
     assert meta["account"] == "c"
@@ -120,14 +120,14 @@ def test_an_old_intent_marker_without_an_account_resumes_as_default(fresh, tmp_p
     project = make_project(tmp_path, sim, own_browser=True)
     (project / "state.json").write_text(json.dumps(sim.login_state("a")))
     text = prompt(project, "old", "Write about an old marker.")
-    assert qwenpipe("generate", "old", cwd=project).returncode == 42
+    assert qwenpipe_in_process("generate", "old", cwd=project).returncode == 42
     article = project / "articles"
     (article / "old.md.url").unlink()  # as the version before accounts left a crash after the click:
     marker = {"time": 0.0, "pid": 1, "prompt_sha256": __import__("hashlib").sha256(text.encode()).hexdigest()}
     (article / "old.md.sending").write_text(json.dumps(marker) + "\n")  # a marker without account,
     with open_sqlite(article / ".qwenpipe") as store, store.step() as step:
         step.forget_sends("old")  # and no sends in the store
-    resumed = qwenpipe("generate", "old", "--wait", cwd=project)
+    resumed = qwenpipe_in_process("generate", "old", "--wait", cwd=project)
     assert resumed.returncode == 0, resumed.stderr
     assert senders(sim, start) == {text: ["a"]}  # found in the chat list, not sent again
     meta, _ = read_article(article / "old.md")

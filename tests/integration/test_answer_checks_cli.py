@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from sim_project import journal, make_project, prompt, read_article
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 pytestmark = pytest.mark.browser
 
@@ -15,7 +15,7 @@ SIMULATOR = {"answer_seconds": 0.0, "thinking_seconds": 0.0, "url_delay": 0.1}  
 
 def run_until_settled(project, slug):
     for _ in range(30):
-        result = qwenpipe("generate", slug, cwd=project)
+        result = qwenpipe_in_process("generate", slug, cwd=project)
         if result.returncode not in (3, 42):
             return result
     raise AssertionError("never settled")

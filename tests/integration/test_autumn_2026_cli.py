@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 import pytest
 from sim_project import journal, make_project, prompt, read_article
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.engines.base import Answer, TransientError
 from pipeline.engines.qwen.headers import is_ours
@@ -64,7 +64,7 @@ def test_generate_wait_speaks_only_with_the_frontends_headers(sim, tmp_path):
     text = prompt(project, "strict", text_of("strict headers"))
     refused_before = len(sim.header_refusals())
 
-    done = qwenpipe("generate", "strict", "--wait", cwd=project)
+    done = qwenpipe_in_process("generate", "strict", "--wait", cwd=project)
 
     assert done.returncode == 0, done.stderr
     _, body = read_article(project / "articles" / "strict.md")
@@ -164,7 +164,7 @@ def test_generate_wait_keeps_going_through_transient_failures(sim, tmp_path):
     project = make_project(tmp_path, sim, router=False)  # max_attempts = 3
     text = prompt(project, "patient", text_of("patience"))
 
-    done = qwenpipe("generate", "patient", "--wait", cwd=project)
+    done = qwenpipe_in_process("generate", "patient", "--wait", cwd=project)
 
     assert done.returncode == 0, done.stderr
     assert "--wait tries again" in done.stderr

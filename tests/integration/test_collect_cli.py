@@ -8,7 +8,7 @@ import time
 
 import pytest
 from sim_project import make_project, prompt, read_article
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.simulator import Simulator
 
@@ -49,7 +49,7 @@ def sent(site, tmp_path, count: int, topic: str, extra: str = "concurrency = 1")
         f"{topic}-{n}": prompt(project, f"{topic}-{n}", f"Write about {topic} number {n}.")
         for n in range(count)
     }
-    result = qwenpipe("cycle", cwd=project)
+    result = qwenpipe_in_process("cycle", cwd=project)
     assert result.returncode == 42, result.stderr
     return project, texts
 
@@ -81,7 +81,7 @@ def test_a_cycle_collects_finished_chats_through_the_json_without_opening_their_
     finish_answers(site)
     before = site.requests()
 
-    result = qwenpipe("cycle", cwd=project)
+    result = qwenpipe_in_process("cycle", cwd=project)
 
     assert result.returncode == 0, result.stderr
     assert_written(project, site, texts)
@@ -97,7 +97,7 @@ def test_a_chat_whose_json_cannot_be_read_is_looked_at_on_its_page(site, tmp_pat
     site.set(bad_chat_reads=1, bad_chat_read=bad)  # the cycle's first JSON read
     before = site.requests()
 
-    result = qwenpipe("cycle", cwd=project)
+    result = qwenpipe_in_process("cycle", cwd=project)
 
     assert result.returncode == 0, result.stderr
     assert_written(project, site, texts)
@@ -109,11 +109,11 @@ def test_a_finished_thinking_phase_never_collects_an_unfinished_answer(site, tmp
     # while the answer is still written (held one word short); the legacy page shows no buttons.
     site.set(ui="legacy", stream_status=True)
     project, texts = sent(site, tmp_path, 2, "cocoa")
-    working = qwenpipe("cycle", cwd=project)
+    working = qwenpipe_in_process("cycle", cwd=project)
     assert working.returncode == 3, working.stderr
     assert not list((project / "articles").glob("cocoa-*.md"))
 
     finish_answers(site)
-    done = qwenpipe("cycle", cwd=project)
+    done = qwenpipe_in_process("cycle", cwd=project)
     assert done.returncode == 0, done.stderr
     assert_written(project, site, texts)

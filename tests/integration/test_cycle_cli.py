@@ -10,7 +10,7 @@ import time
 
 import pytest
 from sim_project import journal, make_project, prompt, read_article
-from tests_cli_helpers import qwenpipe, qwenpipe_at_once
+from tests_cli_helpers import qwenpipe_at_once, qwenpipe_in_process
 
 pytestmark = pytest.mark.browser
 
@@ -33,7 +33,7 @@ def test_five_prompts_repeated_cycles_each_sent_once(sim, tmp_path):
         os.utime(project / "prompts" / f"{slug}.md", (1_000_000 + index, 1_000_000 + index))
     codes = []
     for _ in range(30):
-        result = qwenpipe("cycle", cwd=project)
+        result = qwenpipe_in_process("cycle", cwd=project)
         codes.append(result.returncode)
         assert result.returncode in (0, 3, 42), result.stderr
         assert "cycle: " in result.stderr.splitlines()[-1]
@@ -48,7 +48,7 @@ def test_five_prompts_repeated_cycles_each_sent_once(sim, tmp_path):
         assert body == sim.expected_answer(text).strip()
     ends = cycle_ends(project)
     assert all(e["browser_launches"] == 1 for e in ends), [e["browser_launches"] for e in ends]
-    idle = qwenpipe("cycle", cwd=project)
+    idle = qwenpipe_in_process("cycle", cwd=project)
     assert idle.returncode == 0 and "no browser" in idle.stderr
     assert cycle_ends(project)[-1]["browser_launches"] == 0
 
@@ -82,7 +82,7 @@ def test_a_killed_cycle_blocks_nothing_and_sends_nothing_twice(sim, tmp_path):
     process.wait()
     sim.set(url_delay=0.2)
     for _ in range(20):
-        result = qwenpipe("cycle", cwd=project)
+        result = qwenpipe_in_process("cycle", cwd=project)
         assert "another cycle" not in result.stderr, "the killed cycle's lock blocked the next one"
         if result.returncode == 0:
             break

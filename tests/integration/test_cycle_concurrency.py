@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 from sim_project import journal, make_project, prompt, read_article
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 # Its projects launch their own browser (tests/sim_project.py):
 # the launch count and a browser shared by a cycle's threads.
@@ -60,7 +60,7 @@ def write_prompts(project, topic: str) -> dict[str, str]:
 def run_until_done(project, *, limit: int = 40) -> list[int]:
     codes = []
     for _ in range(limit):
-        result = qwenpipe("cycle", cwd=project, timeout=180)
+        result = qwenpipe_in_process("cycle", cwd=project, timeout=180)
         codes.append(result.returncode)
         assert result.returncode in (0, 3), result.stderr
         if result.returncode == 0:
@@ -87,9 +87,9 @@ def test_one_cycle_polls_up_to_concurrency_chats_at_once(sim, tmp_path):
     try:
         project = make_project(tmp_path, sim, extra='concurrency = 4\ncollect = "page"')
         texts = write_prompts(project, "polling chats side by side")
-        sent = qwenpipe("cycle", cwd=project, timeout=180)
+        sent = qwenpipe_in_process("cycle", cwd=project, timeout=180)
         assert sent.returncode == 42, sent.stderr
-        looked = qwenpipe("cycle", cwd=project, timeout=180)
+        looked = qwenpipe_in_process("cycle", cwd=project, timeout=180)
         assert looked.returncode == 3, looked.stderr
         assert "one chat at a time" not in looked.stderr, looked.stderr
     finally:
@@ -103,7 +103,7 @@ def test_one_cycle_polls_up_to_concurrency_chats_at_once(sim, tmp_path):
     run_until_done(project)
     check_articles(project, sim, texts)
     assert all(c[-1]["browser_launches"] == 1 for c in cycles(project))
-    idle = qwenpipe("cycle", cwd=project)
+    idle = qwenpipe_in_process("cycle", cwd=project)
     assert idle.returncode == 0 and "no browser" in idle.stderr
     assert cycles(project)[-1][-1]["browser_launches"] == 0
 
@@ -111,7 +111,7 @@ def test_one_cycle_polls_up_to_concurrency_chats_at_once(sim, tmp_path):
 def test_concurrency_one_polls_one_chat_at_a_time(sim, tmp_path):
     project = make_project(tmp_path, sim, extra="concurrency = 1")
     texts = write_prompts(project, "polling one chat after another")
-    sent = qwenpipe("cycle", cwd=project, timeout=180)
+    sent = qwenpipe_in_process("cycle", cwd=project, timeout=180)
     assert sent.returncode == 42, sent.stderr
     run_until_done(project)
     check_articles(project, sim, texts)
@@ -128,7 +128,7 @@ def test_a_cycle_that_cannot_share_its_browser_polls_one_at_a_time(sim, tmp_path
 
     project = make_project(tmp_path, sim, extra="concurrency = 4")
     texts = {f"b{i}": prompt(project, f"b{i}", f"Write article {i} about one browser.") for i in range(3)}
-    assert qwenpipe("cycle", cwd=project, timeout=180).returncode == 42
+    assert qwenpipe_in_process("cycle", cwd=project, timeout=180).returncode == 42
     monkeypatch.chdir(project)
     monkeypatch.setattr(BrowserSession, "cdp_endpoint", lambda self, timeout=5.0: None)
     workspace = Workspace(config_module.load(project / "config.toml"))

@@ -9,7 +9,7 @@ import json
 
 import pytest
 from sim_project import add_accounts, journal, make_project, prompt, read_article
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.engines.qwen.api import chat_id_from_url
 
@@ -38,7 +38,7 @@ def events(project, slug: str) -> list[str]:
 def test_generate_wait_deletes_the_chat_from_its_account_once_the_article_is_written(sim, tmp_path):
     project = signed_in_project(sim, tmp_path)
     text = prompt(project, "owls", "Write an article about owls.")
-    done = qwenpipe("generate", "owls", "--wait", "--account", "b", cwd=project)
+    done = qwenpipe_in_process("generate", "owls", "--wait", "--account", "b", cwd=project)
     assert done.returncode == 0, done.stderr
     chat = chat_of(project, "owls")  # the URL stays, as history
     assert chat in sim.deleted_chats() and chat not in sim.chat_ids()
@@ -53,7 +53,7 @@ def test_never_deletes_nothing(sim, tmp_path):
     project = signed_in_project(sim, tmp_path, extra="")
     prompt(project, "kept", "Write an article about keeping chats.")
     before = sim.requests().get("chat_delete", 0)
-    done = qwenpipe("generate", "kept", "--wait", cwd=project)
+    done = qwenpipe_in_process("generate", "kept", "--wait", cwd=project)
     assert done.returncode == 0, done.stderr
     assert chat_of(project, "kept") in sim.chat_ids()
     assert sim.requests().get("chat_delete", 0) == before
@@ -64,14 +64,14 @@ def test_a_failed_delete_leaves_the_article_done_and_the_next_cycle_deletes_the_
     project = signed_in_project(sim, tmp_path)
     prompt(project, "moths", "Write an article about moths.")
     sim.set(failing_deletes=1)
-    done = qwenpipe("generate", "moths", "--wait", cwd=project)
+    done = qwenpipe_in_process("generate", "moths", "--wait", cwd=project)
     assert done.returncode == 0, done.stderr  # the article is done whatever the delete did
     assert (project / "articles" / "moths.md").exists()
     chat = chat_of(project, "moths")
     assert chat in sim.chat_ids() and events(project, "moths")[-2:] == ["done", "delete_failed"]
     assert "a later run tries again" in done.stderr
 
-    cycle = qwenpipe("cycle", cwd=project)
+    cycle = qwenpipe_in_process("cycle", cwd=project)
     assert cycle.returncode == 0, cycle.stderr
     assert chat in sim.deleted_chats() and chat not in sim.chat_ids()
     assert events(project, "moths")[-1] == "chat_deleted"
@@ -82,12 +82,12 @@ def test_a_failed_delete_leaves_the_article_done_and_the_next_cycle_deletes_the_
 def test_a_deleted_chat_is_not_read_again_when_its_article_is_asked_for_anew(sim, tmp_path):
     project = signed_in_project(sim, tmp_path)
     text = prompt(project, "bats", "Write an article about bats.")
-    assert qwenpipe("generate", "bats", "--wait", cwd=project).returncode == 0
+    assert qwenpipe_in_process("generate", "bats", "--wait", cwd=project).returncode == 0
     chat = chat_of(project, "bats")
     assert chat in sim.deleted_chats()
     (project / "articles" / "bats.md").unlink()
     looks = {kind: sim.requests().get(kind, 0) for kind in ("chat_page", "chat_json")}
-    again = qwenpipe("generate", "bats", cwd=project)
+    again = qwenpipe_in_process("generate", "bats", cwd=project)
     assert again.returncode == 0, again.stderr  # the router writes it, as for a chat gone
     assert {kind: sim.requests().get(kind, 0) for kind in looks} == looks  # never opened
     assert read_article(project / "articles" / "bats.md")[0]["engine"] == "router"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from sim_project import make_project, prompt, read_article
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 # Its projects launch their own browser (tests/sim_project.py):
 # a headed launch, its Xvfb and what a kill leaves.
@@ -70,7 +70,7 @@ def wait_until(condition, seconds: float = 60.0) -> bool:
 def test_headed_generate_without_a_screen_runs_under_its_own_xvfb_and_stops_it(sim, tmp_path):
     project = headed_project(tmp_path, sim, "auto")
     text = prompt(project, "headed", "Write about a browser with a window on a server.")
-    result = qwenpipe("generate", "headed", "--wait", cwd=project)
+    result = qwenpipe_in_process("generate", "headed", "--wait", cwd=project)
     assert result.returncode == 0, result.stderr
     meta, body = read_article(project / "articles" / "headed.md")
     assert meta["engine"] == "qwen" and body
@@ -108,7 +108,7 @@ def test_sigkill_of_a_headed_run_leaves_no_xvfb_behind(sim, tmp_path):
 def test_display_none_without_a_screen_is_a_clear_usage_error(sim, tmp_path):
     project = headed_project(tmp_path, sim, "none")
     text = prompt(project, "noscreen", "Write about a window with no screen.")
-    result = qwenpipe("generate", "noscreen", cwd=project)
+    result = qwenpipe_in_process("generate", "noscreen", cwd=project)
     assert result.returncode == 2, result.stderr
     assert 'browser.display = "none"' in result.stderr and "browser.headless" in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
@@ -118,7 +118,7 @@ def test_display_none_without_a_screen_is_a_clear_usage_error(sim, tmp_path):
 
 def test_doctor_says_the_run_uses_xvfb_or_how_to_install_it(sim, tmp_path):
     project = headed_project(tmp_path, sim, "auto")
-    report = json.loads(qwenpipe("doctor", "--json", cwd=project).stdout)
+    report = json.loads(qwenpipe_in_process("doctor", "--json", cwd=project).stdout)
     checks = {c["name"]: c for c in report["checks"]}
     assert checks["display"]["status"] == "ok" and checks["display"]["use"] == "xvfb"
     assert checks["display"]["xvfb"] and "Xvfb started for the run" in checks["display"]["detail"]
@@ -126,6 +126,6 @@ def test_doctor_says_the_run_uses_xvfb_or_how_to_install_it(sim, tmp_path):
     assert xvfb_of(project) == []
 
     no_xvfb = {"PATH": str(tmp_path / "empty-bin")}  # a machine without the xvfb package
-    text = qwenpipe("doctor", cwd=project, env=no_xvfb).stdout
+    text = qwenpipe_in_process("doctor", cwd=project, env=no_xvfb).stdout
     line = next(line for line in text.splitlines() if " display " in f" {line} ")
     assert line.startswith("FAIL") and "apt-get install -y xvfb" in text

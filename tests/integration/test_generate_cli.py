@@ -10,7 +10,7 @@ import time
 
 import pytest
 from sim_project import journal, make_project, prompt, read_article
-from tests_cli_helpers import qwenpipe, qwenpipe_at_once
+from tests_cli_helpers import qwenpipe_at_once, qwenpipe_in_process
 
 pytestmark = pytest.mark.browser
 
@@ -21,7 +21,7 @@ SIMULATOR = {"answer_seconds": 2.0, "thinking_seconds": 0.3, "url_delay": 0.2}  
 def wait_for_done(project, slug, *, limit=40):
     codes = []
     for _ in range(limit):
-        result = qwenpipe("generate", slug, cwd=project)
+        result = qwenpipe_in_process("generate", slug, cwd=project)
         codes.append(result.returncode)
         if result.returncode != 3:
             return codes, result
@@ -36,11 +36,11 @@ def test_queued_then_working_then_done_with_one_send(sim, tmp_path):
     sim.set(api_shape=shape, answer_seconds=1.0, hold_answers=True)
     project = make_project(tmp_path, sim)
     text = prompt(project, "tea", f"Write an article about green tea ({shape}).")
-    first = qwenpipe("generate", "tea", cwd=project)
+    first = qwenpipe_in_process("generate", "tea", cwd=project)
     assert first.returncode == 42, first.stderr
     url = (project / "articles" / "tea.md.url").read_text().strip()
     assert url.startswith(sim.base_url + "/c/")
-    working = qwenpipe("generate", "tea", cwd=project)
+    working = qwenpipe_in_process("generate", "tea", cwd=project)
     assert working.returncode == 3, working.stderr
     assert not (project / "articles" / "tea.md").exists()
     sim.set(hold_answers=False)
@@ -52,7 +52,7 @@ def test_queued_then_working_then_done_with_one_send(sim, tmp_path):
     assert "\n## " in body and "\n- " in body, "markdown structure lost"
     assert meta["engine"] == "qwen" and meta["chat_url"] == url and meta["slug"] == "tea"
     assert [e["prompt"] for e in sim.sends()].count(text) == 1
-    again = qwenpipe("generate", "tea", cwd=project)
+    again = qwenpipe_in_process("generate", "tea", cwd=project)
     assert again.returncode == 0 and [e["prompt"] for e in sim.sends()].count(text) == 1
 
 
@@ -78,7 +78,7 @@ def test_sigkill_between_send_and_url_does_not_send_again(sim, tmp_path):
     assert (project / "articles" / "crash.md.sending").exists()
     # Held short of its end: the run after the kill adopts the chat and finds it still writing.
     sim.set(url_delay=0.2, hold_answers=True)
-    rerun = qwenpipe("generate", "crash", cwd=project)
+    rerun = qwenpipe_in_process("generate", "crash", cwd=project)
     assert rerun.returncode == 3, rerun.stderr
     assert "not sending again" in rerun.stderr
     (sent,) = [e for e in sim.sends() if e["prompt"] == text]
@@ -110,7 +110,7 @@ def test_hard_failure_at_send_falls_back_to_the_router(sim, tmp_path, scenario, 
     text = prompt(project, "fb", f"Write about fallbacks{f' [sim:{scenario}]' if per_prompt else ''}.")
     if not per_prompt:
         sim.set(scenario=scenario)
-    result = qwenpipe("generate", "fb", cwd=project)
+    result = qwenpipe_in_process("generate", "fb", cwd=project)
     sim.set(scenario="ok")
     assert result.returncode == 0, result.stderr
     meta, body = read_article(project / "articles" / "fb.md")
@@ -132,7 +132,7 @@ def test_hard_failure_at_send_falls_back_to_the_router(sim, tmp_path, scenario, 
 def test_hard_failure_without_router_is_exit_1(sim, tmp_path):
     project = make_project(tmp_path, sim, router=False)
     prompt(project, "nofb", "Write about having no fallback [sim:bot_check].")
-    result = qwenpipe("generate", "nofb", cwd=project)
+    result = qwenpipe_in_process("generate", "nofb", cwd=project)
     assert result.returncode == 1
     assert "router.enabled = false" in result.stderr and "Traceback" not in result.stderr
     assert not (project / "articles" / "nofb.md").exists()
@@ -143,9 +143,9 @@ def poll_in_scenario(sim, tmp_path, slug: str, text: str, scenario: str):
     polled its chat while the site showed `scenario` (back to "ok" after)."""
     project = make_project(tmp_path, sim)
     prompt(project, slug, text)
-    assert qwenpipe("generate", slug, cwd=project).returncode == 42
+    assert qwenpipe_in_process("generate", slug, cwd=project).returncode == 42
     sim.set(scenario=scenario)
-    result = qwenpipe("generate", slug, cwd=project)
+    result = qwenpipe_in_process("generate", slug, cwd=project)
     sim.set(scenario="ok")
     return project, result
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 from sim_project import add_accounts, journal, make_project, prompt, read_article
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.accounts import account_named
 from pipeline.config import load
@@ -60,7 +60,7 @@ def entries(sim, start: int, account: str) -> list[dict]:
 
 def accounts_of(project) -> dict[str, dict]:
     """`qwenpipe accounts --json`, by account name."""
-    listed = json.loads(qwenpipe("accounts", "--json", cwd=project).stdout)["accounts"]
+    listed = json.loads(qwenpipe_in_process("accounts", "--json", cwd=project).stdout)["accounts"]
     return {account["name"]: account for account in listed}
 
 
@@ -80,7 +80,7 @@ def test_a_slider_holds_the_account_and_only_a_login_or_its_pause_ends_it(fresh,
     text = prompt(project, "first", "Write about sliders.")
 
     before = time.time()
-    result = qwenpipe("generate", "first", "--account", "a", cwd=project)
+    result = qwenpipe_in_process("generate", "first", "--account", "a", cwd=project)
     assert result.returncode == 0, result.stderr
     meta, _ = read_article(project / "articles" / "first.md")
     assert meta["engine"] == "router"  # the router wrote it
@@ -105,13 +105,13 @@ def test_a_slider_holds_the_account_and_only_a_login_or_its_pause_ends_it(fresh,
     # The next cycle sends nothing to a; b goes on.
     second = prompt(project, "second", "Write about the account that goes on.")
     mark = len(sim.ledger())
-    cycle = qwenpipe("cycle", cwd=project)
+    cycle = qwenpipe_in_process("cycle", cwd=project)
     assert cycle.returncode in (0, 3, 42), cycle.stderr
     assert entries(sim, mark, "a") == []
     assert [e["prompt"] for e in entries(sim, mark, "b") if e["accepted"]] == [second]
 
     for command in (["status"], ["accounts"], ["doctor"]):
-        ran = qwenpipe(*command, cwd=project)
+        ran = qwenpipe_in_process(*command, cwd=project)
         shown = words(ran.stdout + ran.stderr)  # status: its warnings go to stderr
         found = BOT_CHECK_LINE.search(shown)
         assert found, (command, shown)
@@ -120,12 +120,12 @@ def test_a_slider_holds_the_account_and_only_a_login_or_its_pause_ends_it(fresh,
     # A login brought from a desktop ends the hold: a's sends start again.
     source = tmp_path / "a.json"
     source.write_text(json.dumps(sim.login_state("a")))
-    login = qwenpipe("login", "--account", "a", "--import", str(source), cwd=project)
+    login = qwenpipe_in_process("login", "--account", "a", "--import", str(source), cwd=project)
     assert login.returncode == 0, login.stderr
     assert "the bot check hold on account a is over" in words(login.stderr)
     accounts = accounts_of(project)
     assert accounts["a"]["hold"] is None
-    status = qwenpipe("status", cwd=project)
+    status = qwenpipe_in_process("status", cwd=project)
     assert not BOT_CHECK_LINE.search(words(status.stdout + status.stderr))
 
 
@@ -134,7 +134,7 @@ def test_several_accounts_a_slider_passes_the_prompt_to_the_next_account_unsent(
     project = signed_in_project(sim, tmp_path)
     sim.set(slider_accounts=["a"])
     text = prompt(project, "rotated", "Write about being passed along.")
-    result = qwenpipe("generate", "rotated", cwd=project)  # rotation: a first (config order)
+    result = qwenpipe_in_process("generate", "rotated", cwd=project)  # rotation: a first (config order)
     assert result.returncode == 42, result.stderr
     assert takers(sim, start, text) == [
         ("a", False),
@@ -150,7 +150,7 @@ def test_the_login_window_shows_the_slider_and_sliding_it_ends_the_hold(fresh, t
     project = signed_in_project(sim, tmp_path)
     sim.set(slider_accounts=["a"])
     prompt(project, "held", "Write about the slider page.")
-    assert qwenpipe("generate", "held", "--account", "a", cwd=project).returncode == 0
+    assert qwenpipe_in_process("generate", "held", "--account", "a", cwd=project).returncode == 0
     workspace = Workspace(load(project / "config.toml"))
     hold = workspace.chat_quota.held(time.time(), "a")
     assert hold is not None and "_____tmd_____/punish" in hold.reason
@@ -183,7 +183,7 @@ def test_the_login_window_shows_the_slider_and_sliding_it_ends_the_hold(fresh, t
 
     mark = len(sim.ledger())
     again = prompt(project, "after", "Write about a solved slider.")
-    result = qwenpipe("generate", "after", "--account", "a", cwd=project)
+    result = qwenpipe_in_process("generate", "after", "--account", "a", cwd=project)
     assert result.returncode == 42, result.stderr
     assert [(e["prompt"], e["accepted"]) for e in entries(sim, mark, "a")] == [(again, True)]
 
@@ -193,10 +193,10 @@ def test_an_empty_answer_holds_the_account_until_midnight_and_the_router_writes_
     project = signed_in_project(sim, tmp_path)
     sim.set(empty_accounts=["a"])
     text = prompt(project, "empty", "Write about nothing at all.")
-    sent = qwenpipe("generate", "empty", "--account", "a", cwd=project)
+    sent = qwenpipe_in_process("generate", "empty", "--account", "a", cwd=project)
     assert sent.returncode == 42, sent.stderr
 
-    polled = qwenpipe("generate", "empty", cwd=project)
+    polled = qwenpipe_in_process("generate", "empty", cwd=project)
     assert polled.returncode == 0, polled.stderr
     meta, body = read_article(project / "articles" / "empty.md")
     assert meta["engine"] == "router" and body.strip()
@@ -209,14 +209,14 @@ def test_an_empty_answer_holds_the_account_until_midnight_and_the_router_writes_
     assert hold["kind"] == "answers came back empty"
     until = time.mktime(time.strptime(hold["until"][:19], "%Y-%m-%dT%H:%M:%S"))
     assert abs(until - next_local_midnight(time.time())) < 2
-    status = qwenpipe("status", cwd=project)
+    status = qwenpipe_in_process("status", cwd=project)
     assert "answers came back empty on account a" in words(status.stdout + status.stderr)
     events = [e for e in journal(project) if e["event"] == "hold"]
     assert events and events[-1]["code"] == "empty_answer" and events[-1]["slug"] == "empty"
 
     mark = len(sim.ledger())
     later = prompt(project, "later", "Write about the other account.")
-    assert qwenpipe("generate", "later", cwd=project).returncode == 42
+    assert qwenpipe_in_process("generate", "later", cwd=project).returncode == 42
     assert [(e["account"], e["prompt"]) for e in sim.ledger()[mark:]] == [("b", later)]
 
 
@@ -226,7 +226,7 @@ def test_generate_wait_on_an_empty_answer_ends_through_the_router_not_at_its_tim
     sim.set(empty_accounts=["b"])
     text = prompt(project, "waited", "Write about waiting for nothing.")
     started = time.monotonic()
-    result = qwenpipe("generate", "waited", "--account", "b", "--wait", cwd=project)
+    result = qwenpipe_in_process("generate", "waited", "--account", "b", "--wait", cwd=project)
     assert result.returncode == 0, result.stderr
     assert time.monotonic() - started < 60  # not qwen.answer_timeout (1800 s)
     meta, _ = read_article(project / "articles" / "waited.md")
@@ -242,14 +242,14 @@ def test_a_slider_with_the_router_failing_too_leaves_no_marker_and_no_stale_send
     sim.set(slider_accounts=["a"], router_scenario="auth", router_fail_times=100)
     prompt(project, "stuck", "Write about sliders and routers.")
 
-    result = qwenpipe("generate", "stuck", "--account", "a", cwd=project)
+    result = qwenpipe_in_process("generate", "stuck", "--account", "a", cwd=project)
 
     sim.router.reset()
     assert result.returncode == 1, result.stderr
     assert not (project / "articles" / "stuck.md.sending").exists()
     assert [e["accepted"] for e in entries(sim, start, "a")] == [False]
-    rows = json.loads(qwenpipe("status", "--json", cwd=project).stdout)["articles"]
+    rows = json.loads(qwenpipe_in_process("status", "--json", cwd=project).stdout)["articles"]
     (row,) = [r for r in rows if r["slug"] == "stuck"]
     assert row["state"] != "sending"
-    again = qwenpipe("generate", "stuck", "--account", "a", cwd=project)
+    again = qwenpipe_in_process("generate", "stuck", "--account", "a", cwd=project)
     assert "interrupted" not in again.stderr.lower()  # no interrupted send to look for

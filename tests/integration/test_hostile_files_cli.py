@@ -16,7 +16,7 @@ import time
 
 import pytest
 from sim_project import make_project, prompt
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe, qwenpipe_in_process
 
 QUICK = 30  # seconds: a FIFO that blocked a read would hang until qwen.run_timeout (30 min)
 
@@ -42,7 +42,7 @@ def spend_chat_quota(project):
 
 
 def run(*args, project):
-    return qwenpipe(*args, cwd=project, timeout=QUICK)
+    return qwenpipe_in_process(*args, cwd=project, timeout=QUICK)
 
 
 def one_line(result) -> str:
@@ -177,7 +177,7 @@ def test_a_fifo_prompt_file_is_a_bad_prompt_exit_2_without_hanging(project):
 def test_a_fifo_config_file_is_a_bad_config_exit_2_without_hanging(tmp_path):
     os.mkfifo(tmp_path / "config.toml")
     for args in (("status",), ("generate", "tea")):
-        result = qwenpipe(*args, cwd=tmp_path, timeout=QUICK)
+        result = qwenpipe_in_process(*args, cwd=tmp_path, timeout=QUICK)
         assert result.returncode == 2, (args, result.stderr)
         assert "config.toml is a FIFO (named pipe), not a config file" in one_line(result)
 
@@ -267,8 +267,8 @@ def test_a_state_folder_that_is_a_file_is_a_setup_problem_exit_1(project):
 def test_records_are_0600_in_a_0700_folder_and_the_article_follows_the_umask(project, sim):
     prompt(project, "tea", "Write about tea, privately.")
     old = os.umask(0o027)
-    try:
-        result = run("generate", "tea", "--engine", "router", project=project)
+    try:  # a process: the umask is read once, when qwenpipe starts (pipeline/files.py)
+        result = qwenpipe("generate", "tea", "--engine", "router", cwd=project, timeout=QUICK)
     finally:
         os.umask(old)
     assert result.returncode == 0, result.stderr
@@ -308,7 +308,7 @@ def test_a_cycle_tightens_what_an_older_version_left_readable(project):
 @pytest.mark.browser
 def test_a_real_send_leaves_its_marker_and_chat_url_private(project, sim):
     text = prompt(project, "tea", "Write about tea, sent by the browser, kept private.")
-    result = qwenpipe("generate", "tea", cwd=project, timeout=120)
+    result = qwenpipe_in_process("generate", "tea", cwd=project, timeout=120)
     assert result.returncode == 42, result.stderr
     url = project / "articles" / "tea.md.url"
     assert stat.S_IMODE(url.stat().st_mode) == 0o600, "the chat URL is not for everyone"
@@ -321,7 +321,7 @@ def test_a_real_send_leaves_its_marker_and_chat_url_private(project, sim):
 def test_a_symlinked_send_marker_stops_the_send_before_the_browser(project, sim, outside):
     text = prompt(project, "tea", "Write about tea, never sent through a link.")
     (project / "articles" / "tea.md.sending").symlink_to(outside)
-    result = qwenpipe("generate", "tea", cwd=project, timeout=120)
+    result = qwenpipe_in_process("generate", "tea", cwd=project, timeout=120)
     assert result.returncode == 1, result.stderr
     assert "tea.md.sending is a symlink" in one_line(result)
     assert outside.read_text() == "the user's own file\n"
@@ -332,7 +332,7 @@ def test_a_symlinked_send_marker_stops_the_send_before_the_browser(project, sim,
 def test_a_symlinked_journal_stops_a_chat_send_before_its_marker(project, sim, outside):
     text = prompt(project, "tea", "Write about tea, with a journal that is a link.")
     (state_dir(project) / "journal.jsonl").symlink_to(outside)
-    result = qwenpipe("generate", "tea", cwd=project, timeout=120)
+    result = qwenpipe_in_process("generate", "tea", cwd=project, timeout=120)
     assert result.returncode == 1, result.stderr
     assert "journal.jsonl is a symlink" in one_line(result)
     assert not (project / "articles" / "tea.md.sending").exists(), "no marker a later run must explain"

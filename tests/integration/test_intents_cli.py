@@ -8,7 +8,7 @@ import json
 
 import pytest
 from sim_project import make_project, prompt
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe, qwenpipe_in_process
 
 pytestmark = pytest.mark.browser
 
@@ -27,7 +27,7 @@ def reached(sim, text) -> list[dict]:
 
 
 def status_of(project) -> dict:
-    result = qwenpipe("status", "--json", cwd=project)
+    result = qwenpipe_in_process("status", "--json", cwd=project)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -38,7 +38,7 @@ def test_killed_with_the_chat_named_and_its_completion_held_the_chat_decides(sim
     text = prompt(project, "tea", "Write about tea, held at the door.")
     marker = killed_at(project, "tea", "after_naming")
     assert marker["chat_id"], marker
-    rerun = qwenpipe("generate", "tea", cwd=project)
+    rerun = qwenpipe_in_process("generate", "tea", cwd=project)
     assert rerun.returncode in (0, 3, 42), rerun.stderr
     assert f"opening the chat it named: {sim.base_url}/c/{marker['chat_id']}" in rerun.stderr
     assert "looking for its chat" not in rerun.stderr
@@ -58,7 +58,7 @@ def test_two_workspaces_on_one_account_killed_after_the_same_text_each_adopt_the
         assert marker["chat_id"]
     urls = []
     for project in spaces:
-        rerun = qwenpipe("generate", "tea", cwd=project)
+        rerun = qwenpipe_in_process("generate", "tea", cwd=project)
         assert rerun.returncode in (0, 3), rerun.stderr
         assert "found the chat the interrupted send made" in rerun.stderr
         urls.append((project / "articles" / "tea.md.url").read_text().strip())
@@ -71,17 +71,17 @@ def test_a_prompt_edited_after_a_crash_is_not_sent_again_until_replay_fresh(sim,
     sent = prompt(project, "tea", "Write about green tea.")
     killed_at(project, "tea", "after_send")
     edited = prompt(project, "tea", "Write about black tea.")
-    rerun = qwenpipe("generate", "tea", cwd=project)
+    rerun = qwenpipe_in_process("generate", "tea", cwd=project)
     assert rerun.returncode in (0, 3), rerun.stderr
     assert "changed after it was sent" in rerun.stderr and "replay tea --fresh" in rerun.stderr
     assert len(reached(sim, sent)) == 1 and reached(sim, edited) == []
-    again = qwenpipe("generate", "tea", cwd=project)
+    again = qwenpipe_in_process("generate", "tea", cwd=project)
     assert again.returncode in (0, 3) and reached(sim, edited) == []
     if (project / "articles" / "tea.md").exists():
         (project / "articles" / "tea.md").unlink()
-    fresh = qwenpipe("replay", "tea", "--fresh", cwd=project)
+    fresh = qwenpipe_in_process("replay", "tea", "--fresh", cwd=project)
     assert fresh.returncode == 0, fresh.stderr
-    assert qwenpipe("generate", "tea", cwd=project).returncode == 42
+    assert qwenpipe_in_process("generate", "tea", cwd=project).returncode == 42
     assert len(reached(sim, edited)) == 1 and len(reached(sim, sent)) == 1
 
 
@@ -90,7 +90,7 @@ def test_runs_killed_before_the_prompt_left_do_not_use_up_the_daily_limit(sim, t
     text = prompt(project, "tea", "Write about tea, killed before the click.")
     killed_at(project, "tea", "before_send")
     killed_at(project, "tea", "before_send")
-    rerun = qwenpipe("generate", "tea", cwd=project)
+    rerun = qwenpipe_in_process("generate", "tea", cwd=project)
     assert rerun.returncode == 42, rerun.stderr
     assert "daily send limit" not in rerun.stderr
     assert len(reached(sim, text)) == 1

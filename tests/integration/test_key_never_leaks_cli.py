@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 import pytest
 from sim_project import make_project, prompt
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.redact import MASK, MIN_PREFIX
 
@@ -49,11 +49,13 @@ def test_an_echoed_200_char_key_appears_nowhere_the_cli_writes(sim, tmp_path):
     env = {"ROUTER_API_KEY": KEY}
 
     runs = {
-        "generate --engine router": qwenpipe("generate", "tea", "--engine", "router", cwd=project, env=env),
-        "cycle": qwenpipe("cycle", cwd=project, env=env),
-        "doctor --json": qwenpipe("doctor", "--json", cwd=project, env=env),
-        "status --json": qwenpipe("status", "--json", cwd=project, env=env),
-        "show tea": qwenpipe("show", "tea", cwd=project, env=env),
+        "generate --engine router": qwenpipe_in_process(
+            "generate", "tea", "--engine", "router", cwd=project, env=env
+        ),
+        "cycle": qwenpipe_in_process("cycle", cwd=project, env=env),
+        "doctor --json": qwenpipe_in_process("doctor", "--json", cwd=project, env=env),
+        "status --json": qwenpipe_in_process("status", "--json", cwd=project, env=env),
+        "show tea": qwenpipe_in_process("show", "tea", cwd=project, env=env),
     }
 
     # The router really was handed the key and really echoed it: the leak was there to be made.
@@ -88,12 +90,12 @@ def test_a_key_pasted_into_api_key_env_is_exit_2_and_never_printed(sim, tmp_path
 
     commands = (["generate", "tea"], ["cycle"], ["status", "--json"], ["doctor", "--json"], ["show", "tea"])
     for command in commands:
-        run = qwenpipe(*command, cwd=project)
+        run = qwenpipe_in_process(*command, cwd=project)
         assert run.returncode == 2, (command, run.stderr)
         assert "router.api_key_env" in run.stderr and "NAME of an environment variable" in run.stderr
         assert PASTED[:MIN_PREFIX] not in run.stdout + run.stderr, (command, run.stderr)
         assert "Traceback" not in run.stderr
-    init = qwenpipe("init", cwd=project)  # the config exists: refused, and the key is not quoted
+    init = qwenpipe_in_process("init", cwd=project)  # the config exists: refused, and the key is not quoted
     assert init.returncode == 2 and PASTED[:MIN_PREFIX] not in init.stdout + init.stderr
 
 
@@ -122,12 +124,12 @@ def test_a_key_echoed_in_part_or_encoded_appears_nowhere_the_cli_writes(sim, tmp
     prompt(project, "tea", "Write an article about green tea.")
     env = {"ROUTER_API_KEY": ODD_KEY}
     runs = {
-        "generate": qwenpipe("generate", "tea", "--engine", "router", cwd=project, env=env),
-        "status --json": qwenpipe("status", "--json", cwd=project, env=env),
-        "status": qwenpipe("status", cwd=project, env=env),
-        "show tea": qwenpipe("show", "tea", cwd=project, env=env),
-        "log": qwenpipe("log", cwd=project, env=env),
-        "doctor --json": qwenpipe("doctor", "--json", cwd=project, env=env),
+        "generate": qwenpipe_in_process("generate", "tea", "--engine", "router", cwd=project, env=env),
+        "status --json": qwenpipe_in_process("status", "--json", cwd=project, env=env),
+        "status": qwenpipe_in_process("status", cwd=project, env=env),
+        "show tea": qwenpipe_in_process("show", "tea", cwd=project, env=env),
+        "log": qwenpipe_in_process("log", cwd=project, env=env),
+        "doctor --json": qwenpipe_in_process("doctor", "--json", cwd=project, env=env),
     }
     # The router really echoed that form of the key: the leak was there to be made.
     assert [r["status"] for r in sim.router.chat_requests()] == [401]
@@ -148,7 +150,7 @@ def test_a_router_answer_that_holds_the_key_is_rejected_never_written(sim, tmp_p
     project = make_project(tmp_path, sim)
     prompt(project, "tea", "Write an article about green tea.")
     env = {"ROUTER_API_KEY": ODD_KEY}
-    run = qwenpipe("generate", "tea", "--engine", "router", cwd=project, env=env)
+    run = qwenpipe_in_process("generate", "tea", "--engine", "router", cwd=project, env=env)
     assert [r["status"] for r in sim.router.chat_requests()] == [200]
     assert run.returncode == 1, run.stderr
     assert "answer rejected: the answer holds the router key" in run.stderr

@@ -10,7 +10,7 @@ import uuid
 import pytest
 from browser_helpers import browser_config
 from sim_project import journal, make_project, prompt, read_article
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.engines.qwen.browser import BrowserSession
 from pipeline.engines.qwen.page import read_dom_state
@@ -36,7 +36,7 @@ def save_login(project, sim) -> str:
 
 def generate_waiting(project, slug):
     """`generate --wait`: send, stay on the chat, finish (one process, one browser)."""
-    return qwenpipe("generate", slug, "--wait", cwd=project)
+    return qwenpipe_in_process("generate", slug, "--wait", cwd=project)
 
 
 CHOSEN = ("model", "thinking", "web_search")  # what the ledger says the page chose
@@ -97,7 +97,7 @@ def test_a_model_the_picker_does_not_offer_fails_hard_before_anything_is_sent(si
     project = make_project(tmp_path, sim, router=False, extra='model = "Qwen9-Ultra"\n')
     text = prompt(project, "ultra", "Write an article about a model that does not exist.")
 
-    result = qwenpipe("generate", "ultra", cwd=project)
+    result = qwenpipe_in_process("generate", "ultra", cwd=project)
 
     assert result.returncode == 1, result.stderr
     assert "'Qwen9-Ultra' is not a model the site offers" in result.stderr
@@ -127,8 +127,8 @@ def test_a_bad_qwen_table_in_the_front_matter_is_exit_2_naming_file_key_and_valu
     prompt(project, "bad", '+++\n[qwen]\nthinking = "maybe"\n+++\nWrite about anything.\n')
     prompt(project, "unknown", '+++\n[qwen]\nbase_url = "http://elsewhere"\n+++\nWrite about anything.\n')
 
-    bad = qwenpipe("generate", "bad", cwd=project)
-    unknown = qwenpipe("generate", "unknown", cwd=project)
+    bad = qwenpipe_in_process("generate", "bad", cwd=project)
+    unknown = qwenpipe_in_process("generate", "unknown", cwd=project)
 
     assert bad.returncode == 2 and unknown.returncode == 2
     assert "bad.md: qwen.thinking = 'maybe' must be one of 'auto', 'on', 'off'" in bad.stderr
@@ -159,7 +159,7 @@ def test_http_200_with_x_actual_status_code_404_is_chat_not_found(sim, tmp_path)
     url = f"{sim.base_url}/c/{uuid.uuid4()}"
     (project / "articles" / "gone.md.url").write_text(url + "\n", encoding="utf-8")
 
-    result = qwenpipe("generate", "gone", cwd=project)
+    result = qwenpipe_in_process("generate", "gone", cwd=project)
 
     assert result.returncode == 1, result.stderr
     assert "the chat no longer exists" in result.stderr and "x-actual-status-code: 404" in result.stderr
@@ -174,8 +174,8 @@ def test_a_finished_thinking_phase_is_not_a_finished_answer(sim, tmp_path):
     project = make_project(tmp_path, sim, router=False)
     text = prompt(project, "thought", "Write an article about thinking before answering.")
 
-    assert qwenpipe("generate", "thought", cwd=project).returncode == 42
-    working = qwenpipe("generate", "thought", cwd=project)
+    assert qwenpipe_in_process("generate", "thought", cwd=project).returncode == 42
+    working = qwenpipe_in_process("generate", "thought", cwd=project)
     assert working.returncode == 3, working.stderr
     assert not (project / "articles" / "thought.md").exists()
 
@@ -192,7 +192,7 @@ def test_the_late_2026_page_send_stop_and_hidden_copy_buttons(sim, tmp_path):
     project = make_project(tmp_path, sim, router=False)
     text = prompt(project, "late", "Write an article about the late 2026 page.")
 
-    queued = qwenpipe("generate", "late", cwd=project)
+    queued = qwenpipe_in_process("generate", "late", cwd=project)
     assert queued.returncode == 42, queued.stderr
     url = (project / "articles" / "late.md.url").read_text().strip()
     with BrowserSession(browser_config(tmp_path / "look")) as session:

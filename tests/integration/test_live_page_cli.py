@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from browser_helpers import browser_config
 from sim_project import make_project, prompt
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.engines.base import ChatChoice
 from pipeline.engines.qwen.browser import BrowserSession
@@ -31,7 +31,7 @@ def test_thinking_is_chosen_in_the_select_and_sent(sim, tmp_path, thinking, enab
     project = make_project(tmp_path, sim, router=False, extra=f'thinking = "{thinking}"\n')
     text = prompt(project, "think", f"Write an article about thinking {thinking}.")
 
-    queued = qwenpipe("generate", "think", cwd=project)
+    queued = qwenpipe_in_process("generate", "think", cwd=project)
 
     assert queued.returncode == 42, queued.stderr
     assert [(e["accepted"], e["thinking"], e["web_search"]) for e in sends_of(sim, text)] == [
@@ -57,7 +57,7 @@ def test_web_search_is_refused_naming_the_menu_and_nothing_is_sent(sim, tmp_path
     project = make_project(tmp_path, sim, router=False, extra="web_search = true\n")
     text = prompt(project, "search", "Write an article about searching the web.")
 
-    result = qwenpipe("generate", "search", cwd=project)
+    result = qwenpipe_in_process("generate", "search", cwd=project)
 
     assert result.returncode == 1, result.stderr
     assert "qwen.web_search = true: the mode menu has no 'Web Search' item" in result.stderr
@@ -70,9 +70,9 @@ def test_web_search_is_refused_naming_the_menu_and_nothing_is_sent(sim, tmp_path
 def test_doctor_passes_and_names_each_control_of_the_page(sim, tmp_path):
     project = make_project(tmp_path, sim, router=False, extra='thinking = "off"\n')
     prompt(project, "seen", "Write an article about a chat in the list.")
-    assert qwenpipe("generate", "seen", cwd=project).returncode == 42  # the sidebar lists a chat
+    assert qwenpipe_in_process("generate", "seen", cwd=project).returncode == 42  # the sidebar lists a chat
 
-    result = qwenpipe("doctor", cwd=project)
+    result = qwenpipe_in_process("doctor", cwd=project)
 
     out = result.stdout
     assert result.returncode == 0, out
@@ -102,7 +102,7 @@ def test_doctor_fails_web_search_on_a_page_whose_menu_has_none(sim, tmp_path):
     project = make_project(tmp_path, sim, router=False, extra="web_search = true\n")
     sends = len(sim.sends())
 
-    result = qwenpipe("doctor", cwd=project)
+    result = qwenpipe_in_process("doctor", cwd=project)
 
     assert result.returncode == 1, result.stdout
     line = next(x for x in result.stdout.splitlines() if "page choices" in x)
@@ -117,7 +117,7 @@ def test_doctor_fails_a_thinking_setting_the_page_has_no_control_for(sim, tmp_pa
     )
     project = make_project(tmp_path, sim, router=False, extra=extra)
 
-    result = qwenpipe("doctor", cwd=project)
+    result = qwenpipe_in_process("doctor", cwd=project)
 
     assert result.returncode == 1, result.stdout
     line = next(x for x in result.stdout.splitlines() if "selector thinking_select" in x)

@@ -11,7 +11,7 @@ import time
 
 import pytest
 from sim_project import make_project, prompt, read_article
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.batch.status import iso
 from pipeline.setup.login import state_token_expiry
@@ -55,7 +55,7 @@ def test_a_saved_login_near_its_end_is_renewed_saved_privately_and_shown(sim, tm
     project = make_project(tmp_path, sim, router=False)
     state, before = saved_login(project, sim, hours_left=3)
     text = prompt(project, "renewed", "Write about a login that renews itself.")
-    result = qwenpipe("generate", "renewed", cwd=project)
+    result = qwenpipe_in_process("generate", "renewed", cwd=project)
     assert result.returncode == 42, result.stderr
     assert f"the chat login was renewed: {state} now expires" in result.stderr
     assert [e["prompt"] for e in sim.sends()].count(text) == 1
@@ -64,9 +64,9 @@ def test_a_saved_login_near_its_end_is_renewed_saved_privately_and_shown(sim, tm
     assert stat.S_IMODE(os.stat(state).st_mode) == 0o600
     assert not [p for p in project.iterdir() if p.name.startswith(".state.json")], "a temporary file is left"
 
-    status = json.loads(qwenpipe("status", "--json", cwd=project).stdout)
+    status = json.loads(qwenpipe_in_process("status", "--json", cwd=project).stdout)
     assert status["login"]["expires_at"] == iso(after)
-    doctor = json.loads(qwenpipe("doctor", "--json", cwd=project).stdout)
+    doctor = json.loads(qwenpipe_in_process("doctor", "--json", cwd=project).stdout)
     saved = next(c for c in doctor["checks"] if c["name"] == "saved login")
     assert saved["status"] == "ok" and saved["expires_at"] == after
 
@@ -76,7 +76,7 @@ def test_a_saved_login_far_from_its_end_is_left_untouched(sim, tmp_path):
     state, _ = saved_login(project, sim, hours_left=5 * 24)
     content, mtime = state.read_bytes(), state.stat().st_mtime_ns
     prompt(project, "untouched", "Write about a login with days left.")
-    result = qwenpipe("generate", "untouched", cwd=project)
+    result = qwenpipe_in_process("generate", "untouched", cwd=project)
     assert result.returncode == 42, result.stderr
     assert "login" not in result.stderr
     assert state.read_bytes() == content and state.stat().st_mtime_ns == mtime
@@ -89,7 +89,7 @@ def test_a_refresh_the_site_refuses_neither_holds_up_the_send_nor_loses_the_arti
     text = prompt(project, "refused", "Write about a site that will not renew a login.")
     sim.set(renew_hours=0)  # the site hands out no fresh token, on page load or on request
     try:
-        result = qwenpipe("generate", "refused", "--wait", cwd=project)
+        result = qwenpipe_in_process("generate", "refused", "--wait", cwd=project)
     finally:
         sim.set(renew_hours=24)
     assert result.returncode == 0, result.stderr

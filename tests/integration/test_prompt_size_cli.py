@@ -7,7 +7,7 @@ import json
 
 import pytest
 from sim_project import make_project, prompt
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 pytestmark = pytest.mark.browser
 
@@ -38,7 +38,7 @@ def test_generate_refuses_a_prompt_over_the_limit_before_any_browser(sim, tmp_pa
     # 4,750 bytes in the file; its quotes and line breaks are escaped in the request: over 5,000.
     prompt(project, "big", 'Write about "tea".\n' * 250)
     before = len(sim.store.ledger())
-    result = qwenpipe("generate", "big", "--wait", cwd=project)
+    result = qwenpipe_in_process("generate", "big", "--wait", cwd=project)
     assert result.returncode == 2, result.stderr
     assert "qwen.max_prompt_bytes = 5,000" in result.stderr and "bytes" in result.stderr
     assert "big.md" in result.stderr and "Traceback" not in result.stderr
@@ -51,7 +51,7 @@ def test_a_later_turn_over_the_limit_refuses_the_whole_prompt_unsent(sim, tmp_pa
     project, mark = project_with_limit(tmp_path, sim)
     prompt(project, "turns", "Outline an article on tea.\n=== next turn ===\n" + "Longer. " * 800)
     before = len(sim.store.ledger())
-    result = qwenpipe("generate", "turns", cwd=project)
+    result = qwenpipe_in_process("generate", "turns", cwd=project)
     assert result.returncode == 2, result.stderr
     assert "turn 2 of 2" in result.stderr and "qwen.max_prompt_bytes = 5,000" in result.stderr
     assert len(sim.store.ledger()) == before and not mark.exists()
@@ -61,11 +61,11 @@ def test_cycle_counts_it_invalid_sends_the_others_and_needs_no_browser_for_it(si
     project, mark = project_with_limit(tmp_path, sim)
     prompt(project, "big", "x" * 6000)
     before = len(sim.store.ledger())
-    result = qwenpipe("cycle", cwd=project)
+    result = qwenpipe_in_process("cycle", cwd=project)
     assert result.returncode == 1, result.stderr  # an invalid prompt: exit 1 until it is fixed
     assert "big" in result.stderr and "qwen.max_prompt_bytes = 5,000" in result.stderr
     assert len(sim.store.ledger()) == before and not mark.exists()
-    status = json.loads(qwenpipe("status", "--json", cwd=project).stdout)
+    status = json.loads(qwenpipe_in_process("status", "--json", cwd=project).stdout)
     row = next(a for a in status["articles"] if a["slug"] == "big")
     assert row["state"] == "invalid" and "max_prompt_bytes" in json.dumps(row)
 
@@ -74,7 +74,7 @@ def test_cycle_sends_the_small_prompt_beside_the_big_one(sim, tmp_path):
     project = make_project(tmp_path, sim, extra=f"max_prompt_bytes = {LIMIT}")
     prompt(project, "big", "x" * 6000)
     small = prompt(project, "small", "Write an article about green tea.")
-    result = qwenpipe("cycle", cwd=project)
+    result = qwenpipe_in_process("cycle", cwd=project)
     assert result.returncode == 1, result.stderr
     assert (project / "articles" / "small.md.url").exists()
     assert not (project / "articles" / "big.md.url").exists()

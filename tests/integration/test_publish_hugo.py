@@ -17,7 +17,7 @@ import pytest
 from project_files import write_config
 from publish_helpers import CHAT_URL, article_of_prompt, done_article
 from sim_project import make_project
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.cli.app import run
 from pipeline.publishing.templates import slug_from_title
@@ -98,7 +98,7 @@ def test_hugo_builds_the_published_folder_with_no_sidecar_and_each_title_once(tm
         "Oolong",
         body="# All About Oolong\n\nOolong is half-oxidised.\n\n## Brewing\n\nHot.\n",
     )
-    result = qwenpipe("publish", "--all", cwd=project)
+    result = qwenpipe_in_process("publish", "--all", cwd=project)
     assert result.returncode == 0, result.stderr
     public = build(tmp_path / "blog")
     assert_clean(public, [CHAT_URL])
@@ -131,9 +131,11 @@ def test_from_a_new_prompt_to_a_hugo_page_through_the_simulator(tmp_path):
         make_project(
             project, sim, extra='[publish]\ndir = "../content/posts"\nafter = "touch published-{slug}"\n'
         )
-        made = qwenpipe("new", "green-tea", "--title", "Brewing Green Tea", "--tag", "tea", cwd=project)
+        made = qwenpipe_in_process(
+            "new", "green-tea", "--title", "Brewing Green Tea", "--tag", "tea", cwd=project
+        )
         assert made.returncode == 0, made.stderr
-        result = qwenpipe("generate", "green-tea", "--wait", cwd=project)
+        result = qwenpipe_in_process("generate", "green-tea", "--wait", cwd=project)
         assert result.returncode == 0, result.stderr
         assert "published to" in result.stderr and (project / "published-green-tea").exists()
         chat_url = (project / "articles" / "green-tea.md.url").read_text().strip()
@@ -143,7 +145,7 @@ def test_from_a_new_prompt_to_a_hugo_page_through_the_simulator(tmp_path):
     public = build(tmp_path / "blog")
     assert_clean(public, [chat_url, sim.base_url])
     assert_title_once(public / "posts" / "green-tea" / "index.html", "Brewing Green Tea")
-    again = qwenpipe("cycle", cwd=project)
+    again = qwenpipe_in_process("cycle", cwd=project)
     assert "published" not in again.stderr.replace("not published", "")  # unchanged: not again
 
 

@@ -9,7 +9,7 @@ import json
 
 import pytest
 from sim_project import journal, make_project, prompt
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe, qwenpipe_in_process
 
 pytestmark = pytest.mark.browser
 
@@ -19,7 +19,7 @@ SIMULATOR = {"answer_seconds": 0.0, "thinking_seconds": 0.0, "url_delay": 0.2}  
 
 
 def status_json(project) -> dict:
-    result = qwenpipe("status", "--json", cwd=project)
+    result = qwenpipe_in_process("status", "--json", cwd=project)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -36,19 +36,19 @@ def test_logged_out_attempts_send_nothing_count_nothing_and_leave_no_marker(sim,
     text = prompt(project, "tea", "Write about tea while logged out.")
     sim.set(scenario="logged_out")
     for _ in range(3):  # max_attempts = 3: the third hard failure dead-letters it
-        result = qwenpipe("generate", "tea", cwd=project)
+        result = qwenpipe_in_process("generate", "tea", cwd=project)
         assert result.returncode == 1, result.stderr
         assert "login" in result.stderr and "Traceback" not in result.stderr
         assert not (project / "articles" / "tea.md.sending").exists(), "a marker for a send never made"
     assert ledger_of(sim, text) == []
     assert status_json(project)["sends"]["today"] == 0
-    assert qwenpipe("replay", "tea", cwd=project).returncode == 0
+    assert qwenpipe_in_process("replay", "tea", cwd=project).returncode == 0
     row = status_json(project)["articles"][0]
     assert row["state"] == "pending", row
     assert "recovering" not in [e["event"] for e in journal(project)]
 
     sim.set(scenario="ok")  # logged in again: today's one send is still there to spend
-    sent = qwenpipe("generate", "tea", cwd=project)
+    sent = qwenpipe_in_process("generate", "tea", cwd=project)
     assert sent.returncode == 42, sent.stderr
     assert "looking for its chat" not in sent.stderr
     assert len(ledger_of(sim, text)) == 1
@@ -64,12 +64,12 @@ def test_two_prompts_with_the_same_text_and_a_crash_before_the_second_send_get_t
     project = make_project(tmp_path, sim)
     text = prompt(project, "tea", "Write about tea from a template.")
     prompt(project, "tea-again", text)
-    assert qwenpipe("generate", "tea", cwd=project).returncode == 42
+    assert qwenpipe_in_process("generate", "tea", cwd=project).returncode == 42
     crashed = qwenpipe("generate", "tea-again", cwd=project, env=CRASH_BEFORE_SEND)
     assert crashed.returncode == -9, crashed.stderr
     assert (project / "articles" / "tea-again.md.sending").exists()
 
-    rerun = qwenpipe("generate", "tea-again", cwd=project)
+    rerun = qwenpipe_in_process("generate", "tea-again", cwd=project)
     assert rerun.returncode == 42, rerun.stderr
     first = (project / "articles" / "tea.md.url").read_text()
     second = (project / "articles" / "tea-again.md.url").read_text()
@@ -85,14 +85,14 @@ def test_a_second_workspace_on_the_same_account_never_adopts_the_firsts_chat(sim
     one = make_project(tmp_path / "one", sim)
     prompt(one, "tea", text)
     sim.set(clock_offset=-120.0)  # the first workspace's chat was made two minutes ago
-    assert qwenpipe("generate", "tea", cwd=one).returncode == 42
+    assert qwenpipe_in_process("generate", "tea", cwd=one).returncode == 42
     sim.set(clock_offset=0.0)
 
     two = make_project(tmp_path / "two", sim)
     prompt(two, "tea", text)
     crashed = qwenpipe("generate", "tea", cwd=two, env=CRASH_BEFORE_SEND)
     assert crashed.returncode == -9, crashed.stderr
-    rerun = qwenpipe("generate", "tea", cwd=two)
+    rerun = qwenpipe_in_process("generate", "tea", cwd=two)
     assert rerun.returncode == 42, rerun.stderr
     assert "before this send" in rerun.stderr, rerun.stderr
     assert (one / "articles" / "tea.md.url").read_text() != (two / "articles" / "tea.md.url").read_text()
@@ -104,7 +104,7 @@ def test_a_crash_after_the_send_still_finds_its_own_chat_and_sends_nothing(sim, 
     text = prompt(project, "tea", "Write about tea, interrupted after the click.")
     crashed = qwenpipe("generate", "tea", cwd=project, env={"QWENPIPE_CRASH_AT": "after_send"})
     assert crashed.returncode == -9, crashed.stderr
-    rerun = qwenpipe("generate", "tea", cwd=project)
+    rerun = qwenpipe_in_process("generate", "tea", cwd=project)
     assert rerun.returncode in (0, 3), rerun.stderr
     assert "found the chat the interrupted send made" in rerun.stderr
     assert len([e for e in sim.sends() if e["prompt"] == text]) == 1
@@ -121,7 +121,7 @@ def test_times_a_clock_jump_left_days_ahead_are_re_planned_by_generate_and_cycle
     config.write_text(config.read_text().replace("poll_interval = 0", "poll_interval = 60"))
     prompt(project, "tea", "Write about tea across clock jumps.")
     prompt(project, "coffee", "Write about coffee across clock jumps.")
-    assert qwenpipe("cycle", cwd=project).returncode == 42
+    assert qwenpipe_in_process("cycle", cwd=project).returncode == 42
     from dataclasses import replace
 
     from pipeline.contract.upgrade import open_sqlite
@@ -138,11 +138,11 @@ def test_times_a_clock_jump_left_days_ahead_are_re_planned_by_generate_and_cycle
     ahead = time.time() + 2 * 86400
     shift("tea", last_poll=ahead)
     shift("coffee", next_try=ahead, attempts=1, last_error="the chat page timed out")
-    looked = qwenpipe("generate", "tea", cwd=project)
+    looked = qwenpipe_in_process("generate", "tea", cwd=project)
     assert looked.returncode == 3, looked.stderr
     waits = [int(word) for word in looked.stderr.split("next look in ")[1].split()[:1]]
     assert waits and waits[0] <= 60, looked.stderr
-    cycled = qwenpipe("cycle", cwd=project)
+    cycled = qwenpipe_in_process("cycle", cwd=project)
     assert cycled.returncode == 3, cycled.stderr
     for slug in ("tea", "coffee"):
         state = record(slug)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from sim_project import journal, make_project, prompt, read_article
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 pytestmark = pytest.mark.browser
 
@@ -28,12 +28,12 @@ def test_deleting_the_database_after_a_send_never_sends_again_and_the_article_is
     project = make_project(tmp_path, sim)
     text = prompt(project, "tea", f"Write an article about green tea (store, {command}).")
     args = ("generate", "tea") if command == "generate" else ("cycle",)
-    first = qwenpipe(*args, cwd=project)
+    first = qwenpipe_in_process(*args, cwd=project)
     assert first.returncode == 42, first.stderr
     url = (project / "articles" / "tea.md.url").read_text().strip()
     delete_the_store(project)
     for _ in range(60):
-        result = qwenpipe(*args, cwd=project)
+        result = qwenpipe_in_process(*args, cwd=project)
         if result.returncode != 3:
             break
     assert result.returncode == 0, result.stderr

@@ -9,7 +9,7 @@ import stat
 import browser_helpers
 import pytest
 from sim_project import make_project, prompt, read_article
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.simulator import Simulator
 
@@ -49,12 +49,12 @@ def test_login_and_generate_through_the_users_browser(users_chromium, tmp_path):
     with Simulator(port=0, require_login=True, answer_seconds=0.0, thinking_seconds=0.0).start() as sim:
         project = make_project(tmp_path / "project", sim)
 
-        refused = qwenpipe("--cdp", cdp, "login", cwd=project)
+        refused = qwenpipe_in_process("--cdp", cdp, "login", cwd=project)
         assert refused.returncode == 1 and "is not signed in" in refused.stderr, refused.stderr
         assert not (project / "state.json").exists()
 
         sign_in_in_the_users_browser(cdp, sim.base_url)
-        saved = qwenpipe("--cdp", cdp, "login", cwd=project)
+        saved = qwenpipe_in_process("--cdp", cdp, "login", cwd=project)
         assert saved.returncode == 0, saved.stderr
         state = project / "state.json"
         assert stat.S_IMODE(state.stat().st_mode) == 0o600
@@ -66,7 +66,7 @@ def test_login_and_generate_through_the_users_browser(users_chromium, tmp_path):
         text = prompt(project, "attached", "Write an article about attaching to a browser.")
         codes = []
         for _ in range(60):
-            result = qwenpipe("--cdp", cdp, "generate", "attached", cwd=project)
+            result = qwenpipe_in_process("--cdp", cdp, "generate", "attached", cwd=project)
             codes.append(result.returncode)
             if result.returncode not in (3, 42):
                 break

@@ -8,7 +8,7 @@ import time
 
 import pytest
 from sim_project import make_project
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.accounts import all_accounts
 from pipeline.config import load
@@ -48,7 +48,7 @@ def lines(result) -> dict[str, str]:
 
 def doctor(project, code: int):
     """`qwenpipe doctor` in `project`, which must exit `code`: (its result, `lines` of it)."""
-    result = qwenpipe("doctor", cwd=project)
+    result = qwenpipe_in_process("doctor", cwd=project)
     assert result.returncode == code, result.stdout + result.stderr
     return result, lines(result)
 
@@ -57,7 +57,7 @@ def import_login(project, sim) -> None:
     """A login made elsewhere for the simulator's host (a cookie export)."""
     export = [{"name": "token", "value": make_token(), "domain": "127.0.0.1", "path": "/", "session": True}]
     (project / "export.json").write_text(json.dumps(export))
-    result = qwenpipe("login", "--import", "export.json", cwd=project)
+    result = qwenpipe_in_process("login", "--import", "export.json", cwd=project)
     assert result.returncode == 0, result.stderr
 
 
@@ -127,7 +127,7 @@ def test_json_report_field_by_field_with_an_unreachable_router(sim, tmp_path):
     project = make_project(tmp_path, sim, extra='selectors = { send_button = "button.gone" }')
     config = project / "config.toml"
     config.write_text(config.read_text().replace(f"{sim.base_url}/v1", f"http://127.0.0.1:{port}/v1"))
-    result = qwenpipe("doctor", "--json", cwd=project)
+    result = qwenpipe_in_process("doctor", "--json", cwd=project)
     assert result.returncode == 1
     doc = json.loads(result.stdout)
     assert list(doc) == ["schema", "ok", "exit_code", "config", "counts", "checks"]
@@ -160,7 +160,7 @@ def test_json_report_field_by_field_with_an_unreachable_router(sim, tmp_path):
 
 def test_bad_config_is_exit_2(tmp_path):
     (tmp_path / "config.toml").write_text("[qwen]\nno_such_key = 1\n")
-    result = qwenpipe("doctor", cwd=tmp_path)
+    result = qwenpipe_in_process("doctor", cwd=tmp_path)
     assert result.returncode == 2 and "qwen.no_such_key" in result.stderr
 
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 from sim_project import add_accounts, make_project
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.accounts import all_accounts
 from pipeline.config import load
@@ -77,9 +77,9 @@ def test_doctor_checks_each_enabled_accounts_login_and_names_the_one_to_sign_in(
         add_accounts(project, ["a", "b"])
         add_accounts(project, ["c"], enabled=False)
         (project / "a.json").write_text(json.dumps(sim.login_state("a")))
-        imported = qwenpipe("login", "--account", "a", "--import", "a.json", cwd=project)
+        imported = qwenpipe_in_process("login", "--account", "a", "--import", "a.json", cwd=project)
         assert imported.returncode == 0, imported.stderr
-        result = qwenpipe("doctor", "--json", cwd=project, timeout=180)
+        result = qwenpipe_in_process("doctor", "--json", cwd=project, timeout=180)
     assert result.returncode == 1, result.stdout + result.stderr
     checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
     assert checks["login (a)"]["status"] == OK and "users/status" in checks["login (a)"]["detail"]

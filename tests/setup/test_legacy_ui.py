@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from sim_project import make_project, prompt, read_article
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 pytestmark = pytest.mark.browser
 
@@ -15,7 +15,7 @@ SIMULATOR = {"ui": "legacy", "answer_seconds": 1.5, "thinking_seconds": 0.2}  # 
 def test_generate_wait_on_the_legacy_ui(sim, tmp_path):
     project = make_project(tmp_path, sim)
     text = prompt(project, "old-ui", "Write an article about the older chat page.")
-    result = qwenpipe("generate", "old-ui", "--wait", cwd=project)
+    result = qwenpipe_in_process("generate", "old-ui", "--wait", cwd=project)
     assert result.returncode == 0, result.stderr
     meta, body = read_article(project / "articles" / "old-ui.md")
     assert body == sim.expected_answer(text).strip()
@@ -25,7 +25,7 @@ def test_generate_wait_on_the_legacy_ui(sim, tmp_path):
 
 def test_doctor_reports_the_legacy_generation(sim, tmp_path):
     project = make_project(tmp_path, sim)
-    result = qwenpipe("doctor", cwd=project)
+    result = qwenpipe_in_process("doctor", cwd=project)
     assert result.returncode == 0, result.stdout
     out = result.stdout
     assert "UI generation 'legacy' matched" in out

@@ -10,7 +10,7 @@ import time
 
 import pytest
 from sim_project import make_project, prompt, read_article
-from tests_cli_helpers import qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.accounts import all_accounts
 from pipeline.batch.status import collect
@@ -57,11 +57,11 @@ def test_login_saves_a_private_state_and_generate_then_sends(sim, tmp_path, monk
     assert result.expires_at and 6.9 * DAY < result.expires_at - time.time() <= 7 * DAY
 
     text = prompt(project, "signed-in", "Write about signing in once.")
-    sent = qwenpipe("generate", "signed-in", cwd=project)
+    sent = qwenpipe_in_process("generate", "signed-in", cwd=project)
     assert sent.returncode == 42, sent.stderr
     assert [e["prompt"] for e in sim.sends()].count(text) == 1
 
-    status = json.loads(qwenpipe("status", "--json", cwd=project).stdout)
+    status = json.loads(qwenpipe_in_process("status", "--json", cwd=project).stdout)
     assert status["login"]["state_file"] == str(state) and status["login"]["expires_at"]
     assert not [w for w in status["warnings"] if "login" in w]
 
@@ -71,7 +71,7 @@ def test_logged_out_session_types_nothing_and_the_router_writes_it(sim, tmp_path
     project = make_project(tmp_path, sim)
     text = prompt(project, "nologin", "Write about forgetting to log in.")
     before = len(sim.ledger())
-    result = qwenpipe("generate", "nologin", cwd=project)
+    result = qwenpipe_in_process("generate", "nologin", cwd=project)
     assert result.returncode == 0, result.stderr
     assert "qwenpipe login" in result.stderr
     meta, _ = read_article(project / "articles" / "nologin.md")
@@ -83,7 +83,7 @@ def test_logged_out_session_types_nothing_and_the_router_writes_it(sim, tmp_path
 def test_logged_out_session_without_router_is_exit_1(sim, tmp_path):
     project = make_project(tmp_path, sim, router=False)
     text = prompt(project, "nologin", "Write about having no login and no router.")
-    result = qwenpipe("generate", "nologin", cwd=project)
+    result = qwenpipe_in_process("generate", "nologin", cwd=project)
     assert result.returncode == 1, result.stderr
     assert "qwenpipe login" in result.stderr and "Traceback" not in result.stderr
     assert not (project / "articles" / "nologin.md").exists()
@@ -107,7 +107,7 @@ def test_import_into_an_existing_profile_replaces_its_login(sim, tmp_path, capfd
     assert "now also in the browser profile" in " ".join(said.split())
     (project / "state.json").unlink()  # the profile alone must now hold the login
     text = prompt(project, "imported", "Write about importing a login.")
-    sent = qwenpipe("generate", "imported", cwd=project)
+    sent = qwenpipe_in_process("generate", "imported", cwd=project)
     assert sent.returncode == 42, sent.stderr
     assert [e["prompt"] for e in sim.sends()].count(text) == 1
 
@@ -115,7 +115,7 @@ def test_import_into_an_existing_profile_replaces_its_login(sim, tmp_path, capfd
 def test_login_without_a_display_says_the_three_ways(tmp_path):
     (tmp_path / "config.toml").write_text('[browser]\nstorage_state = "keep/state.json"\n')
     env = {"DISPLAY": "", "WAYLAND_DISPLAY": "", "QWENPIPE_LOGIN_HEADLESS": ""}
-    result = qwenpipe("login", cwd=tmp_path, env=env)
+    result = qwenpipe_in_process("login", cwd=tmp_path, env=env)
     assert result.returncode == 2
     message = result.stderr
     assert str(tmp_path / "keep" / "state.json") in message and "browser.storage_state" in message
@@ -265,7 +265,7 @@ def test_status_text_shows_the_login_line_and_the_warning(project):
     state = project / ".qwenpipe" / "state.json"
     state.parent.mkdir(parents=True)
     state.write_text(json.dumps(storage_state(make_token(time.time() - 6 * DAY))))  # 1 day left
-    result = qwenpipe("status", cwd=project)
+    result = qwenpipe_in_process("status", cwd=project)
     assert result.returncode == 0
     assert "chat login: expires" in result.stdout
     assert "warning: the chat login expires in 23 h" in result.stderr
@@ -280,10 +280,12 @@ def test_a_state_file_copied_onto_an_existing_profile_is_used(sim, tmp_path, mon
     run_login(config, all_accounts(config)[0], timeout=30, on_page=sign_in, say=lambda _m: None)
     server = make_project(tmp_path / "server", sim, router=False)
     prompt(server, "before", "Write about a server before its login.")
-    assert qwenpipe("generate", "before", cwd=server).returncode == 1  # logged out: the profile is made
+    assert (
+        qwenpipe_in_process("generate", "before", cwd=server).returncode == 1
+    )  # logged out: the profile is made
     assert (server / "profile").is_dir()
     (server / "state.json").write_bytes((desktop / "state.json").read_bytes())
     text = prompt(server, "after", "Write about a server after its login.")
-    result = qwenpipe("generate", "after", cwd=server)
+    result = qwenpipe_in_process("generate", "after", cwd=server)
     assert result.returncode == 42, result.stderr
     assert [e["prompt"] for e in sim.sends()].count(text) == 1

@@ -9,7 +9,7 @@ import time
 
 import pytest
 from sim_project import make_project
-from tests_cli_helpers import qwenpipe_in_process as qwenpipe
+from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.accounts import all_accounts
 from pipeline.cli.app import run
@@ -128,9 +128,9 @@ def hostile(tmp_path, request):
 
 @pytest.mark.parametrize("hostile", list(HOSTILE_STATES), indirect=True)
 def test_status_never_crashes_on_a_saved_state(hostile):
-    shown = qwenpipe("status", cwd=hostile)
+    shown = qwenpipe_in_process("status", cwd=hostile)
     assert shown.returncode == 0, shown.stderr
-    as_json = qwenpipe("status", "--json", cwd=hostile)
+    as_json = qwenpipe_in_process("status", "--json", cwd=hostile)
     assert as_json.returncode == 0, as_json.stderr
     assert json.loads(as_json.stdout)["login"]["expires_at"] is None
 
@@ -143,7 +143,7 @@ def test_status_does_not_hang_on_a_saved_state_that_is_not_a_file(tmp_path, kind
     (tmp_path / ".qwenpipe").mkdir(mode=0o700)
     saved = tmp_path / ".qwenpipe" / "state.json"
     os.mkfifo(saved) if kind == "fifo" else saved.mkdir()
-    shown = qwenpipe("status", "--json", cwd=tmp_path, timeout=30)
+    shown = qwenpipe_in_process("status", "--json", cwd=tmp_path, timeout=30)
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["login"]["expires_at"] is None
 
@@ -163,7 +163,7 @@ def test_doctor_with_a_hostile_saved_state_reports_instead_of_crashing(sim, tmp_
     project = make_project(tmp_path, sim, own_browser=True)  # doctor reads the saved login of a launch
     (project / "state.json").write_text(content)
     (project / "state.json").chmod(0o600)
-    result = qwenpipe("doctor", "--json", cwd=project)
+    result = qwenpipe_in_process("doctor", "--json", cwd=project)
     assert "internal error" not in result.stderr and "Traceback" not in result.stderr, result.stderr
     checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
     assert checks["saved login"]["expires_at"] is None
@@ -188,7 +188,7 @@ def test_import_reads_only_a_regular_file_of_bounded_size_without_hanging(tmp_pa
     else:  # a valid state, padded past the cap: refused before it is parsed
         padding = " " * MAX_LOGIN_FILE_BYTES
         source.write_text(json.dumps(state([cookie(GOOD)])) + padding)
-    result = qwenpipe("login", "--import", str(source), cwd=tmp_path, timeout=30)
+    result = qwenpipe_in_process("login", "--import", str(source), cwd=tmp_path, timeout=30)
     said = " ".join(result.stderr.split())
     assert result.returncode == 2, said
     assert f"{source}" in said and "Traceback" not in said
@@ -227,7 +227,7 @@ def test_import_never_writes_over_the_projects_own_files_or_another_accounts_log
     source = tmp_path / "export.json"
     source.write_text(json.dumps(state([cookie(GOOD)])))
     account = ["--account", "spare"] if target == "one.json" else []
-    result = qwenpipe("login", *account, "--import", str(source), cwd=tmp_path)
+    result = qwenpipe_in_process("login", *account, "--import", str(source), cwd=tmp_path)
     said = " ".join(result.stderr.split())
     assert result.returncode == 2, said
     assert "storage_state" in said and "of its own" in said and "Traceback" not in said, said
