@@ -18,7 +18,7 @@ from ..phases import Reason
 from ..prompts import Prompt
 from ..quota import SendBudget
 from ..rotation import sender_of
-from ..workspace import Engines
+from ..workspace import Engines, Workspace
 
 LOGGED_OUT = "logged_out"  # the chat engines' HardError code for "not logged in"
 
@@ -52,7 +52,7 @@ class Outcome:
 class Context:
     """One step of one article, with its lock held: what it works with and what it learned."""
 
-    ws: object  # the Workspace
+    ws: Workspace
     article: ArticleFiles
     prompt: Prompt
     engines: Engines
