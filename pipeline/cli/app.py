@@ -21,7 +21,7 @@ from . import setup as cli_setup
 from . import status as cli_status
 from . import store as cli_store
 from .common import ConfigOption, workspace_of
-from .running import cycle_command, exit_code_of, progress, watchdog
+from .running import cron_exit_of, cycle_command, exit_code_of, progress, watchdog
 
 
 def _usage_name(argument) -> str:
@@ -187,8 +187,6 @@ def cycle(
     config: ConfigOption = None,
 ) -> None:
     """One cron cycle over prompts/: 1 if an article failed hard, else 42 if sent, 3 if working, 0 if done."""
-    from ..entry import cron_exit_of
-
     code = exit_code_of(lambda: cycle_command(workspace_of(ctx, config), cron_exit=cron_exit))
     raise typer.Exit(cron_exit_of(code) if cron_exit else code)
 

@@ -133,3 +133,10 @@ def cycle_command(workspace, *, cron_exit: bool = False) -> ExitCode:
         say(f"cycle: needs a person: {reason}")
     ping(ping_url, str(int(verdict)), say=say)
     return verdict if cron_exit else report.exit_code
+
+
+def cron_exit_of(code: int) -> int:
+    """`cycle --cron-exit` when the cycle did not run to its end: "try later" (3: another
+    process holds something) is nothing for a person; a bad config (2), our files needing a
+    person (1) and Ctrl-C (130) stay as they are."""
+    return ExitCode.DONE if code == ExitCode.WORKING else code

@@ -61,6 +61,7 @@ from pipeline.engines.qwen.page import (
     screen_failure,
 )
 from pipeline.engines.qwen.selectors import Selectors, merge_overrides
+from pipeline.engines.qwen.steady import API_STABLE_SECONDS, Steadiness
 from pipeline.engines.qwen.stream import PageTraffic, StreamRead
 from pipeline.redact import mask
 
@@ -68,15 +69,8 @@ if TYPE_CHECKING:  # the sections' types only: engines do not import the config
     from pipeline.config import Browser, Qwen
 
 CHAT_LIST_PAGES = 3
-STALL_READS = 3  # reads of "page idle, API unfinished" before the answer counts as cut short
 POLL_SECONDS = 0.25  # while waiting for the app or the chat address
 PAGE_SETTLE_SECONDS = 3  # a fresh page may show "busy" this long before drawing a done answer
-# Two reads of one chat's JSON at least this far apart once its stored status says finished:
-# the stability reads then only have to show that no chunk still lands after the status was
-# stored (the simulator stores `done` 0.3 s before "finished"; the real site's stream sends
-# chunks tens of ms apart). 3 reads 0.25 s apart span 0.5 s, longer than any gap seen. Where no
-# stored status vouches for the answer, the reads stay a second apart (read_interval).
-API_STABLE_SECONDS = 0.25
 WAIT_PAGE_SECONDS = 0.1  # a settled, steady answer: how often to look whether the page agrees yet
 CONFIRMED_SECONDS = 60  # how long an answer seen complete and stable counts as such
 REPLY_GRACE_SECONDS = 2  # a quota toast seen: how long its API reply (with the hours) may lag
@@ -87,31 +81,6 @@ PAGE_RELOAD_SECONDS = 0.5  # ... and, at a later look, for the page's next load 
 STREAM_LOOK_SECONDS = 0.1  # how often a wait on the sending page looks whether its stream ended
 # What the site's reply to a send says when it took nothing: the prompt is not in any chat.
 REFUSED_UNSENT = ("bot_check", "logged_out", "quota")
-
-
-class Steadiness:
-    """The counting both watch loops share. A candidate answer is complete once it was read the
-    same `needed` times in a row; "page idle, API unfinished" read STALL_READS times means the
-    site stopped the answer without finishing it."""
-
-    def __init__(self, needed: int):
-        self.needed = needed
-        self.previous: str | None = None
-        self.same = 0
-        self.stalled = 0
-
-    def steady(self, candidate: str) -> bool:
-        self.same = self.same + 1 if candidate == self.previous else 1
-        self.previous = candidate
-        return self.same >= self.needed
-
-    def unfinished(self, *, stalled: bool) -> None:
-        self.previous, self.same = None, 0
-        self.stalled = self.stalled + 1 if stalled else 0
-        if self.stalled >= STALL_READS:
-            raise TransientError(
-                "the answer stopped before the site marked it finished (cut short)", code="cut_short"
-            )
 
 
 @dataclass
