@@ -17,7 +17,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import sys
 import threading
 import time
 from collections import Counter
@@ -144,7 +143,7 @@ def run_cycle(
         report.busy_owner = busy.owner
         return report
     started, began = time.monotonic(), clock()
-    launched_before = _browser_launches()  # the count is the process's: this cycle's is the rise
+    launched_before = engines.browser_launches  # engines may outlive a cycle: this cycle's is the rise
     previous = _previous_record(workspace)
     stopped: BaseException | None = None  # what stopped the cycle early, for last_cycle.json
     late: StoreBusy | None = None  # the store failed only at the end (the cycle_end step)
@@ -190,7 +189,7 @@ def run_cycle(
         report.counts["chats_deleted"] += deleted
         _publish(workspace, views, report, say)
         report.browser_used = engines.chat_started
-        report.browser_launches = _browser_launches() - launched_before
+        report.browser_launches = engines.browser_launches - launched_before
     except BaseException as error:
         stopped = error
         raise
@@ -701,6 +700,8 @@ class CollectedChat:
     """The chat engine as a step sees it after a collect: `check` of a collected chat answers what
     the collect read (once); everything else, other chats included, is the engine's own."""
 
+    launches = 0  # the cycle's engines count the engine's
+
     def __init__(self, engine: ChatEngine, results: dict):
         self._engine, self._results = engine, results
 
@@ -778,12 +779,6 @@ def _publish(workspace: Workspace, views: list[ArticleView], report: CycleReport
     ran = after_cycle(workspace, report.counts["published"], say=say)  # once: e.g. commit and push
     if ran is not None and ran.failed:
         report.counts["publish_failed"] += 1
-
-
-def _browser_launches() -> int:
-    # Read without importing: a cycle that never needed the chat must not load Playwright.
-    browser = sys.modules.get("pipeline.engines.qwen.browser")
-    return browser.BrowserSession.launches if browser else 0
 
 
 def _record_cycle(workspace: Workspace, record: dict) -> None:

@@ -94,15 +94,18 @@ def generate(
     """Move one article along the contract: 0 done, 42 sent, 3 still working, 1 failed, 2 bad input."""
     from ..contract.step import generate as run_contract
     from ..contract.step import wait_limit
-    from ..contract.workspace import Engines
+    from ..wiring import ENGINE_CHOICES
+    from ..wiring import engines as wired
 
+    if engine not in ENGINE_CHOICES:
+        raise UsageProblem(f"--engine {engine!r}: choose one of {', '.join(ENGINE_CHOICES)}")
     workspace = workspace_of(ctx, config)
     qwen = workspace.config.qwen
     limit = wait_limit(qwen) if wait else qwen.run_timeout
     watchdog(limit, f"generate {slug}")
     try:
         with (
-            Engines(workspace.config) as engines,
+            wired(workspace.config) as engines,
             progress(f"{slug}: starting", enabled=wait, live=True) as report,
             _quiet_browser_on_interrupt(),
         ):

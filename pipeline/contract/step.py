@@ -73,7 +73,6 @@ from .render import article_body, render_article
 from .rotation import capacity, sender_of, standings
 from .workspace import Engines, Workspace
 
-ENGINE_CHOICES = ("auto", "qwen", "router")
 LOGGED_OUT = "logged_out"  # the chat engines' HardError code for "not logged in"
 # What an account meets before it takes a prompt that another account may take instead: the
 # article is offered to the next account only when nothing was submitted.
@@ -190,8 +189,6 @@ def _generate_once(
     one account a first send may go to (ConfigError, exit 2, naming the accounts, when there is
     no such account); a chat already sent stays on its own account whatever is asked."""
     check_slug(slug)
-    if engine not in ENGINE_CHOICES:
-        raise UsageProblem(f"--engine {engine!r}: choose one of {', '.join(ENGINE_CHOICES)}")
     if account is not None:
         from ..accounts import account_named
 

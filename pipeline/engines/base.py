@@ -158,6 +158,11 @@ class ChatEngine(Protocol):
 
     name: str
 
+    @property
+    def launches(self) -> int:
+        """Browsers this engine launched so far (attaching to a running one is none): a cycle
+        reports how many it started."""
+
     def prepare(self) -> None:
         """Start what sending needs (the browser) so that EngineBusy / HardError come before any
         intent marker is written or anything typed."""

@@ -30,12 +30,12 @@ from typing import Any
 
 from ..accounts import Account, all_accounts
 from ..config import Browser, Config, ConfigError
-from ..contract.workspace import browser_session
 from ..engines.qwen.browser import INSTALL_HINT, find_executable
 from ..engines.qwen.login import read_settled_login_state
 from ..exitcodes import ExitCode
 from ..redact import mask
 from .login import account_browser, describe_expiry, login_command, state_key, state_token_expiry
+from .profile import browser_session
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 EXPIRY_WARN_SECONDS = 2 * 86400
@@ -136,13 +136,9 @@ def run_doctor(
     step("browser")
     # One Playwright driver for the whole run: asking where its Chromium lives and starting the
     # browser then cost one driver start, not two.
-    from ..engines.qwen.browser import _PLAYWRIGHT
+    from ..engines.qwen.browser import shared_chromium
 
-    try:
-        chromium = _PLAYWRIGHT.acquire().chromium
-    except Exception:
-        chromium = None
-    try:
+    with shared_chromium() as chromium:
         executable = check_browser_found(report, config, chromium)
         check_display(report, config)
         accounts = all_accounts(config)
@@ -151,9 +147,6 @@ def run_doctor(
             check_proxy(report, config, account)
         step("chat page")
         check_chat(report, config, executable, attached, accounts)
-    finally:
-        if chromium is not None:
-            _PLAYWRIGHT.release()
     step("router")
     check_router(report, config)
     check_prompts(report, config)

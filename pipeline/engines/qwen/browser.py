@@ -15,6 +15,8 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -128,6 +130,22 @@ class _SharedPlaywright(threading.local):
 _PLAYWRIGHT = _SharedPlaywright()
 
 
+@contextmanager
+def shared_chromium() -> Iterator[Any]:
+    """Playwright's Chromium on this thread's driver while the block runs (None when no driver
+    starts): the browser sessions started in the block share that driver (doctor asks where
+    Chromium lives, then starts a browser, for the cost of one driver start)."""
+    try:
+        chromium = _PLAYWRIGHT.acquire().chromium
+    except Exception:
+        chromium = None
+    try:
+        yield chromium
+    finally:
+        if chromium is not None:
+            _PLAYWRIGHT.release()
+
+
 class _SharedBrowser(threading.local):
     """One Chromium per thread for the accounts of a setup with several: each account's session
     is a context of it (its own cookies and storage, loaded from its saved login), so a cycle
@@ -166,6 +184,7 @@ class _SharedBrowser(threading.local):
             raise
         self.endpoint = f"http://127.0.0.1:{port}"
         BrowserSession.launches += 1
+        session.launched += 1
 
     def release(self) -> None:
         self._users -= 1
@@ -267,6 +286,7 @@ class BrowserSession:
         self.config = browser
         self.root = Path(root) if root else Path.cwd()
         self.description = ""
+        self.launched = 0  # browsers this session launched (attaching to one is none)
         # expose_cdp: a launched browser also listens on a loopback DevTools port (chosen by
         # Chromium) so that other threads can attach to it: see `cdp_endpoint`.
         self.expose_cdp = expose_cdp
@@ -392,6 +412,7 @@ class BrowserSession:
             raise
         self._owns_context = True
         BrowserSession.launches += 1
+        self.launched += 1
         state = self._path(self.config.storage_state)
         loaded = profile / "qwenpipe-state-loaded"  # its mtime: when the state file was last loaded
         if state.is_file() and (

@@ -167,6 +167,11 @@ class QwenEngine:
 
     # -- the ChatEngine protocol -------------------------------------------------------------
 
+    @property
+    def launches(self) -> int:
+        """Browsers this engine launched (one given to it is its owner's to count)."""
+        return self.session.launched if self._owns_session else 0
+
     def prepare(self) -> None:
         """Start the browser now: a busy profile (EngineBusy) or a missing browser (HardError)
         is reported before the contract writes its intent marker."""
