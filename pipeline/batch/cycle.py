@@ -47,6 +47,7 @@ from ..contract.prompts import load_prompt
 from ..contract.quota import SendBudget, host_accounts, sends_today
 from ..contract.rotation import capacity, sender_of, standings
 from ..contract.workspace import Engines, Workspace
+from ..engines.base import Code
 from ..errors import SetupProblem, UsageProblem
 from ..exitcodes import ExitCode
 from ..files import FileLock, LockBusy
@@ -741,7 +742,7 @@ def _first_line(err: BaseException) -> str:
 def _count(report: CycleReport, slug: str, outcome) -> None:
     from ..contract.step import Status
 
-    if outcome.chat_error == LOGGED_OUT:
+    if outcome.chat_error == Code.LOGGED_OUT:
         report.logged_out.append(slug)
         if outcome.status is Status.DONE and outcome.engine == "router":
             report.routed_logged_out.append(slug)
@@ -786,9 +787,6 @@ def _record_cycle(workspace: Workspace, record: dict) -> None:
     without fsync (four of them were a tenth of a no-op cycle's time): a power cut may leave
     the older record or none, which only makes the next cycle look at the chat again."""
     files.atomic_write(workspace.state_dir / "last_cycle.json", json.dumps(record), sync=False)
-
-
-LOGGED_OUT = "logged_out"  # the chat engines' HardError code for "not logged in"
 
 
 def _logged_out_record(previous: dict, report: CycleReport | None) -> dict:

@@ -26,8 +26,10 @@ import tomli_w
 from .. import files
 from ..crashpoints import crashpoint
 from ..engines.base import (
+    ACCOUNT_REFUSALS,
     Answer,
     ChatChoice,
+    Code,
     EngineBusy,
     EngineError,
     FoundChat,
@@ -73,10 +75,6 @@ from .render import article_body, render_article
 from .rotation import capacity, sender_of, standings
 from .workspace import Engines, Workspace
 
-LOGGED_OUT = "logged_out"  # the chat engines' HardError code for "not logged in"
-# What an account meets before it takes a prompt that another account may take instead: the
-# article is offered to the next account only when nothing was submitted.
-ACCOUNT_REFUSALS = frozenset({LOGGED_OUT, "bot_check", "quota"})
 RECOVERY_CLOCK_SLACK = 10.0  # s: the site's clock (chat creation times) may run this far behind ours
 
 
@@ -415,7 +413,7 @@ class Step:
         is offered it: the send is decided again, without that account."""
         account = self.chosen
         if account is None:  # every account this run found unusable: its refusal stands
-            raise self.skipped_error(self.only) or HardError("no chat account may send", code="no_account")
+            raise self.skipped_error(self.only) or HardError("no chat account may send", code=Code.NO_ACCOUNT)
         self.account = account
         chat = self.engines.chat(account)
         chat.prepare()  # a busy or missing browser stops us before the marker
@@ -738,7 +736,7 @@ class Step:
             last = view.turns[present - 1]
             self.state.turn, self.state.turns = present, total
             if last.error:
-                raise TransientError(f"turn {present} of {total}: {last.error}", code="answer_error")
+                raise TransientError(f"turn {present} of {total}: {last.error}", code=Code.ANSWER_ERROR)
             if not last.complete:
                 progress = f"turn {present} of {total}: {view.progress}"
                 if not self.wait:
@@ -761,7 +759,7 @@ class Step:
             if time.monotonic() > deadline:
                 raise TransientError(
                     f"no complete answer after qwen.answer_timeout = {self.qwen.answer_timeout} s",
-                    code="timeout",
+                    code=Code.TIMEOUT,
                 )
             time.sleep(1.0)
 
@@ -772,13 +770,13 @@ class Step:
             return " ".join(a.split()) == " ".join(b.split())
 
         if not turns:
-            raise TransientError("the chat shows no messages yet", code="empty_chat")
+            raise TransientError("the chat shows no messages yet", code=Code.EMPTY_CHAT)
         ours = self.prompt.turns
         if len(turns) > len(ours) or not all(same(t.user, p) for t, p in zip(turns, ours, strict=False)):
             raise HardError(
                 f"the chat {self.chat_url} holds messages that are not this prompt's turns "
                 f"(was {self.prompt.path} edited after sending?)",
-                code="prompt_mismatch",
+                code=Code.PROMPT_MISMATCH,
             )
         return len(turns)
 
@@ -843,12 +841,12 @@ class Step:
             raise TransientError(
                 f"the chat does not say which model answered, so qwen.model = {wanted!r} "
                 "cannot be confirmed (the site's JSON was not readable)",
-                code="model_unknown",
+                code=Code.MODEL_UNKNOWN,
             )
         raise HardError(
             f"the chat answered with model {answer.model!r}, not qwen.model = {wanted!r} "
             "(the site did not keep the choice); not writing it as the article",
-            code="wrong_model",
+            code=Code.WRONG_MODEL,
         )
 
     def finish(self, answer: Answer) -> Outcome:
@@ -973,7 +971,7 @@ class Step:
             too_many = HardError(
                 f"{self.state.attempts} transient failures in a row "
                 f"(qwen.max_attempts = {limit}); last: {err}",
-                code="too_many_attempts",
+                code=Code.TOO_MANY_ATTEMPTS,
             )
             return self.hard(too_many)
         delay = backoff_delay(self.qwen, self.state.attempts)
@@ -999,7 +997,7 @@ class Step:
                 f"the chat's daily quota is spent: no sends from account {account} until {_clock(until)}"
             )
         self.hold(account, err)
-        if err.code == LOGGED_OUT and self.chat_url:  # a chat in flight waits for its own account
+        if err.code == Code.LOGGED_OUT and self.chat_url:  # a chat in flight waits for its own account
             return self.give_up(
                 err, f"{err}; its chat waits for account {account}: run `qwenpipe login --account {account}`"
             )

@@ -30,6 +30,7 @@ from typing import Any
 
 from ..accounts import Account, all_accounts
 from ..config import Browser, Config, ConfigError
+from ..engines.base import Code
 from ..engines.qwen.browser import INSTALL_HINT, find_executable
 from ..engines.qwen.login import read_settled_login_state
 from ..exitcodes import ExitCode
@@ -601,7 +602,7 @@ def _screen_problem(page: Any) -> str | None:
         failure = screen_failure(page, BUILT_IN)
     except Exception:
         return None
-    if failure is None or getattr(failure, "code", "") == "logged_out":
+    if failure is None or getattr(failure, "code", "") == Code.LOGGED_OUT:
         return None
     return str(failure)
 

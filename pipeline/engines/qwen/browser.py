@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.engines.base import EngineBusy, HardError, LockProfile
+from pipeline.engines.base import Code, EngineBusy, HardError, LockProfile
 from pipeline.engines.qwen.display import NoDisplay, VirtualDisplay, no_display_message, plan_display
 from pipeline.engines.qwen.headers import watch
 from pipeline.engines.qwen.tokens import listed, local_storage
@@ -47,7 +47,7 @@ BASE_ARGS = (
 class BrowserNotFound(HardError):
     """No usable browser: the message says what to install or which key to fix."""
 
-    code = "browser_not_found"
+    code = Code.BROWSER_NOT_FOUND
 
 
 def find_executable(configured: str, *, chromium: Any = None) -> tuple[str | None, str]:
@@ -352,7 +352,9 @@ class BrowserSession:
                 raise EngineBusy(
                     f"the cycle's browser is gone ({_first_line(err)}); this article waits for the next cycle"
                 ) from None
-            raise HardError(f"the browser did not start: {_first_line(err)}", code="browser_launch") from None
+            raise HardError(
+                f"the browser did not start: {_first_line(err)}", code=Code.BROWSER_LAUNCH
+            ) from None
         except BaseException:
             self._stop_playwright()
             raise

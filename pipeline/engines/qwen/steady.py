@@ -3,7 +3,7 @@ the engine's watch loops and the collector (collect.py) share."""
 
 from __future__ import annotations
 
-from pipeline.engines.base import TransientError
+from pipeline.engines.base import Code, TransientError
 
 STALL_READS = 3  # reads of "page idle, API unfinished" before the answer counts as cut short
 # Two reads of one chat's JSON at least this far apart once its stored status says finished:
@@ -35,5 +35,5 @@ class Steadiness:
         self.stalled = self.stalled + 1 if stalled else 0
         if self.stalled >= STALL_READS:
             raise TransientError(
-                "the answer stopped before the site marked it finished (cut short)", code="cut_short"
+                "the answer stopped before the site marked it finished (cut short)", code=Code.CUT_SHORT
             )
