@@ -7,7 +7,8 @@ Every import counts: at module level, inside a function, under `if TYPE_CHECKING
   run (batch, setup, publishing, wiring), the contract, the engines and the store, and at the
   bottom the shared modules (config, files, console, ...);
 - the simulator imports no engine, nothing of the contract, the store or the commands: only
-  itself and the bottom layer.
+  itself and the bottom layer;
+- no module imports a private name (`_name`) of another package's module.
 """
 
 from __future__ import annotations
@@ -169,6 +170,31 @@ def circle_problems(edges: list[Edge]) -> list[str]:
     ]
 
 
+def private_imports(root: Path, package: str) -> list[str]:
+    """One line per `from a.b import _name` of a module of another package (a.b's package is not
+    the importer's): a private name is its own package's business."""
+    known = modules(root, package)
+    problems = []
+    for name, path in known.items():
+        here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = here[: len(here) - node.level + 1] if node.level else []
+            source = ".".join(base + ([node.module] if node.module else []))
+            if source not in known or not source.startswith(package):
+                continue
+            owner = source.split(".") if known[source].name == "__init__.py" else source.split(".")[:-1]
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                if private and owner != here:
+                    problems.append(
+                        f"{path}:{node.lineno}: {name} imports {alias.name} of {source}: a private name "
+                        f"of another package (make it public there, or ask {source} for what it does)"
+                    )
+    return problems
+
+
 def pipeline_edges() -> list[Edge]:
     root = Path(pipeline.__file__).parent
     return [
@@ -183,6 +209,12 @@ def test_no_module_of_pipeline_imports_itself_back_in_a_circle():
 
 def test_each_layer_imports_only_from_the_layers_below_it():
     problems = layer_problems(pipeline_edges())
+    assert not problems, "\n".join(problems)
+
+
+def test_no_module_imports_a_private_name_of_another_package():
+    root = Path(pipeline.__file__).parent
+    problems = private_imports(root, "pipeline")
     assert not problems, "\n".join(problems)
 
 
@@ -203,6 +235,9 @@ def test_the_rules_see_imports_inside_functions_and_under_type_checking(tmp_path
     )
     (package / "engines" / "base.py").write_text("from pipeline.config import load\n")
     (package / "simulator" / "api.py").write_text("import pipeline.engines.base\n")
+    (package / "contract" / "quota.py").write_text(
+        "def f():\n    from .step import _near\n    from ..engines.base import _far\n"
+    )
     edges = imports(package, "pipeline")
     assert circle_problems(edges) == [
         "import circle among pipeline.config, pipeline.contract.step:\n"
@@ -214,4 +249,9 @@ def test_the_rules_see_imports_inside_functions_and_under_type_checking(tmp_path
         "imports only from the layers below it, and contract is above",
         f"{package / 'simulator/api.py'}:1: pipeline.simulator.api imports pipeline.engines.base: the "
         "simulator imports only itself and the shared layer (no engine, contract, store or command)",
+    ]
+    assert private_imports(package, "pipeline") == [
+        f"{package / 'contract/quota.py'}:3: pipeline.contract.quota imports _far of "
+        "pipeline.engines.base: a private name of another package (make it public there, or ask "
+        "pipeline.engines.base for what it does)"
     ]
