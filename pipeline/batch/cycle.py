@@ -17,7 +17,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import sys
 import threading
 import time
 from collections import Counter
@@ -47,6 +46,7 @@ from ..contract.prompts import load_prompt
 from ..contract.quota import SendBudget, host_accounts, sends_today
 from ..contract.rotation import capacity, sender_of, standings
 from ..contract.workspace import Engines, Workspace
+from ..engines.base import Code
 from ..errors import SetupProblem, UsageProblem
 from ..exitcodes import ExitCode
 from ..files import FileLock, LockBusy
@@ -144,7 +144,7 @@ def run_cycle(
         report.busy_owner = busy.owner
         return report
     started, began = time.monotonic(), clock()
-    launched_before = _browser_launches()  # the count is the process's: this cycle's is the rise
+    launched_before = engines.browser_launches  # engines may outlive a cycle: this cycle's is the rise
     previous = _previous_record(workspace)
     stopped: BaseException | None = None  # what stopped the cycle early, for last_cycle.json
     late: StoreBusy | None = None  # the store failed only at the end (the cycle_end step)
@@ -190,7 +190,7 @@ def run_cycle(
         report.counts["chats_deleted"] += deleted
         _publish(workspace, views, report, say)
         report.browser_used = engines.chat_started
-        report.browser_launches = _browser_launches() - launched_before
+        report.browser_launches = engines.browser_launches - launched_before
     except BaseException as error:
         stopped = error
         raise
@@ -711,6 +711,8 @@ class CollectedChat:
     """The chat engine as a step sees it after a collect: `check` of a collected chat answers what
     the collect read (once); everything else, other chats included, is the engine's own."""
 
+    launches = 0  # the cycle's engines count the engine's
+
     def __init__(self, engine: ChatEngine, results: dict):
         self._engine, self._results = engine, results
 
@@ -750,7 +752,7 @@ def _first_line(err: BaseException) -> str:
 def _count(report: CycleReport, slug: str, outcome) -> None:
     from ..contract.step import Status
 
-    if outcome.chat_error == LOGGED_OUT:
+    if outcome.chat_error == Code.LOGGED_OUT:
         report.logged_out.append(slug)
         if outcome.status is Status.DONE and outcome.engine == "router":
             report.routed_logged_out.append(slug)
@@ -790,20 +792,11 @@ def _publish(workspace: Workspace, views: list[ArticleView], report: CycleReport
         report.counts["publish_failed"] += 1
 
 
-def _browser_launches() -> int:
-    # Read without importing: a cycle that never needed the chat must not load Playwright.
-    browser = sys.modules.get("pipeline.engines.qwen.browser")
-    return browser.BrowserSession.launches if browser else 0
-
-
 def _record_cycle(workspace: Workspace, record: dict) -> None:
     """last_cycle.json, for `status` and the next cycle's login verdict. Written twice a cycle,
     without fsync (four of them were a tenth of a no-op cycle's time): a power cut may leave
     the older record or none, which only makes the next cycle look at the chat again."""
     files.atomic_write(workspace.state_dir / "last_cycle.json", json.dumps(record), sync=False)
-
-
-LOGGED_OUT = "logged_out"  # the chat engines' HardError code for "not logged in"
 
 
 def _logged_out_record(previous: dict, report: CycleReport | None) -> dict:

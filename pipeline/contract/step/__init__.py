@@ -22,7 +22,6 @@ from dataclasses import replace
 from ...accounts import account_named
 from ...crashpoints import crashpoint
 from ...engines.base import EngineBusy, HardError, TransientError
-from ...errors import UsageProblem
 from ...files import FileLock, LockBusy
 from ...store.protocol import LeaseLost, StoreBusy
 from .. import cleanup, hosts
@@ -56,7 +55,7 @@ from . import (
     wait,
 )
 from .adoption import RECOVERY_CLOCK_SLACK, adoptable_chat, chats_in_batch, chats_of_other_articles
-from .context import LOGGED_OUT, Context, Outcome, Status, wait_words
+from .context import Context, Outcome, Status, wait_words
 from .moves import (
     Adopt,
     Ask,
@@ -74,12 +73,8 @@ from .moves import (
     Write,
 )
 from .replay import replay
-from .send import ACCOUNT_REFUSALS
 
 __all__ = [
-    "ACCOUNT_REFUSALS",
-    "ENGINE_CHOICES",
-    "LOGGED_OUT",
     "RECOVERY_CLOCK_SLACK",
     "Outcome",
     "Status",
@@ -95,7 +90,6 @@ __all__ = [
     "wait_words",
 ]
 
-ENGINE_CHOICES = ("auto", "qwen", "router")
 SEND_TURN = "send turn"  # Action.SEND of a later turn, in the article's own chat
 
 # Each action's handler, and the handler of each move that goes straight to one (moves.py).
@@ -210,8 +204,6 @@ def _generate_once(
     one account a first send may go to (ConfigError, exit 2, naming the accounts, when there is
     no such account); a chat already sent stays on its own account whatever is asked."""
     check_slug(slug)
-    if engine not in ENGINE_CHOICES:
-        raise UsageProblem(f"--engine {engine!r}: choose one of {', '.join(ENGINE_CHOICES)}")
     if account is not None:
         account_named(workspace.config, account)
     article = workspace.article(slug)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from ...engines.base import Answer, HardError, TransientError, same_model
+from ...engines.base import Answer, Code, HardError, TransientError, same_model
 from ..checks import check_answer
 from ..render import render_article
 from .context import Context
@@ -50,10 +50,10 @@ def check_model(step: Context, answer: Answer) -> None:
         raise TransientError(
             f"the chat does not say which model answered, so qwen.model = {wanted!r} "
             "cannot be confirmed (the site's JSON was not readable)",
-            code="model_unknown",
+            code=Code.MODEL_UNKNOWN,
         )
     raise HardError(
         f"the chat answered with model {answer.model!r}, not qwen.model = {wanted!r} "
         "(the site did not keep the choice); not writing it as the article",
-        code="wrong_model",
+        code=Code.WRONG_MODEL,
     )

@@ -20,8 +20,6 @@ from ..quota import SendBudget
 from ..rotation import sender_of
 from ..workspace import Engines, Workspace
 
-LOGGED_OUT = "logged_out"  # the chat engines' HardError code for "not logged in"
-
 
 class Status(Enum):
     """The outcome of one step (what `generate` exits with), not the article's phase: phases.decide

@@ -4,10 +4,10 @@ logged-out account's chat in flight waits for that account: it fails without a f
 
 from __future__ import annotations
 
-from ...engines.base import QuotaSpent
+from ...engines.base import Code, QuotaSpent
 from ...store.protocol import DEFAULT_ACCOUNT
 from ..phases import Failure
-from .context import LOGGED_OUT, Context, clock_words
+from .context import Context, clock_words
 from .holds import hold
 from .moves import Ask, Hard
 
@@ -26,7 +26,7 @@ def handle(step: Context, move: Hard) -> Ask:
             f"the chat's daily quota is spent: no sends from account {account} until {clock_words(until)}"
         )
     hold(step, account, err)
-    if err.code == LOGGED_OUT and step.chat_url:  # a chat in flight waits for its own account
+    if err.code == Code.LOGGED_OUT and step.chat_url:  # a chat in flight waits for its own account
         waits = f"{err}; its chat waits for account {account}: run `qwenpipe login --account {account}`"
         return Ask(failure=Failure.ALL, error=err, message=waits)
     return Ask(failure=Failure.CHAT, error=err)

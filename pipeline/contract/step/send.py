@@ -10,14 +10,10 @@ from dataclasses import replace
 
 from ... import files
 from ...accounts import several
-from ...engines.base import EngineError, HardError, QuotaSpent
-from .context import LOGGED_OUT, Context, Outcome, Status, since
+from ...engines.base import ACCOUNT_REFUSALS, Code, EngineError, HardError, QuotaSpent
+from .context import Context, Outcome, Status, since
 from .intents import name_chat, record_intent, unsent
 from .moves import Ask, Move, Refused, look
-
-# What an account meets before it takes a prompt that another account may take instead: the
-# article is offered to the next account only when nothing was submitted.
-ACCOUNT_REFUSALS = frozenset({LOGGED_OUT, "bot_check", "quota"})
 
 
 def handle(step: Context, move: Ask) -> Outcome | Move:
@@ -28,7 +24,7 @@ def handle(step: Context, move: Ask) -> Outcome | Move:
         return replace(move, budget_spent=True, decision=None)
     account = step.chosen
     if account is None:  # every account this run found unusable: its refusal stands
-        raise step.skipped_error(step.only) or HardError("no chat account may send", code="no_account")
+        raise step.skipped_error(step.only) or HardError("no chat account may send", code=Code.NO_ACCOUNT)
     step.account = account
     chat = step.engines.chat(account)
     chat.prepare()  # a busy or missing browser stops us before the marker

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ...engines.base import HardError
+from ...engines.base import Code, HardError
 from ..phases import Reason, backoff_delay
 from .context import Context, Outcome, Status, wait_words
 from .moves import Hard, Transient
@@ -20,7 +20,7 @@ def handle(step: Context, move: Transient) -> Outcome | Hard:
             HardError(
                 f"{step.state.attempts} transient failures in a row "
                 f"(qwen.max_attempts = {limit}); last: {err}",
-                code="too_many_attempts",
+                code=Code.TOO_MANY_ATTEMPTS,
             )
         )
     delay = backoff_delay(step.qwen, step.state.attempts)

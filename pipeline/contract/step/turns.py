@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from ...engines.base import Answer, HardError, TransientError
+from ...engines.base import Answer, Code, HardError, TransientError
 from ..phases import Reason
 from .context import Context, Outcome, Status, since
 from .moves import Ask, Collect, LookTurns
@@ -26,7 +26,7 @@ def handle(step: Context, move: LookTurns) -> Outcome | Ask | Collect:
         last = view.turns[present - 1]
         step.state.turn, step.state.turns = present, total
         if last.error:
-            raise TransientError(f"turn {present} of {total}: {last.error}", code="answer_error")
+            raise TransientError(f"turn {present} of {total}: {last.error}", code=Code.ANSWER_ERROR)
         if not last.complete:
             progress = f"turn {present} of {total}: {view.progress}"
             if not step.wait:
@@ -49,7 +49,7 @@ def pause(step: Context, deadline: float) -> None:
     if time.monotonic() > deadline:
         raise TransientError(
             f"no complete answer after qwen.answer_timeout = {step.qwen.answer_timeout} s",
-            code="timeout",
+            code=Code.TIMEOUT,
         )
     time.sleep(1.0)
 
@@ -61,12 +61,12 @@ def our_turns(step: Context, turns: list) -> int:
         return " ".join(a.split()) == " ".join(b.split())
 
     if not turns:
-        raise TransientError("the chat shows no messages yet", code="empty_chat")
+        raise TransientError("the chat shows no messages yet", code=Code.EMPTY_CHAT)
     ours = step.prompt.turns
     if len(turns) > len(ours) or not all(same(t.user, p) for t, p in zip(turns, ours, strict=False)):
         raise HardError(
             f"the chat {step.chat_url} holds messages that are not this prompt's turns "
             f"(was {step.prompt.path} edited after sending?)",
-            code="prompt_mismatch",
+            code=Code.PROMPT_MISMATCH,
         )
     return len(turns)
