@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlparse
 
 from . import files
+from .languages import LANGUAGES
 from .proxy import problem as _proxy
 
 DEFAULT_CONFIG_NAME = "config.toml"
@@ -73,6 +74,7 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
+DISPLAY_MODES = ("auto", "xvfb", "none")  # browser.display: engines/qwen/display.py plans each
 DAY = 86400  # the upper bound of most waits: a longer one is a typo, and would overflow timers
 
 
@@ -97,15 +99,7 @@ def _string_table(value: dict) -> str | None:
 
 
 def _language(value: str) -> str | None:
-    from .contract.checks import LANGUAGES
-
     return None if value in ("", *LANGUAGES) else f"must be empty (any) or one of {', '.join(LANGUAGES)}"
-
-
-def _display_mode(value: str) -> str | None:
-    from .engines.qwen.display import MODES
-
-    return None if value in MODES else f"must be one of {', '.join(map(repr, MODES))}"
 
 
 def _one_of(*choices: str) -> Callable[[str], str | None]:
@@ -261,7 +255,7 @@ class Browser(Section):
 
     executable: str = key(str, "", None, "empty = auto: Playwright's Chromium, else chromium/google-chrome")
     headless: bool = key(bool, True, None, "false for a visible browser (desktop or Xvfb)")
-    display: str = key(str, "auto", _display_mode, "headed without a screen: auto/xvfb start Xvfb")
+    display: str = key(str, "auto", _one_of(*DISPLAY_MODES), "headed without a screen: auto/xvfb start Xvfb")
     profile_dir: str = key(str, ".qwenpipe/profile", _not_empty, "persistent browser profile (the login)")
     storage_state: str = key(str, ".qwenpipe/state.json", _not_empty, "saved login (0600), a file of its own")
     cdp_url: str = key(str, "", _ws_or_http_url_or_empty, "attach to a running Chrome instead of launching")

@@ -141,7 +141,7 @@ def run_cycle(config: str | None, cron_exit: bool = False) -> int:
     """`qwenpipe cycle` as the full CLI runs it (the same command, failures and exit codes),
     without loading Typer: most cron cycles have nothing to do, and Typer would be most of it."""
     from .batch import cycle  # noqa: F401 (imported before the freeze)
-    from .cli.running import cycle_command, exit_code_of
+    from .cli.running import cron_exit_of, cycle_command, exit_code_of
     from .config import load
     from .contract.workspace import Workspace
 
@@ -153,15 +153,6 @@ def run_cycle(config: str | None, cron_exit: bool = False) -> int:
 
     code = exit_code_of(run)
     return cron_exit_of(code) if cron_exit else code
-
-
-def cron_exit_of(code: int) -> int:
-    """`cycle --cron-exit` when the cycle did not run to its end: "try later" (3: another
-    process holds something) is nothing for a person; a bad config (2), our files needing a
-    person (1) and Ctrl-C (130) stay as they are."""
-    from .exitcodes import ExitCode
-
-    return ExitCode.DONE if code == ExitCode.WORKING else code
 
 
 def freeze_imports() -> None:

@@ -24,6 +24,7 @@ class FakeChat:
 
     name: str = "qwen"
     base_url: str = "https://chat.qwen.ai"
+    launches: int = 0  # no browser
     history: list[tuple] = field(default_factory=list)
     checks: deque = field(default_factory=deque)
     send_error: Exception | None = None

@@ -19,66 +19,20 @@ The health pings of `[notify] ping_url` are batch/notify.py's.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import files
-from ..contract.quota import BOT_CHECK, clock, local_day_start
-from ..errors import SetupProblem
+from ..contract.quota import BOT_CHECK, local_day_start
 from ..redact import mask, mask_tokens
+from .outbox import MAX_PENDING, STATE_FILE, Ledger, Message
+from .status import BatchStatus, logged_out_warning
 
 if TYPE_CHECKING:
     from ..contract.workspace import Workspace
-    from .status import BatchStatus
-
-STATE_FILE = "notify.json"  # under articles/.qwenpipe/
-MAX_PENDING = 100  # messages kept for delivery; the oldest are dropped beyond (said in status)
-
-
-@dataclass
-class Message:
-    key: str  # what it tells of, e.g. "dead_letter:tea"
-    title: str
-    body: str
-    since: float  # when it was first due
-    owed: list[str]  # the URLs (by url_id) not told yet
-    attempts: int = 0  # deliveries that failed
-    error: str = ""  # the last one's words
-
-
-@dataclass
-class Ledger:
-    """notify.json: what was told, and what is still owed to which URL."""
-
-    journal_seq: int | None = None  # the last journal event read (None: none yet)
-    logged_out: bool = False  # told that the chat is logged out (until a cycle finds it logged in)
-    router_down: bool = False  # told that the router fails (until it writes an article again)
-    holds: dict[str, float] = field(default_factory=dict)  # account -> since of the bot check told
-    summary_day: str = ""  # the local day whose summary was made
-    pending: list[Message] = field(default_factory=list)
-
-    @classmethod
-    def load(cls, path: Path) -> Ledger:
-        """The ledger at `path`; a fresh one when there is none or it cannot be read (a torn or
-        hand-edited file must not stop the cycle: the worst is an event told twice)."""
-        try:
-            data = json.loads(files.read_bytes(path))
-            ledger = cls(**{k: v for k, v in data.items() if k != "pending"})
-            ledger.pending = [Message(**m) for m in data.get("pending", [])]
-        except FileNotFoundError:
-            return cls()
-        except (OSError, ValueError, TypeError, AttributeError, SetupProblem):
-            return cls()
-        return ledger
-
-    def save(self, path: Path) -> None:
-        files.atomic_write(path, json.dumps(asdict(self)))
 
 
 def url_id(url: str) -> str:
@@ -128,8 +82,6 @@ def events(
     workspace: Workspace, ledger: Ledger, status: BatchStatus, since: float, now: float
 ) -> Iterator[tuple[str, str, str]]:
     """(key, title, body) of each event to tell, the ledger updated as they are found."""
-    from .status import logged_out_warning
-
     logged_out = logged_out_warning(status.last_cycle, status.login)
     if logged_out and not ledger.logged_out:
         yield "logged_out", "qwenpipe: the chat is logged out", logged_out
@@ -240,20 +192,3 @@ def send_one(apprise, url: str, message: Message) -> str | None:
         return None
     words = said[-1].replace(url, shown(url)) if said else "not delivered"
     return clean(f"{shown(url)}: {words}")
-
-
-def pending_warning(state_dir: Path) -> str | None:
-    """`status`'s line for messages not delivered yet, or None."""
-    path = state_dir / STATE_FILE
-    if not path.exists():
-        return None
-    pending = Ledger.load(path).pending
-    if not pending:
-        return None
-    oldest = min(m.since for m in pending)
-    last = next((m.error for m in reversed(pending) if m.error), "")
-    why = f": {last}" if last else ""
-    return (
-        f"{len(pending)} notification(s) not delivered yet (the oldest since {clock(oldest)}){why}; "
-        "the next cycle tries again"
-    )

@@ -17,7 +17,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import sys
 import threading
 import time
 from collections import Counter
@@ -31,12 +30,11 @@ from ..accounts import all_accounts, several
 from ..config import Qwen
 from ..contract import cleanup
 from ..contract.article import ArticleState, make_private, read_chat_url
-from ..contract.hosts import Synced, chat_limits, host_of, serve, shared_batch, sync
+from ..contract.facts import engine_limits, facts, send_limits
+from ..contract.hosts import Synced, host_of, serve, shared_batch, sync
 from ..contract.phases import (
     Action,
     Decision,
-    Facts,
-    Limits,
     Phase,
     Reason,
     Record,
@@ -48,6 +46,7 @@ from ..contract.prompts import load_prompt
 from ..contract.quota import SendBudget, host_accounts, sends_today
 from ..contract.rotation import capacity, sender_of, standings
 from ..contract.workspace import Engines, Workspace
+from ..engines.base import Code
 from ..errors import SetupProblem, UsageProblem
 from ..exitcodes import ExitCode
 from ..files import FileLock, LockBusy
@@ -145,7 +144,7 @@ def run_cycle(
         report.busy_owner = busy.owner
         return report
     started, began = time.monotonic(), clock()
-    launched_before = _browser_launches()  # the count is the process's: this cycle's is the rise
+    launched_before = engines.browser_launches  # engines may outlive a cycle: this cycle's is the rise
     previous = _previous_record(workspace)
     stopped: BaseException | None = None  # what stopped the cycle early, for last_cycle.json
     late: StoreBusy | None = None  # the store failed only at the end (the cycle_end step)
@@ -191,7 +190,7 @@ def run_cycle(
         report.counts["chats_deleted"] += deleted
         _publish(workspace, views, report, say)
         report.browser_used = engines.chat_started
-        report.browser_launches = _browser_launches() - launched_before
+        report.browser_launches = engines.browser_launches - launched_before
     except BaseException as error:
         stopped = error
         raise
@@ -316,14 +315,16 @@ def plan(
     the send limits of the ones after them (oldest prompt first)."""
     qwen = workspace.config.qwen
     able = capacity(standings(workspace, now, {}))  # what the accounts can take, together
-    blocked = able.quota_until is not None
-    limits = Limits(
-        quota_until=able.quota_until,
-        quota_reason=able.quota_reason,
-        router=bool(workspace.config.router.enabled),
-        poll_interval=qwen.poll_interval,
-        max_attempts=qwen.max_attempts,
-        account_off=able.off,
+    per_cycle = int(qwen.max_sends_per_cycle)
+    if shared_batch(workspace.config):  # other hosts may take some of the planned ones first: the
+        per_cycle *= SHARED_PLAN_SLACK  # cycle's budget still sends at most max_sends_per_cycle
+    # While the chat's quota is spent, "sending" means the router: no chat limits.
+    limits = send_limits(
+        engine_limits(workspace.config),
+        able,
+        per_day=int(qwen.max_sends_per_day),
+        sends_today=lambda: sends_today(workspace.journal, now, host_accounts(workspace.config)),
+        per_cycle=per_cycle,
     )
     senders = workspace.store.first_sends()
     shared = shared_batch(workspace.config)
@@ -335,13 +336,6 @@ def plan(
         if shared
         else set()
     )
-    if not blocked:  # while the chat's quota is spent, "sending" means the router: no chat limits
-        per_day = int(qwen.max_sends_per_day)
-        today = sends_today(workspace.journal, now, host_accounts(workspace.config)) if per_day else 0
-        per_cycle = int(qwen.max_sends_per_cycle)
-        if shared:  # other hosts may take some of the planned ones first: the cycle's budget still
-            per_cycle *= SHARED_PLAN_SLACK  # sends at most max_sends_per_cycle
-        limits = limits._replace(max_sends_per_day=per_day, sends_today=today, max_sends_per_cycle=per_cycle)
     polls, sends = [], []
     counted, planned = limits, 0  # the limits, counting the sends planned so far
     counts = report.counts
@@ -359,13 +353,18 @@ def plan(
             counted = limits._replace(sends_today=limits.sends_today + planned, cycle_sends=planned)
             if able.left is not None and planned >= able.left and not counted.account_off:
                 counted = counted._replace(account_off=ACCOUNTS_SPENT)
-        facts_limits = counted
-        if view.sent or view.sending:  # its chat is its sender's alone
-            first = senders.get(view.slug)
-            sender = sender_of(view, first, may_have_marker=view.sending)
-            since = first.intent_at if first else now
-            facts_limits = chat_limits(workspace, counted, sender, since, now, served)
-        decision = decide(Facts(view.seen(), record, facts_limits, now, planning=True))
+        decision = decide(
+            facts(
+                workspace,
+                view.seen(),
+                record,
+                counted,
+                now,
+                sender=_sender(view, senders, now),
+                served=served,
+                planning=True,
+            )
+        )
         if decision.replan:
             _replan(workspace.store, view, qwen, now)
         action, reason = decision.action, decision.reason
@@ -383,6 +382,16 @@ def plan(
         else:
             counts[REASON_BUCKETS[reason]] += 1
     return polls, sends
+
+
+def _sender(view: ArticleView, senders: dict, now: float) -> Callable[[], tuple[str, float]]:
+    """The account an article's chat is on and when its send was recorded (facts.facts' sender)."""
+
+    def sender() -> tuple[str, float]:
+        first = senders.get(view.slug)
+        return sender_of(view, first, may_have_marker=view.sending), first.intent_at if first else now
+
+    return sender
 
 
 def _count_settled(report: CycleReport, view: ArticleView, decision: Decision) -> None:
@@ -702,6 +711,8 @@ class CollectedChat:
     """The chat engine as a step sees it after a collect: `check` of a collected chat answers what
     the collect read (once); everything else, other chats included, is the engine's own."""
 
+    launches = 0  # the cycle's engines count the engine's
+
     def __init__(self, engine: ChatEngine, results: dict):
         self._engine, self._results = engine, results
 
@@ -741,7 +752,7 @@ def _first_line(err: BaseException) -> str:
 def _count(report: CycleReport, slug: str, outcome) -> None:
     from ..contract.step import Status
 
-    if outcome.chat_error == LOGGED_OUT:
+    if outcome.chat_error == Code.LOGGED_OUT:
         report.logged_out.append(slug)
         if outcome.status is Status.DONE and outcome.engine == "router":
             report.routed_logged_out.append(slug)
@@ -781,20 +792,11 @@ def _publish(workspace: Workspace, views: list[ArticleView], report: CycleReport
         report.counts["publish_failed"] += 1
 
 
-def _browser_launches() -> int:
-    # Read without importing: a cycle that never needed the chat must not load Playwright.
-    browser = sys.modules.get("pipeline.engines.qwen.browser")
-    return browser.BrowserSession.launches if browser else 0
-
-
 def _record_cycle(workspace: Workspace, record: dict) -> None:
     """last_cycle.json, for `status` and the next cycle's login verdict. Written twice a cycle,
     without fsync (four of them were a tenth of a no-op cycle's time): a power cut may leave
     the older record or none, which only makes the next cycle look at the chat again."""
     files.atomic_write(workspace.state_dir / "last_cycle.json", json.dumps(record), sync=False)
-
-
-LOGGED_OUT = "logged_out"  # the chat engines' HardError code for "not logged in"
 
 
 def _logged_out_record(previous: dict, report: CycleReport | None) -> dict:

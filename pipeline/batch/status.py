@@ -26,7 +26,7 @@ from ..contract.rotation import capacity, sender_of, standings
 from ..contract.workspace import Workspace
 from ..errors import UsageProblem
 from ..store.protocol import Send, StoreBusy, Summary
-from . import alerts
+from . import outbox
 from . import scan as batch
 
 SCHEMA_VERSION = 1
@@ -398,7 +398,7 @@ def _collect(
     shown_by = [f"slugs matching {pattern!r}"] if pattern else []
     status.filters = "; ".join(shown_by + ([f"state {', '.join(wanted)}"] if wanted else []))
     status.warnings = warnings(status, workspace.config.qwen.poll_interval)
-    undelivered = alerts.pending_warning(workspace.state_dir)
+    undelivered = outbox.pending_warning(workspace.state_dir)
     if undelivered:
         status.warnings.append(undelivered)
     status.rows = sort_rows(

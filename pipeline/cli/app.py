@@ -21,7 +21,7 @@ from . import setup as cli_setup
 from . import status as cli_status
 from . import store as cli_store
 from .common import ConfigOption, workspace_of
-from .running import cycle_command, exit_code_of, progress, watchdog
+from .running import cron_exit_of, cycle_command, exit_code_of, progress, watchdog
 
 
 def _usage_name(argument) -> str:
@@ -94,15 +94,18 @@ def generate(
     """Move one article along the contract: 0 done, 42 sent, 3 still working, 1 failed, 2 bad input."""
     from ..contract.step import generate as run_contract
     from ..contract.step import wait_limit
-    from ..contract.workspace import Engines
+    from ..wiring import ENGINE_CHOICES
+    from ..wiring import engines as wired
 
+    if engine not in ENGINE_CHOICES:
+        raise UsageProblem(f"--engine {engine!r}: choose one of {', '.join(ENGINE_CHOICES)}")
     workspace = workspace_of(ctx, config)
     qwen = workspace.config.qwen
     limit = wait_limit(qwen) if wait else qwen.run_timeout
     watchdog(limit, f"generate {slug}")
     try:
         with (
-            Engines(workspace.config) as engines,
+            wired(workspace.config) as engines,
             progress(f"{slug}: starting", enabled=wait, live=True) as report,
             _quiet_browser_on_interrupt(),
         ):
@@ -187,8 +190,6 @@ def cycle(
     config: ConfigOption = None,
 ) -> None:
     """One cron cycle over prompts/: 1 if an article failed hard, else 42 if sent, 3 if working, 0 if done."""
-    from ..entry import cron_exit_of
-
     code = exit_code_of(lambda: cycle_command(workspace_of(ctx, config), cron_exit=cron_exit))
     raise typer.Exit(cron_exit_of(code) if cron_exit else code)
 

@@ -108,7 +108,7 @@ def cycle_command(workspace, *, cron_exit: bool = False) -> ExitCode:
     from ..batch import cronexit
     from ..batch.cycle import run_cycle, store_failures
     from ..batch.notify import ping
-    from ..contract.workspace import Engines
+    from ..wiring import engines as wired
 
     workspace.config.require_prompts_dir()
     ping_url = workspace.config.notify.ping_url
@@ -117,7 +117,7 @@ def cycle_command(workspace, *, cron_exit: bool = False) -> ExitCode:
         workspace.config.qwen.run_timeout, "cycle", code=ExitCode.DONE if cron_exit else ExitCode.WORKING
     )
     try:
-        with Engines(workspace.config) as engines, progress("cycle: working") as report_line:
+        with wired(workspace.config) as engines, progress("cycle: working") as report_line:
             report = run_cycle(workspace, engines, say=report_line)
     except StoreBusy as busy:  # unreachable, or held: 3 ("try later") for the cycle itself
         verdict, why = cronexit.store_code(store_failures(workspace))
@@ -133,3 +133,10 @@ def cycle_command(workspace, *, cron_exit: bool = False) -> ExitCode:
         say(f"cycle: needs a person: {reason}")
     ping(ping_url, str(int(verdict)), say=say)
     return verdict if cron_exit else report.exit_code
+
+
+def cron_exit_of(code: int) -> int:
+    """`cycle --cron-exit` when the cycle did not run to its end: "try later" (3: another
+    process holds something) is nothing for a person; a bad config (2), our files needing a
+    person (1) and Ctrl-C (130) stay as they are."""
+    return ExitCode.DONE if code == ExitCode.WORKING else code

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from ..accounts import all_accounts
 from ..config import ConfigError
-from ..engines.base import EngineBusy, EngineError, HardError
+from ..engines.base import Code, EngineBusy, EngineError, HardError
 from ..store.protocol import ChatDeletion, StoreBusy
 from .quota import BOT_CHECK
 
@@ -54,7 +54,7 @@ def deleted_error(chat_url: str, article_url: object) -> HardError:
     return HardError(
         f"the chat {chat_url} was deleted after its article was written (qwen.delete_chats); "
         f"it is never read again: delete {article_url} too for a new send",
-        code="chat_deleted",
+        code=Code.CHAT_DELETED,
     )
 
 
@@ -62,7 +62,7 @@ def deleted_error(chat_url: str, article_url: object) -> HardError:
 # says the account cannot do anything now (logged out, a bot check, its browser held by another
 # process): pending, and the account is not asked again in this run.
 DELETED, FAILED, ACCOUNT_STOPPED = "deleted", "failed", "account_stopped"
-STOPPING_CODES = frozenset({"logged_out", "bot_check"})
+STOPPING_CODES = frozenset({Code.LOGGED_OUT, Code.BOT_CHECK})
 
 
 def delete(

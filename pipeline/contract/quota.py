@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from ..engines.base import Code
 from ..store.protocol import DEFAULT_ACCOUNT
 from .journal import Journal
 
@@ -27,7 +28,7 @@ LONGEST_BLOCK = 86400.0  # s: a block the site gave no hours for lasts until mid
 # The reasons of the holds that are not the site's quota: a hold's reason starts with its kind.
 BOT_CHECK = "bot check"
 EMPTY_ANSWERS = "answers came back empty"
-HOLD_CODES = {"bot_check": BOT_CHECK, "empty_answer": EMPTY_ANSWERS}  # engine error code -> kind
+HOLD_CODES = {Code.BOT_CHECK: BOT_CHECK, Code.EMPTY_ANSWER: EMPTY_ANSWERS}  # engine error code -> kind
 
 
 class Hold(NamedTuple):

@@ -1,8 +1,8 @@
-"""Where things are (from the config), the store, and the engines, created only when first needed."""
+"""Where things are (from the config), the store, and the engines, created only when first needed
+(by the factories handed in: pipeline/wiring.py's)."""
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING
 
 from .. import files
 from ..accounts import proxy_secrets
-from ..config import Browser, Config, ConfigError
-from ..files import FileLock, LockBusy
+from ..config import Config
 from ..redact import register, router_key
 from ..store.protocol import DEFAULT_ACCOUNT
 from .article import STATE_DIR, ArticleFiles
@@ -123,63 +122,8 @@ class Workspace:
         return ArticleFiles(slug, self.articles_dir)
 
 
-if TYPE_CHECKING:  # the engines' types only: a cycle with nothing to do loads no engine code
+if TYPE_CHECKING:  # the engines' protocol only: they are built by pipeline/wiring.py
     from ..engines.base import ChatEngine, DirectEngine, EngineError
-    from ..engines.qwen.browser import BrowserSession
-
-
-def lock_browser_profile(profile: Path) -> Callable[[], None]:
-    """The profile lock engines are given: one qwenpipe process per browser profile. Chromium
-    refuses a second browser on it anyway; this makes the refusal a "busy" that names the holder."""
-    from ..engines.base import EngineBusy
-
-    lock = FileLock(profile / "qwenpipe.lock", purpose=" ".join(sys.argv[1:3]) or "qwenpipe")
-    try:
-        return lock.acquire().release
-    except LockBusy as busy:
-        raise EngineBusy(
-            f"the browser profile {profile} is in use by {busy.owner}; "
-            "this run steps aside and tries again later"
-        ) from None
-
-
-def browser_session(config: Config, browser: Browser | None = None) -> BrowserSession:
-    """A browser session on the config's profile (`browser` instead of [browser]), its lock given."""
-    from ..engines.qwen.browser import BrowserSession
-
-    return BrowserSession(
-        config.browser if browser is None else browser,
-        root=config.root,
-        lock_profile=lock_browser_profile,
-    )
-
-
-def default_chat_factory(config: Config) -> ChatEngine:
-    """The chat engine of the account `config` is for (accounts.account_config): with several
-    accounts its browser is a context of the one browser they share (engines.qwen.browser)."""
-    from ..accounts import account_named, config_account, several
-    from ..console import say
-    from ..engines.qwen.engine import QwenEngine  # Playwright is imported only when a chat is needed
-    from ..engines.qwen.selectors import SelectorError
-    from ..setup.login import LoginRefresh
-
-    try:
-        return QwenEngine(
-            config.qwen,
-            config.browser,
-            root=config.root,
-            lock_profile=lock_browser_profile,
-            keep_login=LoginRefresh(config, say=say, account=account_named(config, config_account(config))),
-            shared_browser=several(config),
-        )
-    except SelectorError as err:
-        raise ConfigError(str(err)) from None
-
-
-def default_router_factory(config: Config) -> DirectEngine:
-    from ..engines.router import RouterEngine
-
-    return RouterEngine(config.router)
 
 
 @dataclass
@@ -187,12 +131,14 @@ class Engines:
     """Lazy engines: no browser starts, and no HTTP client opens, until one is asked for.
 
     One chat engine per account (`chat(name)`), each made by `chat_factory` from the config as
-    that account sees it (accounts.account_config). `unavailable`: the accounts this run found
-    unable to send (logged out, a bot check), with why: rotation skips them until the next run."""
+    that account sees it (accounts.account_config); the router by `router_factory`: both handed
+    in (pipeline/wiring.py's for a run, fakes in tests). `unavailable`: the accounts this run
+    found unable to send (logged out, a bot check), with why: rotation skips them until the
+    next run."""
 
     config: Config
-    chat_factory: Callable[[Config], ChatEngine] = default_chat_factory
-    router_factory: Callable[[Config], DirectEngine] = default_router_factory
+    chat_factory: Callable[[Config], ChatEngine]
+    router_factory: Callable[[Config], DirectEngine]
     unavailable: dict[str, EngineError] = field(default_factory=dict)
     _chats: dict[str, ChatEngine] = field(default_factory=dict, init=False)
     _router: DirectEngine | None = field(default=None, init=False)
@@ -215,6 +161,11 @@ class Engines:
     @property
     def chat_started(self) -> bool:
         return bool(self._chats)
+
+    @property
+    def browser_launches(self) -> int:
+        """Browsers the chat engines made here launched so far (attaching to one is none)."""
+        return sum(engine.launches for engine in self._chats.values())
 
     def close(self) -> None:
         for engine in (*self._chats.values(), self._router):

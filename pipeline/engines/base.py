@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -18,10 +19,82 @@ if TYPE_CHECKING:  # the section's type only: engines do not import the config
     from pipeline.config import Qwen
 
 
-class EngineError(Exception):
-    """An expected engine failure. `code` is short and stable (journal, status); str() is for people."""
+class Code(StrEnum):
+    """Every engine error's `code`: short and stable, stored as these very strings (the journal,
+    the store's last_error_code, status). Compare an error's code with these, never a literal."""
 
-    code: str = "error"
+    # the kinds, when nothing more precise is said
+    ERROR = "error"
+    TRANSIENT = "transient"
+    HARD = "hard"
+    BUSY = "busy"
+    # the account: it cannot take a prompt now (contract/quota.py holds it back for a while)
+    LOGGED_OUT = "logged_out"
+    BOT_CHECK = "bot_check"
+    QUOTA = "quota"
+    EMPTY_ANSWER = "empty_answer"
+    # the site, the page and the browser
+    WAF = "waf"
+    ERROR_BANNER = "error_banner"
+    API_ERROR = "api_error"
+    STALE_HEADERS = "stale_headers"
+    NETWORK = "network"
+    TIMEOUT = "timeout"
+    PAGE_CHANGED = "page_changed"
+    NO_DEVTOOLS = "no_devtools"
+    BROWSER_NOT_FOUND = "browser_not_found"
+    BROWSER_LAUNCH = "browser_launch"
+    # a chat and its answer
+    CHAT_NOT_FOUND = "chat_not_found"
+    CHAT_IN_PROGRESS = "chat_in_progress"
+    CHAT_DELETED = "chat_deleted"
+    BAD_CHAT_URL = "bad_chat_url"
+    NO_CHAT_URL = "no_chat_url"
+    UNNAMED_CHAT = "unnamed_chat"
+    EMPTY_CHAT = "empty_chat"
+    BUSY_CHAT = "busy_chat"
+    NO_TURN = "no_turn"
+    CUT_SHORT = "cut_short"
+    ANSWER_ERROR = "answer_error"
+    PROMPT_MISMATCH = "prompt_mismatch"
+    # the chat's model and modes (qwen.model, qwen.thinking, qwen.web_search)
+    MODEL_NOT_OFFERED = "model_not_offered"
+    MODEL_NOT_CHOSEN = "model_not_chosen"
+    MODEL_UNKNOWN = "model_unknown"
+    WRONG_MODEL = "wrong_model"
+    NO_MODEL_PICKER = "no_model_picker"
+    THINKING_NOT_OFFERED = "thinking_not_offered"
+    THINKING_NOT_SET = "thinking_not_set"
+    NO_THINKING_TOGGLE = "no_thinking_toggle"
+    NO_WEB_SEARCH = "no_web_search"
+    WEB_SEARCH_NOT_SET = "web_search_not_set"
+    # the router
+    ROUTER_AUTH = "router_auth"
+    ROUTER_MODEL = "router_model"
+    ROUTER_NOT_FOUND = "router_not_found"
+    ROUTER_QUOTA = "router_quota"
+    ROUTER_FAILED = "router_failed"
+    ROUTER_BAD_REQUEST = "router_bad_request"
+    ROUTER_REJECTED = "router_rejected"
+    ROUTER_BAD_RESPONSE = "router_bad_response"
+    ROUTER_CUT_SHORT = "router_cut_short"
+    ROUTER_CONTENT_FILTER = "router_content_filter"
+    ROUTER_EMPTY = "router_empty"
+    # the contract's own
+    NO_ACCOUNT = "no_account"
+    TOO_MANY_ATTEMPTS = "too_many_attempts"
+
+
+# What an account meets before it takes a prompt: refused so, the prompt went nowhere, and another
+# account may take it instead.
+ACCOUNT_REFUSALS = frozenset({Code.LOGGED_OUT, Code.BOT_CHECK, Code.QUOTA})
+
+
+class EngineError(Exception):
+    """An expected engine failure. `code` is short and stable (journal, status): a Code, or the
+    contract's "rejected_<check>" for an answer its checks refused; str() is for people."""
+
+    code: str = Code.ERROR
     # Set by the engine when it failed before anything was submitted (nothing typed, send never
     # clicked): provably no send, so it costs no quota and leaves no intent marker behind.
     nothing_sent: bool = False
@@ -38,29 +111,29 @@ class EngineError(Exception):
 class TransientError(EngineError):
     """Retry later: network error, timeout, WAF page, generic error banner, answer cut short."""
 
-    code = "transient"
+    code = Code.TRANSIENT
 
 
 class HardError(EngineError):
     """Change strategy: logged out, bot check, quota spent, chat not found, router gave up."""
 
-    code = "hard"
+    code = Code.HARD
 
 
 class EngineBusy(EngineError):
     """Another process holds what the engine needs (the browser profile): nothing was done, nothing
     was typed. Not a failure of the article: try again later, without counting an attempt."""
 
-    code = "busy"
+    code = Code.BUSY
 
 
 class QuotaSpent(HardError):
     """The chat's daily quota is spent; `retry_after` seconds until it resets, when known."""
 
-    code = "quota"
+    code = Code.QUOTA
 
     def __init__(self, message: str, *, retry_after: float | None = None):
-        super().__init__(message, code="quota")
+        super().__init__(message, code=Code.QUOTA)
         self.retry_after = retry_after
 
 
@@ -68,10 +141,10 @@ class EmptyAnswer(HardError):
     """The site finished an answer with no text in it: accounts past their real daily limit get
     these instead of RateLimited (docs/qwen-site.md). The account's limit, not the prompt's fault."""
 
-    code = "empty_answer"
+    code = Code.EMPTY_ANSWER
 
     def __init__(self, message: str = "the chat finished its answer with no text in it"):
-        super().__init__(message, code="empty_answer")
+        super().__init__(message, code=Code.EMPTY_ANSWER)
 
 
 @dataclass(frozen=True)
@@ -157,6 +230,11 @@ class ChatEngine(Protocol):
     """An asynchronous chat: send once, look many times."""
 
     name: str
+
+    @property
+    def launches(self) -> int:
+        """Browsers this engine launched so far (attaching to a running one is none): a cycle
+        reports how many it started."""
 
     def prepare(self) -> None:
         """Start what sending needs (the browser) so that EngineBusy / HardError come before any

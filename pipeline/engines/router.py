@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from pipeline.engines.base import Answer, HardError
+from pipeline.engines.base import Answer, Code, HardError
 from pipeline.engines.router_errors import (
     RouterFailure,
     classify_error_in_ok,
@@ -135,7 +135,7 @@ class RouterEngine:
                 raise self._hard(outcome.message, outcome.code)
             if retries >= self.max_retries:
                 attempts = f"{retries + 1} attempt{'s' if retries else ''}"
-                raise self._hard(f"{outcome.message} (gave up after {attempts})", "router_failed")
+                raise self._hard(f"{outcome.message} (gave up after {attempts})", Code.ROUTER_FAILED)
             wait = self._wait_before_retry(outcome, retries)
             retries += 1
             self._announce_retry(outcome, wait, retries)
@@ -147,10 +147,10 @@ class RouterEngine:
                 f"{self.base_url}/chat/completions", json=body, headers=self._headers()
             )
         except httpx.TimeoutException as err:
-            return RouterFailure(self._timeout_message(err), "router_failed", retryable=True)
+            return RouterFailure(self._timeout_message(err), Code.ROUTER_FAILED, retryable=True)
         except httpx.RequestError as err:
             message = f"router: cannot reach {self.base_url} ({type(err).__name__}: {one_line(str(err))})"
-            return RouterFailure(message, "router_failed", retryable=True)
+            return RouterFailure(message, Code.ROUTER_FAILED, retryable=True)
         if not response.is_success:
             error = parse_error_body(response.content, response.headers.get("content-type", ""))
             return self._with_hint(classify_status(response.status_code, error, response.headers))
@@ -172,16 +172,16 @@ class RouterEngine:
 
     def _with_hint(self, failure: RouterFailure) -> RouterFailure:
         """Add what the user can do about a failure that is theirs to fix."""
-        if failure.code == "router_auth":
+        if failure.code == Code.ROUTER_AUTH:
             env = self.api_key_env
             hint = (
                 f"the key in {env} (router.api_key_env) was refused"
                 if self._key
                 else f"set {env} (router.api_key_env), or router.api_key_file under cron"
             )
-        elif failure.code == "router_model":
+        elif failure.code == Code.ROUTER_MODEL:
             hint = f"router.model is {self.model!r}; GET {self.base_url}/models lists what it serves"
-        elif failure.code == "router_not_found":
+        elif failure.code == Code.ROUTER_NOT_FOUND:
             hint = f"is router.base_url ({self.base_url}) the /v1 endpoint?"
         else:
             return failure
@@ -200,7 +200,7 @@ class RouterEngine:
         if not isinstance(data, dict):
             quote = parse_error_body(response.content, content_type).message or "an empty body"
             message = f"router: HTTP {response.status_code} but not a chat completion: {quote}"
-            return RouterFailure(message, "router_bad_response", retryable=False)
+            return RouterFailure(message, Code.ROUTER_BAD_RESPONSE, retryable=False)
         return self._answer_from_completion(data, response.headers)
 
     def _answer_from_completion(self, data: dict, headers: httpx.Headers) -> Answer | RouterFailure:
@@ -225,7 +225,7 @@ class RouterEngine:
                 parts.append(_text_of(delta.get("content")))
                 finish_reason = choice.get("finish_reason") or finish_reason
         if not done and finish_reason is None:
-            return RouterFailure("router: the answer stream ended before [DONE]", "router_failed", True)
+            return RouterFailure("router: the answer stream ended before [DONE]", Code.ROUTER_FAILED, True)
         return self._finished_answer("".join(parts), finish_reason, model)
 
     def _finished_answer(
@@ -234,16 +234,16 @@ class RouterEngine:
         """Only a complete, non-empty answer becomes an Answer; the rest are hard failures."""
         if finish_reason == "length":
             return RouterFailure(
-                "router answer was cut short (finish_reason=length)", "router_cut_short", False
+                "router answer was cut short (finish_reason=length)", Code.ROUTER_CUT_SHORT, False
             )
         if finish_reason == "content_filter":
             return RouterFailure(
                 "router answer was blocked by a content filter (finish_reason=content_filter)",
-                "router_content_filter",
+                Code.ROUTER_CONTENT_FILTER,
                 retryable=False,
             )
         if not content.strip():
-            return RouterFailure("router returned an empty answer", "router_empty", retryable=False)
+            return RouterFailure("router returned an empty answer", Code.ROUTER_EMPTY, retryable=False)
         return Answer(
             markdown=content.strip(),
             engine="router",

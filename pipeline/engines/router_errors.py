@@ -17,6 +17,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from pipeline.engines.base import Code
 from pipeline.redact import mask
 
 MAX_QUOTE = 200
@@ -40,7 +41,7 @@ class RouterFailure:
     """
 
     message: str
-    code: str
+    code: Code
     retryable: bool
     wait: float | None = None
 
@@ -129,27 +130,29 @@ def classify_status(status: int, error: ErrorBody, headers: Mapping[str, str]) -
     """The failure an HTTP error status means, with the router's announced wait when retryable."""
     message = describe(status, error)
     if says_quota(error):
-        return RouterFailure(message, "router_quota", retryable=False)
+        return RouterFailure(message, Code.ROUTER_QUOTA, retryable=False)
     if status in RETRYABLE_STATUSES or status >= 500:
-        return RouterFailure(message, "router_failed", retryable=True, wait=announced_wait(headers, message))
+        return RouterFailure(
+            message, Code.ROUTER_FAILED, retryable=True, wait=announced_wait(headers, message)
+        )
     if status in (401, 403):
-        return RouterFailure(message, "router_auth", retryable=False)
+        return RouterFailure(message, Code.ROUTER_AUTH, retryable=False)
     if status == 404:
         mentions_model = "model" in f"{error.code} {error.message}".lower()
-        return RouterFailure(message, "router_model" if mentions_model else "router_not_found", False)
+        return RouterFailure(message, Code.ROUTER_MODEL if mentions_model else Code.ROUTER_NOT_FOUND, False)
     if status in (400, 422):
-        return RouterFailure(message, "router_bad_request", retryable=False)
-    return RouterFailure(message, "router_rejected", retryable=False)
+        return RouterFailure(message, Code.ROUTER_BAD_REQUEST, retryable=False)
+    return RouterFailure(message, Code.ROUTER_REJECTED, retryable=False)
 
 
 def classify_error_in_ok(error: ErrorBody, headers: Mapping[str, str]) -> RouterFailure:
     """An "error" inside an HTTP 200: an upstream failure (retry like a 500) unless quota or auth."""
     message = describe(200, error)
     if says_quota(error):
-        return RouterFailure(message, "router_quota", retryable=False)
+        return RouterFailure(message, Code.ROUTER_QUOTA, retryable=False)
     if says_auth(error):
-        return RouterFailure(message, "router_auth", retryable=False)
-    return RouterFailure(message, "router_failed", retryable=True, wait=announced_wait(headers, message))
+        return RouterFailure(message, Code.ROUTER_AUTH, retryable=False)
+    return RouterFailure(message, Code.ROUTER_FAILED, retryable=True, wait=announced_wait(headers, message))
 
 
 def announced_wait(

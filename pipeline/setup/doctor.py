@@ -24,18 +24,20 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..accounts import Account, all_accounts
 from ..config import Browser, Config, ConfigError
-from ..contract.workspace import browser_session
-from ..engines.qwen.browser import INSTALL_HINT, find_executable
+from ..engines.base import Code
+from ..engines.qwen.browser import INSTALL_HINT, find_executable, playwright_driver
 from ..engines.qwen.login import read_settled_login_state
 from ..exitcodes import ExitCode
 from ..redact import mask
 from .login import account_browser, describe_expiry, login_command, state_key, state_token_expiry
+from .profile import browser_session
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 EXPIRY_WARN_SECONDS = 2 * 86400
@@ -136,13 +138,11 @@ def run_doctor(
     step("browser")
     # One Playwright driver for the whole run: asking where its Chromium lives and starting the
     # browser then cost one driver start, not two.
-    from ..engines.qwen.browser import _PLAYWRIGHT
-
-    try:
-        chromium = _PLAYWRIGHT.acquire().chromium
-    except Exception:
-        chromium = None
-    try:
+    with ExitStack() as driver:
+        try:
+            chromium = driver.enter_context(playwright_driver()).chromium
+        except Exception:  # no driver starts: check_browser_found says what is missing
+            chromium = None
         executable = check_browser_found(report, config, chromium)
         check_display(report, config)
         accounts = all_accounts(config)
@@ -151,9 +151,6 @@ def run_doctor(
             check_proxy(report, config, account)
         step("chat page")
         check_chat(report, config, executable, attached, accounts)
-    finally:
-        if chromium is not None:
-            _PLAYWRIGHT.release()
     step("router")
     check_router(report, config)
     check_prompts(report, config)
@@ -608,7 +605,7 @@ def _screen_problem(page: Any) -> str | None:
         failure = screen_failure(page, BUILT_IN)
     except Exception:
         return None
-    if failure is None or getattr(failure, "code", "") == "logged_out":
+    if failure is None or getattr(failure, "code", "") == Code.LOGGED_OUT:
         return None
     return str(failure)
 

@@ -27,10 +27,10 @@ from urllib.parse import urljoin, urlsplit
 
 from ..accounts import Account, account_named, all_accounts
 from ..config import Browser, Config
-from ..contract.workspace import browser_session
 from ..engines.qwen.tokens import jwt_exp_claim, jwt_expiry, plausible_time, state_tokens, token_expiry
 from ..errors import SetupProblem, UsageProblem
 from ..files import TooLarge, UnsafeFile, atomic_write, read_bytes
+from .profile import browser_session
 
 # The browser's own modules (engines.qwen.browser, .login, .display) are imported where a
 # browser is used: `status` reads saved logins here (state_token_expiry) and must not load them.

@@ -9,10 +9,10 @@ import sys
 from project_files import write_config
 
 from pipeline.config import Browser, Qwen, Router, load
-from pipeline.contract.workspace import Engines
 from pipeline.engines.qwen.display import plan_display
 from pipeline.engines.qwen.engine import QwenEngine
 from pipeline.engines.router import RouterEngine
+from pipeline.wiring import engines as wired
 
 
 def test_engines_read_their_typed_sections():
@@ -26,7 +26,7 @@ def test_engines_read_their_typed_sections():
 
 def test_each_account_engine_gets_its_own_browser_section(tmp_path):
     config = load(write_config(tmp_path, "[accounts.main]\n[accounts.spare]\n[qwen]\nstable_reads = 2\n"))
-    with Engines(config) as engines:
+    with wired(config) as engines:
         spare = engines.chat("spare").session.config
         assert isinstance(spare, Browser)
         assert spare.storage_state == str(tmp_path / ".qwenpipe/accounts/spare/state.json")

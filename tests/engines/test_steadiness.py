@@ -4,7 +4,7 @@ import pytest
 
 from pipeline.config import Browser, Qwen
 from pipeline.engines.base import TransientError
-from pipeline.engines.qwen.engine import STALL_READS, Steadiness
+from pipeline.engines.qwen.steady import STALL_READS, Steadiness
 
 
 def test_an_answer_is_complete_after_the_same_text_is_read_n_times_in_a_row():

@@ -123,8 +123,9 @@ def test_a_cycle_that_cannot_share_its_browser_polls_one_at_a_time(sim, tmp_path
     """No DevTools port announced: one line says so, and the sequential loop does the work."""
     from pipeline import config as config_module
     from pipeline.batch.cycle import run_cycle
-    from pipeline.contract.workspace import Engines, Workspace
+    from pipeline.contract.workspace import Workspace
     from pipeline.engines.qwen.browser import BrowserSession
+    from pipeline.wiring import engines as wired
 
     project = make_project(tmp_path, sim, extra="concurrency = 4")
     texts = {f"b{i}": prompt(project, f"b{i}", f"Write article {i} about one browser.") for i in range(3)}
@@ -134,10 +135,10 @@ def test_a_cycle_that_cannot_share_its_browser_polls_one_at_a_time(sim, tmp_path
     workspace = Workspace(config_module.load(project / "config.toml"))
     said: list[str] = []
     launches = BrowserSession.launches
-    with Engines(workspace.config) as engines:
+    with wired(workspace.config) as engines:
         report = run_cycle(workspace, engines, say=said.append)
     assert report.exit_code == 0, (report.summary(), said)
-    assert BrowserSession.launches - launches == 1
+    assert BrowserSession.launches - launches == 1 == report.browser_launches  # the engines count it
     assert [m for m in said if "one chat at a time" in m] == [
         "cycle: polling one chat at a time (the browser announced no DevTools port "
         "(DevToolsActivePort) in 5 s)"

@@ -94,6 +94,7 @@ class ModelChat:
     """ChatEngine over FakeSite; each call takes the next scripted behaviour (default: ok)."""
 
     name = "qwen"
+    launches = 0
 
     def __init__(self, site: FakeSite, kill) -> None:
         self.site = site

@@ -46,6 +46,7 @@ class FuzzChat:
 
     name = "qwen"
     base_url = "https://chat.qwen.ai"
+    launches = 0
 
     def __init__(self) -> None:
         self.messages: dict[str, list[str]] = {}

@@ -17,6 +17,7 @@ from pipeline.contract.phases import MAX_BACKOFF, schedule
 from pipeline.contract.step import Status, backoff_delay, generate
 from pipeline.contract.workspace import Engines, Workspace
 from pipeline.engines.base import Generating, QuotaSpent, TransientError
+from pipeline.wiring import router_engine
 
 DAY = 86400.0
 POLL = 60.0
@@ -131,7 +132,7 @@ def test_a_send_after_a_quota_block_two_days_ahead_waits_hours_not_days(project,
         "[qwen]\npoll_interval = 60\n[router]\nenabled = false\n[article]\nmin_words = 0\n"
     )
     ws = Workspace(load(project / "config.toml"))
-    eng = Engines(ws.config, chat_factory=lambda _c: chat)
+    eng = Engines(ws.config, chat_factory=lambda _c: chat, router_factory=router_engine)
     clock = Clock(1_800_000_000.0 + 2 * DAY)
     add_prompt(project, "tea")
     chat.send_error = QuotaSpent("the daily chat quota is spent", retry_after=3600)

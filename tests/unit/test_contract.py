@@ -206,9 +206,10 @@ def test_hard_failure_without_fallback_is_exit_1_then_dead_letter(project, works
     )
     from pipeline.config import load
     from pipeline.contract.workspace import Engines, Workspace
+    from pipeline.wiring import router_engine
 
     ws = Workspace(load(project / "config.toml"))
-    eng = Engines(ws.config, chat_factory=lambda _c: chat)
+    eng = Engines(ws.config, chat_factory=lambda _c: chat, router_factory=router_engine)
     add_prompt(project, "tea")
     chat.send_error = HardError("the site refused", code="refused")  # no hold: tried again
     first = generate(ws, "tea", eng)

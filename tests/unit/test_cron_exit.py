@@ -8,7 +8,7 @@ from fakes import answer
 from project_files import add_prompt
 from tests_cli_helpers import qwenpipe_in_process as qwenpipe
 
-import pipeline.contract.workspace as workspace_module
+import pipeline.wiring as wiring
 from pipeline.batch import cronexit
 from pipeline.cli.running import cycle_command
 from pipeline.config import load
@@ -23,11 +23,10 @@ from pipeline.files import FileLock
 def cron(project, chat, router, monkeypatch):
     """(workspace, run): run(cron_exit) is `qwenpipe cycle [--cron-exit]` with the fake engines."""
 
-    def fake_engines(config, **given):
-        given = given or {"chat_factory": lambda _c: chat, "router_factory": lambda _c: router}
-        return Engines(config, **given)
+    def fake_engines(config):
+        return Engines(config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)
 
-    monkeypatch.setattr(workspace_module, "Engines", fake_engines)
+    monkeypatch.setattr(wiring, "engines", fake_engines)
 
     def run(config_text: str = "", *, cron_exit: bool = True) -> int:
         if config_text:

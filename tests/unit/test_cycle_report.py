@@ -119,3 +119,25 @@ def test_an_article_the_busy_store_held_back_is_counted_as_waiting_for_the_store
     report = run_cycle(workspace, engines)
     assert report.counts["store_busy"] == 1 and report.counts["generating"] == 0, report.counts
     assert "1 waiting for the store" in report.summary()
+
+
+def test_the_cycle_counts_the_browsers_its_chat_engines_launched(project, chat, router):
+    """Through the engine protocol (ChatEngine.launches): this cycle's launches, not the
+    process's, so engines that outlive a cycle count once."""
+    from pipeline.batch.cycle import run_cycle
+    from pipeline.config import load
+    from pipeline.contract.workspace import Engines, Workspace
+    from pipeline.engines.base import Generating
+
+    ws = Workspace(load(project / "config.toml"))
+    add_prompt(project, "tea")
+
+    def launching(_config):
+        chat.launches += 1  # as the qwen engine's first page launches its browser
+        return chat
+
+    engines = Engines(ws.config, chat_factory=launching, router_factory=lambda _c: router)
+    assert run_cycle(ws, engines).browser_launches == 1
+    chat.enqueue_check(Generating())
+    report = run_cycle(ws, engines)  # the same engine looks again: no new browser
+    assert chat.history[-1][0] == "check" and report.browser_launches == 0

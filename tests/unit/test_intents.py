@@ -17,6 +17,7 @@ from pipeline.contract.quota import sends_today
 from pipeline.contract.step import Status, generate, replay
 from pipeline.contract.workspace import Engines, Workspace
 from pipeline.errors import UsageProblem
+from pipeline.wiring import router_engine
 
 TEXT = "Write about tea."
 
@@ -103,7 +104,9 @@ def test_two_workspaces_on_one_account_killed_after_sending_the_same_text_each_a
         write_config(root, "[qwen]\npoll_interval = 0\n[article]\nmin_words = 0\n")
         add_prompt(root, "tea")
         ws = Workspace(load(root / "config.toml"))
-        spaces.append((root, ws, Engines(ws.config, chat_factory=lambda _c: chat)))
+        spaces.append(
+            (root, ws, Engines(ws.config, chat_factory=lambda _c: chat, router_factory=router_engine))
+        )
     for _root, ws, engines in spaces:
         killed(ws, "tea", engines, "after_send")
     urls = []
@@ -185,7 +188,7 @@ def test_sends_killed_before_the_prompt_left_do_not_use_the_daily_limit(tmp_path
     write_config(root, "[qwen]\npoll_interval = 0\nmax_sends_per_day = 2\n[article]\nmin_words = 0\n")
     add_prompt(root, "tea")
     ws = Workspace(load(root / "config.toml"))
-    engines = Engines(ws.config, chat_factory=lambda _c: chat)
+    engines = Engines(ws.config, chat_factory=lambda _c: chat, router_factory=router_engine)
     for _ in range(2):
         killed(ws, "tea", engines, "before_send" if point == "older intent" else point)
         if point == "older intent":

@@ -80,9 +80,10 @@ def logged_out_before_typing() -> HardError:
 def test_a_send_refused_before_typing_counts_no_send_and_leaves_no_marker(project, chat):
     from pipeline.contract.quota import sends_today
     from pipeline.contract.workspace import Engines
+    from pipeline.wiring import router_engine
 
     ws = no_router(project)
-    eng = Engines(ws.config, chat_factory=lambda _c: chat)
+    eng = Engines(ws.config, chat_factory=lambda _c: chat, router_factory=router_engine)
     add_prompt(project, "tea")
     for _ in range(2):
         chat.send_error = logged_out_before_typing()
@@ -99,9 +100,10 @@ def test_a_send_refused_before_typing_counts_no_send_and_leaves_no_marker(projec
 def test_a_failure_after_the_click_still_counts_and_keeps_the_marker(project, chat):
     from pipeline.contract.quota import sends_today
     from pipeline.contract.workspace import Engines
+    from pipeline.wiring import router_engine
 
     ws = no_router(project)
-    eng = Engines(ws.config, chat_factory=lambda _c: chat)
+    eng = Engines(ws.config, chat_factory=lambda _c: chat, router_factory=router_engine)
     add_prompt(project, "tea")
     chat.send_error = HardError("no chat address appeared", code="no_chat_url")  # nothing_sent unset
     assert generate(ws, "tea", eng).status is Status.FAILED

@@ -11,6 +11,7 @@ from pipeline.config import load
 from pipeline.contract.step import generate, wait_words
 from pipeline.contract.workspace import Engines, Workspace
 from pipeline.publishing.templates import slug_from_title
+from pipeline.wiring import router_engine
 
 
 @pytest.mark.parametrize(
@@ -43,7 +44,7 @@ def test_a_look_due_in_a_fraction_of_a_second_says_1_s(project):
     (project / "config.toml").write_text("[qwen]\npoll_interval = 60\n[article]\nmin_words = 0\n")
     ws = Workspace(load(project / "config.toml"))
     chat = FakeChat()
-    eng = Engines(ws.config, chat_factory=lambda _c: chat)
+    eng = Engines(ws.config, chat_factory=lambda _c: chat, router_factory=router_engine)
     add_prompt(project, "tea")
     now = 1_800_000_000.0
     generate(ws, "tea", eng, clock=lambda: now)

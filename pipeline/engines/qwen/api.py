@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from pipeline.engines.base import EngineError, HardError, QuotaSpent, TransientError
+from pipeline.engines.base import Code, EngineError, HardError, QuotaSpent, TransientError
 
 CHAT_URL_RE = re.compile(r"/c/([a-f0-9-]{20,})")
 
@@ -220,7 +220,7 @@ def _error_text(error: Any) -> str | None:
 def classify_api_error(payload: Any) -> EngineError | None:
     """The failure a `/api/v2/...` body reports, or None for a success."""
     if not isinstance(payload, dict):
-        return TransientError("the chat API answered with something that is not JSON", code="api_error")
+        return TransientError("the chat API answered with something that is not JSON", code=Code.API_ERROR)
     if payload.get("success") is True:
         return None
     text = json.dumps(payload, ensure_ascii=False)
@@ -230,7 +230,7 @@ def classify_api_error(payload: Any) -> EngineError | None:
         data = payload.get("data") if isinstance(payload.get("data"), dict) else {}
         url = data.get("url") if isinstance(data.get("url"), str) else ""
         where = f"; its slider: {url}" if url else ""
-        return HardError(f"the site asks for a human verification (bot check{where})", code="bot_check")
+        return HardError(f"the site asks for a human verification (bot check{where})", code=Code.BOT_CHECK)
     if payload.get("success") is not False:
         return None
     data = payload.get("data") if isinstance(payload.get("data"), dict) else {}
@@ -238,15 +238,15 @@ def classify_api_error(payload: Any) -> EngineError | None:
     details = str(data.get("details") or data.get("message") or payload.get("message") or "")
     if "in progress" in details.lower():
         # A send while the chat is still answering: the site took nothing; again in a few seconds.
-        return TransientError(f"the site says the chat is busy ({details})", code="chat_in_progress")
+        return TransientError(f"the site says the chat is busy ({details})", code=Code.CHAT_IN_PROGRESS)
     if is_stale_headers(payload):
         return TransientError(
             f"the site refused a read as not its frontend's ({code}: {details or 'no details'}); "
             "the page's headers went stale (a frontend release?)",
-            code="stale_headers",
+            code=Code.STALE_HEADERS,
         )
     if code == "CHAT_NOT_FOUND":
-        return HardError(f"the chat no longer exists ({details or code})", code="chat_not_found")
+        return HardError(f"the chat no longer exists ({details or code})", code=Code.CHAT_NOT_FOUND)
     if code == "RateLimited":
         hours = _number(data.get("num"))
         when = f"; it resets in about {hours:g} h" if hours is not None else ""
@@ -255,8 +255,8 @@ def classify_api_error(payload: Any) -> EngineError | None:
             retry_after=hours * 3600 if hours is not None else None,
         )
     if _means_logged_out(code, details):
-        return HardError(f"not logged in to the chat site: {LOGIN_HINT}", code="logged_out")
-    return TransientError(f"the chat API failed: {code or 'no code'} {details}".strip(), code="api_error")
+        return HardError(f"not logged in to the chat site: {LOGIN_HINT}", code=Code.LOGGED_OUT)
+    return TransientError(f"the chat API failed: {code or 'no code'} {details}".strip(), code=Code.API_ERROR)
 
 
 def is_stale_headers(payload: Any) -> bool:
@@ -297,7 +297,7 @@ def is_logged_in_status(payload: Any) -> bool | None:
     if payload.get("success") is True:
         return payload.get("data") is True
     error = classify_api_error(payload)
-    if error is not None and error.code == "logged_out":
+    if error is not None and error.code == Code.LOGGED_OUT:
         return False
     return None
 

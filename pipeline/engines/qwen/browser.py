@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.engines.base import EngineBusy, HardError, LockProfile
+from pipeline.engines.base import Code, EngineBusy, HardError, LockProfile
 from pipeline.engines.qwen.display import NoDisplay, VirtualDisplay, no_display_message, plan_display
 from pipeline.engines.qwen.headers import watch
 from pipeline.engines.qwen.tokens import listed, local_storage
@@ -47,7 +47,7 @@ BASE_ARGS = (
 class BrowserNotFound(HardError):
     """No usable browser: the message says what to install or which key to fix."""
 
-    code = "browser_not_found"
+    code = Code.BROWSER_NOT_FOUND
 
 
 def find_executable(configured: str, *, chromium: Any = None) -> tuple[str | None, str]:
@@ -181,6 +181,7 @@ class _SharedBrowser(threading.local):
             raise
         self.endpoint = f"http://127.0.0.1:{port}"
         BrowserSession.launches += 1
+        session.launched += 1
 
     def release(self) -> None:
         self._users -= 1
@@ -282,6 +283,7 @@ class BrowserSession:
         self.config = browser
         self.root = Path(root) if root else Path.cwd()
         self.description = ""
+        self.launched = 0  # browsers this session launched (attaching to one is none)
         # expose_cdp: a launched browser also listens on a loopback DevTools port (chosen by
         # Chromium) so that other threads can attach to it: see `cdp_endpoint`.
         self.expose_cdp = expose_cdp
@@ -347,7 +349,9 @@ class BrowserSession:
                 raise EngineBusy(
                     f"the cycle's browser is gone ({_first_line(err)}); this article waits for the next cycle"
                 ) from None
-            raise HardError(f"the browser did not start: {_first_line(err)}", code="browser_launch") from None
+            raise HardError(
+                f"the browser did not start: {_first_line(err)}", code=Code.BROWSER_LAUNCH
+            ) from None
         except BaseException:
             self._stop_playwright()
             raise
@@ -407,6 +411,7 @@ class BrowserSession:
             raise
         self._owns_context = True
         BrowserSession.launches += 1
+        self.launched += 1
         state = self._path(self.config.storage_state)
         loaded = profile / "qwenpipe-state-loaded"  # its mtime: when the state file was last loaded
         if state.is_file() and (

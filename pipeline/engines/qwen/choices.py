@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pipeline.engines.base import ChatChoice, HardError, same_model
+from pipeline.engines.base import ChatChoice, Code, HardError, same_model
 from pipeline.engines.qwen.selectors import THINKING_OPTIONS, WEB_SEARCH_LABEL, Selectors
 
 OPEN_SECONDS = 5.0  # how long an opened list may take to draw, and a choice to show
@@ -52,7 +52,9 @@ def apply_choice(page: Any, selectors: Selectors, choice: ChatChoice) -> None:
 def choose_model(page: Any, selectors: Selectors, wanted: str) -> None:
     """Pick `wanted` (as the picker names it) in the model picker, unless it is already chosen."""
     default = 'qwen.model = "" for the site\'s default model'
-    picker = _needed(page, selectors, "model_picker", f"qwen.model = {wanted!r}", default)
+    picker = _needed(
+        page, selectors, "model_picker", f"qwen.model = {wanted!r}", default, Code.NO_MODEL_PICKER
+    )
     label = picker.locator(selectors.model_label).first if selectors.model_label else picker
     if label is not picker and not label.count():
         label = picker
@@ -75,12 +77,12 @@ def choose_model(page: Any, selectors: Selectors, wanted: str) -> None:
         raise HardError(
             f"qwen.model = {wanted!r} is not a model the site offers (its picker shows {offered}); "
             'set qwen.model, or the prompt\'s [qwen] model, to one of them, or to "" for the default',
-            code="model_not_offered",
+            code=Code.MODEL_NOT_OFFERED,
         )
     if not _shows(lambda: same_model(wanted, chosen())):
         raise HardError(
             f"the model picker still shows {chosen()!r} after choosing {wanted!r}: not sending",
-            code="model_not_chosen",
+            code=Code.MODEL_NOT_CHOSEN,
         )
 
 
@@ -99,12 +101,14 @@ def set_thinking(page: Any, selectors: Selectors, thinking: str) -> None:
     on = thinking == "on"
     setting = f"qwen.thinking = {thinking!r}"
     names = ("thinking_select", "thinking_toggle")
-    toggle = _needed(page, selectors, names, setting, 'qwen.thinking = "auto"')
+    toggle = _needed(page, selectors, names, setting, 'qwen.thinking = "auto"', Code.NO_THINKING_TOGGLE)
     if _is_on(toggle) == on:
         return
     toggle.click()
     if not _shows(lambda: _is_on(toggle) == on):
-        raise HardError(f"the thinking toggle did not turn {thinking}: not sending", code="thinking_not_set")
+        raise HardError(
+            f"the thinking toggle did not turn {thinking}: not sending", code=Code.THINKING_NOT_SET
+        )
 
 
 def choose_thinking_option(page: Any, selectors: Selectors, select: Any, thinking: str) -> None:
@@ -129,20 +133,20 @@ def choose_thinking_option(page: Any, selectors: Selectors, select: Any, thinkin
         raise HardError(
             f"qwen.thinking = {thinking!r}: the thinking select has no {wanted!r} option "
             f"(it shows {offered}); set qwen.thinking to another value, or qwen.selectors.thinking_option",
-            code="thinking_not_offered",
+            code=Code.THINKING_NOT_OFFERED,
         )
     options.nth(found).click()
     if not _shows(lambda: _same_label(wanted, chosen())):
         raise HardError(
             f"the thinking select still shows {chosen()!r} after choosing {wanted!r}: not sending",
-            code="thinking_not_set",
+            code=Code.THINKING_NOT_SET,
         )
 
 
 def set_web_search(page: Any, selectors: Selectors, on: bool) -> None:
     """Turn web search on or off in the mode menu (whose label names the chosen mode)."""
     setting = f"qwen.web_search = {'true' if on else 'false'}"
-    menu = _needed(page, selectors, "mode_menu", setting, "qwen.web_search = false", code="no_web_search")
+    menu = _needed(page, selectors, "mode_menu", setting, "qwen.web_search = false", Code.NO_WEB_SEARCH)
     if _names_web_search(menu.inner_text()) == on:
         return
     menu.click()
@@ -156,21 +160,21 @@ def set_web_search(page: Any, selectors: Selectors, on: bool) -> None:
             f"qwen.web_search = {'true' if on else 'false'}: the mode menu has no "
             f"{WEB_SEARCH_LABEL!r} item (it shows {shown}); set qwen.web_search = false, in "
             "config.toml or the prompt's [qwen] table",
-            code="no_web_search",
+            code=Code.NO_WEB_SEARCH,
         )
     items.nth(found).click()
     if not _shows(lambda: _names_web_search(menu.inner_text()) == on):
         raise HardError(
             f"web search did not turn {'on' if on else 'off'} in the mode menu: not sending",
-            code="web_search_not_set",
+            code=Code.WEB_SEARCH_NOT_SET,
         )
 
 
 def _needed(
-    page: Any, selectors: Selectors, names: str | tuple[str, ...], setting: str, instead: str, code: str = ""
+    page: Any, selectors: Selectors, names: str | tuple[str, ...], setting: str, instead: str, code: Code
 ) -> Any:
     """The control the first of the `names` selectors finds, which `setting` needs; HardError
-    (`code`, by default no_NAME of the last name) naming the selectors to set, or the setting to
+    (`code`) naming the selectors to set, or the setting to
     use `instead`, when none finds one."""
     names = (names,) if isinstance(names, str) else names
     for name in names:
@@ -181,7 +185,7 @@ def _needed(
     keys = " or ".join(f"qwen.selectors.{name}" for name in names)
     raise HardError(
         f"{setting}: the chat page shows no {shown}; set {keys}, or {instead}",
-        code=code or f"no_{names[-1]}",
+        code=code,
     )
 
 

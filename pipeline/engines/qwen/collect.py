@@ -32,8 +32,8 @@ from typing import Any
 
 from pipeline.engines.base import Answer, EngineError, Generating
 from pipeline.engines.qwen.api import ChatShapeError, chat_id_from_url, classify_api_error, parse_chat
-from pipeline.engines.qwen.engine import API_STABLE_SECONDS, Steadiness
 from pipeline.engines.qwen.page import ApiUnusable, fetched_bodies, start_fetches
+from pipeline.engines.qwen.steady import API_STABLE_SECONDS, Steadiness
 
 # Reads of a chat whose status says finished while its text still changes, before its page decides.
 UNSTEADY_READS = 3

@@ -31,7 +31,6 @@ from pipeline.errors import UsageProblem
 if TYPE_CHECKING:  # the section's type only: engines do not import the config
     from pipeline.config import Browser
 
-MODES = ("auto", "xvfb", "none")
 XVFB_NAME = "Xvfb"
 XVFB_INSTALL = "apt-get install -y xvfb"
 START_SECONDS = 10.0  # Xvfb announces its display within milliseconds; this only bounds a hang

@@ -23,9 +23,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pipeline.engines.base import (
+    ACCOUNT_REFUSALS,
     Answer,
     ChatChoice,
     ChatTurns,
+    Code,
     EmptyAnswer,
     EngineError,
     FoundChat,
@@ -61,6 +63,7 @@ from pipeline.engines.qwen.page import (
     screen_failure,
 )
 from pipeline.engines.qwen.selectors import Selectors, merge_overrides
+from pipeline.engines.qwen.steady import API_STABLE_SECONDS, Steadiness
 from pipeline.engines.qwen.stream import PageTraffic, StreamRead
 from pipeline.redact import mask
 
@@ -68,15 +71,8 @@ if TYPE_CHECKING:  # the sections' types only: engines do not import the config
     from pipeline.config import Browser, Qwen
 
 CHAT_LIST_PAGES = 3
-STALL_READS = 3  # reads of "page idle, API unfinished" before the answer counts as cut short
 POLL_SECONDS = 0.25  # while waiting for the app or the chat address
 PAGE_SETTLE_SECONDS = 3  # a fresh page may show "busy" this long before drawing a done answer
-# Two reads of one chat's JSON at least this far apart once its stored status says finished:
-# the stability reads then only have to show that no chunk still lands after the status was
-# stored (the simulator stores `done` 0.3 s before "finished"; the real site's stream sends
-# chunks tens of ms apart). 3 reads 0.25 s apart span 0.5 s, longer than any gap seen. Where no
-# stored status vouches for the answer, the reads stay a second apart (read_interval).
-API_STABLE_SECONDS = 0.25
 WAIT_PAGE_SECONDS = 0.1  # a settled, steady answer: how often to look whether the page agrees yet
 CONFIRMED_SECONDS = 60  # how long an answer seen complete and stable counts as such
 REPLY_GRACE_SECONDS = 2  # a quota toast seen: how long its API reply (with the hours) may lag
@@ -85,33 +81,6 @@ BUSY_CLICKS = 3  # clicks that may meet "in progress" before the send counts as 
 PAGE_LOAD_SECONDS = 5  # how long a look waits for a chat's page to load the chat's JSON itself
 PAGE_RELOAD_SECONDS = 0.5  # ... and, at a later look, for the page's next load of its own
 STREAM_LOOK_SECONDS = 0.1  # how often a wait on the sending page looks whether its stream ended
-# What the site's reply to a send says when it took nothing: the prompt is not in any chat.
-REFUSED_UNSENT = ("bot_check", "logged_out", "quota")
-
-
-class Steadiness:
-    """The counting both watch loops share. A candidate answer is complete once it was read the
-    same `needed` times in a row; "page idle, API unfinished" read STALL_READS times means the
-    site stopped the answer without finishing it."""
-
-    def __init__(self, needed: int):
-        self.needed = needed
-        self.previous: str | None = None
-        self.same = 0
-        self.stalled = 0
-
-    def steady(self, candidate: str) -> bool:
-        self.same = self.same + 1 if candidate == self.previous else 1
-        self.previous = candidate
-        return self.same >= self.needed
-
-    def unfinished(self, *, stalled: bool) -> None:
-        self.previous, self.same = None, 0
-        self.stalled = self.stalled + 1 if stalled else 0
-        if self.stalled >= STALL_READS:
-            raise TransientError(
-                "the answer stopped before the site marked it finished (cut short)", code="cut_short"
-            )
 
 
 @dataclass
@@ -198,6 +167,11 @@ class QwenEngine:
 
     # -- the ChatEngine protocol -------------------------------------------------------------
 
+    @property
+    def launches(self) -> int:
+        """Browsers this engine launched (one given to it is its owner's to count)."""
+        return self.session.launched if self._owns_session else 0
+
     def prepare(self) -> None:
         """Start the browser now: a busy profile (EngineBusy) or a missing browser (HardError)
         is reported before the contract writes its intent marker."""
@@ -249,11 +223,11 @@ class QwenEngine:
                     raise error
                 view = parse_chat(body)
         except ApiUnusable as err:
-            raise TransientError(f"cannot read the chat site's API: {err}", code="api_error") from None
+            raise TransientError(f"cannot read the chat site's API: {err}", code=Code.API_ERROR) from None
         except ChatShapeError as err:
-            raise TransientError(f"cannot read chat {chat_id}: {err}", code="api_error") from None
+            raise TransientError(f"cannot read chat {chat_id}: {err}", code=Code.API_ERROR) from None
         except HardError as err:
-            if err.code == "chat_not_found":  # the page or its JSON says so
+            if err.code == Code.CHAT_NOT_FOUND:  # the page or its JSON says so
                 return None
             raise
         return [turn.user_text for turn in view.turns]
@@ -309,7 +283,7 @@ class QwenEngine:
             )
             if isinstance(result, Answer):
                 return result
-        raise TransientError(f"timed out after {timeout:g} s waiting for the answer", code="timeout")
+        raise TransientError(f"timed out after {timeout:g} s waiting for the answer", code=Code.TIMEOUT)
 
     def _wait_for_stream(
         self, page: Any, live: _Live, deadline: float, on_progress: ProgressCallback | None
@@ -327,11 +301,12 @@ class QwenEngine:
             if isinstance(read, StreamRead):
                 if read.error:
                     raise TransientError(
-                        f"the site reports an error in the answer: {read.error}", code="answer_error"
+                        f"the site reports an error in the answer: {read.error}", code=Code.ANSWER_ERROR
                     )
                 if not read.finished:
                     raise TransientError(
-                        "the answer stopped before the site marked it finished (cut short)", code="cut_short"
+                        "the answer stopped before the site marked it finished (cut short)",
+                        code=Code.CUT_SHORT,
                     )
                 if not read.answer.strip():
                     return None  # an empty answer: the chat's page says what it means
@@ -372,13 +347,13 @@ class QwenEngine:
             chat = self._read_turns(page, selectors, chat_id)
             if not chat.turns:
                 raise TransientError(
-                    f"the chat {chat_url} shows no messages yet: not sending", code="empty_chat"
+                    f"the chat {chat_url} shows no messages yet: not sending", code=Code.EMPTY_CHAT
                 )
             if not chat.turns[-1].complete:
                 raise TransientError(
                     f"the chat's last answer (turn {len(chat.turns)}) is not complete "
                     f"({chat.progress}): not sending the next turn",
-                    code="busy_chat",
+                    code=Code.BUSY_CHAT,
                 )
             selectors = self._ready_to_type(page)
             page.locator(selectors.composer).first.fill(text)
@@ -426,14 +401,14 @@ class QwenEngine:
             try:
                 body = fetch_api(page, path, timeout=self.page_timeout, method="DELETE")
             except ApiUnusable as err:
-                raise TransientError(f"cannot delete the chat: {err}", code="api_error") from None
+                raise TransientError(f"cannot delete the chat: {err}", code=Code.API_ERROR) from None
             except HardError as err:
-                if err.code == "chat_not_found":
+                if err.code == Code.CHAT_NOT_FOUND:
                     return False
                 raise
             data = body.get("data")
             if isinstance(data, dict) and data.get("status") is False:
-                raise TransientError("the site did not delete the chat (status: false)", code="api_error")
+                raise TransientError("the site did not delete the chat (status: false)", code=Code.API_ERROR)
             return True
 
     @contextmanager
@@ -452,7 +427,7 @@ class QwenEngine:
         endpoint = session.cdp_endpoint()
         if not endpoint:
             raise EngineError(
-                "the browser announced no DevTools port (DevToolsActivePort) in 5 s", code="no_devtools"
+                "the browser announced no DevTools port (DevToolsActivePort) in 5 s", code=Code.NO_DEVTOOLS
             )
         browser = replace(session.config, cdp_url=endpoint)
 
@@ -517,7 +492,7 @@ class QwenEngine:
                 yield page
             kept = keep
         except EngineError as err:
-            if err.code == "bot_check" and err.screenshot is None:
+            if err.code == Code.BOT_CHECK and err.screenshot is None:
                 err.screenshot = _screenshot(page)  # the user sees what the site showed
             raise
         finally:
@@ -533,9 +508,9 @@ class QwenEngine:
         try:
             yield
         except PlaywrightTimeout as err:
-            raise TransientError(f"the chat page timed out: {_first_line(err)}", code="timeout") from None
+            raise TransientError(f"the chat page timed out: {_first_line(err)}", code=Code.TIMEOUT) from None
         except PlaywrightError as err:
-            raise TransientError(f"browser or network error: {_first_line(err)}", code="network") from None
+            raise TransientError(f"browser or network error: {_first_line(err)}", code=Code.NETWORK) from None
 
     def _close_page(self, page: Any) -> None:
         PageTraffic.stop(page)
@@ -576,7 +551,7 @@ class QwenEngine:
                 raise TransientError(
                     f"the chat page shows no composer ({names}) after {self.page_timeout:g} s; "
                     "if the site changed, run `qwenpipe doctor` and set [qwen.selectors]",
-                    code="page_changed",
+                    code=Code.PAGE_CHANGED,
                 )
             page.wait_for_timeout(POLL_SECONDS * 1000)
 
@@ -584,7 +559,7 @@ class QwenEngine:
         """The selectors to type with, once the page is known to be a logged-in, usable app."""
         selectors = self._wait_for_app(page)
         if not present(page, [selectors.composer])[0]:
-            raise TransientError("the page shows a chat but no composer to type in", code="page_changed")
+            raise TransientError("the page shows a chat but no composer to type in", code=Code.PAGE_CHANGED)
         self._check_login_api(page)
         failure = screen_failure(page, self.selector_sets)  # the app may have drawn a banner since
         if failure is not None:
@@ -610,7 +585,7 @@ class QwenEngine:
         hours and outlives the toast), else the page's failure screen."""
         refused = replies.failure() or _plain_refusal(page)
         failure = refused or screen_failure(page, self.selector_sets)
-        if failure is not None and failure.code in REFUSED_UNSENT:
+        if failure is not None and failure.code in ACCOUNT_REFUSALS:
             # The site answers the send itself with the bot check (FAIL_SYS_USER_VALIDATE), "not
             # logged in" or the day's limit (RateLimited) and takes nothing: no send, and none the
             # site counts against the day. Only that reply proves it; a slider, a login form or a
@@ -620,7 +595,7 @@ class QwenEngine:
             while refused is None and time.monotonic() < until:
                 page.wait_for_timeout(POLL_SECONDS * 1000)
                 refused = replies.failure() or _plain_refusal(page)
-            if refused is not None and refused.code in REFUSED_UNSENT:
+            if refused is not None and refused.code in ACCOUNT_REFUSALS:
                 refused.nothing_sent = True
                 return refused
         return failure
@@ -650,7 +625,7 @@ class QwenEngine:
                 raise TransientError(
                     f"the site still says the chat is in progress after {clicks} tries "
                     f"{BUSY_PAUSE_SECONDS} s apart (a send while it is busy); trying again later",
-                    code="chat_in_progress",
+                    code=Code.CHAT_IN_PROGRESS,
                 )
             if clicks:
                 page.wait_for_timeout(BUSY_PAUSE_SECONDS * 1000)
@@ -674,14 +649,14 @@ class QwenEngine:
         raise TransientError(
             f"the prompt was sent but no chat address appeared within {self.page_timeout:g} s "
             "(the chat list is searched before any resend)",
-            code="no_chat_url",
+            code=Code.NO_CHAT_URL,
         )
 
     def _api(self, page: Any, path: str) -> dict:
         try:
             return fetch_api(page, path, timeout=self.page_timeout)
         except ApiUnusable as err:
-            raise TransientError(f"cannot read the chat site's API: {err}", code="api_error") from None
+            raise TransientError(f"cannot read the chat site's API: {err}", code=Code.API_ERROR) from None
 
     def _chats_starting_with(
         self, page: Any, listed: list[ListedChat], wanted: Callable[[str], bool]
@@ -690,14 +665,14 @@ class QwenEngine:
         bodies = fetch_json(page, paths, timeout=self.page_timeout)
         for item, body in zip(listed, bodies, strict=True):
             error = classify_api_error(body)
-            if error is not None and error.code == "chat_not_found":
+            if error is not None and error.code == Code.CHAT_NOT_FOUND:
                 continue  # deleted between the list and the read
             if error is not None:
                 raise error
             try:
                 view = parse_chat(body)
             except ChatShapeError as err:
-                raise TransientError(f"cannot read chat {item.chat_id}: {err}", code="api_error") from None
+                raise TransientError(f"cannot read chat {item.chat_id}: {err}", code=Code.API_ERROR) from None
             first = view.first_user_text
             if first is not None and wanted(first):
                 yield item, view
@@ -733,7 +708,7 @@ class QwenEngine:
                 raise TransientError(
                     f"turn {number} was sent but the chat did not show it within {self.page_timeout:g} s "
                     "(the next run reads the chat before sending anything)",
-                    code="no_turn",
+                    code=Code.NO_TURN,
                 )
             page.wait_for_timeout(POLL_SECONDS * 1000)
 
@@ -741,7 +716,7 @@ class QwenEngine:
     def _chat_id(chat_url: str) -> str:
         chat_id = chat_id_from_url(chat_url)
         if not chat_id:
-            raise HardError(f"not a chat URL (expected .../c/<id>): {chat_url}", code="bad_chat_url")
+            raise HardError(f"not a chat URL (expected .../c/<id>): {chat_url}", code=Code.BAD_CHAT_URL)
         return chat_id
 
     # -- completion --------------------------------------------------------------------------
@@ -830,7 +805,7 @@ class QwenEngine:
         turn = view.turns[turns_before] if len(view.turns) > turns_before else None
         if turn is not None and turn.error:
             raise TransientError(
-                f"the site reports an error in the answer: {turn.error}", code="answer_error"
+                f"the site reports an error in the answer: {turn.error}", code=Code.ANSWER_ERROR
             )
         stored = view.stored[turns_before] if len(view.stored) > turns_before else None
         settled = turn.answer if turn is not None and stored is True and turn.answer.strip() else None
@@ -882,7 +857,7 @@ class QwenEngine:
             error = classify_api_error(loaded)
             if error is None:
                 return loaded, True
-            if error.code != "stale_headers":
+            if error.code != Code.STALE_HEADERS:
                 raise error
         elif _all_finished(traffic.latest_load(chat_id)):
             # No new load, but the last one already holds every answer as finished: a finished
@@ -930,7 +905,7 @@ class QwenEngine:
         except (ApiUnusable, ChatShapeError) as err:
             # The page alone cannot pair answers with their messages safely: no guessing.
             raise TransientError(
-                f"cannot read the chat's turns from the site's API: {err}", code="api_error"
+                f"cannot read the chat's turns from the site's API: {err}", code=Code.API_ERROR
             ) from None
         return judge_turns(dom, view, selectors)
 
@@ -948,7 +923,7 @@ class QwenEngine:
         raise TransientError(
             f"the page shows a finished answer but the site's JSON for it cannot be read ({why}); "
             "the page's text is never taken as the article",
-            code="api_error",
+            code=Code.API_ERROR,
         )
 
 
@@ -1005,7 +980,7 @@ def judge_turns(dom: DomState, view: ChatView, selectors: Selectors) -> TurnsSee
         return TurnsSeen([], "waiting for the chat to show the message", **common)
     last = view.turns[-1]
     if last.error:
-        raise TransientError(f"the site reports an error in the answer: {last.error}", code="answer_error")
+        raise TransientError(f"the site reports an error in the answer: {last.error}", code=Code.ANSWER_ERROR)
     turns[-1] = TurnState(last.user_text, last.answer, complete=False)
     busy = _last_turn_busy(dom, selectors, len(turns))
     site_done = last.finished and bool(last.answer.strip())

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from pipeline.engines.base import EngineError, HardError
+from pipeline.engines.base import Code, EngineError, HardError
 
 COMPLETIONS_ROUTE = "**/api/v2/chat/completions*"
 
@@ -78,7 +78,7 @@ class CompletionHold:
                 raise HardError(
                     "the page's completion request names no chat (the site changed how it sends); "
                     "it was not let go: a crash after it could not be told from no send",
-                    code="unnamed_chat",
+                    code=Code.UNNAMED_CHAT,
                 )
             if self.on_chat_id is not None:
                 self.on_chat_id(chat_id)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from pipeline.engines.base import EngineError, HardError
+from pipeline.engines.base import Code, EngineError, HardError
 from pipeline.engines.qwen.api import LOGIN_HINT, classify_api_error, is_logged_in_status
 from pipeline.engines.qwen.headers import NoHeaders, headers_for_call
 from pipeline.engines.qwen.page import evaluate, refusal_in
@@ -73,7 +73,7 @@ class LoginSeen:
         if self.refusal is not None:
             return self.refusal
         if self.status is False:
-            return HardError(f"not logged in to the chat site: {LOGIN_HINT}", code="logged_out")
+            return HardError(f"not logged in to the chat site: {LOGIN_HINT}", code=Code.LOGGED_OUT)
         return None
 
 
@@ -88,7 +88,7 @@ def read_login_state(page: Any, timeout: float = 10) -> LoginSeen:
     refusal = None
     if "json" in seen:
         error = classify_api_error(seen["json"])
-        refusal = error if error is not None and error.code == "bot_check" else None
+        refusal = error if error is not None and error.code == Code.BOT_CHECK else None
     elif "text" in seen:
         refusal = refusal_in(seen["text"])
     return LoginSeen(

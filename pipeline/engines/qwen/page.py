@@ -12,7 +12,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.engines.base import EngineError, HardError, QuotaSpent, TransientError
+from pipeline.engines.base import Code, EngineError, HardError, QuotaSpent, TransientError
 from pipeline.engines.qwen.api import (
     BOT_MARKERS,
     LOGIN_HINT,
@@ -232,22 +232,24 @@ def failure_in(seen: dict, texts: FailureTexts = FAILURE_TEXTS) -> EngineError |
     path = re.sub(r"^[a-z]+://[^/]+", "", seen.get("url", ""))
     text = _normalise(seen.get("text", ""))
     if path.startswith("/auth") or seen.get("login"):
-        return HardError(f"not logged in to the chat site: {LOGIN_HINT}", code="logged_out")
+        return HardError(f"not logged in to the chat site: {LOGIN_HINT}", code=Code.LOGGED_OUT)
     bot_page = texts.bot_check_title.lower() in seen.get("title", "").lower() or _has(text, texts.bot_check)
     if bot_page or seen.get("captcha"):
         return HardError(
             "the site asks for a human verification (bot check); try later, headed, "
             "or attached to your own Chrome (browser.cdp_url)",
-            code="bot_check",
+            code=Code.BOT_CHECK,
         )
     if seen.get("waf"):
-        return TransientError("the site answered with its firewall (WAF) page", code="waf")
+        return TransientError("the site answered with its firewall (WAF) page", code=Code.WAF)
     if _has(text, texts.quota):
         return QuotaSpent("the daily chat quota is spent (the site says so)")
     if _has(text, texts.chat_not_found):
-        return HardError("the chat no longer exists (the site says it is not there)", code="chat_not_found")
+        return HardError(
+            "the chat no longer exists (the site says it is not there)", code=Code.CHAT_NOT_FOUND
+        )
     if _has(text, texts.error_banner):
-        return TransientError(f"the site shows an error: {texts.error_banner!r}", code="error_banner")
+        return TransientError(f"the site shows an error: {texts.error_banner!r}", code=Code.ERROR_BANNER)
     return None
 
 
@@ -368,9 +370,9 @@ def _bodies(paths: list[str], results: list[dict]) -> list[Any]:
 def refusal_in(raw: str) -> EngineError | None:
     """The failure an API body that is not JSON shows (the firewall's page, a bot check), or None."""
     if FAILURE_TEXTS.waf_marker in raw:
-        return TransientError("the site answered with its firewall (WAF) page", code="waf")
+        return TransientError("the site answered with its firewall (WAF) page", code=Code.WAF)
     if any(marker in raw for marker in BOT_MARKERS):
-        return HardError("the site asks for a human verification (bot check)", code="bot_check")
+        return HardError("the site asks for a human verification (bot check)", code=Code.BOT_CHECK)
     return None
 
 
@@ -424,7 +426,7 @@ class SendReplies:
             error = classify_api_error(body)
             if isinstance(error, HardError):
                 self._failure = error
-            elif error is not None and error.code == "chat_in_progress":
+            elif error is not None and error.code == Code.CHAT_IN_PROGRESS:
                 self._busy += 1
         return self._failure
 

@@ -1,0 +1,55 @@
+"""Handler of Action.FAIL and Action.DEAD_LETTER: a hard failure with no engine left. It is
+counted; the qwen.max_attempts-th in a row writes SLUG.md.failed (skipped until `replay`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import tomli_w
+
+from ... import files
+from ...engines.base import EngineError
+from ...redact import mask_data
+from ..phases import Action
+from .context import Context, Outcome, Status
+from .moves import Ask
+
+
+def handle(step: Context, move: Ask) -> Outcome:
+    err, decision = move.error, move.decision
+    message = move.message or f"{err} (no fallback: {decision.why})"
+    last = decision.action is Action.DEAD_LETTER
+    step.state.hard_failures += 1
+    step.state.attempts = 0
+    limit = step.qwen.max_attempts
+    step.save()
+    if last:
+        dead_letter(step, err, message)
+        return step.outcome(
+            Status.FAILED,
+            f"{step.slug}: {message}; dead-lettered after "
+            f"{step.state.hard_failures} hard failures "
+            f"(`qwenpipe replay {step.slug}` to retry)",
+        )
+    return step.outcome(
+        Status.FAILED, f"{step.slug}: {message} (hard failure {step.state.hard_failures} of {limit})"
+    )
+
+
+def dead_letter(step: Context, err: EngineError, message: str) -> None:
+    def when(ts: float) -> datetime:
+        return datetime.fromtimestamp(ts).astimezone().replace(microsecond=0)
+
+    errors = step.state.errors
+    record = {
+        "reason": err.code,
+        "engine": "router" if errors and errors[-1]["engine"] == "router" else "qwen",
+        "attempts": step.state.hard_failures,
+        "last_error": message,
+        "time": when(step.clock()),
+        "errors": [{k: (when(v) if k == "time" else v) for k, v in e.items()} for e in errors],
+    }
+    if step.chat_url:
+        record["chat_url"] = step.chat_url
+    files.atomic_write(step.article.failed, tomli_w.dumps(mask_data(record)))
+    step.log("dead_letter", error=message, code=err.code)

@@ -1,0 +1,74 @@
+"""The record of a send about to happen (the store's intent, and the chat it names), and of one
+that never happened: shared by the first send, a later turn's send and the recovery of an
+interrupted send."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+
+from ... import files
+from ...engines.base import EngineError
+from ...store.protocol import Intent
+from ..article import chat_url
+from .context import Context
+
+
+def record_intent(step: Context, turn: int, account: str, now: float) -> None:
+    """Record in the store that `turn` is about to be sent from `account`, before the click:
+    the store refuses a second send of a turn (AlreadySent). In a shared batch the lease is
+    checked in the same transaction, so a host that lost it records nothing and sends nothing."""
+    owner = step.lease.owner if step.lease is not None else ""
+    with step.ws.store.step() as store:
+        if step.lease is not None:
+            step.lease.check(store)
+        if turn == 1 and step.lease is None:
+            store.forget_sends(step.slug)  # an earlier send whose files were deleted, or in doubt
+        else:  # only an intent that never got its URL (in doubt: the chat said it never arrived)
+            store.withdraw_intent(step.slug, turn)
+        chat_id = "" if turn == 1 else None  # a first send names its chat (send.name_chat)
+        intent = Intent(turn, now, step.prompt.sha256, account, os.getpid(), owner, chat_id)
+        store.record_intent(step.slug, intent)
+
+
+def unsent(step: Context, err: EngineError, turn: int = 1) -> None:
+    """The send just announced ("sending") failed before anything was submitted: it is no
+    send. The journal says so (the daily count drops it) and the cycle's budget gets it back."""
+    give_back(step, turn, step.account, err.code)
+    if step.budget is not None:
+        step.budget.give_back()
+
+
+def give_back(step: Context, turn: int, account: str, code: str, *before: tuple[str, dict]) -> None:
+    """A send announced but never taken by the site: its intent goes and an `unsent` step is
+    written (after the `before` events) in ONE store step, so a kill cannot leave a send
+    counted against the day that the site never took; the intent marker goes after it (a
+    kill between leaves a marker whose recovery finds nothing and says `unsent` again)."""
+    with step.ws.store.step() as store:
+        store.withdraw_intent(step.slug, turn)
+        for event, fields in before:
+            step.ws.journal.append_in(store, step.slug, event, **fields)
+        extra = {"turn": turn} if turn > 1 else {}
+        step.ws.journal.append_in(
+            store, step.slug, "unsent", engine="qwen", account=account or None, code=code, **extra
+        )
+    if turn == 1:
+        files.remove(step.article.sending)
+
+
+def name_chat(step: Context, marker: dict) -> Callable[[str], None]:
+    """What the engine calls with the chat id the page's completion names, before it lets the
+    request go: the id goes into the intent marker (atomically, fsynced) and the store's
+    intent (with the lease checked, in a shared batch). If this raises, nothing is sent."""
+
+    def named(chat_id: str) -> None:
+        chat_url(step.qwen.base_url, chat_id, step.article.sending)  # a chat id we can open later
+        files.atomic_write(step.article.sending, json.dumps({**marker, "chat_id": chat_id}) + "\n")
+        with step.ws.store.step() as store:
+            if step.lease is not None:
+                step.lease.check(store)
+            store.name_chat(step.slug, 1, chat_id)
+        step.crash("after_naming")
+
+    return named

@@ -1,0 +1,140 @@
+"""The values a handler hands back to the step's loop when the step goes on: what to do next.
+
+A handler ends the step with an Outcome, or returns one of these; it never calls another handler.
+`Ask` has the article decided again (phases.decide, from its files as they are now); the others
+go straight to the handler of what was just learned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...engines.base import Answer, EngineError
+from ..checks import Verdict
+from ..phases import Decision, Failure
+
+
+@dataclass(frozen=True)
+class Ask:
+    """Decide the article again; the loop fills `decision` and hands the move to its action's handler."""
+
+    next_turn: int = 0  # a multi-turn chat's last answer is complete: may this turn be sent?
+    failure: Failure = Failure.NONE  # a hard failure is being handled: fall back, or fail
+    budget_spent: bool = False  # the cycle's budget had no send left for this one
+    what: str = "the prompt"  # what waits, as a waiting message names it
+    error: EngineError | None = None  # the failure being handled
+    message: str = ""  # how the failure is told (fail); "" = from the error and the decision
+    deadline: float | None = None  # a multi-turn `--wait`: when its look gives up (turns)
+    decision: Decision | None = None
+
+
+@dataclass(frozen=True)
+class Look:
+    """Look at the sent one-turn chat now (it was just sent, or the decision said it is due)."""
+
+
+@dataclass(frozen=True)
+class LookTurns:
+    """Look at the sent multi-turn chat; `after_turn`: a turn was just sent (wait a moment first)."""
+
+    deadline: float | None = None
+    after_turn: bool = False
+
+
+def look(turns: int, deadline: float | None = None, after_turn: bool = False) -> Look | LookTurns:
+    return LookTurns(deadline, after_turn) if turns > 1 else Look()
+
+
+@dataclass(frozen=True)
+class Refused:
+    """`account` refused the first send before taking anything: offer it to the next account."""
+
+    account: str
+    error: EngineError
+
+
+@dataclass(frozen=True)
+class Search:
+    """An interrupted send named no chat: look for it by what was sent."""
+
+    account: str
+    marker: dict
+
+
+@dataclass(frozen=True)
+class Adopt:
+    """The interrupted send's chat is found: it is this article's."""
+
+    url: str
+    marker: dict
+
+
+@dataclass(frozen=True)
+class NeverSent:
+    """The interrupted send never reached the site: give it back, then send."""
+
+    account: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Collect:
+    """A complete answer (the chat's or the router's): check it before it becomes the article."""
+
+    answer: Answer
+
+
+@dataclass(frozen=True)
+class Write:
+    """An answer that passed its checks (`markdown` cleaned), rendered: write SLUG.md."""
+
+    answer: Answer
+    document: str
+    strip_title: bool
+    edited: bool  # a one-turn prompt changed since the chat got it: the article says so
+
+
+@dataclass(frozen=True)
+class Reject:
+    """A complete answer that is not an article."""
+
+    answer: Answer
+    verdict: Verdict
+
+
+@dataclass(frozen=True)
+class Busy:
+    """The engine was busy before anything was done (EngineBusy)."""
+
+    error: EngineError
+
+
+@dataclass(frozen=True)
+class Transient:
+    """A transient failure: back off, or fail hard after qwen.max_attempts of them."""
+
+    error: EngineError
+
+
+@dataclass(frozen=True)
+class Hard:
+    """The chat failed hard: record it, then fall back or fail."""
+
+    error: EngineError
+
+
+Move = (
+    Ask
+    | Look
+    | LookTurns
+    | Refused
+    | Search
+    | Adopt
+    | NeverSent
+    | Collect
+    | Write
+    | Reject
+    | Busy
+    | Transient
+    | Hard
+)

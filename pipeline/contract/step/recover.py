@@ -1,0 +1,41 @@
+"""Handler of Action.RECOVER: a marker without a URL, so the last send may have reached the site.
+The chat it named before the prompt left the browser says: a message in it means sent (Adopt),
+none or no chat means never sent (NeverSent). An intent that names no chat (killed before it was
+recorded, or written by an older version): its chat is searched for by what was sent (Search)."""
+
+from __future__ import annotations
+
+from ..article import chat_url, read_marker
+from .context import Context
+from .moves import Adopt, Ask, NeverSent, Search
+
+
+def handle(step: Context, move: Ask) -> Adopt | NeverSent | Search:
+    account = step.sender()
+    step.only = (account,)  # a send after this goes to that account, where the chat may be
+    marker = read_marker(step.article.sending) or {}
+    chat_id = named_chat_id(step, marker)
+    step.log("recovering", engine="qwen", account=account)
+    if not chat_id:
+        return Search(account, marker)
+    url = chat_url(step.qwen.base_url, chat_id, step.article.sending)
+    step.say(f"{step.slug}: an earlier send was interrupted; opening the chat it named: {url}")
+    messages = step.engines.chat(account).user_messages(url)
+    if messages is None:
+        return NeverSent(account, f"the chat it named ({url}) does not exist")
+    if not messages:
+        return NeverSent(account, f"the chat it named ({url}) holds no message")
+    return Adopt(url, marker)
+
+
+def named_chat_id(step: Context, marker: dict) -> str:
+    """The chat the interrupted send named, or "" when none is on record: killed before the
+    click, or while the page's completion was held and the chat not yet recorded (a browser
+    whose driver dies lets what it held go: that send may have reached the site), or an
+    intent an older version wrote. The marker and the store's intent are written one after
+    the other: either may have it."""
+    named = marker.get("chat_id")
+    if isinstance(named, str) and named:
+        return named
+    sends = [s for s in step.ws.store.sends(step.slug) if s.turn == 1 and not s.chat_url]
+    return (sends[0].chat_id or "") if sends else ""

@@ -1,0 +1,22 @@
+"""Handler of a refused first send: the account refused the prompt before taking it. It is
+skipped (its quota block is recorded; a login or bot check is skipped for the rest of this run,
+a hold by every run) and the send is decided again, without it."""
+
+from __future__ import annotations
+
+from ...engines.base import QuotaSpent
+from .context import Context, clock_words
+from .holds import hold
+from .moves import Ask, Refused
+
+
+def handle(step: Context, move: Refused) -> Ask:
+    account, err = move.account, move.error
+    if isinstance(err, QuotaSpent):
+        until = step.ws.chat_quota.block(step.clock(), err.retry_after, str(err), account=account)
+        step.log("quota", engine="qwen", account=account, until=clock_words(until), error=str(err))
+    elif not hold(step, account, err):  # a held account is left alone by every run, not just this one
+        step.engines.unavailable[account] = err
+    step.say(f"{step.slug}: account {account} cannot send ({err}); offering it to the next account")
+    step.account = ""
+    return Ask()

@@ -1,0 +1,40 @@
+"""Handler of a complete answer that is not an article: kept beside, never as, SLUG.md; then the
+chat's answer fails the chat hard (Hard), the router's fails the article (Ask, failure ALL)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import tomli_w
+
+from ... import files
+from ...engines.base import HardError
+from ...redact import mask, mask_data
+from ..phases import Failure
+from .context import Context
+from .moves import Ask, Hard, Reject
+
+
+def handle(step: Context, move: Reject) -> Hard | Ask:
+    answer, verdict = move.answer, move.verdict
+    record = {
+        "reason": verdict.problem,
+        "code": verdict.code,
+        "engine": answer.engine,
+        "time": datetime.fromtimestamp(step.clock()).astimezone().replace(microsecond=0),
+    }
+    if step.chat_url:
+        record["chat_url"] = step.chat_url
+    files.atomic_write(
+        step.article.rejected,
+        f"+++\n{tomli_w.dumps(mask_data(record))}+++\n\n{mask(answer.markdown.strip())}\n",
+    )
+    step.log("rejected", engine=answer.engine, error=verdict.problem, code=f"rejected_{verdict.code}")
+    err = HardError(
+        f"{answer.engine} answer rejected: {verdict.problem} (kept in {step.article.rejected.name})",
+        code=f"rejected_{verdict.code}",
+    )
+    if answer.engine == "qwen":
+        return Hard(err)
+    step.state.record_error(step.clock(), answer.engine, err.code, str(err))
+    return Ask(failure=Failure.ALL, error=err, message=str(err))  # it starts "router answer rejected"

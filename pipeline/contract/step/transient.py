@@ -1,0 +1,33 @@
+"""Handler of a transient failure: the article backs off (phases.backoff_delay), or fails hard
+(Hard) after qwen.max_attempts of them in a row."""
+
+from __future__ import annotations
+
+from ...engines.base import Code, HardError
+from ..phases import Reason, backoff_delay
+from .context import Context, Outcome, Status, wait_words
+from .moves import Hard, Transient
+
+
+def handle(step: Context, move: Transient) -> Outcome | Hard:
+    err, now = move.error, step.clock()
+    step.state.attempts += 1
+    step.state.record_error(now, "qwen", err.code, str(err))
+    step.log("transient", engine="qwen", attempt=step.state.attempts, error=str(err), code=err.code)
+    limit = step.qwen.max_attempts
+    if step.state.attempts >= limit:
+        return Hard(
+            HardError(
+                f"{step.state.attempts} transient failures in a row "
+                f"(qwen.max_attempts = {limit}); last: {err}",
+                code=Code.TOO_MANY_ATTEMPTS,
+            )
+        )
+    delay = backoff_delay(step.qwen, step.state.attempts)
+    step.state.next_try = now + delay
+    step.save()
+    return step.outcome(
+        Status.WORKING,
+        f"{step.slug}: {err} (attempt {step.state.attempts} of {limit}; next try {wait_words(delay)})",
+        reason=Reason.BACKOFF,
+    )

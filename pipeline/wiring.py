@@ -1,0 +1,57 @@
+"""One place wires the engines: which chat and router engines a config gets, and how they are
+built (the chat's browser profile lock and its login refresh included).
+
+The contract knows engines only by their protocol (engines/base.py) and is handed the factories
+made here (`engines(config)`, a contract.workspace.Engines); tests hand it fakes instead. Engine
+code is imported only when an engine is built: a cycle with nothing to do loads none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .config import Config, ConfigError
+from .contract.workspace import Engines
+from .engines.base import ChatEngine, DirectEngine
+
+
+def qwen_engine(config: Config) -> ChatEngine:
+    """The chat engine of the account `config` is for (accounts.account_config): with several
+    accounts its browser is a context of the one browser they share (engines.qwen.browser)."""
+    from .accounts import account_named, config_account, several
+    from .console import say
+    from .engines.qwen.engine import QwenEngine  # Playwright is imported only when a chat is needed
+    from .engines.qwen.selectors import SelectorError
+    from .setup.login import LoginRefresh
+    from .setup.profile import lock_browser_profile
+
+    try:
+        return QwenEngine(
+            config.qwen,
+            config.browser,
+            root=config.root,
+            lock_profile=lock_browser_profile,
+            keep_login=LoginRefresh(config, say=say, account=account_named(config, config_account(config))),
+            shared_browser=several(config),
+        )
+    except SelectorError as err:
+        raise ConfigError(str(err)) from None
+
+
+def router_engine(config: Config) -> DirectEngine:
+    """The router ([router]): an OpenAI-compatible API, one call per answer."""
+    from .engines.router import RouterEngine
+
+    return RouterEngine(config.router)
+
+
+# The registry: `generate --engine NAME` names one of these, or "auto" (the contract: the chat,
+# then the router when the chat cannot).
+CHAT_ENGINES: dict[str, Callable[[Config], ChatEngine]] = {"qwen": qwen_engine}
+DIRECT_ENGINES: dict[str, Callable[[Config], DirectEngine]] = {"router": router_engine}
+ENGINE_CHOICES = ("auto", *CHAT_ENGINES, *DIRECT_ENGINES)
+
+
+def engines(config: Config) -> Engines:
+    """The engines of a run: none started until the contract asks for one."""
+    return Engines(config, chat_factory=CHAT_ENGINES["qwen"], router_factory=DIRECT_ENGINES["router"])
