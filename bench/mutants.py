@@ -68,7 +68,24 @@ STEP_FILES = (
     "pipeline/contract/steps/*.py",
     "pipeline/contract/handlers.py",
     "pipeline/contract/handlers/*.py",
+    "follow-imports:",  # and every module of the contract the step imports that is none of these:
 )
+# The contract's modules that are not the step (what it was split from may add any other name).
+NOT_STEP = {
+    "pipeline/contract/__init__.py",
+    "pipeline/contract/article.py",
+    "pipeline/contract/checks.py",
+    "pipeline/contract/cleanup.py",
+    "pipeline/contract/hosts.py",
+    "pipeline/contract/journal.py",
+    "pipeline/contract/phases.py",
+    "pipeline/contract/prompts.py",
+    "pipeline/contract/quota.py",
+    "pipeline/contract/render.py",
+    "pipeline/contract/rotation.py",
+    "pipeline/contract/upgrade.py",
+    "pipeline/contract/workspace.py",
+}
 STORE_FUNCTIONS = (
     "SQLStore.send_counts",
     "SQLStore.sends",
@@ -495,11 +512,47 @@ def named_mutant(named: Named) -> Mutant:
 def expand(globs: tuple[str, ...]) -> list[str]:
     found: list[str] = []
     for pattern in globs:
+        if pattern == "follow-imports:":
+            found.extend(p for p in imported_contract_modules(found) if p not in found)
+            continue
         for path in sorted(ROOT.glob(pattern)):
             rel = str(path.relative_to(ROOT))
             if rel not in found and (path.is_dir() or path.suffix == ".py"):
                 found.append(rel)
     return found
+
+
+def imported_contract_modules(roots: list[str]) -> list[str]:
+    """The modules of pipeline/contract (but NOT_STEP) that `roots` import, directly or not: the
+    step's own modules, whatever the split named them."""
+    todo, seen = [r for r in roots if r.endswith(".py")], set()
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        package = Path(path).parent
+        for node in ast.walk(ast.parse((ROOT / path).read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = package
+            for _ in range(max(node.level - 1, 0)):
+                base = base.parent
+            module = (node.module or "").replace(".", "/")
+            if not node.level:
+                base, module = Path(), module
+            stems = [module] if module else []
+            stems += [f"{module}/{a.name}" if module else a.name for a in node.names]
+            for stem in stems:
+                for candidate in (base / f"{stem}.py", base / stem / "__init__.py"):
+                    rel = str(candidate)
+                    if (
+                        rel.startswith("pipeline/contract/")
+                        and (ROOT / rel).is_file()
+                        and rel not in NOT_STEP
+                    ):
+                        todo.append(rel)
+    return sorted(seen - set(roots))
 
 
 def all_mutants() -> list[Mutant]:
