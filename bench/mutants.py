@@ -170,17 +170,6 @@ class Named:
 
 NAMED = (
     Named(
-        "named:url-after-marker-removal",
-        "step",
-        STEP_FILES,
-        'crashpoint("after_send")',
-        r"(?P<url>[ \t]*files\.atomic_write\([\w.]*\.url, url \+ \"\\n\"\)\n)"
-        r"(?P<marker>[ \t]*files\.remove\([\w.]*\.sending\)\n)",
-        r"\g<marker>\g<url>",
-        "the intent marker goes before the URL is on disk: a kill between leaves neither, and the "
-        "next run sends again (a real double send)",
-    ),
-    Named(
         "named:url-before-crashpoint",
         "step",
         STEP_FILES,
@@ -208,6 +197,17 @@ NAMED = (
         r"next != \?\)",
         "next != ? OR 1 = 1)",
         "send_counts counts a send that its next step says was never taken (unsent)",
+    ),
+    Named(
+        "named:marker-removed-before-url",
+        "step",
+        STEP_FILES,
+        'crashpoint("after_send")',
+        r"(?P<url>[ \t]*files\.atomic_write\([\w.]*\.url, url \+ \"\\n\"\)\n)"
+        r"(?P<marker>[ \t]*files\.remove\([\w.]*\.sending\)\n)",
+        r"\g<marker>\g<url>",
+        "(not one of the issue's three) the intent marker goes before the URL is on disk: a kill "
+        "between leaves neither, and the next run sends again (a real double send)",
     ),
 )
 
@@ -358,7 +358,7 @@ def mutants_of(path: str, text: str, target: Target) -> list[Mutant]:
         except SyntaxError:
             return
         n = sum(1 for m in found if m.function == qual and m.what.split(":")[0] == what.split(":")[0])
-        kind = what.split(":")[0]
+        kind = what.split(":")[0].replace(" ", "-")
         mid = f"{target.group}:{Path(path).name}:{qual}:{kind}:{n + 1}"
         found.append(Mutant(mid, target.group, path, qual, node.lineno, what, new_text, text))
 
