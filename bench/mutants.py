@@ -581,6 +581,7 @@ class Worker:
 
     folder: Path
     env: dict = field(default_factory=dict)
+    proc: subprocess.Popen | None = None  # the test run going on, if any
 
     @classmethod
     def make(cls) -> Worker:
@@ -630,6 +631,7 @@ class Worker:
             text=True,
             start_new_session=True,  # its own process group: a timeout ends the browsers it started too
         )
+        self.proc = proc
         try:
             out, _ = proc.communicate(timeout=timeout)
             verdict = "survived" if proc.returncode == 0 else "killed"
@@ -644,7 +646,7 @@ class Worker:
                 target.write_text(mutant.original)
                 self.forget_bytecode(target)
         tail = "\n".join(out.strip().splitlines()[-3:])
-        failed = re.search(r"^(?:FAILED|ERROR) (\S+)", out, re.MULTILINE)
+        failed = re.search(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$", out, re.MULTILINE)
         return Result(mutant, verdict, time.monotonic() - started, tail, failed.group(1) if failed else "")
 
     @staticmethod
@@ -655,6 +657,10 @@ class Worker:
             pyc.unlink(missing_ok=True)
 
     def remove(self) -> None:
+        """Stop the test run going on (Ctrl-C), then remove the copy."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
@@ -760,11 +766,16 @@ def run_all(mutants: list[Mutant], workers: list[Worker], tests: dict, timeouts:
                     flush=True,
                 )
 
-    threads = [threading.Thread(target=work, args=(w,)) for w in workers]
+    threads = [threading.Thread(target=work, args=(w,), daemon=True) for w in workers]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    try:
+        for t in threads:
+            t.join()
+    except KeyboardInterrupt:  # no new mutant starts; main's cleanup stops the running ones
+        while not todo.empty():
+            todo.get_nowait()
+        raise
     return results
 
 
@@ -793,4 +804,8 @@ def report(results: list[Result], missing: list[Mutant]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("mutants: interrupted; the copies are removed", file=sys.stderr)
+        sys.exit(130)
