@@ -582,6 +582,7 @@ class Worker:
     folder: Path
     env: dict = field(default_factory=dict)
     proc: subprocess.Popen | None = None  # the test run going on, if any
+    stopping: bool = False
 
     @classmethod
     def make(cls) -> Worker:
@@ -617,6 +618,8 @@ class Worker:
 
     def run(self, tests: list[str], timeout: float, mutant: Mutant | None = None) -> Result:
         target = self.folder / mutant.path if mutant else None
+        if self.stopping:
+            return Result(mutant, "stopped", 0.0)
         if mutant:
             target.write_text(mutant.source)
             self.forget_bytecode(target)
@@ -632,6 +635,8 @@ class Worker:
             start_new_session=True,  # its own process group: a timeout ends the browsers it started too
         )
         self.proc = proc
+        if self.stopping:  # stop() came between the check and the start
+            os.killpg(proc.pid, signal.SIGKILL)
         try:
             out, _ = proc.communicate(timeout=timeout)
             verdict = "survived" if proc.returncode == 0 else "killed"
@@ -642,7 +647,7 @@ class Worker:
             out, _ = proc.communicate()
             verdict = "timeout"
         finally:
-            if mutant:
+            if mutant and not self.stopping:  # stopping: the copy is removed anyway
                 target.write_text(mutant.original)
                 self.forget_bytecode(target)
         tail = "\n".join(out.strip().splitlines()[-3:])
@@ -656,11 +661,14 @@ class Worker:
         for pyc in (path.parent / "__pycache__").glob(f"{path.stem}.*.pyc"):
             pyc.unlink(missing_ok=True)
 
-    def remove(self) -> None:
-        """Stop the test run going on (Ctrl-C), then remove the copy."""
+    def stop(self) -> None:
+        """End the test run going on (Ctrl-C), browsers and all; start no other."""
+        self.stopping = True
         if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+
+    def remove(self) -> None:
+        self.stop()
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
@@ -752,12 +760,14 @@ def run_all(mutants: list[Mutant], workers: list[Worker], tests: dict, timeouts:
     lock = threading.Lock()
 
     def work(worker: Worker) -> None:
-        while True:
+        while not worker.stopping:
             try:
                 m = todo.get_nowait()
             except queue.Empty:
                 return
             result = worker.run(tests[m.group], timeouts[m.group], m)
+            if worker.stopping:
+                return
             with lock:
                 results.append(result)
                 print(
@@ -767,15 +777,17 @@ def run_all(mutants: list[Mutant], workers: list[Worker], tests: dict, timeouts:
                 )
 
     threads = [threading.Thread(target=work, args=(w,), daemon=True) for w in workers]
-    for t in threads:
-        t.start()
     try:
         for t in threads:
+            t.start()
+        for t in threads:
             t.join()
-    except KeyboardInterrupt:  # no new mutant starts; main's cleanup stops the running ones
-        while not todo.empty():
-            todo.get_nowait()
-        raise
+    finally:  # Ctrl-C: no new mutant starts and the running ones end before main removes the copies
+        for worker in workers:
+            worker.stop()
+        for t in threads:
+            if t.ident is not None:
+                t.join()
     return results
 
 
