@@ -1,15 +1,17 @@
 """The mutation check of the safety lines (issue 29, part 6): kept outside CI, run by hand.
 
     .venv/bin/python bench/mutants.py [--list] [--only PATTERN] [--jobs N] [--max N] [--timeout S]
+                                      [--no-clean]
 
 It changes one safety line at a time and runs the tests that should notice: a mutant the tests
 pass with is a survivor, a line no test holds in place. The target is 0 survivors (or each one
 explained as equivalent). The safety lines:
 
 - the step (`pipeline/contract/step.py`, and the modules it may be split into: step/*.py,
-  steps/*.py, handlers*.py): every statement that writes a file, the store, a crash point, a
-  lease check, a marker, a budget, and the conditions around them (selected by what the
-  statement does, not by its line or function, so it follows the code when it moves);
+  steps/*.py, handlers*.py, and any module of the contract it imports that is not in NOT_STEP):
+  every statement that writes a file, the store, a crash point, a lease check, a marker, a
+  budget, and the conditions around them (selected by what the statement does, SAFETY, not by
+  its line or function, so it follows the code when it moves);
 - `pipeline/contract/phases.py`: every rule of the decision table;
 - the stores (`pipeline/store/sql.py`, `sqlite.py`, `postgres.py`): the step, intent, lease and
   send-count paths, their SQL conditions included;
@@ -27,6 +29,9 @@ the file back. Before the mutants, each group's tests run once unchanged: they m
 every mutant would look killed), and their time sets the timeout (3x + 60 s unless --timeout).
 
 Not run by the tests, nor by CI. Exit 0 when nothing survived or timed out, 1 otherwise.
+Why not mutmut: mutmut 3 first runs the whole suite to map tests to functions (hours of CPU
+here), runs the mutant in-process through trampolines (our CLI tests' subprocesses would not
+see it), and has no statement swaps or SQL mutations; the named mutants need anchors anyway.
 """
 
 from __future__ import annotations
