@@ -48,6 +48,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 from dataclasses import dataclass, field
@@ -180,7 +181,7 @@ NAMED = (
         STEP_FILES,
         'crashpoint("after_send")',
         r"(?P<crash>[ \t]*crashpoint\(\"after_send\"\)\n)(?P<between>(?:[ \t]*#.*\n)*)"
-        r"(?P<url>[ \t]*files\.atomic_write\([\w.]*\.url, url \+ \"\\n\"\)\n)",
+        r"(?P<url>[ \t]*files\.atomic_write\([\w.]*\.url, \w+ \+ \"\\n\"\)\n)",
         r"\g<between>\g<url>\g<crash>",
         "the URL written on the other side of the after_send crash point: a kill there no longer "
         "leaves the interrupted send that recovery must answer",
@@ -191,7 +192,7 @@ NAMED = (
         STEP_FILES,
         'crashpoint("before_send")',
         r"[\w.]*lease\.check\(\)",
-        "None",
+        "pass",
         "the lease is not checked just before the click: a host that lost it still sends",
     ),
     Named(
@@ -208,7 +209,7 @@ NAMED = (
         "step",
         STEP_FILES,
         'crashpoint("after_send")',
-        r"(?P<url>[ \t]*files\.atomic_write\([\w.]*\.url, url \+ \"\\n\"\)\n)"
+        r"(?P<url>[ \t]*files\.atomic_write\([\w.]*\.url, \w+ \+ \"\\n\"\)\n)"
         r"(?P<marker>[ \t]*files\.remove\([\w.]*\.sending\)\n)",
         r"\g<marker>\g<url>",
         "(not one of the issue's three) the intent marker goes before the URL is on disk: a kill "
@@ -232,6 +233,7 @@ class Mutant:
     original: str
     why: str = ""
     missing: bool = False  # a named mutant whose anchor is gone
+    shape: str = ""  # its function's tree: two mutants with one shape are one mutant
 
     def diff(self) -> str:
         lines = difflib.unified_diff(
@@ -358,14 +360,14 @@ def mutants_of(path: str, text: str, target: Target) -> list[Mutant]:
         if new_text in made:  # the original, or a mutant already made another way
             return
         made.add(new_text)
-        try:
-            compile(new_text, path, "exec")
-        except SyntaxError:
+        start, end = here
+        form = shape(new_text, start, end + len(new_text) - len(text))
+        if form is None:
             return
         n = sum(1 for m in found if m.function == qual and m.what.split(":")[0] == what.split(":")[0])
         kind = what.split(":")[0].replace(" ", "-")
         mid = f"{target.group}:{Path(path).name}:{qual}:{kind}:{n + 1}"
-        found.append(Mutant(mid, target.group, path, qual, node.lineno, what, new_text, text))
+        found.append(Mutant(mid, target.group, path, qual, node.lineno, what, new_text, text, shape=form))
 
     def safe(node: ast.AST) -> bool:
         return not target.safety_only or bool(SAFETY.search(src.segment(node)))
@@ -379,9 +381,11 @@ def mutants_of(path: str, text: str, target: Target) -> list[Mutant]:
         first = src.segment(node).strip().splitlines()[0]
         return first if len(first) <= 70 else first[:67] + "..."
 
+    here = (0, 0)
     for qual, func in functions(src.tree):
         if not any(fnmatch.fnmatchcase(qual, p) for p in target.functions):
             continue
+        here = (src.starts[func.lineno - 1], src.span(func)[1])
         statements = list(own_statements(func))
         # negate a condition; replace a comparison operator in it
         for stmt in statements:
@@ -468,6 +472,18 @@ def mutants_of(path: str, text: str, target: Target) -> list[Mutant]:
     return found
 
 
+def shape(text: str, start: int, end: int) -> str | None:
+    """The tree of the function at text[start:end], comments and layout aside (what tells two
+    mutants apart); None when the mutated code does not parse."""
+    try:
+        return ast.dump(ast.parse(textwrap.dedent(text[start:end])))
+    except SyntaxError:  # a string whose lines start further left than the def: the whole file
+        try:
+            return ast.dump(ast.parse(text))
+        except SyntaxError:
+            return None
+
+
 def is_docstring(stmt: ast.stmt) -> bool:
     return (
         isinstance(stmt, ast.Expr)
@@ -500,7 +516,19 @@ def named_mutant(named: Named) -> Mutant:
             match = matches[0]
             new_text = text[: at + match.start()] + match.expand(named.new) + text[at + match.end() :]
             line = text.count("\n", 0, at + match.start()) + 1
-            return Mutant(named.name, named.group, path, qual, line, named.why, new_text, text, why=named.why)
+            form = shape(new_text, at, end + len(new_text) - len(text)) or ""
+            return Mutant(
+                named.name,
+                named.group,
+                path,
+                qual,
+                line,
+                named.why,
+                new_text,
+                text,
+                why=named.why,
+                shape=form,
+            )
     return Mutant(
         named.name,
         named.group,
@@ -561,10 +589,17 @@ def imported_contract_modules(roots: list[str]) -> list[str]:
 
 
 def all_mutants() -> list[Mutant]:
+    """The named mutants, then each target's; one mutant per distinct code (the same tree, comments
+    and layout aside, is made once: a named one before a generic one)."""
     mutants = [named_mutant(n) for n in NAMED]
+    made = {(m.path, m.function, m.shape) for m in mutants if not m.missing}
     for target in TARGETS:
         for path in expand(target.files):
-            mutants.extend(mutants_of(path, (ROOT / path).read_text(), target))
+            for m in mutants_of(path, (ROOT / path).read_text(), target):
+                key = (m.path, m.function, m.shape)
+                if key not in made:
+                    made.add(key)
+                    mutants.append(m)
     return mutants
 
 
