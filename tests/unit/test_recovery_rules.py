@@ -278,3 +278,35 @@ def test_a_hosts_daily_count_is_its_own_accounts_sends_only(workspace):
     assert sends_today(workspace.journal, now) == 3
     assert sends_today(workspace.journal, now, ["a"]) == 2 and sends_today(workspace.journal, now, []) == 0
     assert host_accounts(workspace.config) is None
+
+
+# -- the order of the two writes that end a send --------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["send", "recovery"])
+def test_the_intent_marker_of_a_taken_send_goes_only_once_its_url_is_on_disk(
+    project, workspace, engines, chat, monkeypatch, path
+):
+    """A kill between removing SLUG.md.sending and writing SLUG.md.url would leave neither file,
+    and the next run would send again: the marker of a send the site took goes only after the
+    URL is on disk (a kill between them leaves both, and the URL wins). No crash point sits
+    between the two writes, so this watches the order itself."""
+    from pipeline import files
+
+    seen = []
+    remove = files.remove
+
+    def watched(target):
+        if target.name.endswith(".md.sending") and target.exists():
+            seen.append(target.with_name(target.name.replace(".md.sending", ".md.url")).exists())
+        return remove(target)
+
+    add_prompt(project, "tea")
+    clock = Clock()
+    if path == "recovery":
+        interrupted(workspace, "tea", engines, clock, point="after_send")
+    monkeypatch.setattr(files, "remove", watched)
+    outcome = generate(workspace, "tea", engines, clock=clock)
+    assert chat.sends == 1 and outcome.status in (Status.QUEUED, Status.WORKING), outcome
+    assert seen == [True], "the marker went before the URL was written"
+    assert (project / "articles" / "tea.md.url").exists()
