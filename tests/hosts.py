@@ -56,14 +56,16 @@ def make_hosts(
     orphan_hours: float = 6,
     qwen: str = "",
     own_browser: bool | None = None,
+    headless_shell: bool = False,
 ) -> list[Host]:
     """One project per account under `root` (h1, h2, ...), each with every prompt, its account
     signed in (the simulator's login state where `[accounts.NAME]` keeps it) and `[store]`
-    naming the shared database; `qwen`: more `[qwen]` lines; `own_browser`: see make_project."""
+    naming the shared database; `qwen`: more `[qwen]` lines; `own_browser` and `headless_shell`:
+    see make_project."""
     hosts = []
     for number, account in enumerate(accounts, 1):
         host = Host(f"h{number}", account, root / f"h{number}")
-        make_project(host.project, sim, extra=qwen, own_browser=own_browser)
+        make_project(host.project, sim, extra=qwen, own_browser=own_browser, headless_shell=headless_shell)
         store = {
             "store": {
                 "url": url,

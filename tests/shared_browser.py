@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -30,6 +31,11 @@ from pathlib import Path
 from pipeline.engines.qwen.browser import find_executable, launch_args
 
 START_SECONDS = 30
+# The same Chromium build's old headless mode (Debian's chromium-headless-shell, what Playwright
+# itself runs for headless by default): a new page there costs about a fifth of the CPU a page of
+# the full browser's headless mode does (0.2 against 1 CPU-second, bench/bench_browser_pages.py),
+# and the CLI tests open hundreds. The tests of the launch itself use the full `chromium`.
+HEADLESS_SHELL = "chromium-headless-shell"
 
 _process: subprocess.Popen | None = None
 _folder: tempfile.TemporaryDirectory | None = None
@@ -42,7 +48,7 @@ def cdp_url() -> str:
     if _process is not None and _process.poll() is None:
         return _url
     stop()
-    executable, _ = find_executable("")
+    executable = headless_shell() or find_executable("")[0]
     if executable is None:
         raise RuntimeError("no Chromium on PATH for the shared test browser")
     _folder = tempfile.TemporaryDirectory(prefix="qwenpipe-shared-chromium-")
@@ -75,6 +81,11 @@ def cdp_url() -> str:
     raise RuntimeError(f"the shared test browser ({executable}) did not start in {START_SECONDS} s")
 
 
+def headless_shell() -> str | None:
+    """The headless shell's path, or None when it is not installed (then the full Chromium)."""
+    return shutil.which(HEADLESS_SHELL)
+
+
 def stop() -> None:
     """Stop the shared Chromium (its process group, by the PID we started) and remove its profile."""
     global _process, _folder, _url
@@ -89,8 +100,25 @@ def stop() -> None:
                 except ProcessLookupError:
                     pass
                 _process.wait()
+        _group_gone(_process.pid)
         _process = None
     if _folder is not None:
         _folder.cleanup()
         _folder = None
     _url = ""
+
+
+def _group_gone(group: int, seconds: float = 10.0) -> None:
+    """Wait until no process of the browser's group is left (its helpers may outlive the browser
+    by a moment, still writing to the profile), then SIGKILL what remains."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

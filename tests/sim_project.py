@@ -20,14 +20,19 @@ def make_project(
     extra: str = "",
     stable_reads: int = 1,
     own_browser: bool | None = None,
+    headless_shell: bool = False,
 ) -> Path:
     """`stable_reads = 1`: an answer the site calls finished is taken at the first read (the
     engine's own tests, test_qwen_engine and test_steadiness, check the reads a second apart).
     The commands attach to the test process's shared Chromium (tests/shared_browser.py) unless
     `own_browser` (None: the test module's OWN_BROWSER, see conftest): then each launches its
-    own on the project's profile, as cron runs do."""
+    own on the project's profile, as cron runs do; `headless_shell`: that own browser is the
+    lighter headless shell of the same Chromium (tests/shared_browser.py), for runs whose point
+    is the contract under kills and races, not the browser's launch (the chaos runs)."""
     own = OWN_BROWSER if own_browser is None else own_browser
     attach = "" if own else f'cdp_url = "{shared_browser.cdp_url()}"\n'
+    if own and headless_shell and shared_browser.headless_shell():
+        attach = f'executable = "{shared_browser.headless_shell()}"\n'
     (folder / "prompts").mkdir(parents=True, exist_ok=True)
     (folder / "articles").mkdir(exist_ok=True)
     (folder / "config.toml").write_text(

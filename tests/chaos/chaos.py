@@ -221,7 +221,8 @@ def run_trial(
     started = time.monotonic()
     trial = plan_trial(index, rng, kind, max_prompts)
     trial.started_at = time.time()
-    project = make_project(root / f"t{index:04d}", sim, own_browser=True)  # killed: its own browser
+    # killed: its own browser
+    project = make_project(root / f"t{index:04d}", sim, own_browser=True, headless_shell=True)
     with open(project / "config.toml", "a", encoding="utf-8") as config:
         config.write(ARTICLE_SECTION)
     for slug, text in trial.slugs.items():

@@ -117,6 +117,7 @@ def run_trial(
             lease_seconds=LEASE_SECONDS,
             qwen=f"max_sends_per_cycle = {per_cycle}",
             own_browser=True,  # killed commands: each its own browser, as cron runs it
+            headless_shell=True,
         )
         init = hosts.run(group[0], "store", "init")
         if init.returncode != 0:

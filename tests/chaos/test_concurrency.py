@@ -101,7 +101,8 @@ def test_processes_at_once_on_one_batch_overlap_send_each_prompt_once_and_write_
         # Short cycles overlap each other and the generates more often, and none comes near the
         # 120 s a command may take on a loaded 2-CPU machine.
         sends = f"max_sends_per_cycle = {SENDS_PER_CYCLE}"
-        project = make_project(tmp_path, sim, extra=sends, own_browser=True)  # killed: own browsers
+        # killed: own browsers
+        project = make_project(tmp_path, sim, extra=sends, own_browser=True, headless_shell=True)
         with open(project / "config.toml", "a", encoding="utf-8") as config:
             config.write("\n[article]\nmin_words = 0\n")
         texts = {}
@@ -175,7 +176,8 @@ def test_processes_at_once_on_one_batch_overlap_send_each_prompt_once_and_write_
 @pytest.mark.timeout(120)
 def test_a_poll_while_another_process_has_the_browser_does_not_pay_the_router(tmp_path):
     with Simulator(port=0, answer_seconds=0.5, thinking_seconds=0.1, url_delay=0.2).start() as sim:
-        project = make_project(tmp_path, sim, own_browser=True)  # processes racing for one profile
+        # processes racing for one profile
+        project = make_project(tmp_path, sim, own_browser=True, headless_shell=True)
         texts = {}
         for slug in ("left", "right"):
             texts[slug] = f"Write about the {slug} hand of two processes."
