@@ -644,7 +644,13 @@ class QwenEngine:
             chat_id = chat_id_from_url(page.url)
             if chat_id:
                 return chat_id
-            deadline = self._check_sent(page, replies, resend, deadline)
+            try:
+                deadline = self._check_sent(page, replies, resend, deadline)
+            except EngineError:
+                # A completion held back while the check waited: the page's error is its
+                # reaction to our abort, and why we aborted (nothing sent) is what counts.
+                hold.check()
+                raise
             page.wait_for_timeout(POLL_SECONDS * 1000)
         raise TransientError(
             f"the prompt was sent but no chat address appeared within {self.page_timeout:g} s "
