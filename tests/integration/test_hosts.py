@@ -24,8 +24,8 @@ from hosts import (
     status,
 )
 
-# Its projects launch their own browser (tests/sim_project.py):
-# each host signs its account in through a saved login.
+# Its projects launch their own browser (tests/sim_project.py), the headless shell: each host
+# signs its account in through a saved login (the full chromium's launch: tests/setup).
 OWN_BROWSER = True
 
 pytestmark = pytest.mark.browser
@@ -49,7 +49,7 @@ def test_three_hosts_over_one_database_send_each_prompt_once_and_every_host_gets
     sim.set(clear_accounts=True)
     url = postgres_server.new_database()
     prompts = {f"p{i:02d}": f"Write article {i} about three hosts sharing one batch." for i in range(PROMPTS)}
-    hosts = make_hosts(tmp_path, sim, url, prompts)
+    hosts = make_hosts(tmp_path, sim, url, prompts, headless_shell=True)
     init = run(hosts[0], "store", "init")
     assert init.returncode == 0, init.stderr
     since = len(sim.ledger())

@@ -17,8 +17,8 @@ from pipeline.exitcodes import ExitCode
 from pipeline.store.postgres import PostgresStore
 from pipeline.store.protocol import Intent
 
-# Its projects launch their own browser (tests/sim_project.py):
-# each host signs its account in through a saved login.
+# Its projects launch their own browser (tests/sim_project.py), the headless shell: each host
+# signs its account in through a saved login (the full chromium's launch: tests/setup).
 OWN_BROWSER = True
 
 pytestmark = pytest.mark.browser
@@ -27,7 +27,7 @@ SIMULATOR = {"answer_seconds": 0.3, "thinking_seconds": 0.1, "url_delay": 0.1, "
 
 
 def host(tmp_path, sim, url: str, name: str, account: str, *, router: bool = True, extra: str = ""):
-    project = make_project(tmp_path / name, sim, router=router)
+    project = make_project(tmp_path / name, sim, router=router, headless_shell=True)
     states = add_accounts(project, [account])
     states[account].parent.mkdir(parents=True, exist_ok=True)
     states[account].write_text(json.dumps(sim.login_state(account)))
