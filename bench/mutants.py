@@ -179,8 +179,8 @@ NAMED = (
         "named:url-before-crashpoint",
         "step",
         STEP_FILES,
-        'crashpoint("after_send")',
-        r"(?P<crash>[ \t]*crashpoint\(\"after_send\"\)\n)(?P<between>(?:[ \t]*#.*\n)*)"
+        'crash("after_send")',
+        r"(?P<crash>[ \t]*[\w.]*crash\(\"after_send\"\)\n)(?P<between>(?:[ \t]*#.*\n)*)"
         r"(?P<url>[ \t]*files\.atomic_write\([\w.]*\.url, \w+ \+ \"\\n\"\)\n)",
         r"\g<between>\g<url>\g<crash>",
         "the URL written on the other side of the after_send crash point: a kill there no longer "
@@ -190,7 +190,7 @@ NAMED = (
         "named:no-lease-check-before-click",
         "step",
         STEP_FILES,
-        'crashpoint("before_send")',
+        'crash("before_send")',
         r"[\w.]*lease\.check\(\)",
         "pass",
         "the lease is not checked just before the click: a host that lost it still sends",
@@ -208,7 +208,7 @@ NAMED = (
         "named:marker-removed-before-url",
         "step",
         STEP_FILES,
-        'crashpoint("after_send")',
+        'crash("after_send")',
         r"(?P<url>[ \t]*files\.atomic_write\([\w.]*\.url, \w+ \+ \"\\n\"\)\n)"
         r"(?P<marker>[ \t]*files\.remove\([\w.]*\.sending\)\n)",
         r"\g<marker>\g<url>",
