@@ -35,6 +35,7 @@ MARKER = Files(sending=True)
 ROUTER = Limits(router=True)
 NO_ROUTER = Limits(router=False)
 QUOTA_SPENT = dict(quota_until=NOW + 3600, quota_reason="RateLimited")
+OFF = "account a is disabled in config.toml"
 
 # (situation, files, record, limits, extra facts) -> (phase, action, reason, until)
 ROWS = [
@@ -123,6 +124,16 @@ ROWS = [
      (Phase.GENERATING, Action.WAIT, Reason.ORPHANED, None)),
     ("... --engine qwen: it waits", SENT, Record(), Limits(router=True, engine="qwen", orphaned="no host"),
      {}, (Phase.GENERATING, Action.WAIT, Reason.ORPHANED, None)),
+    ("its account is off (disabled or held): its sent chat waits for it", SENT, Record(),
+     Limits(router=True, account_off=OFF), {}, (Phase.QUOTA, Action.WAIT, Reason.ACCOUNT, None)),
+    ("... a send marker of it waits too", MARKER, Record(), Limits(router=True, account_off=OFF), {},
+     (Phase.QUOTA, Action.WAIT, Reason.ACCOUNT, None)),
+    ("... and a new send", PENDING, Record(), Limits(router=True, account_off=OFF), {},
+     (Phase.QUOTA, Action.WAIT, Reason.ACCOUNT, None)),
+    ("... and its chat's next turn", SENT, Record(last_poll=NOW), Limits(router=True, account_off=OFF),
+     {"next_turn": 2}, (Phase.QUOTA, Action.WAIT, Reason.ACCOUNT, None)),
+    ("a retry due this very moment: poll", SENT, Record(attempts=1, next_try=NOW), ROUTER, {},
+     (Phase.GENERATING, Action.POLL, Reason.NONE, None)),
 ]  # fmt: skip
 
 
@@ -167,6 +178,17 @@ def test_a_time_a_clock_jump_left_ahead_is_replanned_and_the_record_kept():
     assert decision.replan == (NOW + 2 * POLL, NOW)
     assert (state.next_try, state.last_poll) == (NOW + DAY, NOW + DAY), "decide changes nothing"
     assert decide(Facts(SENT, Record(last_poll=NOW - 1), Limits(poll_interval=POLL), NOW)).replan is None
+
+
+def test_a_time_is_replanned_only_when_it_lies_ahead():
+    """A look recorded ahead of now (a clock jump) is pulled back and the plan says so, for a
+    prompt not sent yet as well (its send goes with the replan); a look recorded at this very
+    moment is no jump and replans nothing."""
+    limits = ROUTER._replace(poll_interval=POLL, max_attempts=5)
+    ahead = decide(Facts(PENDING, Record(last_poll=NOW + DAY), limits, NOW, planning=True))
+    assert (ahead.action, ahead.replan) == (Action.SEND, (0.0, NOW)), ahead
+    now = decide(Facts(SENT, Record(last_poll=NOW), limits, NOW))
+    assert (now.action, now.replan) == (Action.WAIT, None), now
 
 
 def test_a_state_record_edited_by_hand_reads_as_never_set():
