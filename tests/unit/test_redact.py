@@ -341,3 +341,37 @@ def test_check_answer_rejects_an_answer_that_holds_the_key():
     verdict = check_answer(body + f"\n\nUsed key {ODD[3:40]}\n", Article())
     assert verdict.code == "secret" and "holds the router key" in verdict.problem
     assert ODD[3:11] not in verdict.problem
+
+
+# -- what the mutation check found no test holding (bench/mutants.py, redact group) -------------
+
+
+def test_a_login_token_nobody_registered_is_masked_and_other_text_is_kept():
+    jwt = "eyJhbGciOiJIUzI1NiJ9.eyJpZCI6InVzZXIifQ.c2lnbmF0dXJl"
+    assert redact.mask_tokens(f"token={jwt}; next") == f"token={MASK}; next"
+    assert redact.mask_tokens("eyJ alone is no token") == "eyJ alone is no token"
+
+
+def test_a_password_in_a_url_or_a_pair_is_masked_and_other_text_is_kept():
+    assert redact.mask_passwords("postgresql://qp:s3cret@db/x") == f"postgresql://qp:{MASK}@db/x"
+    assert redact.mask_passwords("host=db password=s3cret user=qp") == f"host=db password={MASK} user=qp"
+    assert redact.mask_passwords("no secret at all: host=db") == "no secret at all: host=db"
+
+
+def test_the_router_key_comes_from_its_file_when_the_variable_is_unset(tmp_path):
+    key_file = tmp_path / "router.key"
+    key_file.write_text("Zq7-key-from-the-file-0123456789\n")
+    key_file.chmod(0o600)
+    settings = Router(api_key_env="QP_TEST_KEY", api_key_file=str(key_file))
+    assert redact.router_key(settings, env={}) == "Zq7-key-from-the-file-0123456789"
+    assert (
+        redact.router_key(settings, env={"QP_TEST_KEY": "Zq7-from-the-env-987654"})
+        == "Zq7-from-the-env-987654"
+    )
+
+
+def test_a_secret_of_exactly_min_run_characters_is_masked_inside_a_word_and_url_encoded():
+    secret = "Zq7/+ab9"[:MIN_RUN]
+    assert len(secret) == MIN_RUN
+    assert mask(f"x{secret}y", [secret]) == f"x{MASK}y", "a run of MIN_RUN characters is the key"
+    assert mask(quote(secret, safe=""), [secret]) == MASK, "its URL-encoded form too"
