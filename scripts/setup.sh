@@ -16,7 +16,7 @@ if ! command -v Xvfb >/dev/null 2>&1 || ! command -v hugo >/dev/null 2>&1 \
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium xvfb hugo postgresql >/dev/null
 fi
 # The same Chromium's headless shell: the browser most tests attach to (tests/shared_browser.py),
-# a fifth of the CPU per page. Optional: without it the tests use the full chromium, slower.
+# a sixth of the CPU per page. Optional: without it the tests use the full chromium, slower.
 if ! command -v chromium-headless-shell >/dev/null 2>&1; then
   sudo=""
   [ "$(id -u)" -ne 0 ] && sudo="sudo"

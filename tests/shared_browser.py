@@ -32,8 +32,8 @@ from pipeline.engines.qwen.browser import find_executable, launch_args
 
 START_SECONDS = 30
 # The same Chromium build's old headless mode (Debian's chromium-headless-shell, what Playwright
-# itself runs for headless by default): a new page there costs about a fifth of the CPU a page of
-# the full browser's headless mode does (0.2 against 1 CPU-second, bench/bench_browser_pages.py),
+# itself runs for headless by default): a page held open costs about a sixth of the CPU it does
+# in the full browser's headless mode (0.18 against 1.14 CPU-seconds, bench/bench_browser_pages.py),
 # and the CLI tests open hundreds. The tests of the launch itself use the full `chromium`.
 HEADLESS_SHELL = "chromium-headless-shell"
 
