@@ -31,8 +31,9 @@ def make_project(
     is the contract under kills and races, not the browser's launch (the chaos runs)."""
     own = OWN_BROWSER if own_browser is None else own_browser
     attach = "" if own else f'cdp_url = "{shared_browser.cdp_url()}"\n'
-    if own and headless_shell and shared_browser.headless_shell():
-        attach = f'executable = "{shared_browser.headless_shell()}"\n'
+    shell = shared_browser.headless_shell() if own and headless_shell else None
+    if shell:
+        attach = f'executable = "{shell}"\n'
     (folder / "prompts").mkdir(parents=True, exist_ok=True)
     (folder / "articles").mkdir(exist_ok=True)
     (folder / "config.toml").write_text(

@@ -87,11 +87,8 @@ def _bundled_chromium_path(chromium: Any) -> str | None:
     try:
         if chromium is not None:
             return chromium.executable_path
-        playwright = _PLAYWRIGHT.acquire()
-        try:
+        with playwright_driver() as playwright:
             return playwright.chromium.executable_path
-        finally:
-            _PLAYWRIGHT.release()
     except Exception:  # no driver, or asked inside an asyncio loop: treat as "not installed"
         return None
 
