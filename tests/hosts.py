@@ -28,6 +28,7 @@ if str(HERE / "chaos") not in sys.path:  # the process pieces (own session, reap
 import tomli_w  # noqa: E402
 from chaos import article_problem, finish, last_line, qwenpipe_env, reap_group, start  # noqa: E402
 from sim_project import add_accounts, make_project  # noqa: E402
+from tests_cli_helpers import qwenpipe  # noqa: E402
 
 ACCOUNTS = ("a", "b", "c")  # one simulator account per host
 STORE_UNREACHABLE = "store unreachable"  # what a command says (stderr) when the database is down
@@ -88,14 +89,7 @@ def make_hosts(
 
 def run(host: Host, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     """One command on a host, to its end (store init, sync, status)."""
-    return subprocess.run(
-        [sys.executable, "-m", "pipeline", *args],
-        cwd=host.project,
-        env=qwenpipe_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return qwenpipe(*args, cwd=host.project, env=qwenpipe_env(), timeout=timeout)
 
 
 @dataclass

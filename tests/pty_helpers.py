@@ -9,9 +9,10 @@ import select
 import signal
 import struct
 import subprocess
-import sys
 import termios
 import time
+
+import tests_cli_helpers
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r")
 CONTROL = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])|\x1b[()][A-Z0-9]|\r\n|\r|\n|[^\x1b\r\n]+")
@@ -63,10 +64,9 @@ def spawn(args: list[str], cwd, *, columns: int = 120, rows: int = 40) -> tuple[
     and never see the Ctrl-C the test sends."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
-    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS", "LINES")}
-    env["TERM"] = "xterm-256color"
-    child = subprocess.Popen(
-        [sys.executable, "-m", "pipeline", *args],
+    env = {"NO_COLOR": None, "COLUMNS": None, "LINES": None, "TERM": "xterm-256color"}
+    child = tests_cli_helpers.spawn(
+        *args,
         cwd=cwd,
         stdin=slave,
         stdout=slave,

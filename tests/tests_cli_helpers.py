@@ -6,7 +6,8 @@ contract tests use, browser tests included (issue 28): a command then costs neit
 interpreter's start-up and imports nor a Playwright driver's start (about 0.4 CPU-seconds), as
 the commands of one test process share one driver, held open between them (`hold_driver`).
 
-`qwenpipe(...)` starts `python -m pipeline`, for what only a process shows: the console script's
+`qwenpipe(...)` runs `python -m pipeline` to its end and `spawn(...)` starts it (the one way
+tests start the command as a process), for what only a process shows: the console script's
 own start-up and fast paths (pipeline/entry.py), a crash point (the process SIGKILLs itself), a
 signal, a watchdog, the umask read at start-up, a second process at once.
 """
@@ -23,16 +24,37 @@ import sys
 CRASH_AT = "QWENPIPE_CRASH_AT"  # pipeline/crashpoints.py: the process SIGKILLs itself there
 
 
-def qwenpipe(*args, cwd, env=None, timeout=120):
-    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "pipeline", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=timeout,
-    )
+def command_env(env: dict[str, str | None] | None = None) -> dict[str, str]:
+    """The environment a test's command runs with: this process's, NO_COLOR=1 (no colour codes in
+    what tests read), then `env` over it, where a value of None removes that variable."""
+    full = {**os.environ, "NO_COLOR": "1"}
+    for name, value in (env or {}).items():
+        if value is None:
+            full.pop(name, None)
+        else:
+            full[name] = value
+    return full
+
+
+def spawn(*args, cwd, env: dict[str, str | None] | None = None, **popen) -> subprocess.Popen:
+    """`python -m pipeline ARGS` started in `cwd` with `command_env(env)`, not waited for: the one
+    way tests start qwenpipe as a process. Popen's keywords (stdout, stderr, text,
+    start_new_session, ...) pass through."""
+    command = [sys.executable, "-m", "pipeline", *(str(arg) for arg in args)]
+    return subprocess.Popen(command, cwd=cwd, env=command_env(env), **popen)
+
+
+def qwenpipe(*args, cwd, env=None, timeout=120) -> subprocess.CompletedProcess:
+    """`qwenpipe ARGS` in a process, to its end: stdout and stderr captured as text. Past
+    `timeout` seconds the process is killed and subprocess.TimeoutExpired raised."""
+    with spawn(*args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()  # as subprocess.run: what it started may still hold the pipes
+            raise
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 def qwenpipe_in_process(*args, cwd, env=None, timeout=None) -> subprocess.CompletedProcess:
@@ -43,7 +65,7 @@ def qwenpipe_in_process(*args, cwd, env=None, timeout=None) -> subprocess.Comple
     timeout is put back); the command's workspace closed its store when the command ended."""
     from pipeline.cli.app import run
 
-    if CRASH_AT in (env or {}) or CRASH_AT in os.environ:
+    if command_env(env).get(CRASH_AT):
         raise ValueError(f"{CRASH_AT} kills the process it is in: run that command with qwenpipe()")
     hold_driver()
     del timeout  # the command's own watchdog (qwen.run_timeout) and the test's timeout bound it
@@ -52,7 +74,8 @@ def qwenpipe_in_process(*args, cwd, env=None, timeout=None) -> subprocess.Comple
     environ = dict(os.environ)
     alarm = signal.getsignal(signal.SIGALRM)
     timer = signal.getitimer(signal.ITIMER_REAL)
-    os.environ.update({"NO_COLOR": "1", **(env or {})})
+    os.environ.clear()
+    os.environ.update(command_env(env))
     try:
         os.chdir(cwd)
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
@@ -96,16 +119,8 @@ def release_driver() -> None:
 def qwenpipe_at_once(*args, cwd, count: int, timeout=120) -> list[tuple[int, str]]:
     """`count` processes of `qwenpipe ARGS` started one after the other without waiting, as
     overlapping cron runs are: (exit code, stderr) of each, in the order they were started."""
-    env = {**os.environ, "NO_COLOR": "1"}
     procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "pipeline", *args],
-            cwd=cwd,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        spawn(*args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         for _ in range(count)
     ]
     return [(p.wait(timeout=timeout), p.stderr.read()) for p in procs]

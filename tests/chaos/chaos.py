@@ -52,6 +52,7 @@ if str(TESTS) not in sys.path:  # run as a script: make tests/ importable (sim_p
     sys.path.insert(0, str(TESTS))
 
 import chaos_common  # noqa: E402
+import tests_cli_helpers  # noqa: E402
 from sim_project import add_accounts, make_project  # noqa: E402
 
 NAMED = ("before_send", "after_naming", "after_send", "mid_article", "mid_journal", "after_router")
@@ -103,19 +104,16 @@ class Trial:
         return not self.problems
 
 
-def qwenpipe_env(crash_at: str = "") -> dict[str, str]:
-    env = {**os.environ, "NO_COLOR": "1"}
-    env.pop("QWENPIPE_CONFIG", None)
-    env.pop("QWENPIPE_CRASH_AT", None)
-    if crash_at:
-        env["QWENPIPE_CRASH_AT"] = crash_at
-    return env
+def qwenpipe_env(crash_at: str = "") -> dict[str, str | None]:
+    """What a chaos run's command is started with over the test's environment: no config of the
+    caller's, and this crash point or none."""
+    return {"QWENPIPE_CONFIG": None, "QWENPIPE_CRASH_AT": crash_at or None}
 
 
 def start(args: list[str], project: Path, crash_at: str = "") -> subprocess.Popen:
     # Own session: what a killed command leaves behind (its browser) can be found by group id.
-    return subprocess.Popen(
-        [sys.executable, "-m", "pipeline", *args],
+    return tests_cli_helpers.spawn(
+        *args,
         cwd=project,
         env=qwenpipe_env(crash_at),
         stdout=subprocess.DEVNULL,
@@ -389,14 +387,7 @@ def check_journal(trial: Trial, project: Path) -> None:
         events = [e.event for e in store.events()]
     if "cycle_end" not in events:
         trial.problems.append("journal: no cycle_end from the final cycle")
-    status = subprocess.run(
-        [sys.executable, "-m", "pipeline", "status", "--json"],
-        cwd=project,
-        env=qwenpipe_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    status = tests_cli_helpers.qwenpipe("status", "--json", cwd=project, env=qwenpipe_env(), timeout=60)
     if status.returncode != 0:
         trial.problems.append(f"status --json exit {status.returncode}: {last_line(status.stderr)}")
     else:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import random
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter, defaultdict
@@ -25,6 +24,7 @@ from itertools import combinations
 
 import pytest
 from sim_project import journal, make_project, read_article
+from tests_cli_helpers import spawn
 
 from pipeline.simulator import Simulator
 
@@ -61,14 +61,7 @@ class Run:
 
 def run_command(args, project) -> Run:
     started = time.time()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "pipeline", *args],
-        cwd=project,
-        env={**os.environ, "NO_COLOR": "1"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = spawn(*args, cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         _out, err = process.communicate(timeout=120)
     except subprocess.TimeoutExpired:
@@ -184,12 +177,8 @@ def test_a_poll_while_another_process_has_the_browser_does_not_pay_the_router(tm
             (project / "prompts" / f"{slug}.md").write_text(texts[slug], encoding="utf-8")
         assert run_command(["generate", "left"], project).code == 42
         sim.set(hold_answers=True)  # `right --wait` keeps its browser open until it is killed
-        holder = subprocess.Popen(
-            [sys.executable, "-m", "pipeline", "generate", "right", "--wait"],
-            cwd=project,
-            env={**os.environ, "NO_COLOR": "1"},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        holder = spawn(
+            "generate", "right", "--wait", cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         try:
             deadline = time.monotonic() + 60

@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 import time
 from datetime import datetime
 
 import pytest
 from fakes import FakeChat, FakeRouter
 from project_files import add_prompt
-from tests_cli_helpers import qwenpipe_in_process
+from tests_cli_helpers import qwenpipe, qwenpipe_in_process
 
 from pipeline.batch.status import STATES, collect
 from pipeline.cli.app import run
@@ -339,10 +337,7 @@ def test_slow_polls_stretch_the_expected_cycle_gap(project):
 
 
 def test_plain_output_off_a_terminal_has_no_colour_and_no_box(batch, project):
-    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
-    result = subprocess.run(
-        [sys.executable, "-m", "pipeline", "status"], cwd=project, capture_output=True, text=True, env=env
-    )
+    result = qwenpipe("status", cwd=project, env={"NO_COLOR": None})
     assert result.returncode == 0
     out = result.stdout
     assert "\x1b[" not in out and not set("─│┃━┏┓└┘╭╮") & set(out)

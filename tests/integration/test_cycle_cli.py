@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 from sim_project import journal, make_project, prompt, read_article
-from tests_cli_helpers import qwenpipe_at_once, qwenpipe_in_process
+from tests_cli_helpers import qwenpipe_at_once, qwenpipe_in_process, spawn
 
 pytestmark = pytest.mark.browser
 
@@ -67,14 +66,7 @@ def test_a_killed_cycle_blocks_nothing_and_sends_nothing_twice(sim, tmp_path):
     sim.set(url_delay=3.0)
     project = make_project(tmp_path, sim, own_browser=True)  # killed: its own browser
     texts = [prompt(project, f"k{i}", f"Write about being killed {i}.") for i in range(3)]
-    env = {**os.environ, "NO_COLOR": "1"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "pipeline", "cycle"],
-        cwd=project,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    process = spawn("cycle", cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not any(e["prompt"] == texts[0] for e in sim.sends()):
         time.sleep(0.05)

@@ -7,13 +7,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from sim_project import make_project, prompt, read_article
-from tests_cli_helpers import qwenpipe_in_process
+from tests_cli_helpers import qwenpipe_in_process, spawn
 
 # Its projects launch their own browser (tests/sim_project.py):
 # a headed launch, its Xvfb and what a kill leaves.
@@ -82,12 +81,8 @@ def test_sigkill_of_a_headed_run_leaves_no_xvfb_behind(sim, tmp_path):
     project = headed_project(tmp_path, sim, "xvfb")
     text = prompt(project, "killed", "Write about a run killed in the middle.")
     sim.set(hold_answers=True)  # the run stays on the page, its browser and Xvfb up, until killed
-    run = subprocess.Popen(
-        [sys.executable, "-m", "pipeline", "generate", "killed", "--wait"],
-        cwd=project,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "NO_COLOR": "1"},
+    run = spawn(
+        "generate", "killed", "--wait", cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     try:
         sent = wait_until(lambda: text in [e["prompt"] for e in sim.sends()] or run.poll() is not None)

@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 from sim_project import journal, make_project, prompt, read_article
-from tests_cli_helpers import qwenpipe_at_once, qwenpipe_in_process
+from tests_cli_helpers import qwenpipe_at_once, qwenpipe_in_process, spawn
 
 pytestmark = pytest.mark.browser
 
@@ -60,14 +59,7 @@ def test_sigkill_between_send_and_url_does_not_send_again(sim, tmp_path):
     sim.set(url_delay=4.0)  # the address changes 4 s after the site took the prompt
     project = make_project(tmp_path, sim)
     text = prompt(project, "crash", "Write about surviving crashes.")
-    env = {**os.environ, "NO_COLOR": "1"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "pipeline", "generate", "crash"],
-        cwd=project,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    process = spawn("generate", "crash", cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not any(e["prompt"] == text for e in sim.sends()):
         time.sleep(0.05)

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import threading
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 from tests_cli_helpers import qwenpipe_in_process as qwenpipe
+from tests_cli_helpers import spawn
 
 from pipeline.batch.status import collect, collect_story
 from pipeline.config import load
@@ -90,8 +90,11 @@ def test_log_of_a_bad_slug_is_a_usage_error(legacy):
 
 
 def test_log_follow_prints_a_step_written_after_it_started(legacy):
-    process = subprocess.Popen(
-        [sys.executable, "-m", "pipeline", "log", "--follow", "--json", "router-done"],
+    process = spawn(
+        "log",
+        "--follow",
+        "--json",
+        "router-done",
         cwd=legacy,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

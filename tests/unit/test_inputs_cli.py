@@ -5,7 +5,6 @@ one `router:` prefix, `init` making prompts/, and file line numbers in front mat
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -143,14 +142,7 @@ def all_commands() -> list[list[str]]:
 
 @pytest.mark.parametrize("command", all_commands(), ids=lambda c: " ".join(c) or "qwenpipe")
 def test_no_help_shows_bool_as_a_metavar(tmp_path, command):
-    result = subprocess.run(
-        [sys.executable, "-m", "pipeline", *command, "--help"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "120", "NO_COLOR": "1"},
-        timeout=60,
-    )
+    result = qwenpipe(*command, "--help", cwd=tmp_path, env={"COLUMNS": "120"}, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "--help" in result.stdout
     assert "<bool>" not in result.stdout and "BOOLEAN" not in result.stdout, result.stdout
