@@ -1,6 +1,6 @@
 """How long the SQLite store takes to give `status --json` what it needs, over 10,000 articles
-and 100,000 events: every article's record, each article's last event, today's sends and the
-quota blocks.
+and 100,000 events: every article's record and summary (its last step, kept by each append),
+the first sends, the remembered prompt checks, today's sends and the quota blocks.
 
     .venv/bin/python bench/bench_store.py [--articles 10000] [--events 100000] [--repeat 5]
 
@@ -71,10 +71,12 @@ def load(store: SQLiteStore) -> int:
     """What status reads from the store; returns how many articles it described."""
     now = time.time()
     records = store.articles()
-    last = store.last_events()
+    summaries = store.summaries()
+    store.prompt_checks()
+    store.first_sends()
     store.send_counts(local_day_start(now), next_local_midnight(now))
     store.quota_blocks(now)
-    return len({*records, *last})
+    return len({*records, *summaries})
 
 
 def warm(state_dir: Path, repeat: int) -> tuple[float, float]:

@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import pg_schema
-from .protocol import Event, Finished, StoreBusy, StoreError, StoreUnreachable
-from .sql import EVENT_COLUMNS, FINISHED_COLUMNS, Dialect, SQLStep, SQLStore, event_of
+from .protocol import Finished, StoreBusy, StoreError, StoreUnreachable
+from .sql import FINISHED_COLUMNS, Dialect, SQLStep, SQLStore
 
 BUSY_TIMEOUT = 5.0
 # A step is milliseconds of work; a transaction left idle longer is a host frozen inside it
@@ -152,15 +152,6 @@ class PostgresStore(SQLStore):
             yield PostgresStep(conn, self.batch, self.host)
 
     # -- reading what only PostgreSQL says so ------------------------------------------------
-
-    def last_events(self, kinds: tuple[str, ...] = ()) -> dict[str, Event]:
-        among = "AND event = ANY(%s) " if kinds else ""
-        rows = self._rows(
-            f"SELECT DISTINCT ON (slug) {EVENT_COLUMNS} FROM events WHERE batch = %s {among}"
-            "ORDER BY slug, seq DESC",
-            (list(kinds),) if kinds else (),
-        )
-        return {row[2]: event_of(row) for row in rows}
 
     def finished(self, slugs: list[str] | None = None) -> dict[str, Finished]:
         if slugs is None:

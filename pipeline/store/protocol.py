@@ -332,9 +332,6 @@ class Store(Protocol):
     def events(self, slug: str | None = None, *, after: int = 0, since: float = 0.0) -> Iterator[Event]:
         """Events with seq > `after` and ts >= `since`, oldest first; one article's with `slug`."""
 
-    def last_events(self, kinds: tuple[str, ...] = ()) -> dict[str, Event]:
-        """Each slug's newest event; with `kinds`, its newest among those events."""
-
     def summaries(self) -> dict[str, Summary]:
         """Every article's Summary (articles without events have none)."""
 

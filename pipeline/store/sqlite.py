@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from . import dbfile, schema
-from .protocol import Event, Finished, StoreBusy, StoreError
-from .sql import EVENT_COLUMNS, FINISHED_COLUMNS, Dialect, SQLStep, SQLStore, event_of
+from .protocol import Finished, StoreBusy, StoreError
+from .sql import FINISHED_COLUMNS, Dialect, SQLStep, SQLStore
 
 BUSY_TIMEOUT = 5.0  # seconds: far longer than any step, far shorter than a cron period
 DIALECT = Dialect()  # a file is one batch: no batch column, SQLite's own conflict clauses
@@ -88,15 +88,6 @@ class SQLiteStore(SQLStore):
                 raise _store_error(err, self.path) from None
 
     # -- reading what only SQLite says so ----------------------------------------------------
-
-    def last_events(self, kinds: tuple[str, ...] = ()) -> dict[str, Event]:
-        among = f"WHERE event IN ({', '.join('?' * len(kinds))}) " if kinds else ""
-        rows = self._rows(
-            f"SELECT {EVENT_COLUMNS} FROM events WHERE seq IN "
-            f"(SELECT max(seq) FROM events {among}GROUP BY slug)",
-            tuple(kinds),
-        )
-        return {row[2]: event_of(row) for row in rows}
 
     def finished(self, slugs: list[str] | None = None) -> dict[str, Finished]:
         if slugs is None:

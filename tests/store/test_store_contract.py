@@ -73,10 +73,9 @@ def test_events_of_one_slug_and_since_a_seq_or_a_time(store):
     assert list(store.events("nobody")) == []
 
 
-def test_last_events_are_each_slugs_newest(store):
+def test_a_summary_names_each_slugs_newest_event(store):
     append(store, Event("a", "sending", 1.0), Event("b", "done", 2.0), Event("a", "sent", 3.0))
-    last = store.last_events()
-    assert {slug: e.event for slug, e in last.items()} == {"a": "sent", "b": "done"}
+    assert {slug: s.last_event for slug, s in store.summaries().items()} == {"a": "sent", "b": "done"}
 
 
 def test_an_event_turns_into_its_journal_line_and_back():
@@ -406,9 +405,8 @@ def test_summaries_follow_every_append_as_the_events_say(store):
     assert got["a"] == Summary("a", last_event="poll", sent_ts=3.0, chat_url="u-a", engine="qwen", turns=0)
     assert got["b"] == Summary("b", last_event="done", sent_ts=2.0, chat_url="u-b", engine="qwen", turns=3)
     assert got["c"] == Summary("c", last_event="fallback", engine="router")
-    assert {slug: s.last_event for slug, s in got.items()} == {
-        slug: e.event for slug, e in store.last_events().items()
-    }
+    newest = {e.slug: e.event for e in store.events()}  # oldest first: the last one stays
+    assert {slug: s.last_event for slug, s in got.items()} == newest
 
 
 def test_summaries_of_a_step_cut_off_are_not_written(store):
