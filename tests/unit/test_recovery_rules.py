@@ -228,6 +228,21 @@ def test_the_chat_an_interrupted_send_made_is_adopted_even_with_a_clock_a_little
     assert "recovered" in events(workspace, "tea")
 
 
+@pytest.mark.parametrize("older", [False, True], ids=["intent naming its chat", "older intent"])
+def test_an_adopted_chat_is_the_stores_send_of_that_article(project, workspace, engines, chat, older):
+    """What other hosts of a shared batch write to their .md.url, and what keeps a second article
+    with the same text from adopting this chat, is the store's send: an adoption records it."""
+    clock = Clock()
+    chat.clock = clock
+    add_prompt(project, "tea")
+    interrupted(workspace, "tea", engines, clock, point="after_send", older=older)
+    assert generate(workspace, "tea", engines, clock=clock).status is Status.WORKING
+    url = (project / "articles" / "tea.md.url").read_text().strip()
+    sends = workspace.store.sends("tea")
+    assert [(s.turn, s.chat_url, s.account) for s in sends] == [(1, url, "default")]
+    assert workspace.store.send_counts(0).total == chat.sends == 1
+
+
 @pytest.mark.parametrize("case", ["unknown time", "two fresh chats", "old marker"])
 def test_recovery_in_doubt_sends_again_and_says_why(project, workspace, engines, chat, case):
     """An intent an older version wrote names no chat: the chat list decides, and doubt resends."""
