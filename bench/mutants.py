@@ -1,7 +1,7 @@
 """The mutation check of the safety lines (issue 29, part 6): kept outside CI, run by hand.
 
     .venv/bin/python bench/mutants.py [--list] [--only PATTERN] [--jobs N] [--max N] [--timeout S]
-                                      [--no-clean]
+                                      [--no-clean] [--tests PATH ...]
 
 It changes one safety line at a time and runs the tests that should notice: a mutant the tests
 pass with is a survivor, a line no test holds in place. The target is 0 survivors (or each one
@@ -750,6 +750,13 @@ def main(argv: list[str] | None = None) -> int:
         help="skip the clean run of the tests (only when they are known to pass: failing tests make "
         "every mutant look killed); the timeout is then --timeout or 1200 s",
     )
+    parser.add_argument(
+        "--tests",
+        nargs="+",
+        metavar="PATH",
+        help="run these tests (paths or globs) instead of each group's: which test, if any, holds a "
+        "survivor in place (e.g. --only ID --tests 'tests/unit' 'tests/store')",
+    )
     args = parser.parse_args(argv)
 
     mutants = all_mutants()
@@ -779,7 +786,9 @@ def main(argv: list[str] | None = None) -> int:
         print("mutants: nothing to run")
         return 1 if missing else 0
     groups = sorted({m.group for m in runnable}, key=list(TESTS).index)
-    tests = {g: tests_of(g) for g in groups}
+    tests = {g: expand(tuple(args.tests)) if args.tests else tests_of(g) for g in groups}
+    if args.tests and not tests[groups[0]]:
+        raise SystemExit(f"mutants: --tests found nothing ({' '.join(args.tests)})")
     workers = [Worker.make() for _ in range(max(1, min(args.jobs, len(runnable))))]
     try:
         workers[0].check_imports_copy()
