@@ -735,7 +735,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         metavar="PATTERN",
-        help="only mutants whose id or text holds PATTERN (fnmatch if it has * ? [)",
+        action="append",
+        help="only mutants whose id or text holds PATTERN (fnmatch if it has * ? [); repeat it for "
+        "any of several",
     )
     parser.add_argument("--jobs", type=int, default=1, help="mutants run side by side (default 1)")
     parser.add_argument(
@@ -761,13 +763,7 @@ def main(argv: list[str] | None = None) -> int:
 
     mutants = all_mutants()
     if args.only:
-        pattern = args.only
-        wild = any(c in pattern for c in "*?[")
-        mutants = [
-            m
-            for m in mutants
-            if (fnmatch.fnmatchcase(m.id, pattern) if wild else pattern in m.id or pattern in m.what)
-        ]
+        mutants = [m for m in mutants if any(matches(m, pattern) for pattern in args.only)]
     if args.max:
         mutants = mutants[: args.max]
     missing = [m for m in mutants if m.missing]
@@ -809,6 +805,12 @@ def main(argv: list[str] | None = None) -> int:
         for worker in workers:
             worker.remove()
     return report(results, missing)
+
+
+def matches(mutant: Mutant, pattern: str) -> bool:
+    if any(c in pattern for c in "*?["):
+        return fnmatch.fnmatchcase(mutant.id, pattern)
+    return pattern in mutant.id or pattern in mutant.what
 
 
 def run_all(mutants: list[Mutant], workers: list[Worker], tests: dict, timeouts: dict) -> list[Result]:
