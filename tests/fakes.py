@@ -38,6 +38,7 @@ class FakeChat:
     messages: dict[str, list[str]] = field(default_factory=dict)  # chat url -> user messages received
     last_turn_complete: deque = field(default_factory=deque)  # scripted; empty = complete
     crash_after_send_turn: BaseException | None = None
+    send_turn_error: Exception | None = None  # raised before the turn reaches the chat
     # shared_session: each poll thread gets an AttachedChat over this same script.
     attached: list[AttachedChat] = field(default_factory=list)
     check_together: threading.Barrier | None = None  # each check waits here for the others
@@ -64,6 +65,8 @@ class FakeChat:
 
     def send_turn(self, chat_url: str, text: str) -> None:
         self.history.append(("send_turn", text))
+        if self.send_turn_error:
+            raise self.send_turn_error
         self.messages.setdefault(chat_url, []).append(text)
         if self.crash_after_send_turn:
             raise self.crash_after_send_turn

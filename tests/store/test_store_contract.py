@@ -194,6 +194,24 @@ def test_the_chat_url_needs_an_intent_and_never_changes(store):
     assert [(s.chat_url, s.sent_at) for s in store.sends("a")] == [("https://chat.qwen.ai/c/1", 2.0)]
 
 
+def test_only_an_open_intent_is_named_its_chat(store):
+    """The page names the chat before the request leaves the browser: with no open intent there
+    (none recorded, or the turn already sent) the store refuses, and nothing may be sent."""
+    with pytest.raises(StoreError, match="no open intent"), store.step() as step:
+        step.name_chat("a", 1, "chat-1")
+    with store.step() as step:
+        step.record_intent("a", Intent(1, 1.0, "sha", chat_id=""))
+        step.name_chat("a", 1, "chat-1")
+    assert [s.chat_id for s in store.sends("a")] == ["chat-1"]
+    with store.step() as step:
+        step.record_sent("a", 1, "https://chat.qwen.ai/c/chat-1", 2.0)
+    with pytest.raises(StoreError, match="no open intent"), store.step() as step:
+        step.name_chat("a", 1, "chat-2")
+    with pytest.raises(StoreError, match="turn 2 has no open intent"), store.step() as step:
+        step.name_chat("a", 2, "chat-1")
+    assert [(s.turn, s.chat_id) for s in store.sends("a")] == [(1, "chat-1")]
+
+
 def test_only_an_intent_without_a_url_can_be_withdrawn_and_forgetting_clears_every_send(store):
     with store.step() as step:
         step.record_intent("a", Intent(1, 1.0, "sha"))
@@ -280,6 +298,17 @@ def test_a_lease_is_held_by_one_owner_until_it_expires(store):
     assert not store.release_lease("a", "host-a")
     assert store.release_lease("a", "host-b")
     assert store.lease("a", 151.0) is None
+
+
+def test_a_lease_ends_at_its_expiry_for_everyone_at_once(store):
+    """At the very second a lease expires another host may claim it, so its owner may not renew
+    it then, and nobody reads it as held: never two owners at one instant."""
+    assert store.claim_lease("a", "host-a", 30, now=100.0)  # until 130
+    assert store.lease("a", 129.0).owner == "host-a" and set(store.leases(129.0)) == {"a"}
+    assert store.lease("a", 130.0) is None and store.leases(130.0) == {}
+    assert not store.renew_lease("a", "host-a", 30, now=130.0)
+    assert store.claim_lease("a", "host-b", 30, now=130.0)
+    assert store.lease("a", 130.0).owner == "host-b"
 
 
 def test_a_step_that_lost_its_lease_writes_nothing(store):

@@ -475,3 +475,22 @@ def test_the_model_asked_for_is_the_article_model(tmp_path, chat, router):
 
     assert generate(workspace, "tea", engines).status is Status.DONE
     assert front_matter(tmp_path / "articles" / "tea.md")[0]["model"] == "qwen3.7-max"
+
+
+def test_a_symlinked_article_is_refused_by_generate_and_replay_before_anything_changes(
+    project, workspace, engines, chat, outside
+):
+    """A symlink among an article's files, even to a good file, is refused before anything is
+    read, sent or changed: generate does not call it done, replay does not bring it back."""
+    from pipeline.files import UnsafeFile
+
+    add_prompt(project, "tea")
+    (project / "articles" / "tea.md").symlink_to(outside)
+    (project / "articles" / "tea.md.failed").write_text('reason = "refused"\n')
+    before = snapshot(project / "articles")
+    with pytest.raises(UnsafeFile, match=r"tea\.md is a symlink"):
+        generate(workspace, "tea", engines)
+    with pytest.raises(UnsafeFile, match=r"tea\.md is a symlink"):
+        replay(workspace, "tea")
+    assert snapshot(project / "articles") == before and chat.history == []
+    assert list(workspace.journal.read(slug="tea")) == []

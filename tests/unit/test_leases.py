@@ -8,11 +8,12 @@ from __future__ import annotations
 import time
 
 import pytest
+from fakes import answer
 from project_files import add_prompt
 
 from pipeline.contract.hosts import ArticleLease, host_of, owner_token
 from pipeline.contract.prompts import load_prompt
-from pipeline.contract.step import Status, Step
+from pipeline.contract.step import Status, Step, generate
 from pipeline.store.protocol import LeaseLost
 
 
@@ -105,3 +106,52 @@ def test_a_lease_lost_between_the_intent_and_the_click_never_clicks(
         step_with(workspace, engines, lease).run()
     assert chat.sends == 0  # never clicked
     assert [s.chat_url for s in store.sends("tea")] == [""]  # an intent, no send: h2 recovers it
+
+
+@pytest.mark.parametrize("first", ["this host", "another host"])
+def test_a_leased_step_writes_the_batchs_finished_article(project, workspace, engines, chat, first):
+    """In a shared batch the batch's row is the article: the first host to finish it wins, and
+    a host finishing after it writes that document, not its own."""
+    from pipeline.store.protocol import Finished
+
+    add_prompt(project, "tea")
+    store = workspace.store
+    assert generate(workspace, "tea", engines).status is Status.QUEUED
+    theirs = '+++\ntitle = "Tea"\n+++\n\nThe other host\'s article about tea.\n'
+    if first == "another host":
+        with store.step() as step:
+            assert step.put_finished(Finished("tea", "qwen", "default", "h2", time.time(), theirs))
+    lease = ArticleLease(store, "tea", "h1", 30)
+    assert lease.claim() == ""
+    chat.enqueue_check(answer())
+    outcome = step_with(workspace, engines, lease).run()
+    lease.release()
+    assert outcome.status is Status.DONE, outcome
+    written = (project / "articles" / "tea.md").read_text()
+    (row,) = store.finished(["tea"]).values()
+    here = workspace.config.store.host
+    assert row.document == written and row.host == ("h2" if first == "another host" else here)
+    assert (written == theirs) == (first == "another host")
+
+
+def test_a_lease_lost_before_the_page_names_the_chat_lets_nothing_go(project, workspace, engines, chat):
+    """The last check is in the same store step as the chat's name, just before the page lets the
+    prompt go: a lease lost after the check before the click still stops the send there."""
+    add_prompt(project, "tea")
+    store = workspace.store
+    lease = ArticleLease(store, "tea", "h1", 30)
+    assert lease.claim() == ""
+    lease._stop.set()  # paused: no renewal
+    check = lease.check
+
+    def check_then_lose(in_step=None):
+        check(in_step) if in_step is not None else check()
+        if in_step is None:  # the check before the click passed; then h2 takes the lease over
+            store.release_lease("tea", lease.owner)
+            assert store.claim_lease("tea", "h2:1:abcd", 30, time.time())
+
+    lease.check = check_then_lose
+    with pytest.raises(LeaseLost):
+        step_with(workspace, engines, lease).run()
+    assert all(not texts for texts in chat.messages.values())  # the prompt never went
+    assert [(s.chat_url, s.chat_id) for s in store.sends("tea")] == [("", "")]  # no chat named

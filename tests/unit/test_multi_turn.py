@@ -116,3 +116,138 @@ def test_status_shows_turn_2_of_3(project, workspace, engines, chat):
     row = next(r for r in collect(workspace).rows if r.slug == "tea")
     assert (row.turn, row.turns) == (2, 3) and row.to_json()["turns"] == 3
     assert "turn 2 of 3" in cells(row, 0)[1]
+
+
+# -- a later turn's send holds to the same rules as a first send (mutants survived each) -----------
+
+
+def sent_turn_1(project, workspace, engines) -> str:
+    add_prompt(project, "tea", THREE)
+    assert generate(workspace, "tea", engines).status is Status.QUEUED
+    return (project / "articles" / "tea.md.url").read_text().strip()
+
+
+def turn_url(project) -> str:
+    return (project / "articles" / "tea.md.url").read_text().strip()
+
+
+def turn_sends(workspace, number: int = 2):
+    return [s for s in workspace.store.sends("tea") if s.turn == number]
+
+
+def test_a_later_turn_is_recorded_sent_in_its_chat_and_its_state_saved(project, workspace, engines, chat):
+    from pipeline.contract.article import ArticleState
+
+    url = sent_turn_1(project, workspace, engines)
+    outcome = generate(workspace, "tea", engines)  # turn 1 complete: turn 2 goes
+    assert outcome.status is Status.QUEUED and user_messages(chat)[-1] == "Write it."
+    assert [(s.chat_url, s.account) for s in turn_sends(workspace)] == [(url, "default")]
+    state = ArticleState.load(workspace.store, workspace.article("tea"))
+    assert (state.turn, state.progress) == (2, "turn 2 of 3: sent")
+
+
+def test_a_later_turn_takes_a_place_in_the_cycles_budget(project, workspace, engines, chat):
+    from pipeline.contract.quota import SendBudget
+
+    sent_turn_1(project, workspace, engines)
+    spent = SendBudget(1)
+    assert spent.take()  # the cycle's one send went to another article
+    outcome = generate(workspace, "tea", engines, budget=spent)
+    assert outcome.status is Status.WORKING and user_messages(chat) == ["Outline an article on tea."]
+    assert turn_sends(workspace) == []
+    budget = SendBudget(1)
+    assert generate(workspace, "tea", engines, budget=budget).status is Status.QUEUED
+    assert budget.used == 1 and user_messages(chat)[-1] == "Write it."
+
+
+def test_a_later_turn_refused_before_typing_is_no_send(project, workspace, engines, chat):
+    from pipeline.contract.quota import SendBudget
+    from pipeline.engines.base import HardError
+
+    sent_turn_1(project, workspace, engines)
+    refused = HardError("not logged in to the chat site: run `qwenpipe login`", code="logged_out")
+    refused.nothing_sent = True
+    chat.send_turn_error = refused
+    budget = SendBudget(2)
+    generate(workspace, "tea", engines, budget=budget)
+    assert turn_sends(workspace) == [] and budget.used == 0  # its intent and its place given back
+    unsent = [e for e in workspace.journal.read(slug="tea") if e["event"] == "unsent"]
+    assert [(e.get("turn"), e.get("code")) for e in unsent] == [(2, "logged_out")]
+    assert workspace.store.send_counts(0).total == 1
+
+
+def test_a_later_turn_that_failed_after_the_click_still_counts(project, workspace, engines, chat):
+    from pipeline.contract.quota import SendBudget
+    from pipeline.engines.base import TransientError
+
+    sent_turn_1(project, workspace, engines)
+    chat.send_turn_error = TransientError("the connection dropped after the submit", code="network")
+    budget = SendBudget(2)
+    generate(workspace, "tea", engines, budget=budget)
+    assert [s.chat_url for s in turn_sends(workspace)] == [""]  # the intent stays: in doubt
+    assert budget.used == 1 and workspace.store.send_counts(0).total == 2
+    assert "unsent" not in [e["event"] for e in workspace.journal.read(slug="tea")]
+    # The chat is the record: it does not hold turn 2, so the next run sends it (its intent in
+    # doubt is withdrawn, not taken for a send the chat would show)
+    chat.send_turn_error = None
+    assert generate(workspace, "tea", engines).status is Status.QUEUED
+    assert (
+        user_messages(chat)[-2:] == ["Write it.", "Write it."]
+        and chat.messages[turn_url(project)][-1] == "Write it."
+    )
+    assert [bool(s.chat_url) for s in turn_sends(workspace)] == [True]
+
+
+def test_a_lease_lost_between_a_later_turns_intent_and_its_click_never_clicks(
+    project, workspace, engines, chat, monkeypatch
+):
+    import time
+
+    from pipeline.contract.hosts import ArticleLease
+    from pipeline.contract.journal import Journal
+    from pipeline.contract.prompts import load_prompt
+    from pipeline.contract.step import Step
+    from pipeline.store.protocol import LeaseLost
+
+    sent_turn_1(project, workspace, engines)
+    store = workspace.store
+    lease = ArticleLease(store, "tea", "h1", 30)
+    assert lease.claim() == ""
+    lease._stop.set()  # paused: no renewal
+    original = Journal.append
+
+    def append(self, slug, event, **fields):
+        entry = original(self, slug, event, **fields)
+        if event == "sending" and fields.get("turn") == 2:  # on record: now the lease goes to h2
+            store.release_lease("tea", lease.owner)
+            assert store.claim_lease("tea", "h2:1:abcd", 30, time.time())
+        return entry
+
+    monkeypatch.setattr(Journal, "append", append)
+    prompt = load_prompt(workspace.prompts_dir, "tea")
+    step = Step(
+        workspace,
+        workspace.article("tea"),
+        prompt,
+        engines,
+        wait=False,
+        choice="auto",
+        say=lambda _m: None,
+        clock=time.time,
+        lease=lease,
+    )
+    with pytest.raises(LeaseLost):
+        step.run()
+    assert user_messages(chat) == ["Outline an article on tea."]  # turn 2 never clicked
+    assert [s.chat_url for s in turn_sends(workspace)] == [""]  # an intent, no send
+
+
+def test_a_turn_still_being_written_saves_its_progress(project, workspace, engines, chat):
+    from pipeline.contract.article import ArticleState
+
+    sent_turn_1(project, workspace, engines)
+    generate(workspace, "tea", engines)  # turn 2 sent
+    chat.last_turn_complete.append(False)
+    assert generate(workspace, "tea", engines).status is Status.WORKING
+    state = ArticleState.load(workspace.store, workspace.article("tea"))
+    assert state.progress == "turn 2 of 3: writing"

@@ -325,3 +325,91 @@ def test_the_intent_marker_of_a_taken_send_goes_only_once_its_url_is_on_disk(
     assert chat.sends == 1 and outcome.status in (Status.QUEUED, Status.WORKING), outcome
     assert seen == [True], "the marker went before the URL was written"
     assert (project / "articles" / "tea.md.url").exists()
+
+
+def test_an_article_written_while_its_marker_stands_removes_the_marker_only_after_the_article(
+    project, workspace, engines, chat, monkeypatch
+):
+    """A send that may have reached the site keeps its marker; when the router then writes the
+    article, the marker goes only once the article is on disk: a kill between them must leave
+    the marker (recovery, no second send), never neither file (a second send)."""
+    from pipeline import files
+
+    seen = []
+    remove = files.remove
+
+    def watched(target):
+        if target.name == "tea.md.sending" and target.exists():
+            seen.append(target.with_name("tea.md").exists())
+        return remove(target)
+
+    add_prompt(project, "tea")
+    chat.send_error = HardError("no chat address appeared", code="no_chat_url")  # may have been sent
+    monkeypatch.setattr(files, "remove", watched)
+    outcome = generate(workspace, "tea", engines)
+    assert outcome.status is Status.DONE and outcome.engine == "router", outcome
+    assert seen == [True], "the marker went before the article was written"
+
+
+def test_a_first_send_after_the_files_of_an_earlier_one_were_deleted_forgets_it(
+    project, workspace, engines, chat
+):
+    """Deleting SLUG.md.url asks for a new send (replay says so): the store's record of the
+    earlier send must not refuse it as a second send of turn 1."""
+    add_prompt(project, "tea")
+    assert generate(workspace, "tea", engines).status is Status.QUEUED
+    (project / "articles" / "tea.md.url").unlink()
+    assert generate(workspace, "tea", engines).status is Status.QUEUED and chat.sends == 2
+    url = (project / "articles" / "tea.md.url").read_text().strip()
+    assert [(s.turn, s.chat_url) for s in workspace.store.sends("tea")] == [(1, url)]
+
+
+@pytest.mark.parametrize("store_knows", ["nothing", "no account"])
+def test_an_adoption_records_the_send_the_store_lost_with_the_markers_account_and_time(
+    project, workspace, engines, chat, store_knows
+):
+    """The database was deleted (it loses history, never an article), or an older version
+    recorded the intent without an account: the chat found is recorded as the marker says."""
+    from pipeline.store.protocol import Intent
+
+    clock = Clock()
+    chat.clock = clock
+    add_prompt(project, "tea")
+    interrupted(workspace, "tea", engines, clock, point="after_send")
+    marker = json.loads(workspace.article("tea").sending.read_text())
+    (send,) = workspace.store.sends("tea")
+    with workspace.store.step() as step:
+        step.forget_sends("tea")
+        if store_knows == "no account":
+            step.record_intent("tea", Intent(1, send.intent_at, send.prompt_sha256, "", 1, "", send.chat_id))
+    clock.now += 10
+    assert generate(workspace, "tea", engines, clock=clock).status is Status.WORKING and chat.sends == 1
+    url = (project / "articles" / "tea.md.url").read_text().strip()
+    (send,) = workspace.store.sends("tea")
+    assert (send.turn, send.chat_url, send.account, send.intent_at) == (1, url, "default", marker["time"])
+
+
+def test_an_adoption_saves_the_articles_state_before_its_journal_step(
+    project, workspace, engines, chat, monkeypatch
+):
+    """Killed while journaling the recovery, the record already says when and what was sent."""
+    from pipeline.contract.article import ArticleState
+    from pipeline.contract.journal import Journal
+
+    clock = Clock()
+    add_prompt(project, "tea")
+    interrupted(workspace, "tea", engines, clock, point="after_send")
+    original = Journal.append
+
+    def append(self, slug, event, **fields):
+        if event == "recovered":
+            raise Crash("mid_journal")
+        return original(self, slug, event, **fields)
+
+    monkeypatch.setattr(Journal, "append", append)
+    clock.now += 10
+    with pytest.raises(Crash):
+        generate(workspace, "tea", engines, clock=clock)
+    state = ArticleState.load(workspace.store, workspace.article("tea"))
+    assert (state.engine, state.sent_sha256) == ("qwen", hashlib.sha256(b"Write about tea.").hexdigest())
+    assert state.sent_at == clock.now
