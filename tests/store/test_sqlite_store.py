@@ -152,3 +152,49 @@ def test_a_first_version_store_gains_the_summaries_of_its_events(tmp_path):
             "b": Summary("b", last_event="done", engine="router", turns=2),
             "c": Summary("c", last_event="done", engine="qwen", turns=0),
         }
+
+
+class Refusing:
+    """The store's connection, but the database refuses one statement once (as a full disk, an
+    I/O error or a lock does): `rolls_back` = SQLite ended the transaction itself, as it does on
+    some of those errors (the store's own ROLLBACK then fails: "no transaction is active")."""
+
+    def __init__(self, conn: sqlite3.Connection, statement: str, error: str, *, rolls_back: bool = False):
+        self._conn, self._statement, self._error, self._rolls_back = conn, statement, error, rolls_back
+
+    def execute(self, sql, *args):
+        if sql == self._statement:
+            self._statement = None
+            if self._rolls_back:
+                self._conn.execute("ROLLBACK")
+            raise sqlite3.OperationalError(self._error)
+        return self._conn.execute(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
+@pytest.mark.parametrize("rolls_back", [False, True], ids=["left open", "rolled back by SQLite"])
+def test_a_commit_the_database_refuses_is_a_store_error_and_writes_nothing(tmp_path, rolls_back):
+    with SQLiteStore.open(tmp_path / ".qwenpipe") as store:
+        real = store._conn
+        store._conn = Refusing(real, "COMMIT", "disk I/O error", rolls_back=rolls_back)
+        with pytest.raises(StoreError, match="qwenpipe.db: disk I/O error"), store.step() as step:
+            step.append(Event("a", "x", 1.0))
+        store._conn = real
+        assert list(store.events()) == [] and not real.in_transaction
+        with store.step() as step:  # and the next step goes through
+            step.append(Event("b", "x", 2.0))
+        assert [e.slug for e in store.events()] == ["b"]
+
+
+def test_a_step_the_database_will_not_begin_runs_nothing_of_its_block(tmp_path):
+    ran = []
+    with SQLiteStore.open(tmp_path / ".qwenpipe") as store:
+        real = store._conn
+        store._conn = Refusing(real, "BEGIN IMMEDIATE", "database is locked")
+        with pytest.raises(StoreBusy, match="another process holds the store"), store.step() as step:
+            ran.append(True)  # outside a transaction these writes would not be one step
+            step.append(Event("a", "x", 1.0))
+        store._conn = real
+        assert ran == [] and list(store.events()) == []

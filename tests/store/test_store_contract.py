@@ -307,6 +307,8 @@ def test_a_lease_ends_at_its_expiry_for_everyone_at_once(store):
     assert store.lease("a", 129.0).owner == "host-a" and set(store.leases(129.0)) == {"a"}
     assert store.lease("a", 130.0) is None and store.leases(130.0) == {}
     assert not store.renew_lease("a", "host-a", 30, now=130.0)
+    with pytest.raises(LeaseLost), store.step() as step:
+        step.check_lease("a", "host-a", 130.0)
     assert store.claim_lease("a", "host-b", 30, now=130.0)
     assert store.lease("a", 130.0).owner == "host-b"
 
