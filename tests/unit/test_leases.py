@@ -9,27 +9,12 @@ import time
 
 import pytest
 from fakes import answer
+from lease_steps import leased_step, paused_lease, take_over
 from project_files import add_prompt
 
 from pipeline.contract.hosts import ArticleLease, host_of, owner_token
-from pipeline.contract.prompts import load_prompt
-from pipeline.contract.step import Status, Step, generate
+from pipeline.contract.step import Status, generate
 from pipeline.store.protocol import LeaseLost
-
-
-def step_with(workspace, engines, lease) -> Step:
-    prompt = load_prompt(workspace.prompts_dir, "tea")
-    return Step(
-        workspace,
-        workspace.article("tea"),
-        prompt,
-        engines,
-        wait=False,
-        choice="auto",
-        say=lambda _m: None,
-        clock=time.time,
-        lease=lease,
-    )
 
 
 def test_an_owner_token_names_its_host_and_is_never_reused():
@@ -46,7 +31,7 @@ def test_a_lease_taken_over_while_stopped_makes_the_step_send_nothing(project, w
     lease._stop.set()  # paused: no renewal
     assert store.claim_lease("tea", "h2:1:abcd", 30, time.time() + 31)  # expired, taken by h2
     with pytest.raises(LeaseLost):
-        step_with(workspace, engines, lease).run()
+        leased_step(workspace, engines, lease).run()
     assert chat.sends == 0 and store.sends("tea") == []  # no intent recorded, no click
     assert not (project / "articles" / "tea.md.sending").exists()
 
@@ -57,7 +42,7 @@ def test_a_held_lease_sends_once_with_its_owner_recorded_and_is_released(project
     lease = ArticleLease(store, "tea", "h1", 30)
     assert lease.claim() == ""
     assert ArticleLease(store, "tea", "h2", 30).claim() == lease.owner  # held: the other steps aside
-    outcome = step_with(workspace, engines, lease).run()
+    outcome = leased_step(workspace, engines, lease).run()
     lease.release()
     assert outcome.status is Status.QUEUED and chat.sends == 1
     (send,) = store.sends("tea")
@@ -88,22 +73,19 @@ def test_a_lease_lost_between_the_intent_and_the_click_never_clicks(
 
     add_prompt(project, "tea")
     store = workspace.store
-    lease = ArticleLease(store, "tea", "h1", 30)
-    assert lease.claim() == ""
-    lease._stop.set()  # paused: no renewal
+    lease = paused_lease(store)
     original = Journal.append
 
     def append(self, slug, event, **fields):
         entry = original(self, slug, event, **fields)
         if event == "sending":  # the intent is on record: now the lease goes to h2
             assert store.sends("tea") and store.sends("tea")[0].chat_url == ""
-            store.release_lease("tea", lease.owner)
-            assert store.claim_lease("tea", "h2:1:abcd", 30, time.time())
+            take_over(store, lease)
         return entry
 
     monkeypatch.setattr(Journal, "append", append)
     with pytest.raises(LeaseLost):
-        step_with(workspace, engines, lease).run()
+        leased_step(workspace, engines, lease).run()
     assert chat.sends == 0  # never clicked
     assert [s.chat_url for s in store.sends("tea")] == [""]  # an intent, no send: h2 recovers it
 
@@ -124,7 +106,7 @@ def test_a_leased_step_writes_the_batchs_finished_article(project, workspace, en
     lease = ArticleLease(store, "tea", "h1", 30)
     assert lease.claim() == ""
     chat.enqueue_check(answer())
-    outcome = step_with(workspace, engines, lease).run()
+    outcome = leased_step(workspace, engines, lease).run()
     lease.release()
     assert outcome.status is Status.DONE, outcome
     written = (project / "articles" / "tea.md").read_text()
@@ -139,19 +121,16 @@ def test_a_lease_lost_before_the_page_names_the_chat_lets_nothing_go(project, wo
     prompt go: a lease lost after the check before the click still stops the send there."""
     add_prompt(project, "tea")
     store = workspace.store
-    lease = ArticleLease(store, "tea", "h1", 30)
-    assert lease.claim() == ""
-    lease._stop.set()  # paused: no renewal
+    lease = paused_lease(store)
     check = lease.check
 
     def check_then_lose(in_step=None):
         check(in_step) if in_step is not None else check()
         if in_step is None:  # the check before the click passed; then h2 takes the lease over
-            store.release_lease("tea", lease.owner)
-            assert store.claim_lease("tea", "h2:1:abcd", 30, time.time())
+            take_over(store, lease)
 
     lease.check = check_then_lose
     with pytest.raises(LeaseLost):
-        step_with(workspace, engines, lease).run()
+        leased_step(workspace, engines, lease).run()
     assert all(not texts for texts in chat.messages.values())  # the prompt never went
     assert [(s.chat_url, s.chat_id) for s in store.sends("tea")] == [("", "")]  # no chat named

@@ -201,43 +201,25 @@ def test_a_later_turn_that_failed_after_the_click_still_counts(project, workspac
 def test_a_lease_lost_between_a_later_turns_intent_and_its_click_never_clicks(
     project, workspace, engines, chat, monkeypatch
 ):
-    import time
+    from lease_steps import leased_step, paused_lease, take_over
 
-    from pipeline.contract.hosts import ArticleLease
     from pipeline.contract.journal import Journal
-    from pipeline.contract.prompts import load_prompt
-    from pipeline.contract.step import Step
     from pipeline.store.protocol import LeaseLost
 
     sent_turn_1(project, workspace, engines)
     store = workspace.store
-    lease = ArticleLease(store, "tea", "h1", 30)
-    assert lease.claim() == ""
-    lease._stop.set()  # paused: no renewal
+    lease = paused_lease(store)
     original = Journal.append
 
     def append(self, slug, event, **fields):
         entry = original(self, slug, event, **fields)
         if event == "sending" and fields.get("turn") == 2:  # on record: now the lease goes to h2
-            store.release_lease("tea", lease.owner)
-            assert store.claim_lease("tea", "h2:1:abcd", 30, time.time())
+            take_over(store, lease)
         return entry
 
     monkeypatch.setattr(Journal, "append", append)
-    prompt = load_prompt(workspace.prompts_dir, "tea")
-    step = Step(
-        workspace,
-        workspace.article("tea"),
-        prompt,
-        engines,
-        wait=False,
-        choice="auto",
-        say=lambda _m: None,
-        clock=time.time,
-        lease=lease,
-    )
     with pytest.raises(LeaseLost):
-        step.run()
+        leased_step(workspace, engines, lease).run()
     assert user_messages(chat) == ["Outline an article on tea."]  # turn 2 never clicked
     assert [s.chat_url for s in turn_sends(workspace)] == [""]  # an intent, no send
 
