@@ -9,6 +9,7 @@ code is imported only when an engine is built: a cycle with nothing to do loads 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from .config import Config, ConfigError
 from .contract.workspace import Engines
@@ -43,6 +44,16 @@ def router_engine(config: Config) -> DirectEngine:
     from .engines.router import RouterEngine
 
     return RouterEngine(config.router)
+
+
+def router_health(config: Config) -> dict[str, Any]:
+    """What `doctor` shows of the router (RouterEngine.health: reachable, model listed, key
+    set), asked of the router as a run builds it. Never raises."""
+    router = DIRECT_ENGINES["router"](config)
+    try:
+        return router.health()  # type: ignore[attr-defined]  # the router's, not the protocol's
+    finally:
+        router.close()
 
 
 # The registry: `generate --engine NAME` names one of these, or "auto" (the contract: the chat,

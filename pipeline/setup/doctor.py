@@ -735,14 +735,13 @@ def _skip_selectors(report: Report, why: str) -> None:
 
 
 def check_router(report: Report, config: Config) -> None:
-    from ..engines.router import RouterEngine
+    from ..wiring import router_health
 
     settings = config.router
     if not settings.enabled:
         report.add("router", SKIP, "router.enabled = false: no fallback when the chat fails hard")
         return
-    with RouterEngine(settings) as router:
-        health = router.health()
+    health = router_health(config)
     base = health["base_url"]
     if not health["reachable"]:
         report.add(
