@@ -14,7 +14,9 @@ proxy, a headed window, the launch count, a command killed with its pages open
 (`make_project(..., own_browser=True)`).
 
 The browser is started on first use, in its own process group, and stopped by its PID when the
-test process ends (conftest's session fixture `_shared_browser_stopped`).
+test process ends (conftest's session fixture `_shared_browser_stopped`). A test process killed
+outright (SIGKILL: a mutant's timeout, a CI job cancelled) runs no teardown: a guard process
+then stops the browser's group, as the pipe the test process held closes with it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -38,6 +41,22 @@ START_SECONDS = 30
 HEADLESS_SHELL = "chromium-headless-shell"
 
 _process: subprocess.Popen | None = None
+_guard: subprocess.Popen | None = None
+_guard_pipe: int | None = None  # the write end, held by this process only: its end is the signal
+# The guard: waits for EOF on stdin (the test process is gone), then SIGKILLs the browser's group
+# and, once no process of it is left, removes its profile.
+GUARD = """
+import os, shutil, signal, sys, time
+sys.stdin.buffer.read()
+group, profile = int(sys.argv[1]), sys.argv[2]
+for _ in range(200):
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except ProcessLookupError:
+        break
+    time.sleep(0.05)
+shutil.rmtree(profile, ignore_errors=True)
+"""
 _folder: tempfile.TemporaryDirectory | None = None
 _url = ""
 
@@ -67,6 +86,7 @@ def cdp_url() -> str:
         start_new_session=True,  # its renderers and helpers stop with it, by its group
     )
     atexit.register(stop)  # a process that ends without its session's teardown stops it too
+    _start_guard(_process.pid, profile)
     port_file = profile / "DevToolsActivePort"
     deadline = time.monotonic() + START_SECONDS
     while time.monotonic() < deadline:
@@ -86,9 +106,40 @@ def headless_shell() -> str | None:
     return shutil.which(HEADLESS_SHELL)
 
 
+def _start_guard(group: int, profile: Path) -> None:
+    """A process in its own session that outlives a SIGKILL of this one and then stops `group`
+    and removes `profile`."""
+    global _guard, _guard_pipe
+    read_end, _guard_pipe = os.pipe()  # not inherited by anything else this process starts
+    try:
+        _guard = subprocess.Popen(
+            [sys.executable, "-c", GUARD, str(group), str(profile)],
+            stdin=read_end,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a kill of this process's group does not reach it
+        )
+    finally:
+        os.close(read_end)
+
+
+def _stop_guard() -> None:
+    """The browser is stopped by us: the guard goes first, so it never kills a group id that a
+    stopped browser has left free for another process."""
+    global _guard, _guard_pipe
+    if _guard is not None:
+        _guard.kill()
+        _guard.wait()
+        _guard = None
+    if _guard_pipe is not None:
+        os.close(_guard_pipe)
+        _guard_pipe = None
+
+
 def stop() -> None:
     """Stop the shared Chromium (its process group, by the PID we started) and remove its profile."""
     global _process, _folder, _url
+    _stop_guard()
     if _process is not None:
         if _process.poll() is None:
             try:
