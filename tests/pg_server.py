@@ -1,5 +1,6 @@
 """A throwaway PostgreSQL server for the tests: Debian's binaries (`initdb`, `pg_ctl`) in a temp
-folder, on a free loopback port, no system service; stopped (and its folder removed) afterwards.
+folder, on a free loopback port, no system service; stopped (and its folder removed) afterwards,
+by its guard (tests/orphan_guard.py) when the test process is killed outright.
 
 initdb refuses to run as root, so as root the server runs as the `postgres` user (Debian's
 package creates it). Every test gets its own database (`new_database`), so a test never sees
@@ -17,6 +18,8 @@ import subprocess
 import tempfile
 import uuid
 from pathlib import Path
+
+from orphan_guard import Guard
 
 INSTALL = "apt-get install -y postgresql (scripts/setup.sh does)"
 
@@ -37,15 +40,19 @@ def _free_port() -> int:
 class PostgresServer:
     """`with PostgresServer() as server:` a running server; `server.url(db)` to reach it."""
 
-    def __init__(self) -> None:
-        self.folder = Path(tempfile.mkdtemp(prefix="qwenpipe-pg-"))
+    def __init__(self, folder: Path | None = None, port: int = 0) -> None:
+        """A new server's folder and port, or (`folder`, `port`) those of one already made."""
+        self.folder = folder or Path(tempfile.mkdtemp(prefix="qwenpipe-pg-"))
         self.data = self.folder / "data"
-        self.port = _free_port()
+        self.port = port or _free_port()
         self.user = "postgres" if os.geteuid() == 0 else ""
+        self._guard: Guard | None = None  # stops it if the test process is killed outright
+
+    def _command(self, *argv: str) -> list[str]:
+        return ["runuser", "-u", self.user, "--", *argv] if self.user else list(argv)
 
     def _run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess:
-        command = ["runuser", "-u", self.user, "--", *argv] if self.user else list(argv)
-        return subprocess.run(command, capture_output=True, text=True, check=check, timeout=120)
+        return subprocess.run(self._command(*argv), capture_output=True, text=True, check=check, timeout=120)
 
     def start(self) -> PostgresServer:
         """Start the server (made with initdb the first time; a stopped one keeps its databases)."""
@@ -65,6 +72,9 @@ class PostgresServer:
             "-w",
             "start",
         )
+        if self._guard is None:
+            stop = self._command(find_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+            self._guard = Guard(command=stop, remove=[self.folder])
         return self
 
     def url(self, database: str = "postgres") -> str:
@@ -113,6 +123,9 @@ class PostgresServer:
 
     def close(self) -> None:
         """Stop the server and remove its folder."""
+        if self._guard is not None:
+            self._guard.cancel()
+            self._guard = None
         with contextlib.suppress(Exception):
             self.stop("immediate")
         shutil.rmtree(self.folder, ignore_errors=True)

@@ -14,9 +14,8 @@ proxy, a headed window, the launch count, a command killed with its pages open
 (`make_project(..., own_browser=True)`).
 
 The browser is started on first use, in its own process group, and stopped by its PID when the
-test process ends (conftest's session fixture `_shared_browser_stopped`). A test process killed
-outright (SIGKILL: a mutant's timeout, a CI job cancelled) runs no teardown: a guard process
-then stops the browser's group, as the pipe the test process held closes with it.
+test process ends (conftest's session fixture `_shared_browser_stopped`), or by its guard
+(tests/orphan_guard.py) when the test process is killed outright.
 """
 
 from __future__ import annotations
@@ -26,10 +25,11 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
+
+from orphan_guard import Guard
 
 from pipeline.engines.qwen.browser import find_executable, launch_args
 
@@ -41,29 +41,14 @@ START_SECONDS = 30
 HEADLESS_SHELL = "chromium-headless-shell"
 
 _process: subprocess.Popen | None = None
-_guard: subprocess.Popen | None = None
-_guard_pipe: int | None = None  # the write end, held by this process only: its end is the signal
-# The guard: waits for EOF on stdin (the test process is gone), then SIGKILLs the browser's group
-# and, once no process of it is left, removes its profile.
-GUARD = """
-import os, shutil, signal, sys, time
-sys.stdin.buffer.read()
-group, profile = int(sys.argv[1]), sys.argv[2]
-for _ in range(200):
-    try:
-        os.killpg(group, signal.SIGKILL)
-    except ProcessLookupError:
-        break
-    time.sleep(0.05)
-shutil.rmtree(profile, ignore_errors=True)
-"""
+_guard: Guard | None = None  # stops the browser if this process is killed outright
 _folder: tempfile.TemporaryDirectory | None = None
 _url = ""
 
 
 def cdp_url() -> str:
     """The DevTools address of this process's shared Chromium, started on first use."""
-    global _process, _folder, _url
+    global _process, _folder, _url, _guard
     if _process is not None and _process.poll() is None:
         return _url
     stop()
@@ -86,7 +71,7 @@ def cdp_url() -> str:
         start_new_session=True,  # its renderers and helpers stop with it, by its group
     )
     atexit.register(stop)  # a process that ends without its session's teardown stops it too
-    _start_guard(_process.pid, profile)
+    _guard = Guard(group=_process.pid, remove=[profile])
     port_file = profile / "DevToolsActivePort"
     deadline = time.monotonic() + START_SECONDS
     while time.monotonic() < deadline:
@@ -106,40 +91,12 @@ def headless_shell() -> str | None:
     return shutil.which(HEADLESS_SHELL)
 
 
-def _start_guard(group: int, profile: Path) -> None:
-    """A process in its own session that outlives a SIGKILL of this one and then stops `group`
-    and removes `profile`."""
-    global _guard, _guard_pipe
-    read_end, _guard_pipe = os.pipe()  # not inherited by anything else this process starts
-    try:
-        _guard = subprocess.Popen(
-            [sys.executable, "-c", GUARD, str(group), str(profile)],
-            stdin=read_end,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,  # a kill of this process's group does not reach it
-        )
-    finally:
-        os.close(read_end)
-
-
-def _stop_guard() -> None:
-    """The browser is stopped by us: the guard goes first, so it never kills a group id that a
-    stopped browser has left free for another process."""
-    global _guard, _guard_pipe
-    if _guard is not None:
-        _guard.kill()
-        _guard.wait()
-        _guard = None
-    if _guard_pipe is not None:
-        os.close(_guard_pipe)
-        _guard_pipe = None
-
-
 def stop() -> None:
     """Stop the shared Chromium (its process group, by the PID we started) and remove its profile."""
-    global _process, _folder, _url
-    _stop_guard()
+    global _process, _folder, _url, _guard
+    if _guard is not None:  # first: it must never act on a group id the browser has left free
+        _guard.cancel()
+        _guard = None
     if _process is not None:
         if _process.poll() is None:
             try:

@@ -1,0 +1,86 @@
+"""What a test process starts outside itself, the shared Chromium (tests/shared_browser.py) and
+a throwaway PostgreSQL (tests/pg_server.py), never outlives it, even when it is killed outright
+and runs no teardown (a mutant's timeout, a cancelled CI job): left behind, either would run on
+for hours (tests/orphan_guard.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent.parent
+
+KILLED_WITH_ITS_BROWSER = f"""
+import os, signal, sys
+sys.path.insert(0, {str(TESTS)!r})
+import shared_browser
+shared_browser.cdp_url()
+print(shared_browser._process.pid, shared_browser._folder.name, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def gone(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.mark.browser
+def test_a_test_process_killed_outright_leaves_no_browser_and_no_profile():
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_WITH_ITS_BROWSER], capture_output=True, text=True, timeout=90
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    group, profile = killed.stdout.split()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (gone(int(group)) and not Path(profile).exists()):
+        time.sleep(0.1)
+    left = gone(int(group))
+    if not left:  # the guard failed: stop the browser this test started, by its group
+        os.killpg(int(group), signal.SIGKILL)
+    assert left, "the shared browser outlived its killed test process"
+    assert not Path(profile).exists(), f"its profile stayed: {profile}"
+
+
+KILLED_WITH_ITS_SERVER = f"""
+import os, signal, sys
+sys.path.insert(0, {str(TESTS)!r})
+from pg_server import PostgresServer
+server = PostgresServer().start()
+print(server.port, server.folder, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def accepts(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(1)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_a_test_process_killed_outright_leaves_no_postgresql_and_no_folder():
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_WITH_ITS_SERVER], capture_output=True, text=True, timeout=180
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    port, folder = killed.stdout.split()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (accepts(int(port)) or Path(folder).exists()):
+        time.sleep(0.2)
+    left = accepts(int(port))
+    if left:  # the guard failed: stop the server this test started, by its data folder's pid
+        from pg_server import PostgresServer
+
+        PostgresServer(Path(folder), int(port)).close()
+    assert not left, "the PostgreSQL server outlived its killed test process"
+    assert not Path(folder).exists(), f"its folder stayed: {folder}"
