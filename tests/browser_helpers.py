@@ -79,3 +79,14 @@ def users_chromium(profile: Path) -> Iterator[tuple[subprocess.Popen, str]]:
         if proc.poll() is None:
             os.killpg(proc.pid, 9)
             proc.wait(timeout=10)
+
+
+def wait_until(condition, seconds: float = 60.0) -> bool:
+    """Whether `condition()` holds within `seconds`: what another process does (a browser or
+    an Xvfb stopping, a guard at work) takes its own time, so tests wait for it, never sleep."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True

@@ -7,10 +7,10 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
+from browser_helpers import wait_until
 from sim_project import make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe_in_process, spawn
 
@@ -55,15 +55,6 @@ def xvfb_of(project: Path) -> list[int]:
             continue  # gone while we looked
         found.append(int(entry.name))
     return found
-
-
-def wait_until(condition, seconds: float = 60.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
 
 
 def test_headed_generate_without_a_screen_runs_under_its_own_xvfb_and_stops_it(sim, tmp_path):

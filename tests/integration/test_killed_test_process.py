@@ -10,10 +10,10 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from browser_helpers import wait_until
 
 TESTS = Path(__file__).resolve().parent.parent
 
@@ -27,6 +27,13 @@ os.kill(os.getpid(), signal.SIGKILL)
 """
 
 
+def killed_holding(script: str) -> list[str]:
+    """Run `script`, which starts something, prints what identifies it and SIGKILLs itself."""
+    killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    return killed.stdout.split()
+
+
 def gone(group: int) -> bool:
     try:
         os.killpg(group, 0)
@@ -37,14 +44,8 @@ def gone(group: int) -> bool:
 
 @pytest.mark.browser
 def test_a_test_process_killed_outright_leaves_no_browser_and_no_profile():
-    killed = subprocess.run(
-        [sys.executable, "-c", KILLED_WITH_ITS_BROWSER], capture_output=True, text=True, timeout=90
-    )
-    assert killed.returncode == -signal.SIGKILL, killed.stderr
-    group, profile = killed.stdout.split()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not (gone(int(group)) and not Path(profile).exists()):
-        time.sleep(0.1)
+    group, profile = killed_holding(KILLED_WITH_ITS_BROWSER)
+    wait_until(lambda: gone(int(group)) and not Path(profile).exists(), 30)
     left = gone(int(group))
     if not left:  # the guard failed: stop the browser this test started, by its group
         os.killpg(int(group), signal.SIGKILL)
@@ -69,14 +70,8 @@ def accepts(port: int) -> bool:
 
 
 def test_a_test_process_killed_outright_leaves_no_postgresql_and_no_folder():
-    killed = subprocess.run(
-        [sys.executable, "-c", KILLED_WITH_ITS_SERVER], capture_output=True, text=True, timeout=180
-    )
-    assert killed.returncode == -signal.SIGKILL, killed.stderr
-    port, folder = killed.stdout.split()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (accepts(int(port)) or Path(folder).exists()):
-        time.sleep(0.2)
+    port, folder = killed_holding(KILLED_WITH_ITS_SERVER)
+    wait_until(lambda: not accepts(int(port)) and not Path(folder).exists(), 60)
     left = accepts(int(port))
     if left:  # the guard failed: stop the server this test started, by its data folder's pid
         from pg_server import PostgresServer
