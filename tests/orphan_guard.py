@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 GUARD = """
@@ -39,8 +40,17 @@ for path in plan["remove"]:
 """
 
 
+def group_gone(group: int) -> bool:
+    """Whether no process of the process group `group` is left."""
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
 class Guard:
-    def __init__(self, *, group: int = 0, command: list[str] | None = None, remove: list[Path] = ()):
+    def __init__(self, *, group: int = 0, command: list[str] | None = None, remove: Sequence[Path] = ()):
         plan = {"group": group, "command": command or [], "remove": [str(p) for p in remove]}
         read_end, self._pipe = os.pipe()  # not inherited by anything else this process starts
         try:

@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from orphan_guard import Guard
+from orphan_guard import Guard, group_gone
 
 from pipeline.engines.qwen.browser import find_executable, launch_args
 
@@ -121,9 +121,7 @@ def _group_gone(group: int, seconds: float = 10.0) -> None:
     by a moment, still writing to the profile), then SIGKILL what remains."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        try:
-            os.killpg(group, 0)
-        except ProcessLookupError:
+        if group_gone(group):
             return
         time.sleep(0.05)
     try:

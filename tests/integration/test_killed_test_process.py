@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from browser_helpers import wait_until
+from orphan_guard import group_gone
 
 TESTS = Path(__file__).resolve().parent.parent
 
@@ -34,19 +35,11 @@ def killed_holding(script: str) -> list[str]:
     return killed.stdout.split()
 
 
-def gone(group: int) -> bool:
-    try:
-        os.killpg(group, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
 @pytest.mark.browser
 def test_a_test_process_killed_outright_leaves_no_browser_and_no_profile():
     group, profile = killed_holding(KILLED_WITH_ITS_BROWSER)
-    wait_until(lambda: gone(int(group)) and not Path(profile).exists(), 30)
-    left = gone(int(group))
+    wait_until(lambda: group_gone(int(group)) and not Path(profile).exists(), 30)
+    left = group_gone(int(group))
     if not left:  # the guard failed: stop the browser this test started, by its group
         os.killpg(int(group), signal.SIGKILL)
     assert left, "the shared browser outlived its killed test process"

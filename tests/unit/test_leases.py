@@ -9,7 +9,7 @@ import time
 
 import pytest
 from fakes import answer
-from lease_steps import leased_step, paused_lease, take_over
+from lease_steps import OTHER_HOST, leased_step, paused_lease, take_over
 from project_files import add_prompt
 
 from pipeline.contract.hosts import ArticleLease, host_of, owner_token
@@ -26,10 +26,8 @@ def test_an_owner_token_names_its_host_and_is_never_reused():
 def test_a_lease_taken_over_while_stopped_makes_the_step_send_nothing(project, workspace, engines, chat):
     add_prompt(project, "tea")
     store = workspace.store
-    lease = ArticleLease(store, "tea", "h1", 30)
-    assert lease.claim() == ""
-    lease._stop.set()  # paused: no renewal
-    assert store.claim_lease("tea", "h2:1:abcd", 30, time.time() + 31)  # expired, taken by h2
+    lease = paused_lease(store)
+    assert store.claim_lease("tea", OTHER_HOST, 30, time.time() + 31)  # expired, taken by h2
     with pytest.raises(LeaseLost):
         leased_step(workspace, engines, lease).run()
     assert chat.sends == 0 and store.sends("tea") == []  # no intent recorded, no click
@@ -54,14 +52,13 @@ def test_a_lease_that_cannot_be_renewed_is_lost(workspace):
     store = workspace.store
     lease = ArticleLease(store, "tea", "h1", 0.3)  # renewed every 0.1 s
     assert lease.claim() == ""
-    store.release_lease("tea", lease.owner)  # as if it expired and another host took it
-    assert store.claim_lease("tea", "h2:1:abcd", 30, time.time())
+    take_over(store, lease)  # as if it expired and another host took it
     lease._thread.join(timeout=30)  # its next renewal finds the lease another's, and stops
     assert lease.lost and not lease._thread.is_alive()
     with pytest.raises(LeaseLost):
         lease.check()
     lease.release()
-    assert store.lease("tea", time.time()).owner == "h2:1:abcd"  # only its owner releases it
+    assert store.lease("tea", time.time()).owner == OTHER_HOST  # only its owner releases it
 
 
 def test_a_lease_lost_between_the_intent_and_the_click_never_clicks(
