@@ -241,6 +241,12 @@ class Qwen(Section):
         _between(1000, 1_000_000),
         "a turn whose chat request is larger is refused unsent (the site shows a captcha)",
     )
+    lost_chat_after: float = key(
+        (int, float),
+        1800,
+        _between(60, 7 * DAY),
+        "seconds an interrupted send's chat may stay unreadable before its prompt is sent again",
+    )
     delete_chats: str = key(
         str,
         "never",

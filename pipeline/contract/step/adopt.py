@@ -7,6 +7,7 @@ import os
 
 from ... import files
 from ...store.protocol import Intent
+from .. import sent_chats
 from .context import Context
 from .moves import Adopt, Ask
 
@@ -19,8 +20,10 @@ def handle(step: Context, move: Adopt) -> Ask:
     files.atomic_write(step.article.url, url + "\n")
     files.remove(step.article.sending)
     remember_send(step, url, marker, sent_sha)
+    sent_chats.record(step.ws.config, step.account, url, step.article.folder, step.slug)
     step.state.sent_at = step.state.sent_at or step.clock()
     step.state.engine = "qwen"
+    step.state.next_try = 0.0  # a doubt's next look (doubt.py) is no wait for the chat's poll
     step.state.sent_sha256 = sent_sha  # the text the chat got, whatever the file says now
     step.save()
     step.log(

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from ... import files
 from ...engines.base import EngineError
 from ...store.protocol import Intent
+from .. import sent_chats
 from ..article import chat_url
 from .context import Context
 
@@ -63,8 +64,10 @@ def name_chat(step: Context, marker: dict) -> Callable[[str], None]:
     intent (with the lease checked, in a shared batch). If this raises, nothing is sent."""
 
     def named(chat_id: str) -> None:
-        chat_url(step.qwen.base_url, chat_id, step.article.sending)  # a chat id we can open later
+        url = chat_url(step.qwen.base_url, chat_id, step.article.sending)  # a chat id we can open later
         files.atomic_write(step.article.sending, json.dumps({**marker, "chat_id": chat_id}) + "\n")
+        # The account's other workspaces learn it is this article's chat (sent_chats.py).
+        sent_chats.record(step.ws.config, marker["account"], url, step.article.folder, step.slug)
         with step.ws.store.step() as store:
             if step.lease is not None:
                 step.lease.check(store)

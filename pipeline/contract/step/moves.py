@@ -78,6 +78,16 @@ class NeverSent:
 
 
 @dataclass(frozen=True)
+class InDoubt:
+    """Whether the interrupted send reached the site is not proven either way (its chat cannot be
+    read, or no chat is provably its own): counted, looked at again, sent again only once it has
+    stayed so for qwen.lost_chat_after (doubt.handle)."""
+
+    account: str
+    why: str
+
+
+@dataclass(frozen=True)
 class Collect:
     """A complete answer (the chat's or the router's): check it before it becomes the article."""
 
@@ -131,6 +141,7 @@ Move = (
     | Search
     | Adopt
     | NeverSent
+    | InDoubt
     | Collect
     | Write
     | Reject

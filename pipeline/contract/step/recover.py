@@ -1,16 +1,21 @@
 """Handler of Action.RECOVER: a marker without a URL, so the last send may have reached the site.
-The chat it named before the prompt left the browser says: a message in it means sent (Adopt),
-none or no chat means never sent (NeverSent). An intent that names no chat (killed before it was
-recorded, or written by an older version): its chat is searched for by what was sent (Search)."""
+The chat it named before the prompt left the browser says: a message in it means sent (Adopt);
+the chat read and holding none is the proof it was never sent (NeverSent); a chat that cannot be
+read (not found, an error, a page that is not the chat, a time-out) proves nothing (InDoubt: a
+site slow to show a new chat, or one that hides it). An intent that names no chat (killed
+before it was recorded, or written by an older version): its chat is searched for by what was
+sent (Search)."""
 
 from __future__ import annotations
 
+from ...engines.base import EngineError
 from ..article import chat_url, read_marker
 from .context import Context
-from .moves import Adopt, Ask, NeverSent, Search
+from .doubt import unreadable
+from .moves import Adopt, Ask, InDoubt, NeverSent, Search
 
 
-def handle(step: Context, move: Ask) -> Adopt | NeverSent | Search:
+def handle(step: Context, move: Ask) -> Adopt | NeverSent | Search | InDoubt:
     account = step.sender()
     step.only = (account,)  # a send after this goes to that account, where the chat may be
     marker = read_marker(step.article.sending) or {}
@@ -20,9 +25,14 @@ def handle(step: Context, move: Ask) -> Adopt | NeverSent | Search:
         return Search(account, marker)
     url = chat_url(step.qwen.base_url, chat_id, step.article.sending)
     step.say(f"{step.slug}: an earlier send was interrupted; opening the chat it named: {url}")
-    messages = step.engines.chat(account).user_messages(url)
+    try:
+        messages = step.engines.chat(account).user_messages(url)
+    except EngineError as err:
+        if not unreadable(err):
+            raise
+        return InDoubt(account, f"the chat it named ({url}) cannot be read: {err}")
     if messages is None:
-        return NeverSent(account, f"the chat it named ({url}) does not exist")
+        return InDoubt(account, f"the site says the chat it named ({url}) is not there")
     if not messages:
         return NeverSent(account, f"the chat it named ({url}) holds no message")
     return Adopt(url, marker)

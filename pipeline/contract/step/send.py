@@ -11,6 +11,7 @@ from dataclasses import replace
 from ... import files
 from ...accounts import several
 from ...engines.base import ACCOUNT_REFUSALS, Code, EngineError, HardError, QuotaSpent
+from .. import sent_chats
 from .context import Context, Outcome, Status, since
 from .intents import name_chat, record_intent, unsent
 from .moves import Ask, Move, Refused, look
@@ -62,6 +63,7 @@ def handle(step: Context, move: Ask) -> Outcome | Move:
     files.remove(step.article.sending)
     with step.ws.store.step() as store:
         store.record_sent(step.slug, 1, url, step.clock())
+    sent_chats.record(step.ws.config, account, url, step.article.folder, step.slug)
     step.chat_url = url
     step.state.sent_at = step.state.last_poll = step.clock()
     step.state.attempts, step.state.engine, step.state.progress = 0, "qwen", "sent"
