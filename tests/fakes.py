@@ -173,12 +173,20 @@ class FakeChat:
             if on_progress:
                 on_progress(result.progress)
 
+    # Reads that fail (user_messages / find_chats raise them first, one a read, in order), and
+    # chats that read as not there (a site slow to show a new chat, or one that hides it).
+    read_errors: deque = field(default_factory=deque)
+    list_errors: deque = field(default_factory=deque)
+    unseen: set = field(default_factory=set)
+
     def find_chats(self, text: str = "", *, sha256: str = "") -> list[FoundChat]:
         """Every chat whose first message is `text` (or hashes to `sha256`), newest first (the
         account's chat list)."""
         import hashlib
 
         self.history.append(("find_chats", text or sha256))
+        if self.list_errors:
+            raise self.list_errors.popleft()
 
         def wanted(first: str) -> bool:
             return first == text or hashlib.sha256(first.encode()).hexdigest() == sha256
@@ -186,7 +194,7 @@ class FakeChat:
         return [
             FoundChat(url, self.created.get(url))
             for url, users in reversed(self.messages.items())
-            if users and wanted(users[0])
+            if users and wanted(users[0]) and url not in self.unseen
         ]
 
     # delete_chat: the chats deleted, in order; errors to raise first, one per delete, in order
@@ -206,7 +214,9 @@ class FakeChat:
     def user_messages(self, chat_url: str) -> list[str] | None:
         """The chat's user messages; None for a chat the site never made (or deleted)."""
         self.history.append(("user_messages", chat_url))
-        users = self.messages.get(chat_url)
+        if self.read_errors:
+            raise self.read_errors.popleft()
+        users = None if chat_url in self.unseen else self.messages.get(chat_url)
         return None if users is None else list(users)
 
     def close(self) -> None:

@@ -48,15 +48,17 @@ def others(config: Config, account: str, articles: Path, slug: str) -> dict[str,
             found = [e for e in entries if e.is_file(follow_symlinks=False)]
     except OSError:
         return named
-    mine = {"articles": str(articles), "slug": slug}
     for entry in found:
         try:
             with open(entry.path, "rb") as handle:
                 data = json.loads(handle.read(MAX_RECORD))
         except (OSError, ValueError):
-            data = None
-        if isinstance(data, dict) and {k: data.get(k) for k in mine} == mine:
-            continue
+            data = None  # unreadable: still a chat some send made
         who = data if isinstance(data, dict) else {}
-        named[f"/c/{entry.name}"] = f"{who.get('slug', '?')} of {who.get('articles', 'another workspace')}"
+        if who.get("articles") == str(articles) and who.get("slug") == slug:
+            continue  # this article's own
+        where = who.get("articles")
+        named[f"/c/{entry.name}"] = (
+            f"{who.get('slug', '?')} (in {where})" if isinstance(where, str) else "another workspace"
+        )
     return named

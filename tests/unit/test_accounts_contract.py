@@ -177,15 +177,18 @@ def test_a_failure_after_the_click_is_never_offered_to_another_account(project):
     assert acc.calls("b") == [] and acc.calls("c") == []
 
 
-def test_recovery_in_doubt_sends_again_from_the_same_account_even_when_it_refuses(project):
+def test_a_lost_send_is_sent_again_from_the_same_account_even_when_it_refuses(project):
     acc = Accounts(project)
     add_prompt(project, "tea")
     (project / "articles" / "tea.md.sending").write_text(
         json.dumps({"time": 1.0, "prompt_sha256": "x", "account": "b"}) + "\n"
     )
     acc.chats["b"].send_error = refused_before_typing("logged_out")
-    outcome = generate(acc.ws, "tea", acc.engines())
-    assert acc.calls("b") == ["find_chats", "send"]
+    now = [1_800_000_000.0]
+    assert generate(acc.ws, "tea", acc.engines(), clock=lambda: now[0]).status is Status.WORKING
+    now[0] += acc.ws.config.qwen.lost_chat_after  # in doubt that long: lost, sent again
+    outcome = generate(acc.ws, "tea", acc.engines(), clock=lambda: now[0])
+    assert acc.calls("b") == ["find_chats", "find_chats", "send"]
     assert acc.calls("a") == [] and acc.calls("c") == []  # never another account
     assert outcome.engine == "router"  # the usual hard failure: the router writes it
 

@@ -149,12 +149,22 @@ def test_marker_without_url_finds_the_chat_instead_of_sending(project, workspace
     assert "recovered" in events(workspace)
 
 
-def test_marker_whose_chat_is_not_found_sends_once_more(project, workspace, engines, chat):
+def test_marker_whose_chat_is_not_found_sends_once_more_only_when_lost(project, workspace, engines, chat):
     add_prompt(project, "tea")
     (project / "articles" / "tea.md.sending").write_text("{}")
-    outcome = generate(workspace, "tea", engines)
+    now = [1_800_000_000.0]
+    outcome = generate(workspace, "tea", engines, clock=lambda: now[0])
+    assert outcome.status is Status.WORKING and chat.sends == 0  # in doubt: the list may lag
+    now[0] += workspace.config.qwen.lost_chat_after
+    outcome = generate(workspace, "tea", engines, clock=lambda: now[0])
     assert outcome.status is Status.QUEUED and chat.sends == 1
-    assert events(workspace)[:2] == ["recovering", "recovery_not_found"]
+    assert events(workspace)[:5] == [
+        "recovering",
+        "recovery_in_doubt",
+        "recovering",
+        "recovery_lost",
+        "unsent",
+    ]
 
 
 def test_transient_failure_counts_attempts_then_turns_hard(project, workspace, engines, chat, router):
@@ -212,6 +222,7 @@ def test_hard_failure_without_fallback_is_exit_1_then_dead_letter(project, works
     eng = Engines(ws.config, chat_factory=lambda _c: chat, router_factory=router_engine)
     add_prompt(project, "tea")
     chat.send_error = HardError("the site refused", code="refused")  # no hold: tried again
+    chat.send_error.nothing_sent = True  # refused in words: provably not sent, nothing to recover
     first = generate(ws, "tea", eng)
     assert first.status is Status.FAILED and "1 of 2" in first.message
     second = generate(ws, "tea", eng)

@@ -191,10 +191,13 @@ def test_a_second_article_with_the_same_text_never_adopts_the_firsts_chat(projec
     interrupted(workspace, "tea-again", engines, clock, older=True)
     said = []
     outcome = generate(workspace, "tea-again", engines, clock=clock, say=said.append)
+    assert outcome.status is Status.WORKING and chat.sends == 1  # in doubt: not sent again at once
+    assert "recovery_in_doubt" in events(workspace, "tea-again")
+    assert any("is tea's" in line and "not sending again" in line for line in said), said
+    clock.now += workspace.config.qwen.lost_chat_after
+    outcome = generate(workspace, "tea-again", engines, clock=clock)
     assert outcome.status is Status.QUEUED and chat.sends == 2
     assert (project / "articles" / "tea-again.md.url").read_text() != first
-    assert "recovery_in_doubt" in events(workspace, "tea-again")
-    assert any("is tea's" in line and "sending again" in line for line in said), said
 
 
 def test_a_chat_made_before_the_marker_is_another_sends(project, workspace, engines, chat):
@@ -207,7 +210,7 @@ def test_a_chat_made_before_the_marker_is_another_sends(project, workspace, engi
     interrupted(workspace, "tea", engines, clock, older=True)
     said = []
     outcome = generate(workspace, "tea", engines, clock=clock, say=said.append)
-    assert outcome.status is Status.QUEUED and chat.sends == 2
+    assert outcome.status is Status.WORKING and chat.sends == 1
     assert any("60 s before this send" in line for line in said), said
     reasons = [
         e.get("reason", "") for e in workspace.journal.read(slug="tea") if e["event"] == "recovery_in_doubt"
@@ -244,8 +247,9 @@ def test_an_adopted_chat_is_the_stores_send_of_that_article(project, workspace, 
 
 
 @pytest.mark.parametrize("case", ["unknown time", "two fresh chats", "old marker"])
-def test_recovery_in_doubt_sends_again_and_says_why(project, workspace, engines, chat, case):
-    """An intent an older version wrote names no chat: the chat list decides, and doubt resends."""
+def test_recovery_in_doubt_sends_again_only_when_lost_and_says_why(project, workspace, engines, chat, case):
+    """An intent an older version wrote names no chat: the chat list decides; in doubt, the
+    prompt is sent again only after qwen.lost_chat_after."""
     clock = Clock()
     chat.clock = clock
     add_prompt(project, "tea")
@@ -259,9 +263,13 @@ def test_recovery_in_doubt_sends_again_and_says_why(project, workspace, engines,
     sends = chat.sends
     said = []
     outcome = generate(workspace, "tea", engines, clock=clock, say=said.append)
-    assert outcome.status is Status.QUEUED and chat.sends == sends + 1
+    assert outcome.status is Status.WORKING and chat.sends == sends
     assert "recovery_in_doubt" in events(workspace, "tea")
-    assert any("sending again" in line for line in said), said
+    assert any("not sending again" in line for line in said), said
+    clock.now += workspace.config.qwen.lost_chat_after
+    outcome = generate(workspace, "tea", engines, clock=clock, say=said.append)
+    assert outcome.status is Status.QUEUED and chat.sends == sends + 1
+    assert any("taking it as lost, sending again" in line for line in said), said
 
 
 def test_adoptable_chat_rules():

@@ -13,7 +13,7 @@ import json
 from typing import TYPE_CHECKING, NamedTuple
 
 from ... import files
-from ...engines.base import ACCOUNT_REFUSALS, EngineBusy, EngineError
+from ...engines.base import ACCOUNT_REFUSALS, Code, EngineBusy, EngineError
 from ..article import read_marker
 from ..phases import Reason, backoff_delay
 from .context import Context, Outcome, Status, wait_words
@@ -33,11 +33,16 @@ class Doubt(NamedTuple):
     delay: float  # until the next look (never past the moment it would be lost)
 
 
+# What stops a look before it reaches the chat: the account cannot go on (logged out, a bot
+# check, its quota) or our own browser cannot run. These stay the failures they are; they are no
+# look at the chat, so they never bring a doubt closer to "lost".
+NO_LOOK = ACCOUNT_REFUSALS | {Code.BROWSER_NOT_FOUND, Code.BROWSER_LAUNCH, Code.NO_DEVTOOLS}
+
+
 def unreadable(err: EngineError) -> bool:
-    """An engine error that says the chat (or the chat list) could not be read: not that the
-    account cannot go on (logged out, a bot check, its quota: those stay the account's
-    failures), nor that the browser is busy. It proves nothing about the send."""
-    return not isinstance(err, EngineBusy) and err.code not in ACCOUNT_REFUSALS
+    """An engine error that says the chat (or the chat list) could not be read: not found, an
+    error, a page that is not the chat, a time-out. It proves nothing about the send."""
+    return not isinstance(err, EngineBusy) and err.code not in NO_LOOK
 
 
 def weigh(marker: dict, now: float, qwen: Qwen) -> Doubt:

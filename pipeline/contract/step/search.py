@@ -31,8 +31,8 @@ def handle(step: Context, move: Search) -> Adopt | InDoubt:
     sent_sha = sent_sha if edited else step.prompt.sha256
     if not found:  # a new chat the site does not list yet looks just like a send never made
         return InDoubt(account, f"no chat in account {account}'s list holds what was sent (yet)")
-    others = chats_of_other_articles(step.article)
-    others.update(sent_chats.others(step.ws.config, account, step.article.folder, step.slug))
+    others = sent_chats.others(step.ws.config, account, step.article.folder, step.slug)
+    others.update(chats_of_other_articles(step.article))  # this workspace's own say it best
     if step.lease is not None:  # a shared batch: every host's sent chats are other articles' too
         others.update(chats_in_batch(step.ws.store, step.slug))
     url, why = adoptable_chat(found, marker, sent_sha, others, account)

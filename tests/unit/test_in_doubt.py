@@ -1,0 +1,257 @@
+"""Recovery adopts only what proves to be its own, and "never sent" needs proof (issue 36, item 4),
+with the fake engines. The browser's side is in tests/integration/test_in_doubt_cli.py.
+
+A send interrupted after its marker is in doubt until the site shows either its chat (adopted)
+or that chat empty (never sent): a chat that cannot be read, whatever the way, stays counted,
+is looked at again, and its prompt is sent again only after qwen.lost_chat_after, counted once.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from fakes import Crash, crash_at
+from project_files import add_prompt, write_config
+from test_recovery_rules import Clock, as_older_version
+
+from pipeline.config import Qwen, load
+from pipeline.contract.step import Status, generate
+from pipeline.contract.step.doubt import NO_LOOK, unreadable, weigh
+from pipeline.contract.workspace import Engines, Workspace
+from pipeline.engines.base import Code, EngineBusy, HardError, TransientError
+from pipeline.wiring import router_engine
+
+TEXT = "Write about tea."
+LOST = 1800.0  # qwen.lost_chat_after's default
+
+
+def events(workspace, slug="tea"):
+    return [e["event"] for e in workspace.journal.read(slug=slug)]
+
+
+def received(chat, text=TEXT) -> int:
+    return sum(users.count(text) for users in chat.messages.values())
+
+
+def counted(workspace) -> int:
+    """The sends the journal counts (what qwen.max_sends_per_day and `accounts` go by)."""
+    return workspace.store.send_counts(0).total
+
+
+def killed(workspace, engines, clock, point):
+    with crash_at(point), pytest.raises(Crash):
+        generate(workspace, "tea", engines, clock=clock)
+    assert workspace.article("tea").sending.exists()
+
+
+# Every way a named chat can be unreadable: the site says it is not there (the engine's None, for
+# a 404 page or CHAT_NOT_FOUND in the JSON; or the error itself, and a deleted chat), an error
+# (5xx, a `success: false` the client cannot place), a page that is not the chat (HTML, a WAF
+# page, a changed page), a time-out or a network error.
+UNREADABLE = {
+    "not found (404 page / JSON code)": None,
+    "not found, raised": HardError("chat gone", code=Code.CHAT_NOT_FOUND),
+    "deleted": HardError("This chat has been deleted", code=Code.CHAT_DELETED),
+    "server error 5xx": TransientError("HTTP 502", code=Code.API_ERROR),
+    "HTML page, not JSON": TransientError("an HTML page, not the API's JSON", code=Code.API_ERROR),
+    "WAF page": TransientError("aliyun_waf_aa", code=Code.WAF),
+    "page changed": TransientError("no chat on the page", code=Code.PAGE_CHANGED),
+    "time-out": TransientError("page did not load in 30 s", code=Code.TIMEOUT),
+    "network": TransientError("net::ERR_CONNECTION_RESET", code=Code.NETWORK),
+    "error banner": TransientError("Something went wrong", code=Code.ERROR_BANNER),
+}
+
+
+def unreadable_now(chat, url, kind):
+    """The chat at `url` reads as `kind` from now on."""
+    chat.unseen.discard(url)
+    chat.read_errors.clear()
+    if UNREADABLE[kind] is None:
+        chat.unseen.add(url)
+    else:
+        chat.read_errors.extend([UNREADABLE[kind]] * 100)
+
+
+def readable_again(chat, url):
+    chat.unseen.discard(url)
+    chat.read_errors.clear()
+
+
+@pytest.mark.parametrize("kind", list(UNREADABLE))
+def test_a_named_chat_that_cannot_be_read_is_in_doubt_counted_once_and_resent_only_when_lost(
+    project, workspace, engines, chat, kind
+):
+    clock = Clock()
+    chat.clock = clock
+    add_prompt(project, "tea")
+    killed(workspace, engines, clock, "after_send")  # the prompt reached the site; no URL on disk
+    url = next(iter(chat.messages))
+    unreadable_now(chat, url, kind)
+    for minutes in (0, 1, 10, 29):  # a site slow to show a new chat, or one that hides it
+        clock.now = 1_800_000_000.0 + 60 * minutes
+        outcome = generate(workspace, "tea", engines, clock=clock)
+        assert outcome.status is Status.WORKING and outcome.reason == "backoff", outcome.message
+        assert chat.sends == 1 and counted(workspace) == 1, kind
+        assert workspace.article("tea").sending.exists() and not workspace.article("tea").url.exists()
+    assert events(workspace).count("recovery_in_doubt") == 4
+    assert "recovery_not_found" not in events(workspace) and "unsent" not in events(workspace)
+
+    clock.now = 1_800_000_000.0 + LOST  # unreadable for qwen.lost_chat_after: lost, sent again
+    outcome = generate(workspace, "tea", engines, clock=clock)
+    assert outcome.status is Status.QUEUED and chat.sends == 2, outcome.message
+    assert counted(workspace) == 1, "the lost send is given back: the prompt is counted once"
+    assert "recovery_lost" in events(workspace)
+
+
+@pytest.mark.parametrize("kind", list(UNREADABLE))
+def test_a_chat_readable_again_before_it_is_lost_is_adopted_and_nothing_is_sent(
+    project, workspace, engines, chat, kind
+):
+    clock = Clock()
+    chat.clock = clock
+    add_prompt(project, "tea")
+    killed(workspace, engines, clock, "after_send")
+    url = next(iter(chat.messages))
+    unreadable_now(chat, url, kind)
+    assert generate(workspace, "tea", engines, clock=clock).status is Status.WORKING
+    clock.now += LOST - 1
+    readable_again(chat, url)
+    outcome = generate(workspace, "tea", engines, clock=clock)
+    assert outcome.chat_url == url and chat.sends == 1 and counted(workspace) == 1
+    assert workspace.article("tea").url.read_text().strip() == url
+    assert not workspace.article("tea").sending.exists()
+
+
+def test_never_sent_needs_the_chat_read_and_empty(project, workspace, engines, chat):
+    """The positive proof: the named chat exists and holds no message of ours."""
+    clock = Clock()
+    add_prompt(project, "tea")
+    killed(workspace, engines, clock, "after_naming")  # the chat exists, the prompt never left
+    outcome = generate(workspace, "tea", engines, clock=clock)
+    assert outcome.status is Status.QUEUED and received(chat) == 1
+    assert "recovery_not_found" in events(workspace) and "recovery_in_doubt" not in events(workspace)
+    assert counted(workspace) == 1
+
+
+def test_what_is_no_look_at_the_chat_stays_the_failure_it_is():
+    """Logged out, a bot check, the quota, our own browser: no look, so no step towards "lost"."""
+    for code in NO_LOOK:
+        assert not unreadable(HardError("no look", code=code))
+    assert not unreadable(EngineBusy("profile held"))
+    for err in UNREADABLE.values():
+        assert err is None or unreadable(err)
+
+
+def test_a_logged_out_look_brings_the_doubt_no_closer(project, workspace, engines, chat):
+    clock = Clock()
+    chat.clock = clock
+    add_prompt(project, "tea")
+    killed(workspace, engines, clock, "after_send")
+    url = next(iter(chat.messages))
+    chat.unseen.add(url)
+    generate(workspace, "tea", engines, clock=clock)
+    marker = json.loads(workspace.article("tea").sending.read_text())
+    chat.read_errors.append(HardError("logged out", code=Code.LOGGED_OUT))
+    clock.now += LOST
+    outcome = generate(workspace, "tea", engines, clock=clock, engine="qwen")
+    assert outcome.status is Status.FAILED and outcome.chat_error == Code.LOGGED_OUT
+    assert chat.sends == 1 and workspace.article("tea").sending.exists()
+    assert "recovery_lost" not in events(workspace)
+    assert json.loads(workspace.article("tea").sending.read_text())["doubt_looks"] == marker["doubt_looks"]
+
+
+def test_the_doubt_rule():
+    qwen = replace(Qwen(), poll_interval=60, lost_chat_after=1800)
+    first = weigh({"time": 5.0}, 1000.0, qwen)
+    assert first == (1000.0, 1, False, 60.0)
+    later = weigh({"doubt_since": 1000.0, "doubt_looks": 3}, 1300.0, qwen)
+    assert later.looks == 4 and later.delay == 480.0 and not later.lost
+    near = weigh({"doubt_since": 1000.0, "doubt_looks": 6}, 2700.0, qwen)
+    assert near.delay == 100.0 and not near.lost, "never looked at past the moment it is lost"
+    assert weigh({"doubt_since": 1000.0, "doubt_looks": 7}, 2800.0, qwen).lost
+    ahead = weigh({"doubt_since": 9999.0}, 1000.0, qwen)  # the clock moved back
+    assert ahead.since == 1000.0 and not ahead.lost
+    for junk in ("x", True, None, -1, float("nan")):
+        assert weigh({"doubt_since": junk, "doubt_looks": junk}, 1000.0, qwen)[:2] == (1000.0, 1)
+
+
+# -- a marker without a chat id: what the chat list can prove ---------------------------------
+
+
+def test_a_send_killed_before_its_click_is_in_doubt_then_sent_once_counted_once(
+    project, workspace, engines, chat
+):
+    clock = Clock()
+    add_prompt(project, "tea")
+    killed(workspace, engines, clock, "before_send")
+    outcome = generate(workspace, "tea", engines, clock=clock)
+    assert outcome.status is Status.WORKING and received(chat) == 0 and counted(workspace) == 1
+    clock.now += LOST
+    outcome = generate(workspace, "tea", engines, clock=clock)
+    assert outcome.status is Status.QUEUED and received(chat) == 1 and counted(workspace) == 1
+
+
+def test_a_chat_list_that_cannot_be_read_is_in_doubt(project, workspace, engines, chat):
+    clock = Clock()
+    add_prompt(project, "tea")
+    killed(workspace, engines, clock, "before_send")
+    chat.list_errors.append(TransientError("HTTP 503", code=Code.API_ERROR))
+    outcome = generate(workspace, "tea", engines, clock=clock)
+    assert outcome.status is Status.WORKING and chat.sends == 0
+    assert "cannot be read" in outcome.message
+
+
+def two_workspaces(tmp_path, chat):
+    """Two projects on one account (the one FakeChat), both naming the same browser profile and
+    saved login, as two workspaces of one login on one machine do."""
+    spaces = []
+    shared = f'profile_dir = "{tmp_path / "profile"}"\nstorage_state = "{tmp_path / "state.json"}"\n'
+    for name in ("one", "two"):
+        root = tmp_path / name
+        (root / "prompts").mkdir(parents=True)
+        (root / "articles").mkdir()
+        write_config(root, "[qwen]\npoll_interval = 0\n[article]\nmin_words = 0\n[browser]\n" + shared)
+        add_prompt(root, "tea")
+        ws = Workspace(load(root / "config.toml"))
+        spaces.append(
+            (root, ws, Engines(ws.config, chat_factory=lambda _c: chat, router_factory=router_engine))
+        )
+    return spaces
+
+
+@pytest.mark.parametrize("older", [False, True], ids=["intent naming its chat", "older intent"])
+def test_the_first_workspace_killed_before_its_click_never_adopts_the_seconds_chat(tmp_path, chat, older):
+    """The finding: same account, same text; the first is killed before its click, the second
+    sends (its chat is made after the first's marker); the first's recovery must not take it."""
+    clock = Clock()
+    chat.clock = clock
+    (one, ws1, eng1), (two, ws2, eng2) = two_workspaces(tmp_path, chat)
+    killed(ws1, eng1, clock, "before_send")
+    if older:
+        as_older_version(ws1, "tea")
+    clock.now += 5
+    assert generate(ws2, "tea", eng2, clock=clock).status is Status.QUEUED
+    theirs = (two / "articles" / "tea.md.url").read_text().strip()
+    said = []
+    outcome = generate(ws1, "tea", eng1, clock=clock, say=said.append)
+    assert outcome.status is Status.WORKING and chat.sends == 1, outcome.message
+    assert not (one / "articles" / "tea.md.url").exists(), "adopted the other workspace's chat"
+    assert any(str(two / "articles") in line for line in said), said
+    assert counted(ws1) == 1  # in doubt: counted, not resent
+    clock.now += LOST
+    assert generate(ws1, "tea", eng1, clock=clock).status is Status.QUEUED
+    assert (one / "articles" / "tea.md.url").read_text().strip() != theirs and chat.sends == 2
+    assert counted(ws1) == 1 and counted(ws2) == 1
+
+
+def test_the_chat_an_interrupted_send_made_is_still_adopted_when_no_one_else_has_it(tmp_path, chat):
+    clock = Clock()
+    chat.clock = clock
+    (one, ws1, eng1), _ = two_workspaces(tmp_path, chat)
+    killed(ws1, eng1, clock, "after_send")
+    as_older_version(ws1, "tea")
+    outcome = generate(ws1, "tea", eng1, clock=clock)
+    assert outcome.status is Status.WORKING and chat.sends == 1
+    assert (one / "articles" / "tea.md.url").read_text().strip() == next(iter(chat.messages))
