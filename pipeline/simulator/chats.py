@@ -196,6 +196,13 @@ class Settings:
     # The next this many chat deletes (DELETE /api/v2/chats/<id>) fail with a server error and
     # delete nothing; each counts one down.
     failing_deletes: int = 0
+    # Read-after-write lag: a chat reads as not there (CHAT_NOT_FOUND, and left out of the chat
+    # list) until this many seconds by the site's clock after it was made. A test moves the
+    # site's clock (`clock_offset`) past it instead of waiting.
+    read_lag: float = 0.0
+    # Chats made while this is set are never shown (read as not there, left out of the list)
+    # though the site took their prompt: a chat that vanishes.
+    vanish_chats: bool = False
 
     def validated(self) -> Settings:
         checks = [
@@ -234,6 +241,13 @@ class Settings:
             ),
             (_is_count(self.quota), "quota must be a count >= 0"),
             (_is_count(self.failing_deletes), "failing_deletes must be a count >= 0"),
+            (
+                isinstance(self.read_lag, (int, float))
+                and not isinstance(self.read_lag, bool)
+                and 0 <= self.read_lag <= 10 * 365 * 86400,
+                "read_lag must be 0 or more seconds (within 10 years)",
+            ),
+            (isinstance(self.vanish_chats, bool), "vanish_chats must be true or false"),
             (_is_names(self.slider_accounts), "slider_accounts must be a list of account names"),
             (isinstance(self.empty_answers, bool), "empty_answers must be true or false"),
             (_is_names(self.empty_accounts), "empty_accounts must be a list of account names"),
@@ -321,6 +335,7 @@ class Chat:
     override: str | None = None  # the `[sim:NAME]` scenario of its first prompt
     account: str = ANONYMOUS  # the account that made it: the only one that can see it
     touched: int = 0  # orders the chat list when two updates fall in the same second
+    hidden: bool = False  # made while `vanish_chats` was set: never shown
     messages: list[Message] = field(default_factory=list)
 
     def last_assistant(self) -> Message | None:
@@ -461,7 +476,9 @@ class ChatStore:
 
     def new_chat(self, account: str = ANONYMOUS) -> str:
         now = self.site_time()
-        chat = Chat(id=str(uuid.uuid4()), created=now, updated=now, account=account)
+        chat = Chat(
+            id=str(uuid.uuid4()), created=now, updated=now, account=account, hidden=self.settings.vanish_chats
+        )
         with self.lock:
             chat.touched = next(self._touches)
             self.chats[chat.id] = chat
@@ -479,9 +496,13 @@ class ChatStore:
 
     def opens_as_missing(self, chat: Chat | None) -> bool:
         """chat_not_found (run-wide or for this chat) hides a chat that exists."""
-        if chat is None:
+        if chat is None or self.unseen(chat):
             return True
         return "chat_not_found" in (self.settings.scenario, chat.override)
+
+    def unseen(self, chat: Chat) -> bool:
+        """A chat the site took but does not show (yet): hidden, or within its read lag."""
+        return chat.hidden or self.site_time() < chat.created + self.settings.read_lag
 
     def chat_view(self, chat_id: str, account: str = ANONYMOUS) -> dict | None:
         """A plain snapshot of a chat for shapes.py, or None when it reads as not found (also
@@ -536,7 +557,7 @@ class ChatStore:
     def list_chats(self, page: int, per_page: int = 10, account: str = ANONYMOUS) -> list[dict]:
         """`account`'s chat list, most recently updated first, `per_page` a page (page 1 first)."""
         with self.lock:
-            own = [c for c in self.chats.values() if c.account == account]
+            own = [c for c in self.chats.values() if c.account == account and not self.unseen(c)]
             chats = sorted(own, key=lambda c: (c.updated, c.touched), reverse=True)
             chosen = chats[(max(page, 1) - 1) * per_page : max(page, 1) * per_page]
             return [self._list_item(c) for c in chosen]

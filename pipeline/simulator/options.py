@@ -83,6 +83,12 @@ class SimulatorOptions:
     )
     empty_answers: bool = _option(_SETTINGS.empty_answers, "every answer finishes with no text")
     empty_accounts: str = _option("", "comma-separated accounts whose answers finish with no text")
+    read_lag: float = _option(
+        _SETTINGS.read_lag, "seconds a new chat reads as not found (and is not listed) after it is made"
+    )
+    vanish_chats: bool = _option(
+        _SETTINGS.vanish_chats, "chats are never shown (not found, not listed) though their prompt is taken"
+    )
 
     def account_names(self, option: str = "accounts") -> tuple[str, ...]:
         """The names a comma-separated option (--accounts, --slider-accounts...) gives."""
@@ -124,7 +130,7 @@ class SimulatorOptions:
             )
         if not 0 <= self.port <= 65535:
             raise UsageProblem(f"--port {self.port}: choose 1 to 65535, or 0 for any free port")
-        for name in ("answer_seconds", "thinking_seconds", "url_delay"):
+        for name in ("answer_seconds", "thinking_seconds", "url_delay", "read_lag"):
             seconds = getattr(self, name)
             if not (math.isfinite(seconds) and 0 <= seconds <= MAX_SECONDS):
                 raise UsageProblem(
@@ -166,6 +172,8 @@ class SimulatorOptions:
             slider_accounts=self.account_names("slider_accounts"),
             empty_answers=self.empty_answers,
             empty_accounts=self.account_names("empty_accounts"),
+            read_lag=self.read_lag,
+            vanish_chats=self.vanish_chats,
         )
         try:
             return sim.start()

@@ -56,6 +56,8 @@ SETTING_KEYS = {
     "empty_answers",
     "empty_accounts",
     "failing_deletes",
+    "read_lag",
+    "vanish_chats",
 }
 # What /sim/config (and Simulator.set) can also do to the accounts, besides settings.
 ACCOUNT_ACTIONS = {"log_out", "clear_accounts", "solve_slider"}
@@ -90,6 +92,8 @@ class Simulator:
         slider_accounts: Sequence[str] = (),
         empty_answers: bool = False,
         empty_accounts: Sequence[str] = (),
+        read_lag: float = 0.0,
+        vanish_chats: bool = False,
     ):
         settings = Settings(
             scenario=scenario,
@@ -114,6 +118,8 @@ class Simulator:
             slider_accounts=list(slider_accounts),
             empty_answers=empty_answers,
             empty_accounts=list(empty_accounts),
+            read_lag=read_lag,
+            vanish_chats=vanish_chats,
         )
         self.store = ChatStore(settings, ledger_path, accounts=tuple(accounts))
         for name in (*slider_accounts, *empty_accounts) if self.store.accounts else ():

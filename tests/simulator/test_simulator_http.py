@@ -557,3 +557,36 @@ def test_an_answer_cut_short_ends_its_stream_with_the_error():
             for f in frames
             if "choices" in f
         )
+
+
+# -- chats the site took but does not show (yet) ---------------------------------------------------
+def listed(sim) -> list[str]:
+    return [c["id"] for c in get_json(sim, "/api/v2/chats/?page=1&exclude_project=true")["data"]]
+
+
+def test_read_after_write_lag_hides_a_new_chat_until_the_sites_clock_passes_it(sim):
+    sim.set(read_lag=600.0)
+    chat_id, _ = send(sim, PROMPT)
+    assert [e["prompt"] for e in sim.ledger()] == [PROMPT], "the site took the prompt"
+    assert get_json(sim, f"/api/v2/chats/{chat_id}")["data"]["code"] == "CHAT_NOT_FOUND"
+    assert chat_id not in listed(sim)
+    sim.set(clock_offset=601.0)  # the test moves the site's clock: no waiting
+    assert get_json(sim, f"/api/v2/chats/{chat_id}")["success"] is True
+    assert chat_id in listed(sim)
+
+
+def test_a_vanished_chat_is_never_shown_though_its_prompt_was_taken(sim):
+    sim.set(vanish_chats=True)
+    chat_id, _ = send(sim, PROMPT)
+    sim.set(vanish_chats=False)
+    kept, _ = send(sim, PROMPT + " again")
+    sim.set(clock_offset=86400.0)
+    assert get_json(sim, f"/api/v2/chats/{chat_id}")["data"]["code"] == "CHAT_NOT_FOUND"
+    assert listed(sim) == [kept]
+    assert [e["prompt"] for e in sim.ledger()] == [PROMPT, PROMPT + " again"]
+
+
+@pytest.mark.parametrize("bad", [-1.0, "soon", True])
+def test_read_lag_must_be_seconds(sim, bad):
+    with pytest.raises(ValueError, match="read_lag"):
+        sim.set(read_lag=bad)
