@@ -244,7 +244,7 @@ class Qwen(Section):
     lost_chat_after: float = key(
         (int, float),
         1800,
-        _between(60, 7 * DAY),
+        _between(10, 7 * DAY),
         "seconds an interrupted send's chat may stay unreadable before its prompt is sent again",
     )
     delete_chats: str = key(

@@ -418,6 +418,7 @@ PHASE_BUCKETS = {Phase.DONE: "done", Phase.DEAD: "dead", Phase.INVALID: "invalid
 REASON_BUCKETS = {
     Reason.LOCKED: "working",
     Reason.BACKOFF: "backoff",
+    Reason.IN_DOUBT: "backoff",
     Reason.SPACING: "waiting",
     Reason.QUOTA: "throttled",
     Reason.LIMIT: "throttled",

@@ -62,6 +62,8 @@ class Reason(StrEnum):
     GENERATING = "generating"  # the chat is writing (a look found no complete answer)
     LOCKED = "locked"  # another process holds the article (or the browser profile)
     BACKOFF = "backoff"  # after a transient failure, until next_try
+    IN_DOUBT = "in_doubt"  # an interrupted send neither found nor proven unsent: looked at again
+    # at next_try (a backoff no `generate --wait` sits through), sent again after qwen.lost_chat_after
     SPACING = "spacing"  # its chat was looked at less than poll_interval ago
     QUOTA = "quota"  # the chat's own daily quota is spent
     LIMIT = "limit"  # our send limit: `why` names it (qwen.max_sends_per_day or _per_cycle)

@@ -220,7 +220,9 @@ def run_trial(
     trial = plan_trial(index, rng, kind, max_prompts)
     trial.started_at = time.time()
     # killed: its own browser
-    project = make_project(root / f"t{index:04d}", sim, own_browser=True, headless_shell=True)
+    project = make_project(
+        root / f"t{index:04d}", sim, extra=chaos_common.LOST_CHAT_AFTER, own_browser=True, headless_shell=True
+    )
     with open(project / "config.toml", "a", encoding="utf-8") as config:
         config.write(ARTICLE_SECTION)
     for slug, text in trial.slugs.items():

@@ -205,7 +205,21 @@ def send_count_problem(store, since: float, accepted: list[dict], *, per_account
     return ""
 
 
-SEND_STEPS = ("sending", "unsent", "recovering", "recovery_not_found", "recovered", "sent", "failed", "held")
+SEND_STEPS = (
+    "sending",
+    "unsent",
+    "recovering",
+    "recovery_not_found",
+    "recovery_in_doubt",
+    "recovery_lost",
+    "recovered",
+    "sent",
+    "failed",
+    "held",
+)
+# A send killed before its chat was named is in doubt until qwen.lost_chat_after (30 min by
+# default): short in the chaos runs, so that their crash-free re-runs see it sent again in time.
+LOST_CHAT_AFTER = "lost_chat_after = 15"
 
 
 def send_steps(store) -> str:

@@ -115,7 +115,7 @@ def run_trial(
             trial.slugs,
             accounts=sim.accounts[:count],
             lease_seconds=LEASE_SECONDS,
-            qwen=f"max_sends_per_cycle = {per_cycle}",
+            qwen=f"max_sends_per_cycle = {per_cycle}\n{chaos_common.LOST_CHAT_AFTER}",
             own_browser=True,  # killed commands: each its own browser, as cron runs it
             headless_shell=True,
         )

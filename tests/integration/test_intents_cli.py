@@ -94,6 +94,6 @@ def test_a_run_killed_before_the_click_is_in_doubt_counted_once_and_never_sent_t
     for _ in range(2):
         rerun = qwenpipe_in_process("generate", "tea", cwd=project)
         assert rerun.returncode == 3, rerun.stderr
-        assert "not sending again" in rerun.stderr and "daily send limit" not in rerun.stderr
+        assert "is in doubt" in rerun.stderr and "daily send limit" not in rerun.stderr
     assert reached(sim, text) == []
     assert status_of(project)["sends"]["today"] == 1

@@ -72,7 +72,7 @@ def test_two_prompts_with_the_same_text_and_a_crash_before_the_second_send_never
     rerun = qwenpipe_in_process("generate", "tea-again", cwd=project)
     assert rerun.returncode == 3, rerun.stderr  # in doubt: counted, not sent again at once
     assert not (project / "articles" / "tea-again.md.url").exists(), "two articles share one chat"
-    assert "is tea's" in rerun.stderr and "not sending again" in rerun.stderr
+    assert "is tea's" in rerun.stderr and "is in doubt" in rerun.stderr
     assert len([e for e in sim.sends() if e["prompt"] == text]) == 1
     doubt = [e for e in journal(project) if e["event"] == "recovery_in_doubt"]
     assert [e["slug"] for e in doubt] == ["tea-again"] and "tea" in doubt[0]["reason"]

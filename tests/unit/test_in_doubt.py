@@ -92,7 +92,7 @@ def test_a_named_chat_that_cannot_be_read_is_in_doubt_counted_once_and_resent_on
     for minutes in (0, 1, 10, 29):  # a site slow to show a new chat, or one that hides it
         clock.now = 1_800_000_000.0 + 60 * minutes
         outcome = generate(workspace, "tea", engines, clock=clock)
-        assert outcome.status is Status.WORKING and outcome.reason == "backoff", outcome.message
+        assert outcome.status is Status.WORKING and outcome.reason == "in_doubt", outcome.message
         assert chat.sends == 1 and counted(workspace) == 1, kind
         assert workspace.article("tea").sending.exists() and not workspace.article("tea").url.exists()
     assert events(workspace).count("recovery_in_doubt") == 4
@@ -122,6 +122,21 @@ def test_a_chat_readable_again_before_it_is_lost_is_adopted_and_nothing_is_sent(
     assert outcome.chat_url == url and chat.sends == 1 and counted(workspace) == 1
     assert workspace.article("tea").url.read_text().strip() == url
     assert not workspace.article("tea").sending.exists()
+
+
+def test_generate_wait_does_not_sit_through_a_doubt(project, workspace, engines, chat):
+    """`--wait` waits for answers and transient failures; a doubt lasts up to lost_chat_after:
+    the by-hand run ends (exit 3) and a later run looks again."""
+    clock = Clock()
+    add_prompt(project, "tea")
+    killed(workspace, engines, clock, "after_send")
+    chat.unseen.update(chat.messages)
+
+    def no_sleep(seconds):
+        raise AssertionError(f"--wait sat through a doubt ({seconds} s)")
+
+    outcome = generate(workspace, "tea", engines, wait=True, clock=clock, sleep=no_sleep)
+    assert outcome.status is Status.WORKING and outcome.reason == "in_doubt" and chat.sends == 1
 
 
 def test_never_sent_needs_the_chat_read_and_empty(project, workspace, engines, chat):

@@ -101,9 +101,9 @@ def handle(step: Context, move: InDoubt) -> Outcome | Ask:
         in_doubt_for=unreadable_for,
     )
     message = (
-        f"{step.slug}: not sending again: the interrupted send is in doubt ({move.why}); "
-        f"it stays counted, is looked at again {wait_words(doubt.delay)}, and is sent again only "
-        f"if still in doubt {wait_words(left)} (qwen.lost_chat_after)"
+        f"{step.slug}: the interrupted send is in doubt ({move.why}): it stays counted and is not "
+        f"sent now; looked at again {wait_words(doubt.delay)}, sent again only if still in doubt "
+        f"{wait_words(left)} (qwen.lost_chat_after)"
     )
     step.say(message)
-    return step.outcome(Status.WORKING, message, reason=Reason.BACKOFF)
+    return step.outcome(Status.WORKING, message, reason=Reason.IN_DOUBT)
