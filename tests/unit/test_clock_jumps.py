@@ -136,6 +136,7 @@ def test_a_send_after_a_quota_block_two_days_ahead_waits_hours_not_days(project,
     clock = Clock(1_800_000_000.0 + 2 * DAY)
     add_prompt(project, "tea")
     chat.send_error = QuotaSpent("the daily chat quota is spent", retry_after=3600)
+    chat.send_error.nothing_sent = True  # refused in words: no send to recover, only the block
     generate(ws, "tea", eng, clock=clock)
     chat.send_error = None
     clock.now -= 2 * DAY

@@ -18,7 +18,7 @@ from test_recovery_rules import Clock, as_older_version
 
 from pipeline.config import Qwen, load
 from pipeline.contract.step import Status, generate
-from pipeline.contract.step.doubt import NO_LOOK, unreadable, weigh
+from pipeline.contract.step.proof import NO_LOOK, unreadable, weigh
 from pipeline.contract.workspace import Engines, Workspace
 from pipeline.engines.base import Code, EngineBusy, HardError, TransientError
 from pipeline.wiring import router_engine

@@ -11,8 +11,8 @@ from __future__ import annotations
 from ...engines.base import EngineError
 from ..article import chat_url, read_marker
 from .context import Context
-from .doubt import unreadable
 from .moves import Adopt, Ask, InDoubt, NeverSent, Search
+from .proof import unreadable
 
 
 def handle(step: Context, move: Ask) -> Adopt | NeverSent | Search | InDoubt:

@@ -9,8 +9,8 @@ from ...engines.base import EngineError
 from .. import sent_chats
 from .adoption import adoptable_chat, chats_in_batch, chats_of_other_articles
 from .context import Context
-from .doubt import unreadable
 from .moves import Adopt, InDoubt, Search
+from .proof import unreadable
 
 
 def handle(step: Context, move: Search) -> Adopt | InDoubt:
