@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -24,7 +25,18 @@ MAX_RECORD = 4096
 
 
 def _folder(config: Config, account: str) -> Path:
-    return account_named(config, account).profile_dir / FOLDER
+    """The account's record folder; UnsafeFile when something other than a real folder is there
+    (a symlink would send the records elsewhere)."""
+    folder = account_named(config, account).profile_dir / FOLDER
+    try:
+        mode = os.lstat(folder).st_mode
+    except FileNotFoundError:
+        return folder
+    except OSError as err:
+        raise files.cannot("read the folder", folder, err) from None
+    if not stat.S_ISDIR(mode):
+        raise files.UnsafeFile(folder, files.kind_of(mode), "a folder")
+    return folder
 
 
 def record(config: Config, account: str, url: str, articles: Path, slug: str) -> None:
@@ -42,7 +54,10 @@ def others(config: Config, account: str, articles: Path, slug: str) -> dict[str,
     """Chat path (`/c/<id>`) -> who sent it, for every chat `account`'s record names that is
     not this article's (`slug` in the workspace at `articles`)."""
     named: dict[str, str] = {}
-    folder = _folder(config, account)
+    try:
+        folder = _folder(config, account)
+    except files.SetupProblem:
+        return named  # not a folder of records: none to read (a send refuses to write there)
     try:
         with os.scandir(folder) as entries:
             found = [e for e in entries if e.is_file(follow_symlinks=False)]

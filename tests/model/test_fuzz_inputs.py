@@ -133,6 +133,16 @@ def snapshot(folder: Path, *, skip: Path | None = None) -> dict[str, bytes]:
     }
 
 
+# The account's browser profile: the browser's own state, which every send writes (and, with
+# it, the record of the chats the account's sends made: pipeline/contract/sent_chats.py).
+PROFILE = ".qwenpipe/profile/"
+
+
+def outside_articles(files: dict[str, bytes]) -> dict[str, bytes]:
+    """What a run must leave as it was: everything but articles/ and the account's profile."""
+    return {k: v for k, v in files.items() if not k.startswith(("articles/", PROFILE))}
+
+
 STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d ")  # say()'s time off a terminal
 
 
@@ -278,9 +288,7 @@ def test_any_prompt_file_is_written_up_or_refused_with_exit_2(head, body, encodi
         head_text, body_text = article[4:].split("\n+++\n", 1)
         meta = tomllib.loads(head_text)
         assert meta["slug"] == "fuzz" and "fuzzed article" in body_text
-        assert snapshot(root, skip=root / "articles") == {
-            k: v for k, v in before.items() if not k.startswith("articles/")
-        }
+        assert outside_articles(snapshot(root)) == outside_articles(before)
 
 
 def test_a_prompt_over_one_megabyte_is_refused(tmp_path):
@@ -383,9 +391,7 @@ def test_any_sidecar_state_or_journal_works_or_is_refused(
         if code == 2:
             assert after == before, "refused, yet files changed"
         # Nothing outside articles/ changes; the finished neighbour is never touched.
-        assert {k: v for k, v in after.items() if not k.startswith("articles/")} == {
-            k: v for k, v in before.items() if not k.startswith("articles/")
-        }
+        assert outside_articles(after) == outside_articles(before)
         assert after["articles/other.md"] == before["articles/other.md"]
         # A URL sidecar is the proof of a send: it may be read, never replaced by another chat.
         if url is not None and "articles/fuzz.md.url" in after:

@@ -270,3 +270,28 @@ def test_the_chat_an_interrupted_send_made_is_still_adopted_when_no_one_else_has
     outcome = generate(ws1, "tea", eng1, clock=clock)
     assert outcome.status is Status.WORKING and chat.sends == 1
     assert (one / "articles" / "tea.md.url").read_text().strip() == next(iter(chat.messages))
+
+
+def test_the_accounts_record_names_other_workspaces_chats_and_refuses_a_link(tmp_path, chat):
+    from pipeline.contract import sent_chats
+    from pipeline.files import UnsafeFile
+
+    (_one, ws1, _), (_two, ws2, _) = two_workspaces(tmp_path, chat)
+    url = "https://chat.qwen.ai/c/00000009-0000-4000-8000-000000000000"
+    sent_chats.record(ws2.config, "default", url, ws2.articles_dir, "tea")
+    sent_chats.record(ws1.config, "default", url, ws1.articles_dir, "tea")  # never over it
+    theirs = sent_chats.others(ws1.config, "default", ws1.articles_dir, "tea")
+    assert theirs == {"/c/00000009-0000-4000-8000-000000000000": f"tea (in {ws2.articles_dir})"}
+    assert sent_chats.others(ws2.config, "default", ws2.articles_dir, "tea") == {}  # its own
+
+    folder = tmp_path / "profile" / sent_chats.FOLDER
+    for entry in folder.iterdir():
+        entry.unlink()
+    folder.rmdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    folder.symlink_to(elsewhere)
+    with pytest.raises(UnsafeFile):
+        sent_chats.record(ws1.config, "default", url, ws1.articles_dir, "tea")
+    assert list(elsewhere.iterdir()) == []
+    assert sent_chats.others(ws1.config, "default", ws1.articles_dir, "tea") == {}
