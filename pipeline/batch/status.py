@@ -433,7 +433,8 @@ def build_row(
     account: the one its chat is on (its first send's, or its intent marker's)."""
     journal = summary or NO_SUMMARY
     row = Row(view.slug, DONE, journal.engine or None, path=f"{context.articles}/{view.slug}.md")
-    if view.sending or (first_send is not None and first_send.chat_url):
+    written_by_router = journal.engine == "router" and view.done
+    if not written_by_router and (view.sending or (first_send is not None and first_send.chat_url)):
         row.account = sender_of(view, first_send, may_have_marker=view.sending)
     row.chat_url = journal.chat_url or None
     sent_at = journal.sent_ts

@@ -25,19 +25,19 @@ def handle(step: Context, move: Write) -> Outcome:
     step.state.engine, step.state.progress, step.state.attempts = answer.engine, "done", 0
     step.state.next_try = 0.0
     words = count_words(article_body(prompt, answer, strip_title=strip_title))
+    done = step.named(
+        {
+            "engine": answer.engine,
+            "model": answer.model,
+            "words": words,
+            "turns": len(prompt.turns),
+            "duration": round(step.clock() - step.state.sent_at, 3) if step.state.sent_at else None,
+            **({"prompt_edited_after_send": True} if edited else {}),
+        }
+    )
     with step.ws.store.step() as store:  # the record and its "done" event: one commit, one fsync
         store.put_article(step.state.to_record(step.slug))
-        step.ws.journal.append_in(
-            store,
-            step.slug,
-            "done",
-            engine=answer.engine,
-            model=answer.model,
-            words=words,
-            turns=len(prompt.turns),
-            duration=round(step.clock() - step.state.sent_at, 3) if step.state.sent_at else None,
-            **({"prompt_edited_after_send": True} if edited else {}),
-        )
+        step.ws.journal.append_in(store, step.slug, "done", **done)
         if deletion is not None:  # due with the "done" step: a crash after it leaves it pending
             store.put_chat_deletion(deletion)
     if deletion is not None:  # never fails the article: a failed delete stays pending
