@@ -92,8 +92,8 @@ def register(app: typer.Typer) -> None:
             similar=None if allow_similar else workspace.config.topics.similar,
         )
         printed = out()
-        for _slug, path in report.written:
-            printed.print(str(path), markup=False)
+        for _slug, path in report.written:  # a dry run writes nothing: it says what it would
+            printed.print(f"would write {path}" if dry_run else str(path), markup=False)
         for line in report.existing + report.similar + report.invalid + report.too_large:
             say(line)
         say(report.summary())

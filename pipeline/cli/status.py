@@ -25,7 +25,11 @@ def register(app) -> None:
     def status_command(
         ctx: typer.Context,
         pattern: Annotated[
-            str | None, typer.Argument(help="only slugs matching this glob, e.g. 'tea-*'", metavar="PATTERN")
+            list[str] | None,
+            typer.Argument(
+                help="only slugs matching this glob, e.g. 'tea-*' (several: any of them)",
+                metavar="PATTERN...",
+            ),
         ] = None,
         watch: Annotated[bool, typer.Option("--watch", help="keep the view up to date until Ctrl-C")] = False,
         as_json: Annotated[bool, typer.Option("--json", help="one JSON document (docs/status.md)")] = False,

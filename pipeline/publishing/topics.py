@@ -129,7 +129,11 @@ def import_topics(
         tags = split_tags(row.get("tags", ""))
         extra = {k: v.strip() for k, v in row.items() if k not in OWN_COLUMNS}
         try:
-            front = front_matter_of(where, row)
+            front = front_matter_of(where, row)  # its problems name the row already
+        except UsageProblem as problem:
+            report.invalid.append(str(problem))
+            continue
+        try:
             path, text, prompt = render_prompt(
                 prompts_dir, chosen, slug, values_for(row["title"].strip(), slug, tags, extra), tags, front
             )

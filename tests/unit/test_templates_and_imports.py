@@ -185,6 +185,9 @@ def test_import_dry_run_writes_nothing(blog):
     report = import_topics(blog / "prompts", blog / "articles", source, "blog", dry_run=True)
     assert [slug for slug, _ in report.written] == ["green-tea"] and snapshot(blog) == before
     assert report.summary().startswith(f"import {source}: would write 1 prompt(s)")
+    shown = qwenpipe("import", str(source), "--template", "blog", "--dry-run", cwd=blog)
+    assert shown.returncode == 0 and snapshot(blog) == before, shown.stderr
+    assert shown.stdout.splitlines() == [f"would write {blog}/prompts/green-tea.md"]  # not as if written
 
 
 @pytest.mark.parametrize(
