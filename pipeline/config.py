@@ -351,6 +351,9 @@ class Publish(Section):
     bundle: bool = key(bool, False, None, "true: Hugo page bundles, DIR/SLUG/index.md")
     strip_title: bool = key(bool, True, None, "drop the body's leading # heading (the theme shows the title)")
     draft: bool = key(bool, False, None, "publish with draft = true")
+    keep: list[str] = key(
+        list, [], _string_list, 'qwenpipe\'s own front matter keys a page keeps too, e.g. ["model"]'
+    )
     after: str = key(str, "", _after_command, "command run after each publish, with {path} and {slug}")
     after_timeout: float = key(
         (int, float), 60, _between(0, DAY, low_open=True), "seconds before `after` is stopped"
