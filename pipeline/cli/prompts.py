@@ -94,7 +94,7 @@ def register(app: typer.Typer) -> None:
         printed = out()
         for _slug, path in report.written:  # a dry run writes nothing: it says what it would
             printed.print(f"would write {path}" if dry_run else str(path), markup=False)
-        for line in report.existing + report.similar + report.invalid + report.too_large:
+        for line in report.existing + report.similar + report.invalid + report.too_large + report.unused:
             say(line)
         say(report.summary())
         if report.invalid:

@@ -72,6 +72,12 @@ class Template:
                     f"{fix.format(name=name)}, or write {{{{{name}}}}} for the literal text"
                 )
 
+    def unused(self, names) -> list[str]:
+        """Of `names` (values given: --set names, a topic list's columns), those no placeholder
+        of the template takes: dropped unless the user is told."""
+        taken = {name for name, _line in self.placeholders()}
+        return [name for name in names if name not in taken]
+
     def render(self, values: dict[str, str], tags: list[str], front: dict | None = None) -> str:
         """The prompt file's text for `values` (every placeholder must be in it: check first);
         `front`: more front matter keys (a topic list's categories, publishDate...), each
@@ -264,6 +270,12 @@ def new_prompt(
     too_large = max_request_bytes and request_size_problem(prompt, max_request_bytes)
     if too_large and warn is not None:
         warn(f"warning: {too_large}")
+    for name in chosen.unused(extra):
+        if warn is not None:
+            warn(
+                f"warning: --set {name}=... is not used: {chosen.where} has no {{{name}}}; "
+                f"add {{{name}}} to the template, or leave the value out"
+            )
     return path
 
 

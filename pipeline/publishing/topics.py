@@ -38,6 +38,7 @@ from .templates import (
 
 DATE_ONLY = re.compile(r"\d{4}-\d\d-\d\d")
 OWN_COLUMNS = ("title", "slug", "tags")  # columns with a meaning of their own (not only placeholders)
+FRONT_COLUMNS = ("categories", "description", "publish_at")  # cells that become front matter
 
 
 @dataclass
@@ -49,6 +50,7 @@ class ImportReport:
     invalid: list[str] = field(default_factory=list)  # one line each: which row, what, the fix
     too_large: list[str] = field(default_factory=list)  # written, but too large for the chat
     similar: list[str] = field(default_factory=list)  # one line each: which row, which topic it resembles
+    unused: list[str] = field(default_factory=list)  # one line each: a row's value no placeholder takes
 
     def summary(self) -> str:
         verb = "would write" if self.dry_run else "wrote"
@@ -144,6 +146,11 @@ def import_topics(
             report.existing.append(f"{where}: skipped: {slug!r} exists already ({path})")
             continue
         report.written.append((slug, path))
+        for name in chosen.unused(k for k, v in extra.items() if v and k not in FRONT_COLUMNS):
+            report.unused.append(
+                f"{where}: warning: column {name!r} = {extra[name]!r} is not used: {chosen.where} "
+                f"has no {{{name}}}; add {{{name}}} to the template, or drop the column"
+            )
         if memory is not None:
             memory.add(slug, row["title"].strip(), f"line {line} of the list")
         too_large = max_request_bytes and request_size_problem(prompt, max_request_bytes)
