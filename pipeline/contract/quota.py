@@ -190,6 +190,11 @@ def local_day_start(now: float) -> float:
     return _local_midnight(now, days=0)
 
 
+def day_start(now: float, back: int) -> float:
+    """The local midnight that begins the day `back` days before the one `now` is in."""
+    return _local_midnight(now, days=-back)
+
+
 def _local_midnight(now: float, *, days: int) -> float:
     """The local midnight that begins the day `days` after the one `now` is in. The offset is
     midnight's own (mktime decides daylight saving for the time it is given): an aware datetime
