@@ -26,7 +26,6 @@ from urllib.parse import urlparse
 
 from .. import files
 from ..errors import UsageProblem
-from ..redact import mask_data
 from ..store.protocol import ArticleRecord
 
 if TYPE_CHECKING:
@@ -166,8 +165,8 @@ class ArticleState(ArticleRecord):
             step.put_article(self.to_record(slug))
 
     def to_record(self, slug: str) -> ArticleRecord:
-        """The record the store keeps (secrets masked; the open intent is the store's own)."""
-        data = mask_data({name: getattr(self, name) for name in RECORD_FIELDS})
+        """The record the store keeps (masked by the store's write; the open intent is the store's own)."""
+        data = {name: getattr(self, name) for name in RECORD_FIELDS}
         return ArticleRecord(slug, **{**data, "errors": tuple(data["errors"])})
 
     def record_error(self, when: float, engine: str, code: str, message: str) -> None:

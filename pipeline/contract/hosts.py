@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .. import files
+from ..redact import Verbatim
 from ..store.protocol import Finished, Intent, LeaseLost, Send, Served, StoreError
 from .article import ArticleFiles
 from .phases import Limits
@@ -128,7 +129,7 @@ class Synced:
 
 def write_finished(article: ArticleFiles, finished: Finished) -> None:
     """SLUG.md from the batch's row; its intent marker has no more meaning."""
-    files.atomic_write(article.md, finished.document, mode=files.SHARED)
+    files.atomic_write(article.md, Verbatim(finished.document), mode=files.SHARED)
     files.remove(article.sending)
 
 

@@ -40,6 +40,7 @@ from ..contract.prompts import FENCE, check_slug, split_front_matter
 from ..contract.render import description, strip_title_heading
 from ..errors import SetupProblem, UsageProblem
 from ..files import FileLock, LockBusy
+from ..redact import Verbatim
 
 RECORDS = "published"  # under articles/.qwenpipe/
 DROPPED_KEYS = ("chat_url",)  # never on a public site
@@ -190,8 +191,8 @@ def _publish_locked(config: Config, journal, slug: str, folder: Path) -> Result:
             f"article) and run `qwenpipe publish {slug}`",
         )
     wrote = current != page
-    if wrote:
-        files.atomic_write(target, page, mode=files.SHARED)
+    if wrote:  # the article's own text, as it is (redact.Verbatim)
+        files.atomic_write(target, Verbatim(page.decode("utf-8")), mode=files.SHARED)
     # Due after a new page, and again until it has succeeded once for the page as it is.
     after_due = bool(settings.after) and (
         wrote or record.get("after") != "ok" or record.get("written_sha256") != _sha(page)

@@ -4,6 +4,12 @@ SQLiteStore and PostgresStore differ in how they hold a connection and a transac
 modules) and in what a `Dialect` says: a bound value's mark, the batch a server's rows carry in
 every key, and how a row replaces another. Statements are written the SQLite way (`?` marks, no
 batch); the dialect makes each one its database's.
+
+Every write of a step binds its values through `kept` (SQLStep._run and _run_many, which every
+write statement passes): the one mask on everything kept (redact.mask_kept) for both databases,
+so no writer (an event's fields, a record's last_error and errors) has to remember it. An
+article's body (the finished table's document) is bound Verbatim: an article holding a key is
+refused before it is written, never masked (redact.Verbatim says why).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from contextlib import AbstractContextManager
 from dataclasses import astuple
 from typing import Any, NamedTuple, Self
 
+from ..redact import Verbatim, mask_kept
 from .protocol import (
     ENGINE_EVENTS,
     SEND_EVENT,
@@ -259,18 +266,25 @@ class SQLStore:
         self.close()
 
 
+def kept(params: tuple) -> tuple:
+    """A statement's bound values as the database keeps them: each through the one mask on
+    everything kept (redact.mask_kept; a Verbatim text as the plain str it is)."""
+    return tuple(mask_kept(value) for value in params)
+
+
 class SQLStep:
-    """The writes of one step's transaction, on the connection the store lent it."""
+    """The writes of one step's transaction, on the connection the store lent it. Every
+    statement runs through `_run` or `_run_many`, which bind its values `kept`."""
 
     def __init__(self, conn: Any, dialect: Dialect, host: str = ""):
         self._conn, self._dialect, self._host = conn, dialect, host
 
     def _run(self, sql: str, params: tuple = ()) -> Any:
-        return self._conn.execute(self._dialect.sql(sql), params)
+        return self._conn.execute(self._dialect.sql(sql), kept(params))
 
     def _run_many(self, sql: str, rows: list[tuple]) -> None:
         with contextlib.closing(self._conn.cursor()) as cursor:
-            cursor.executemany(self._dialect.sql(sql), rows)
+            cursor.executemany(self._dialect.sql(sql), [kept(row) for row in rows])
 
     def _append_row(self, sql: str, params: tuple) -> int:
         """Insert an event; its seq (the database's own way of telling it)."""
@@ -399,9 +413,10 @@ class SQLStep:
             )
 
     def put_finished(self, finished: Finished) -> bool:
+        *values, document = astuple(finished)
         return self.changes_one(
             self._dialect.insert_new("finished", f"{FINISHED_COLUMNS}, document", "slug"),
-            self._dialect.keyed(*astuple(finished)),
+            self._dialect.keyed(*values, Verbatim(document)),  # the article: refused, not masked
         )
 
     def serve(self, host: str, accounts: list[str], now: float) -> None:
