@@ -37,7 +37,8 @@ def register_all(config: Config, env: Mapping[str, str] | None = None) -> None:
     router_key(config.router, environ)
     for secret in proxy_secrets(config):
         register(secret)
-    register(environ.get("PGPASSWORD"))
+    if config.store.url:  # the PostgreSQL driver's password
+        register(environ.get("PGPASSWORD"))
     for url in config.notify.urls:
         for token in url_tokens(url):
             register(token)
