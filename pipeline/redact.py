@@ -7,7 +7,7 @@ MIN_RUN or more characters of a key, wherever in the key it starts, counts as th
 first 171 characters, its last 12 or its middle leak nothing. So does such a run of the key's
 other forms (JSON-escaped, URL-encoded, base64 in each of its three alignments).
 
-The key is registered where it is read (config.router_key), and so is every other secret the
+The key is registered where it is read (known_secrets.router_key), and so is every secret the
 workspace knows (proxy passwords, PGPASSWORD, the tokens of notify URLs). Registration only
 adds: a secret is never forgotten. Two boundaries mask, so that no caller has to:
 - what is kept on disk: `mask_kept`, called by the two places every write passes through,
