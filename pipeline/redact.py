@@ -309,9 +309,10 @@ class Verbatim(str):
 
 def mask_kept(data: Any) -> Any:
     """The one mask on everything kept: `data` (text, UTF-8 bytes, or any other bound value,
-    returned as it is) with every registered secret's runs, every password written in a URL or a
-    `password=` pair and every login token (JWT) masked. Called where every write to disk passes
-    (files.atomic_write and create_new, the store's SQLStep), never by the writers themselves.
+    returned as it is) with every run of MIN_RUN+ characters of a registered secret's forms,
+    every password written in a URL or a `password=` pair and every login token (JWT) masked.
+    Called where every write to disk passes (files.atomic_write and create_new, the store's
+    SQLStep), never by the writers themselves.
 
     Text that needed masking and is JSON or TOML (a record) is masked value by value and
     written again in its format, so that a mask never swallows a quote between two strings.
@@ -335,7 +336,10 @@ def mask_kept(data: Any) -> Any:
 
 
 def _mask_text(text: str) -> str:
-    return mask_tokens(mask(text))
+    # A secret shorter than MIN_RUN is masked where text leaves the process, not in what is kept:
+    # as a token it is a word (a local router's key `qwen`), and masking it in a record would
+    # change an engine's name, a slug or the chat URL the contract reads back.
+    return mask_tokens(mask(text, tuple(secret for secret in _secrets if len(secret) >= MIN_RUN)))
 
 
 def _masked_record(text: str) -> str | None:

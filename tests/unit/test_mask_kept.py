@@ -110,3 +110,13 @@ def test_the_workspace_registers_pgpassword_and_the_notify_tokens(tmp_path):
     register_all(config, {"PGPASSWORD": "pg-Secret-4711-pass"})
     kept = mask_kept("FATAL: password pg-Secret-4711-pass refused; bot AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw")
     assert "4711" not in kept and "AAHdq" not in kept and kept.count(MASK) == 2
+
+
+def test_a_secret_shorter_than_min_run_is_kept_as_a_word_in_records_and_masked_on_screen():
+    """A local router's key `qwen` must not turn the chat URL or an engine's name of a record into
+    [REDACTED]; what leaves the process (mask: the consoles) still hides it."""
+    redact.register("qwen")
+    line = "https://chat.qwen.ai/c/0a1b2c3d-0000-4000-8000-000000000000\n"
+    assert mask_kept(line) == line
+    assert mask_kept(json.dumps({"engine": "qwen"})) == json.dumps({"engine": "qwen"})
+    assert redact.mask("Invalid key: qwen") == f"Invalid key: {MASK}"
