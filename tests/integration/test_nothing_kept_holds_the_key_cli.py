@@ -151,9 +151,8 @@ textfile = "metrics.prom"
         assert MASK in path.read_text(), (name, path.read_text())
     assert json.loads((state / "notify.json").read_text())["pending"], "the notification was not kept"
     assert (project / "metrics.prom").is_file() and (state / "last_cycle.json").is_file()
-    assert (
-        state / "qwenpipe.db"
-    ).is_file()  # its -wal is checkpointed when a run ends (the store tests read one)
+    # The database is read too; its -wal is checkpointed when a run ends (the store tests read one).
+    assert (state / "qwenpipe.db").is_file()
 
     for shape in HOOK_FORMS[1:]:
         form.write_text(shape)
