@@ -26,6 +26,7 @@ from urllib.parse import urlparse
 
 from .. import files
 from ..errors import UsageProblem
+from ..redact import Verbatim
 from ..store.protocol import ArticleRecord
 
 if TYPE_CHECKING:
@@ -220,6 +221,14 @@ def read_chat_url(article: ArticleFiles, base_url: str) -> str | None:
 # needed once, not every cycle. Bump TIGHTENED_AS when more files become private: once more.
 TIGHTENED = "tightened"
 TIGHTENED_AS = b"1\n"
+
+
+def write_marker(path: Path, marker: dict) -> None:
+    """The intent marker (SLUG.md.sending) at `path`, atomically. Its names (the account, the
+    lease's owner, the chat's id) are written as they are (redact.Verbatim), since recovery finds
+    the send by them: an account named after a word of a weak proxy password must stay itself.
+    It holds no text from outside (no error, no answer)."""
+    files.atomic_write(path, Verbatim(json.dumps(marker) + "\n"))
 
 
 def read_marker(path) -> dict | None:

@@ -48,6 +48,7 @@ WRITES = {
     "put_chat_deletion",
     "claim_meta",
 }
+CHAT = "https://chat.qwen.ai/c/0a1b2c3d-0000-4000-8000-000000000000"
 NO_TEXT = {"article", "withdraw_intent", "forget_sends", "check_lease", "changes_one"}
 
 
@@ -72,36 +73,36 @@ def test_the_test_names_every_write_a_step_has():
     assert methods == WRITES | NO_TEXT
 
 
-def write_the_leak_everywhere(store) -> None:
-    redact.register(KEY)
+def write_everywhere(store, text: str, slug: str = "tea", name: str = "acct") -> None:
+    """Every write of a step: `text` wherever a value is text (an error, a reason, a field), `slug`
+    and `name` wherever it is a name a row is found by (an account, a host, an owner); the chat's
+    URL and id are the site's."""
     with store.step() as step:
-        step.append(
-            Event("tea", "router_failed", 1.0, account=LEAK, fields={"error": LEAK, "errors": [LEAK]})
-        )
-        step.append(Event("tea", "sent", 2.0, fields={"chat_url": LEAK, "engine": LEAK}))
+        step.append(Event(slug, "router_failed", 1.0, account=name, fields={"error": text, "errors": [text]}))
+        step.append(Event(slug, "sent", 2.0, fields={"chat_url": CHAT, "engine": text}))
         step.put_article(
             ArticleRecord(
-                "tea",
-                engine=LEAK,
-                last_error=LEAK,
-                last_error_code=LEAK,
-                progress=LEAK,
-                sent_sha256=LEAK,
-                errors=({"time": 1.0, "engine": "router", "code": "auth", "error": LEAK},),
+                slug,
+                engine=text,
+                last_error=text,
+                last_error_code=text,
+                progress=text,
+                sent_sha256=text,
+                errors=({"time": 1.0, "engine": "router", "code": "auth", "error": text},),
             )
         )
-        step.put_prompt_checks([PromptCheck("tea", LEAK, LEAK)])
-        step.record_intent("tea", Intent(1, 3.0, LEAK, account=LEAK, owner=LEAK, chat_id=""))
-        step.name_chat("tea", 1, LEAK)
-        step.record_sent("tea", 1, LEAK, 4.0)
-        step.block_quota(QuotaBlock(LEAK, 9e9, LEAK, 5.0))
-        step.put_finished(Finished("tea", LEAK, LEAK, LEAK, 6.0, "the article"))
-        step.serve(LEAK, [LEAK], 7.0)
-        step.put_chat_deletion(ChatDeletion(LEAK, "tea", LEAK, 8.0, last_error=LEAK))
-        step.claim_meta("key", LEAK)
+        step.put_prompt_checks([PromptCheck(slug, text, text)])
+        step.record_intent(slug, Intent(1, 3.0, text, account=name, owner=name, chat_id=""))
+        step.name_chat(slug, 1, CHAT.rpartition("/")[2])
+        step.record_sent(slug, 1, CHAT, 4.0)
+        step.block_quota(QuotaBlock(name, 9e9, text, 5.0))
+        step.put_finished(Finished(slug, name, name, name, 6.0, "the article"))
+        step.serve(name, [name], 7.0)
+        step.put_chat_deletion(ChatDeletion(CHAT, slug, name, 8.0, last_error=text))
+        step.claim_meta(name, text)
 
 
-def everything_read(store) -> str:
+def everything_read(store, slug: str = "tea", name: str = "acct") -> str:
     found = [
         list(store.events()),
         store.articles(),
@@ -109,16 +110,17 @@ def everything_read(store) -> str:
         store.summaries(),
         store.prompt_checks(),
         store.quota_blocks(0.0),
-        store.finished(["tea"]),
+        store.finished([slug]),
         store.served(),
         store.chat_deletions(),
-        store.meta("key"),
+        store.meta(name),
     ]
     return repr(found)
 
 
 def test_no_write_of_a_step_keeps_the_key_in_any_form(store, place):
-    write_the_leak_everywhere(store)
+    redact.register(KEY)
+    write_everywhere(store, LEAK)
     read = everything_read(store)
     assert MASK in read and "the article" in read
     assert not leaked(read), read
@@ -127,6 +129,22 @@ def test_no_write_of_a_step_keeps_the_key_in_any_form(store, place):
         assert any(path.name.endswith("-wal") for path in kept), kept
         for path in kept:
             assert not leaked(path.read_bytes().decode("latin-1")), path
+
+
+def test_a_name_holding_a_run_of_a_weak_secret_is_kept_so_its_row_is_found(store):
+    """A proxy password `password1` must not turn the slug `password-tips` or the account
+    `password1-home` into [REDACTED]: every name a row is found by is bound as it is."""
+    redact.register("password1")
+    slug, name = "password-tips", "password1-home"
+    write_everywhere(store, "a text", slug, name)
+    assert store.article(slug).last_error == "a text"
+    assert [send.account for send in store.sends(slug)] == [name]
+    assert store.meta(name) == "a text" and name in store.served()
+    assert store.quota_block(name, 0.0) is not None and store.finished([slug])[slug].host == name
+    assert store.lease(slug, 0.0) is None and store.claim_lease(slug, name, 60, 0.0)
+    assert store.lease(slug, 0.0).owner == name
+    read = everything_read(store, slug, name)
+    assert MASK not in read, read
 
 
 def test_the_postgres_step_binds_its_values_through_the_same_mask(monkeypatch):

@@ -120,3 +120,15 @@ def test_a_secret_shorter_than_min_run_is_kept_as_a_word_in_records_and_masked_o
     assert mask_kept(line) == line
     assert mask_kept(json.dumps({"engine": "qwen"})) == json.dumps({"engine": "qwen"})
     assert redact.mask("Invalid key: qwen") == f"Invalid key: {MASK}"
+
+
+def test_the_intent_marker_keeps_its_names_so_recovery_finds_the_send(tmp_path):
+    """The marker's account and owner are names recovery reads back: a proxy password `password1`
+    must not turn the account `password1-home` into [REDACTED] (a record of text would be)."""
+    from pipeline.contract.article import read_marker, write_marker
+
+    redact.register("password1")
+    marker = {"time": 1.0, "pid": 7, "prompt_sha256": "ab" * 32, "account": "password1-home", "owner": "o"}
+    write_marker(tmp_path / "tea.md.sending", marker)
+    assert read_marker(tmp_path / "tea.md.sending") == marker
+    assert MASK in mask_kept(json.dumps(marker))  # what the marker's writer keeps from happening
