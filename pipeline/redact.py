@@ -15,7 +15,8 @@ adds: a secret is never forgotten. Two boundaries mask, so that no caller has to
   and the store's SQLStep (every bound value of every write, SQLite and PostgreSQL alike);
 - what leaves the process: the consoles (MaskedStream), the notifications, the JSON commands.
 What the user reads as their own is kept `Verbatim`: an article (refused, not masked, when it
-holds a key: `holds_secret`, contract/checks.py), its published page, a saved login.
+holds a key: `holds_secret`, contract/checks.py), its published page, a saved login; so are the
+names records are found by (a slug, an account, a chat).
 
 Fast, as it runs over every message: every run of MIN_RUN characters of a form holds one of
 the form's blocks of _BLOCK characters at offsets 0, _STRIDE, 2*_STRIDE..., so a text where
@@ -301,10 +302,11 @@ def _replace(text: str, spans: list[tuple[int, int]]) -> str:
 
 class Verbatim(str):
     """Text that the boundary of the disk keeps as it is: what the user reads as their own (an
-    article, its published page, a saved login, whose tokens are its whole point). An article is
-    refused rather than masked when it holds a key (holds_secret): masking would change the
-    user's text where it only quotes a key's public prefix (`sk-or-v1-`), and a real leak is
-    never written at all."""
+    article, its published page, a saved login, whose tokens are its whole point), and the names
+    a record is found by (a slug, an account, a chat: store.sql.named, the intent marker). An
+    article is refused rather than masked when it holds a key (holds_secret): masking would
+    change the user's text where it only quotes a key's public prefix (`sk-or-v1-`), and a real
+    leak is never written at all."""
 
 
 def mask_kept(data: Any) -> Any:
