@@ -286,11 +286,12 @@ def kept_rows(rows: list[tuple]) -> list[tuple]:
     """`kept` for many rows: one pass over all their text when none of it needs masking (status
     learning 10,000 prompts' checks), else row by row. Sound: a value that needs masking makes
     the joined text need it too (a run, a password, a token is found inside its value)."""
-    texts = [value for row in rows for value in row if isinstance(value, str)]
-    if not any(isinstance(text, Verbatim) for text in texts):
-        joined = "\0".join(texts)
-        if mask_kept(joined) == joined:
-            return rows
+    texts = [
+        value for row in rows for value in row if isinstance(value, str) and not isinstance(value, Verbatim)
+    ]
+    joined = "\0".join(texts)
+    if mask_kept(joined) == joined:
+        return [tuple(str(v) if isinstance(v, Verbatim) else v for v in row) for row in rows]
     return [kept(row) for row in rows]
 
 
