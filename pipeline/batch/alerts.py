@@ -11,7 +11,8 @@ Nothing here fails or holds up a cycle for long: each URL gets Apprise's own tim
 connect, 4 s to read), and a URL that failed is not tried again in this cycle. What was not
 delivered waits in `articles/.qwenpipe/notify.json` (0600; written before any delivery, and
 after each one) and is tried again by the next cycle; `status` says so. A message never holds
-the router key, a proxy password or a login token (masked before it is kept).
+the router key, a proxy password or a login token: masked before it leaves (`clean`), and
+notify.json, like every file, is masked where it is written (redact.mask_kept).
 
 The health pings of `[notify] ping_url` are batch/notify.py's.
 """

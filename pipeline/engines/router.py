@@ -28,7 +28,8 @@ from pipeline.engines.router_errors import (
     one_line,
     parse_error_body,
 )
-from pipeline.redact import mask, router_key
+from pipeline.known_secrets import router_key
+from pipeline.redact import mask
 
 if TYPE_CHECKING:  # the section's type only: engines do not import the config
     from pipeline.config import Router

@@ -42,6 +42,7 @@ from ..contract.prompts import FENCE, check_slug, split_front_matter
 from ..contract.render import OWNED_KEYS, description, strip_title_heading
 from ..errors import SetupProblem, UsageProblem
 from ..files import FileLock, LockBusy
+from ..redact import Verbatim
 
 RECORDS = "published"  # under articles/.qwenpipe/
 # Of the keys qwenpipe writes (render.OWNED_KEYS), those a public page carries: the page's own.
@@ -205,8 +206,8 @@ def _publish_locked(config: Config, journal, slug: str, folder: Path) -> Result:
             f"article) and run `qwenpipe publish {slug}`",
         )
     wrote = current != page
-    if wrote:
-        files.atomic_write(target, page, mode=files.SHARED)
+    if wrote:  # the article's own text, as it is (redact.Verbatim)
+        files.atomic_write(target, Verbatim(page.decode("utf-8")), mode=files.SHARED)
     # Due after a new page, and again until it has succeeded once for the page as it is.
     after_due = bool(settings.after) and (
         wrote or record.get("after") != "ok" or record.get("written_sha256") != _sha(page)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ... import files
 from ...engines.base import Answer
+from ...redact import Verbatim
 from ...store.protocol import ChatDeletion, Finished
 from .. import cleanup
 from ..article import read_chat_url
@@ -20,7 +21,8 @@ def handle(step: Context, move: Write) -> Outcome:
     if step.lease is not None:  # the batch's record first; this host's file from it
         document = record_finished(step, answer, document)
     deletion = chat_to_delete(step)
-    files.atomic_write(step.article.md, document, mode=files.SHARED, crash_at="mid_article")
+    # The article as it is: one holding a key was refused (checks.py), not masked (Verbatim).
+    files.atomic_write(step.article.md, Verbatim(document), mode=files.SHARED, crash_at="mid_article")
     files.remove(step.article.sending)
     step.state.engine, step.state.progress, step.state.attempts = answer.engine, "done", 0
     step.state.next_try = 0.0

@@ -4,14 +4,13 @@ interrupted send."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 
 from ... import files
 from ...engines.base import EngineError
 from ...store.protocol import Intent
-from ..article import chat_url
+from ..article import chat_url, write_marker
 from .context import Context
 
 
@@ -64,7 +63,7 @@ def name_chat(step: Context, marker: dict) -> Callable[[str], None]:
 
     def named(chat_id: str) -> None:
         chat_url(step.qwen.base_url, chat_id, step.article.sending)  # a chat id we can open later
-        files.atomic_write(step.article.sending, json.dumps({**marker, "chat_id": chat_id}) + "\n")
+        write_marker(step.article.sending, {**marker, "chat_id": chat_id})
         with step.ws.store.step() as store:
             if step.lease is not None:
                 step.lease.check(store)
