@@ -32,7 +32,6 @@ from __future__ import annotations
 import base64
 import functools
 import json
-import os
 import re
 import threading
 from collections.abc import Iterable, Mapping
@@ -40,7 +39,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 from urllib.parse import quote, quote_plus
 
 if TYPE_CHECKING:
-    from .config import Router
+    from .config import Router, RouterKey
 
 MASK = "[REDACTED]"
 MIN_RUN = 8  # this many consecutive characters of a key are already the key
@@ -61,17 +60,19 @@ def register(secret: str | None) -> None:
         _secrets = tuple(sorted({*_secrets, secret}))
 
 
-def router_key(settings: Router, env: Mapping[str, str] | None = None) -> str | None:
-    """The router key from the variable named by `settings.api_key_env` (the [router] section),
-    else from the file `settings.api_key_file`, registered; None if neither has one."""
-    name = settings.api_key_env or "ROUTER_API_KEY"
-    key = (os.environ if env is None else env).get(name) or None
-    if key is None and settings.api_key_file:  # cron carries no environment: the key's file
-        from .config import read_key_file
+def router_key_found(settings: Router, env: Mapping[str, str] | None = None) -> RouterKey:
+    """The router key and where it came from (config.read_router_key: the variable named by
+    `settings.api_key_env`, else the file `settings.api_key_file`), registered."""
+    from .config import read_router_key
 
-        key = read_key_file(settings.api_key_file)
-    register(key)
-    return key
+    found = read_router_key(settings, env)
+    register(found.value)
+    return found
+
+
+def router_key(settings: Router, env: Mapping[str, str] | None = None) -> str | None:
+    """The router key (router_key_found), registered; None if neither place has one."""
+    return router_key_found(settings, env).value
 
 
 # -- a secret's forms, and the index of their runs ----------------------------------------------
@@ -330,4 +331,5 @@ __all__ = [
     "masked_json",
     "register",
     "router_key",
+    "router_key_found",
 ]
