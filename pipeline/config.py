@@ -717,11 +717,11 @@ class Config:
             raise ConfigError(f"{where}: {shown} are the same folder; give each its own")
         if articles.is_relative_to(prompts) or prompts.is_relative_to(articles):
             raise ConfigError(f"{where}: {shown}: one is inside the other; make them separate folders")
+        self.check_paths()  # first: a FIFO or a device is said as such
         if prompts.exists() and not prompts.is_dir():
             raise ConfigError(
                 f"{where}: paths.prompts = {prompts} is a file, not a folder of SLUG.md prompts"
             )
-        self.check_paths()
         return self
 
     def path_settings(self) -> list[PathSetting]:
