@@ -21,8 +21,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .files import kind_of
-
 
 class PathKind(enum.Enum):
     """What a path key names, and so what may be at its path."""
@@ -82,6 +80,8 @@ def problem(
 
 
 def _kind_problem(kind: PathKind, path: Path) -> str | None:
+    from .files import kind_of  # here: the engines import `absolute`, and never pipeline.files
+
     try:
         info = os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
