@@ -6,12 +6,17 @@ RouterEngine._with_hint)."""
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
+from project_files import add_prompt
+from test_alerts import cycle, setup, webhook  # noqa: F401 - webhook: the fixture
 from tests_cli_helpers import qwenpipe as qwenpipe_process
 from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.config import ConfigError, Router, load
+from pipeline.contract.workspace import Engines
 from pipeline.engines.base import HardError
 from pipeline.engines.router import RouterEngine
 from pipeline.redact import router_key
@@ -142,3 +147,34 @@ def test_doctor_names_the_refused_keys_source(sim, tmp_path, monkeypatch):
             assert model.fix == f"check router.base_url and the key in {source}"
     finally:
         sim.router.set(api_key=None)
+
+
+def test_the_notification_of_a_failing_router_names_the_refused_keys_source(
+    project,
+    webhook,  # noqa: F811 - test_alerts' fixture, imported above
+    monkeypatch,
+):
+    monkeypatch.delenv("ROUTER_API_KEY", raising=False)
+    (project / "router.key").write_text("sk-wrong-from-file-0123456789\n")
+    (project / "router.key").chmod(0o600)
+    ws, chats, _fake, _engines = setup(project, [webhook.url], '[router]\napi_key_file = "router.key"\n')
+    chats["default"].send_error = HardError("the chat refused the session", code="chat_refused")
+    refuse = httpx.MockTransport(
+        lambda _request: httpx.Response(401, json={"error": {"message": "Invalid API key"}})
+    )
+
+    def engines() -> Engines:
+        return Engines(
+            ws.config,
+            chat_factory=lambda _config: chats["default"],
+            router_factory=lambda config: RouterEngine(
+                config.router, env={}, transport=refuse, sleep=lambda _s: None
+            ),
+        )
+
+    add_prompt(project, "tea")
+    cycle(ws, engines)
+    told = {message["title"]: message["message"] for message in webhook.received}
+    router = told.get("qwenpipe: the router is failing", "")
+    assert f"the key in {project / 'router.key'} (router.api_key_file) was refused" in router, told
+    assert "sk-wrong" not in json.dumps(webhook.received)
