@@ -684,12 +684,15 @@ class Config:
         values = {s: dict(keys) for s, keys in self.values.items()}
         values[section][key] = checked
         _check_proxies(values, where, from_file=False)
-        return Config(
+        config = Config(
             values=values,
             root=self.root,
             source=self.source,
             overrides={**self.overrides, f"{section}.{key}": where},
         )
+        if SCHEMA[section][key].path is not None:  # a path from elsewhere: the same one guard
+            config.check_paths()
+        return config
 
     def describe(self) -> str:
         return str(self.source) if self.source else "built-in defaults (no config.toml)"
