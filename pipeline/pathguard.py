@@ -19,6 +19,7 @@ import os
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 
@@ -56,6 +57,11 @@ class Place:
     name: str
     path: Path
     folder: bool
+
+    @cached_property
+    def real(self) -> Path:
+        """Its real path, for comparisons only (a lstat per level: once per place)."""
+        return Path(os.path.realpath(self.path))
 
 
 def absolute(root: Path, value: str) -> Path:
@@ -125,11 +131,11 @@ def _place_problem(
     for place, is_later in (*((p, False) for p in places), *((p, True) for p in later)):
         if place.name == name:
             continue
-        at = Path(os.path.realpath(place.path))
+        at = place.real
         if real == at and not is_later:
             clash = f"is {place.name}" + ("" if real == path else f" ({at})")
             what = "it"
-        elif place.folder and real.is_relative_to(at) and real != at:
+        elif place.folder and str(real).startswith(os.path.join(at, "")):  # strictly inside
             clash, what = f"is inside {place.name} ({at})", "the project's own files there"
         else:
             continue
