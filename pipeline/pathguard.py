@@ -106,11 +106,11 @@ def _kind_problem(kind: PathKind, path: Path) -> str | None:
         except OSError:
             return None  # a dangling link: nothing is there yet
     if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-        return f"is {kind_of(mode)}, not a {kind.noun}; qwenpipe will not use it"
+        return f"is {kind_of(mode)}, not a {kind.noun}; qwenpipe will not use it: point it at a {kind.noun}"
     if kind is PathKind.PROJECT:
         return None  # a file where the folder belongs: check_folders and the writers say it
     if stat.S_ISDIR(mode) != kind.folder:
-        return f"is {kind_of(mode)}, not a {kind.noun}"
+        return f"is {kind_of(mode)}, not a {kind.noun}: point it at a {kind.noun} (or where none is yet)"
     return None
 
 
