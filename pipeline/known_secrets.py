@@ -15,19 +15,21 @@ import os
 from collections.abc import Mapping
 
 from .accounts import proxy_secrets
-from .config import Config, Router, read_key_file
+from .config import Config, Router, RouterKey, read_router_key
 from .redact import register, url_tokens
 
 
+def router_key_found(settings: Router, env: Mapping[str, str] | None = None) -> RouterKey:
+    """The router key and where it came from (config.read_router_key: the variable named by
+    `settings.api_key_env`, else the file `settings.api_key_file`), registered."""
+    found = read_router_key(settings, env)
+    register(found.value)
+    return found
+
+
 def router_key(settings: Router, env: Mapping[str, str] | None = None) -> str | None:
-    """The router key from the variable named by `settings.api_key_env` (the [router] section),
-    else from the file `settings.api_key_file`, registered; None if neither has one."""
-    name = settings.api_key_env or "ROUTER_API_KEY"
-    key = (os.environ if env is None else env).get(name) or None
-    if key is None and settings.api_key_file:  # cron carries no environment: the key's file
-        key = read_key_file(settings.api_key_file)
-    register(key)
-    return key
+    """The router key (router_key_found), registered; None if neither place has one."""
+    return router_key_found(settings, env).value
 
 
 def register_all(config: Config, env: Mapping[str, str] | None = None) -> None:
