@@ -17,7 +17,7 @@ from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs
 
-from pipeline.simulator import chats, pages, shapes, stream
+from pipeline.simulator import botchecks, chats, pages, shapes, stream
 
 TOKEN_DAYS = 7
 ANONYMOUS_USER = "sim-user"  # the `id` of a token in a run without accounts
@@ -232,6 +232,8 @@ def _route(store, settings, account, method, path, query, body) -> Response:
         reply = store.send(chat_id, prompt, parent_id, gate=None, choice=send_choice(body), account=account)
         if reply is None:
             return html_response(pages.WAF_PAGE)
+        if isinstance(reply, botchecks.PageRefusal):
+            return botchecks.page_refusal(reply.scenario)
         if settings.stream and reply.get("success") is True:
             return (
                 200,

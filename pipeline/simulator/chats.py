@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pipeline.simulator import answers
+from pipeline.simulator.botchecks import BOT_CHECK_SCENARIOS, PAGE_CHECKS, PageRefusal, connect_body
 
 SCENARIOS = (
     "ok",
@@ -40,11 +41,12 @@ SCENARIOS = (
     "chatter",
     "wrong_language",
     "slider",
+    *BOT_CHECK_SCENARIOS,  # the bot check's later shapes (botchecks.py)
 )
 # Scenarios that block every request (checked by the server before anything else).
 GATE_SCENARIOS = ("waf", "bot_check", "logged_out")
 # Scenarios that refuse a send: the prompt reaches the server, nothing is generated.
-REFUSING_SCENARIOS = (*GATE_SCENARIOS, "quota")
+REFUSING_SCENARIOS = (*GATE_SCENARIOS, "quota", *BOT_CHECK_SCENARIOS)
 # Scenarios that shape the answer; fixed for a chat at the moment its message is accepted.
 CONTENT_SCENARIOS = ("error_banner", "slow", "refusal", "short", "chatter", "wrong_language")
 API_SHAPES = ("2026-06", "2026-08")
@@ -113,8 +115,13 @@ def not_found_body(ident: str) -> dict:
     }
 
 
-def refusal_body(scenario: str) -> dict | None:
-    """The JSON body a refused request gets (None for "waf": that answer is an HTML page)."""
+def refusal_body(scenario: str) -> dict | PageRefusal | None:
+    """The JSON body a refused request gets (None for "waf": that answer is an HTML page; a
+    PageRefusal for the bot checks answered with a page, botchecks.py)."""
+    if scenario in PAGE_CHECKS:
+        return PageRefusal(scenario)
+    if scenario == "connect_puzzle":
+        return connect_body()
     bodies = {
         "quota": QUOTA_BODY,
         "bot_check": BOT_BODY,
@@ -586,9 +593,9 @@ class ChatStore:
         gate: str | None,
         choice: dict | None = None,
         account: str | None = ANONYMOUS,
-    ) -> dict | None:
+    ) -> dict | PageRefusal | None:
         """Receive one user message from `account` (None: a request logged out). Returns the
-        JSON body, or None for a WAF page.
+        JSON body, None for a WAF page, or a PageRefusal (a bot check answered with a page).
 
         `choice`: what the page chose for it (model id, thinking on/off, web search on/off).
         Every call is a ledger entry: the prompt reached the server even when it is refused.

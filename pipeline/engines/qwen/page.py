@@ -7,7 +7,6 @@ Python over that data. Nothing here clicks or types.
 from __future__ import annotations
 
 import json
-import re
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,7 @@ from pipeline.engines.qwen.api import (
     is_stale_headers,
     missing_chat_body,
 )
+from pipeline.engines.qwen.botcheck import is_sign_in, is_verification
 from pipeline.engines.qwen.headers import NoHeaders, headers_for_call, headers_for_calls, watch
 from pipeline.engines.qwen.selectors import FAILURE_TEXTS, FailureTexts, Selectors
 
@@ -229,12 +229,15 @@ def screen_failure(
 
 def failure_in(seen: dict, texts: FailureTexts = FAILURE_TEXTS) -> EngineError | None:
     """Classify what screen_failure read (kept apart so the rules are testable without a page)."""
-    path = re.sub(r"^[a-z]+://[^/]+", "", seen.get("url", ""))
+    url = seen.get("url", "")
     text = _normalise(seen.get("text", ""))
-    if path.startswith("/auth") or seen.get("login"):
+    if is_sign_in(url) or seen.get("login"):
         return HardError(f"not logged in to the chat site: {LOGIN_HINT}", code=Code.LOGGED_OUT)
-    bot_page = texts.bot_check_title.lower() in seen.get("title", "").lower() or _has(text, texts.bot_check)
-    if bot_page or seen.get("captcha"):
+    title = seen.get("title", "").lower()
+    phrases = (texts.bot_check, *texts.bot_check_more)
+    bot_page = texts.bot_check_title.lower() in title or any(_has(text, phrase) for phrase in phrases)
+    # The page's address first: a verification page is one whatever it draws (botcheck.py).
+    if is_verification(url) or bot_page or seen.get("captcha"):
         return HardError(
             "the site asks for a human verification (bot check); try later, headed, "
             "or attached to your own Chrome (browser.cdp_url)",
