@@ -119,3 +119,25 @@ def test_a_cycle_meeting_the_bot_check_page_holds_the_account_and_goes_on_with_t
     mark = len(sim.ledger())
     qwenpipe_in_process("cycle", cwd=project)
     assert [who for who, *_ in taken(sim, mark) if who in held] == []
+
+
+def test_a_link_where_the_bot_check_screenshot_goes_leaves_the_hold_recorded(fresh, tmp_path):
+    sim, start = fresh
+    project = signed_in_project(sim, tmp_path / "project")
+    target = tmp_path / "not-ours.png"
+    target.write_bytes(b"someone else's file")
+    shot = project / "articles" / ".qwenpipe" / "bot-check-a.png"
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    shot.symlink_to(target)
+    prompt(project, "linked", "Write about links. [sim:bot_page]")
+
+    result = qwenpipe_in_process("generate", "linked", "--account", "a", cwd=project)
+
+    assert result.returncode == 0, result.stderr  # the router wrote it
+    assert "was not kept" in result.stderr
+    assert account(project, "a")["hold"]["kind"] == "bot check"
+    assert shot.is_symlink() and target.read_bytes() == b"someone else's file"
+    mark = len(sim.ledger())
+    prompt(project, "after", "Write about the run after.")
+    assert qwenpipe_in_process("generate", "after", "--account", "a", cwd=project).returncode == 0
+    assert taken(sim, mark) == []  # held: no second strike
