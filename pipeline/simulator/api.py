@@ -209,6 +209,8 @@ def handle(store: chats.ChatStore, method: str, path: str, query: str, body: byt
             store.send(*_send_args(query, body), gate="logged_out", choice=send_choice(body), account=None)
         return json_response(chats.UNAUTHORIZED_BODY)
     account = session_account(store, settings, headers)
+    if store.checked_everywhere(account):
+        return botchecks.page_refusal("bot_page")
     blocked = gate(settings, account)
     if method == "GET" and path in ("/api/v1/auths/", "/api/v1/auths") and not blocked:
         return session_user(settings, headers, account)

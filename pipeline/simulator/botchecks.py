@@ -12,6 +12,11 @@ the prompt reaches the server (the ledger says so, accepted: false) and nothing 
   draws in place of the app (its address stays the chat's).
 - `auth_redirect`: the send is redirected (302) to a page under /auth/ that is not the sign-in
   page; the page follows it there.
+
+And one that does not refuse: `punish_after_send` takes the send (accepted: true, answered as
+usual), and from then on the account meets the check everywhere (its risk score is high): every
+page and API call of its is answered with the page that leaves for the puzzle, until the check
+is solved (`solve_slider`) or the accounts are cleared.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from urllib.parse import parse_qs
 PUNISH_PATH = "/_____tmd_____/punish"
 AUTH_VERIFY_PATH = "/auth/verify"
 PAGE_CHECKS = ("bot_page", "qr_deny", "auth_redirect")  # answered with a page, not the site's JSON
-BOT_CHECK_SCENARIOS = (*PAGE_CHECKS, "connect_puzzle")
+BOT_CHECK_SCENARIOS = (*PAGE_CHECKS, "connect_puzzle")  # each refuses the send
+AFTER_SEND = "punish_after_send"  # takes the send, then checks everything the account does
 VALIDATE_RET = [
     "FAIL_SYS_USER_VALIDATE",
     "RGV587_ERROR::SM::\u54ce\u54df\u5582,\u88ab\u6324\u7206\u5566,\u8bf7\u7a0d\u540e\u91cd\u8bd5",

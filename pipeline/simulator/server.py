@@ -392,7 +392,10 @@ class Handler(BaseHTTPRequestHandler):
         if APP_PATH.match(path):
             self.sim.count_request("chat_page" if path.startswith("/c/") else "app_page")
         settings = self.sim.store.snapshot()
-        blocked = api.gate(settings, api.session_account(self.sim.store, settings, self.headers))
+        account = api.session_account(self.sim.store, settings, self.headers)
+        if self.sim.store.checked_everywhere(account):
+            return botchecks.page_refusal("bot_page")
+        blocked = api.gate(settings, account)
         if blocked == "waf":
             return api.html_response(pages.WAF_PAGE)
         if blocked == "bot_check" or path == "/punish":

@@ -141,3 +141,31 @@ def test_a_link_where_the_bot_check_screenshot_goes_leaves_the_hold_recorded(fre
     prompt(project, "after", "Write about the run after.")
     assert qwenpipe_in_process("generate", "after", "--account", "a", cwd=project).returncode == 0
     assert taken(sim, mark) == []  # held: no second strike
+
+
+def test_a_check_met_after_the_site_took_the_prompt_counts_the_send_and_holds_the_account(fresh, tmp_path):
+    # The ledger's other side: the site took the prompt, then sends the account's every page to
+    # the puzzle. The send counts; the look that meets the page leaving the chat is a bot check.
+    sim, start = fresh
+    project = signed_in_project(sim, tmp_path)
+    text = prompt(project, "taken", "Write about a check that comes late. [sim:punish_after_send]")
+
+    sent = qwenpipe_in_process("generate", "taken", "--account", "a", cwd=project)
+
+    assert sent.returncode == 42, sent.stderr
+    assert taken(sim, start) == [("a", text, True, "punish_after_send")]
+    assert (project / "articles" / "taken.md.url").exists()
+    assert account(project, "a")["sends_today"] == 1
+
+    looked = qwenpipe_in_process("generate", "taken", "--account", "a", cwd=project)
+
+    assert looked.returncode == 0, looked.stderr
+    assert "bot check" in " ".join(looked.stderr.split())
+    meta, _ = read_article(project / "articles" / "taken.md")
+    assert meta["engine"] == "router"
+    assert account(project, "a")["hold"]["kind"] == "bot check"
+    assert account(project, "a")["sends_today"] == 1
+    mark = len(sim.ledger())
+    prompt(project, "after", "Write about the run after.")
+    assert qwenpipe_in_process("generate", "after", "--account", "a", cwd=project).returncode == 0
+    assert taken(sim, mark) == []
