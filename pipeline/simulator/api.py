@@ -210,7 +210,7 @@ def handle(store: chats.ChatStore, method: str, path: str, query: str, body: byt
         return json_response(chats.UNAUTHORIZED_BODY)
     account = session_account(store, settings, headers)
     if store.checked_everywhere(account):
-        return botchecks.page_refusal("bot_page")
+        return botchecks.page_refusal("punish_page")
     blocked = gate(settings, account)
     if method == "GET" and path in ("/api/v1/auths/", "/api/v1/auths") and not blocked:
         return session_user(settings, headers, account)

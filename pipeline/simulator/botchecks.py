@@ -2,7 +2,7 @@
 
 Each is a scenario (`--scenario NAME`, or `[sim:NAME]` in one prompt) that refuses the send:
 the prompt reaches the server (the ledger says so, accepted: false) and nothing is generated.
-- `bot_page`: the send is answered HTTP 200 with an HTML page (not JSON) whose script does
+- `punish_page`: the send is answered HTTP 200 with an HTML page (not JSON) whose script does
   `window.location.replace(".../_____tmd_____/punish?x5secdata=...&action=captchaconnect")`:
   the page leaves the chat for the connect-in-order puzzle.
 - `connect_puzzle`: the send is answered with the check's JSON (as the slider's) naming
@@ -27,7 +27,7 @@ from urllib.parse import parse_qs
 
 PUNISH_PATH = "/_____tmd_____/punish"
 AUTH_VERIFY_PATH = "/auth/verify"
-PAGE_CHECKS = ("bot_page", "qr_deny", "auth_redirect")  # answered with a page, not the site's JSON
+PAGE_CHECKS = ("punish_page", "qr_deny", "auth_redirect")  # answered with a page, not the site's JSON
 BOT_CHECK_SCENARIOS = (*PAGE_CHECKS, "connect_puzzle")  # each refuses the send
 AFTER_SEND = "punish_after_send"  # takes the send, then checks everything the account does
 VALIDATE_RET = [
@@ -59,7 +59,7 @@ def page_refusal(scenario: str) -> tuple[int, str, bytes, list[tuple[str, str]]]
         return 302, "text/html; charset=utf-8", b"", [("Location", where)]
     html = (
         LEAVING_PAGE.replace("__URL__", punish_url("captchaconnect"))
-        if scenario == "bot_page"
+        if scenario == "punish_page"
         else QR_DENY_PAGE
     )
     return 200, "text/html; charset=utf-8", html.replace("__X5__", uuid.uuid4().hex).encode(), []

@@ -394,7 +394,7 @@ class Handler(BaseHTTPRequestHandler):
         settings = self.sim.store.snapshot()
         account = api.session_account(self.sim.store, settings, self.headers)
         if self.sim.store.checked_everywhere(account):
-            return botchecks.page_refusal("bot_page")
+            return botchecks.page_refusal("punish_page")
         blocked = api.gate(settings, account)
         if blocked == "waf":
             return api.html_response(pages.WAF_PAGE)

@@ -17,7 +17,7 @@ from pipeline.simulator import Simulator
 pytestmark = pytest.mark.browser
 
 # Each form, as the prompt that meets it ([sim:NAME]: that prompt's scenario).
-FORMS = ("bot_page", "auth_redirect", "slider", "connect_puzzle", "qr_deny")
+FORMS = ("punish_page", "auth_redirect", "slider", "connect_puzzle", "qr_deny")
 
 
 @pytest.fixture(scope="module")
@@ -84,13 +84,13 @@ def test_every_form_of_the_bot_check_holds_the_account_and_counts_no_send(fresh,
 def test_the_bot_check_page_with_the_router_off_fails_hard_once_and_strikes_no_more(fresh, tmp_path):
     sim, start = fresh
     project = signed_in_project(sim, tmp_path, router=False)
-    text = prompt(project, "alone", "Write about a page that leaves the chat. [sim:bot_page]")
+    text = prompt(project, "alone", "Write about a page that leaves the chat. [sim:punish_page]")
 
     result = qwenpipe_in_process("generate", "alone", "--account", "a", cwd=project)
 
     assert result.returncode == 1, result.stderr
     assert "bot check" in " ".join(result.stderr.split())
-    assert taken(sim, start) == [("a", text, False, "bot_page")]
+    assert taken(sim, start) == [("a", text, False, "punish_page")]
     assert account(project, "a")["hold"]["kind"] == "bot check"
     assert not (project / "articles" / "alone.md.sending").exists()
     mark = len(sim.ledger())
@@ -104,7 +104,7 @@ def test_the_bot_check_page_with_the_router_off_fails_hard_once_and_strikes_no_m
 def test_a_cycle_meeting_the_bot_check_page_holds_the_account_and_goes_on_with_the_other(fresh, tmp_path):
     sim, start = fresh
     project = signed_in_project(sim, tmp_path)
-    sim.set(scenario="bot_page")
+    sim.set(scenario="punish_page")
     first = prompt(project, "first", "Write about the first article of the cycle.")
 
     cycle = qwenpipe_in_process("cycle", cwd=project)
@@ -129,7 +129,7 @@ def test_a_link_where_the_bot_check_screenshot_goes_leaves_the_hold_recorded(fre
     shot = project / "articles" / ".qwenpipe" / "bot-check-a.png"
     shot.parent.mkdir(parents=True, exist_ok=True)
     shot.symlink_to(target)
-    prompt(project, "linked", "Write about links. [sim:bot_page]")
+    prompt(project, "linked", "Write about links. [sim:punish_page]")
 
     result = qwenpipe_in_process("generate", "linked", "--account", "a", cwd=project)
 
