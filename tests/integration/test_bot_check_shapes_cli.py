@@ -91,7 +91,10 @@ def test_the_bot_check_page_with_the_router_off_fails_hard_once_and_strikes_no_m
     assert result.returncode == 1, result.stderr
     assert "bot check" in " ".join(result.stderr.split())
     assert taken(sim, start) == [("a", text, False, "punish_page")]
-    assert account(project, "a")["hold"]["kind"] == "bot check"
+    held = account(project, "a")
+    assert held["hold"]["kind"] == "bot check"
+    # The hold names the puzzle's page: `qwenpipe login --account a` opens it to be solved.
+    assert "/_____tmd_____/punish?x5secdata=" in held["quota"]["reason"]
     assert not (project / "articles" / "alone.md.sending").exists()
     mark = len(sim.ledger())
     for _ in range(2):  # the held account waits: the prompt is not offered to the site again

@@ -55,13 +55,21 @@ def bot_check(detail: str) -> HardError:
     )
 
 
-def foreign_reply(kind: str, body: str, location: str = "") -> EngineError:
+def foreign_reply(kind: str, body: str, location: str = "", went: str = "") -> EngineError:
     """What a completion answered with neither the stream nor JSON means: the firewall's page
-    (transient, as anywhere), else a bot check."""
+    (transient, as anywhere), else a bot check. `went`: the verification address the page went
+    to since (named in the message: `qwenpipe login` shows that page to solve it)."""
     if FAILURE_TEXTS.waf_marker in body:
         return TransientError("the site answered the send with its firewall (WAF) page", code=Code.WAF)
     what = f"redirected to {location}" if location else f"answered with {kind or 'no content type'}"
-    return bot_check(f"the send was {what}, not the site's stream or JSON")
+    then = f"; the page went to {address(went)}" if went else ""
+    return bot_check(f"the send was {what}, not the site's stream or JSON{then}")
+
+
+def address(url: str) -> str:
+    """`url` without its scheme and host (the site's own addresses are relative in messages)."""
+    parts = urlsplit(url)
+    return parts.path + (f"?{parts.query}" if parts.query else "")
 
 
 def names_verification(body: str, location: str = "") -> bool:
@@ -81,11 +89,9 @@ def reply_refusal(page: Any) -> EngineError | None:
     read (docs/qwen-site.md), so where the page went is the reply's word. Else None."""
     checks, bodies = BotChecks.of(page), "\n".join(PageTraffic.of(page).plain_texts())
     for reply in checks.replies:
-        sent_away = any(visit.order > reply.order for visit in checks.visited)
-        if FAILURE_TEXTS.waf_marker not in bodies and (
-            sent_away or names_verification(bodies, reply.location)
-        ):
-            return foreign_reply(reply.kind, bodies, reply.location)
+        went = next((visit.url for visit in checks.visited if visit.order > reply.order), "")
+        if FAILURE_TEXTS.waf_marker not in bodies and (went or names_verification(bodies, reply.location)):
+            return foreign_reply(reply.kind, bodies, reply.location, went)
     return None
 
 
@@ -95,11 +101,13 @@ def left_chat(page: Any) -> EngineError | None:
     page, an unknown page under /auth/). In doubt: the page may have left after the prompt was
     taken (reply_refusal says when it provably was not)."""
     checks = BotChecks.of(page)
+    went = checks.visited[0].url if checks.visited else ""
     if checks.replies:
         first = checks.replies[0]
-        return foreign_reply(first.kind, "\n".join(PageTraffic.of(page).plain_texts()), first.location)
-    if checks.visited:
-        return bot_check(f"the page went to {urlsplit(checks.visited[0].url).path}")
+        bodies = "\n".join(PageTraffic.of(page).plain_texts())
+        return foreign_reply(first.kind, bodies, first.location, went)
+    if went:
+        return bot_check(f"the page went to {address(went)}")
     return None
 
 
