@@ -85,3 +85,14 @@ def test_the_firewall_page_stays_the_firewall_and_proves_nothing():
     assert not names_verification(WAF_PAGE + "/punish?", "")
     error = foreign_reply("text/html", WAF_PAGE)
     assert isinstance(error, TransientError) and error.code == "waf"
+
+
+def test_a_read_of_ours_redirected_to_a_verification_page_is_a_bot_check():
+    from pipeline.engines.qwen.page import refusal_in
+
+    assert (
+        refusal_in("<html>Security verification</html>", "https://chat.qwen.ai/auth/verify?x=1").code
+        == "bot_check"
+    )
+    assert refusal_in("<html>Security verification</html>", "https://chat.qwen.ai/api/v2/chats/") is None
+    assert refusal_in(WAF_PAGE, "https://chat.qwen.ai/auth/verify").code == "waf"
