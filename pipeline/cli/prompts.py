@@ -61,6 +61,7 @@ def register(app: typer.Typer) -> None:
             max_request_bytes=workspace.config.qwen.max_prompt_bytes,
             warn=say,
             similar=None if allow_similar else workspace.config.topics.similar,
+            language=workspace.config.article.language,
         )
         out().print(str(path), markup=False)
         say(f"wrote {path}; the next cycle (or `qwenpipe generate {slug}`) sends it")
@@ -90,6 +91,7 @@ def register(app: typer.Typer) -> None:
             dry_run=dry_run,
             max_request_bytes=workspace.config.qwen.max_prompt_bytes,
             similar=None if allow_similar else workspace.config.topics.similar,
+            language=workspace.config.article.language,
         )
         printed = out()
         for _slug, path in report.written:

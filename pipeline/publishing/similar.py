@@ -1,54 +1,48 @@
-"""Topic memory: `new` and `import` refuse a title near-identical to one the batch already has
-(a prompt's or an article's), so that a topic list fed to cron twice, or worded again, does not
-become two near-identical posts.
+"""Topic memory: `new` and `import` refuse a title that names a topic the batch already has (a
+prompt's or an article's), so that a topic list fed to cron twice, or worded again, does not
+become two posts on one topic.
 
-Two titles are compared as their words: accents, case and punctuation folded, the words sorted
-(so "Green tea benefits" and "Benefits of green tea" are "benefits green tea" and "benefits
-green of tea"), then rapidfuzz's normalised Indel similarity of the two (what
-`fuzz.token_sort_ratio` computes; the words are sorted once per title here, not once per pair).
-Not `token_set_ratio`: it scores 1.0 whenever one title's words are all in the other, so "Tea"
-would stop every later "Tea ..." topic. A score at or above `[topics] similar` (0.85) is a
-resemblance.
+Two titles are one topic when they have the same numbers and nearly the same words of meaning
+(title_words.py: Unicode look-alikes, case and accents folded, stop words dropped, words
+stemmed in the title's language). Their similarity is the share of their words they have in
+common (Dice: 2 x shared / (words of one + words of the other)); a word with a typo counts as
+shared (one letter added, dropped, changed or two swapped, in words of five letters or more,
+at most one such word in four). Any other number (a year, a version, a model number, a part) is
+another topic whatever the words: "iPhone 16 review" is not "iPhone 17 review". A similarity at
+or above `[topics] similar` (0.8) is a resemblance: "Green tea benefits" and "The benefits of
+green tea" 1.0, "Making cold brew coffee" and "How to make cold brew coffee at home" 0.89, "Best
+hiking trails in Colorado" and "... in Colombia" 0.75.
 
-Fast enough for a large batch: each title is compared (`process.extractOne`, C++) only with the
-known titles whose length allows the threshold at all (an Indel similarity `t` needs the shorter
-to be at least t/(2-t) of the longer), so 1,000 new titles against 10,000 known ones take a
-fraction of a second (bench/bench_topics.py).
+Fast enough for a large batch: each known title's words are computed once, when it is added,
+and kept in an index from (numbers, word) to titles; a new title is scored only against the
+known ones with its numbers that share enough of its words exactly to reach the threshold (with
+the typos allowed), so 1,000 new titles against 10,000 known ones take a fraction of a second
+(bench/bench_topics.py).
 """
 
 from __future__ import annotations
 
-import bisect
-import math
 import re
-import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from rapidfuzz import fuzz, process
+from rapidfuzz.distance import OSA
 
 from .. import files
 from ..contract.prompts import is_folder_notes, is_slug, split_front_matter
 from ..errors import SetupProblem, UsageProblem
+from .title_words import TitleWords, title_words
 
 ALLOW = "--allow-similar"
-WORD_RE = re.compile(r"[^\W_]+")
+TYPO_MIN_LENGTH = 5  # a word shorter than this has no typo allowed: Iran is not Iraq
 # Front matter whose top-level `title` is a one-line TOML string without escapes (before any table
 # or multi-line string): its value as it is.
 PLAIN_TITLE_RE = re.compile(
     r"\+\+\+[ \t]*\r?\n(?:(?![ \t]*\[)(?![ \t]*\+\+\+)(?![^\n]*(?:\"\"\"|'''))[^\n]*\n)*?"
     r"""[ \t]*title[ \t]*=[ \t]*(?:"(?P<basic>[^"\\\n]*)"|'(?P<literal>[^'\n]*)')[ \t]*(?:#[^\n]*)?\r?\n"""
 )
-
-
-def words_key(title: str) -> str:
-    """The title as compared: accents dropped, case folded, punctuation gone, words sorted."""
-    if title.isascii():  # most titles: nothing to fold but the case (10,000 of them read at once)
-        return " ".join(sorted(WORD_RE.findall(title.lower())))
-    decomposed = unicodedata.normalize("NFKD", title)
-    plain = "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
-    return " ".join(sorted(WORD_RE.findall(plain)))
 
 
 @dataclass(frozen=True)
@@ -65,44 +59,121 @@ class Resemblance:
         )
 
 
-class TopicMemory:
-    """The titles known so far, kept in the order of the length of their compared form, and the
-    closest of them to a new title."""
+def loose_matches_allowed(words: int) -> int:
+    """How many of the words two titles share, the shorter of `words` words, may be shared
+    loosely (a typo, a compound)."""
+    return 1 + words // 4
 
-    def __init__(self, threshold: float) -> None:
+
+def is_typo(one: str, other: str) -> bool:
+    """One letter added, dropped, changed or two swapped, in words of TYPO_MIN_LENGTH or more."""
+    return max(len(one), len(other)) >= TYPO_MIN_LENGTH and OSA.distance(one, other, score_cutoff=1) <= 1
+
+
+def compound_of(word: str, parts: Iterable[str]) -> tuple[str, str] | None:
+    """The two of `parts` that `word` is made of, the first, at most two linking letters, then
+    the second ("setup": set, up; "huhnerhalt": huhn, halt; "email": e, mail); None if none."""
+    for head in parts:
+        if word.startswith(head) and len(word) > len(head):
+            for tail in parts:
+                if tail != head and word.endswith(tail) and 0 <= len(word) - len(head) - len(tail) <= 2:
+                    return head, tail
+    return None
+
+
+def similarity(one: TitleWords, other: TitleWords, exact: int | None = None) -> float:
+    """0..1: the share of their words two titles have in common, typos and compounds allowed
+    (Dice: the words of each that the other has, over the words of both); 0 when their numbers
+    differ. `exact`: how many words they share as they are, when known already."""
+    if one.numbers != other.numbers:
+        return 0.0
+    total = len(one.words) + len(other.words)
+    if total == 0:
+        return 1.0  # numbers alone, the same ("2026")
+    if exact is None:
+        exact = len(one.words & other.words)
+    matched = 2 * exact
+    left, right = sorted(one.words - other.words), sorted(other.words - one.words)
+    room = loose_matches_allowed(min(len(one.words), len(other.words)))
+    while room and left and right:
+        pair = next(((a, b) for a in left for b in right if is_typo(a, b)), None)
+        if pair is not None:
+            left.remove(pair[0])
+            right.remove(pair[1])
+            matched += 2
+        else:
+            found = next(
+                (
+                    (word, parts, side)
+                    for side, (words, others) in enumerate(((left, right), (right, left)))
+                    for word in words
+                    if (parts := compound_of(word, others))
+                ),
+                None,
+            )
+            if found is None:
+                break
+            word, parts, side = found
+            ((left, right)[side]).remove(word)
+            for part in parts:
+                ((right, left)[side]).remove(part)
+            matched += 3
+        room -= 1
+    return matched / total
+
+
+class TopicMemory:
+    """The titles known so far, each as its words and numbers, and the closest of them to a new
+    title. `language`: the batch's `[article] language` (the language of a title without stop
+    words to tell it; empty: English)."""
+
+    def __init__(self, threshold: float, language: str = "") -> None:
         self.threshold = threshold
-        self._cutoff = threshold * 100  # rapidfuzz scores 0..100
-        self._lengths: list[int] = []  # sorted
-        self._keys: list[str] = []  # in the same order
+        self.language = language or "en"
+        self._forms: list[TitleWords] = []
         self._topics: list[tuple[str, str, str]] = []  # (slug, title, where), in the same order
+        self._index: dict[tuple[tuple[str, ...], str], list[int]] = {}  # (numbers, word) -> titles
+
+    def form(self, title: str) -> TitleWords:
+        return title_words(title, self.language)
 
     def add(self, slug: str, title: str, where: str) -> None:
-        key = words_key(title)
-        if key:
-            at = bisect.bisect_right(self._lengths, len(key))
-            self._lengths.insert(at, len(key))
-            self._keys.insert(at, key)
-            self._topics.insert(at, (slug, title, where))
+        form = self.form(title)
+        if not (form.words or form.numbers):
+            return
+        number = len(self._forms)
+        self._forms.append(form)
+        self._topics.append((slug, title, where))
+        for word in form.words or ("",):
+            self._index.setdefault((form.numbers, word), []).append(number)
 
     def __len__(self) -> int:
-        return len(self._keys)
+        return len(self._forms)
 
     def closest(self, title: str) -> Resemblance | None:
-        """The known topic most like `title`, if it is at least the threshold alike."""
-        key = words_key(title)
-        if not key:
+        """The known topic most like `title`, if it is at least the threshold alike (the first
+        added among equals)."""
+        form = self.form(title)
+        if not (form.words or form.numbers):
             return None
-        size, t = len(key), self.threshold
-        low = bisect.bisect_left(self._lengths, math.ceil(size * t / (2 - t)))
-        high = bisect.bisect_right(self._lengths, math.floor(size * (2 - t) / t))
-        found = process.extractOne(
-            key, self._keys[low:high], scorer=fuzz.ratio, processor=None, score_cutoff=self._cutoff
-        )
-        if found is None:
+        exact: Counter[int] = Counter()
+        for word in form.words or ("",):
+            exact.update(self._index.get((form.numbers, word), ()))
+        size, t = len(form.words), self.threshold
+        best: tuple[float, int] | None = None
+        for number, shared in exact.items():
+            known = self._forms[number]
+            other = len(known.words)
+            if 2 * shared + 3 * loose_matches_allowed(min(size, other)) < t * (size + other) - 1e-9:
+                continue  # cannot reach the threshold even with every loose match allowed
+            score = similarity(form, known, shared if form.words else 0)
+            if score >= t and (best is None or (score, -number) > (best[0], -best[1])):
+                best = (score, number)
+        if best is None:
             return None
-        _key, score, index = found
-        slug, known, where = self._topics[low + index]
-        return Resemblance(slug, known, score / 100, where)
+        score, number = best
+        slug, known_title, where = self._topics[number]
+        return Resemblance(slug, known_title, score, where)
 
 
 def remember_batch(memory: TopicMemory, prompts_dir: Path, articles_dir: Path) -> TopicMemory:
