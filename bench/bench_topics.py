@@ -25,10 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from timing import options  # noqa: E402
 
+from pipeline.config import Topics  # noqa: E402
 from pipeline.publishing.similar import TopicMemory, remember_batch  # noqa: E402
 
 TARGET = 1.0  # seconds, for 1,000 titles against 10,000, and for reading 10,000
-THRESHOLD = 0.85  # topics.similar's default
+THRESHOLD = Topics().similar  # topics.similar's default
 
 
 def titles(count: int, rng: random.Random) -> list[str]:
