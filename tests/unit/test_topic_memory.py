@@ -5,7 +5,9 @@ test_topic_pairs.py."""
 
 from __future__ import annotations
 
+import hypothesis.strategies as st
 import pytest
+from hypothesis import given, settings
 from project_files import snapshot, write_config
 
 from pipeline.cli.app import run
@@ -175,3 +177,16 @@ def test_import_dry_run_lists_the_similar_rows_and_allow_similar_imports_them(pr
     assert "would write 2 prompt(s), 2 refused" in err
     code, out, err = cli(project, capfd, "import", str(source), "--allow-similar")
     assert code == 0 and len(out.split()) == 4 and "refused" not in err
+
+
+@settings(max_examples=100, deadline=None)
+@given(title=st.text(max_size=80), language=st.sampled_from(["", "en", "de", "fr", "es", "ru", "zh", "ar"]))
+def test_any_title_is_read_and_is_one_topic_with_itself_its_words_in_any_order(title, language):
+    memory = TopicMemory(1.0, language)
+    memory.add("it", title, "its prompt")
+    form = memory.form(title)
+    if form.words or form.numbers:
+        assert len(memory) == 1 and memory.closest(title).score == 1
+        assert memory.closest(" ".join(reversed(title.split()))) is not None
+    else:
+        assert len(memory) == 0 and memory.closest(title) is None
