@@ -83,17 +83,18 @@ def compound_of(word: str, parts: Iterable[str]) -> tuple[str, str] | None:
 
 
 def _loose_match(left: list[str], right: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-    """The words of `left` and of `right` that are one word loosely: a typo, else a compound."""
-    for one in left:
-        for other in right:
-            if is_typo(one, other):
-                return (one,), (other,)
+    """The words of `left` and of `right` that are one word loosely: a compound (first: "email"
+    is "e mail", not a typo of "mail"), else a typo."""
     for one in left:
         if parts := compound_of(one, right):
             return (one,), parts
     for other in right:
         if parts := compound_of(other, left):
             return parts, (other,)
+    for one in left:
+        for other in right:
+            if is_typo(one, other):
+                return (one,), (other,)
     return None
 
 

@@ -146,8 +146,9 @@ def _token(token: str) -> tuple[str | None, str, str]:
 
 def title_language(plain_words: list[str], default: str) -> str:
     """The language among SNOWBALL whose title stop words `plain_words` has most of; `default`
-    when none has more than it."""
-    found = [STOP_LANGUAGES[w] for w in plain_words if w in STOP_LANGUAGES]
+    when none has more than it. Words of one letter do not tell: "e" of "e-mail" is Italian's,
+    Spanish's and Portuguese's "and"."""
+    found = [STOP_LANGUAGES[w] for w in plain_words if len(w) > 1 and w in STOP_LANGUAGES]
     if not found:
         return default
     hits = dict.fromkeys(SNOWBALL, 0)

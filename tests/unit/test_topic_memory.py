@@ -69,6 +69,9 @@ def test_a_typo_or_a_compound_counts_as_the_word_but_a_short_word_has_no_typo():
     assert memory.closest("cast iron skilet cleaning").slug == "skillet"
     assert memory.closest("Home network setup").slug == "network"
     assert memory.closest("Visiting Iraq on a budget") is None
+    # A compound before a typo: "email" is "e mail" (1.0), not "mail" misspelt with an "e" left over.
+    memory.add("email", "E-mail marketing tips", "its prompt")
+    assert memory.closest("Email marketing tips").score == 1
 
 
 def test_the_titles_language_stems_them_else_the_batchs():
@@ -78,6 +81,8 @@ def test_the_titles_language_stems_them_else_the_batchs():
     assert german.closest("Spanisch schnell lernen") is not None
     assert title_words("Spanisch schnell lernen", "de").words == {"spanisch", "schnell", "lern"}
     assert title_words("Spanisch schnell lernen", "en").words != {"spanisch", "schnell", "lern"}
+    # A word of one letter does not tell: "e" is "and" in Spanish, Italian and Portuguese.
+    assert title_words("e-mail marketing tips").words == {"e", "mail", "market", "tip"}
 
 
 def test_new_refuses_a_title_like_a_prompt_or_an_article_and_writes_nothing(project):
