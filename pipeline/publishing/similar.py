@@ -23,8 +23,8 @@ against 10,000 known ones take a fraction of a second (bench/bench_topics.py).
 
 from __future__ import annotations
 
+import math
 import re
-from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +38,9 @@ from .title_words import TitleWords, title_words
 
 ALLOW = "--allow-similar"
 TYPO_MIN_LENGTH = 5  # a word shorter than this has no typo allowed: Iran is not Iraq
+# What may join the two words of a compound: nothing (setup, email), or German's linking
+# elements (Fugenelemente: Hühner-halt-ung is Huhn + er + Haltung).
+LINKS = frozenset(("", "e", "s", "n", "en", "er", "es", "ens"))
 # Front matter whose top-level `title` is a one-line TOML string without escapes (before any table
 # or multi-line string): its value as it is.
 PLAIN_TITLE_RE = re.compile(
@@ -68,18 +71,28 @@ def loose_matches_allowed(words: int) -> int:
 
 def is_typo(one: str, other: str) -> bool:
     """One letter added, dropped, changed or two swapped, in words of TYPO_MIN_LENGTH or more."""
-    return max(len(one), len(other)) >= TYPO_MIN_LENGTH and OSA.distance(one, other, score_cutoff=1) <= 1
+    return (
+        -1 <= len(one) - len(other) <= 1
+        and max(len(one), len(other)) >= TYPO_MIN_LENGTH
+        and OSA.distance(one, other, score_cutoff=1) <= 1
+    )
 
 
 def compound_of(word: str, parts: Iterable[str]) -> tuple[str, str] | None:
-    """The two of `parts` that `word` is made of, the first, at most two linking letters, then
-    the second ("setup": set, up; "huhnerhalt": huhn, halt; "email": e, mail); None if none."""
+    """The two of `parts` that `word` is made of, the first, a linking element (LINKS), then the
+    second ("setup": set, up; "huhnerhalt": huhn, halt; "email": e, mail); None if none."""
     for head in parts:
         if word.startswith(head) and len(word) > len(head):
             for tail in parts:
-                if tail != head and word.endswith(tail) and 0 <= len(word) - len(head) - len(tail) <= 2:
+                if tail != head and word.endswith(tail) and word[len(head) : len(word) - len(tail)] in LINKS:
                     return head, tail
     return None
+
+
+def typo_keys(word: str) -> set[str]:
+    """`word` and `word` less each of its letters: two words are a typo of each other (OSA
+    distance 1: a letter added, dropped, changed, or two swapped) only if they share one."""
+    return {word, *(word[:i] + word[i + 1 :] for i in range(len(word)))}
 
 
 def _loose_match(left: list[str], right: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
@@ -98,20 +111,23 @@ def _loose_match(left: list[str], right: list[str]) -> tuple[tuple[str, ...], tu
     return None
 
 
-def similarity(one: TitleWords, other: TitleWords, exact: int | None = None) -> float:
+def similarity(one: TitleWords, other: TitleWords, cutoff: float = 0.0) -> float:
     """0..1: the share of their words two titles have in common, typos and compounds allowed
     (Dice: the words of each that the other has, over the words of both); 0 when their numbers
-    differ. `exact`: how many words they share as they are, when known already."""
+    differ, or when it is below `cutoff` (as rapidfuzz's score_cutoff: nothing more is worked out
+    once the rest cannot reach it)."""
     if one.numbers != other.numbers:
         return 0.0
     total = len(one.words) + len(other.words)
     if total == 0:
         return 1.0  # numbers alone, the same ("2026")
-    if exact is None:
-        exact = len(one.words & other.words)
-    matched = 2 * exact
+    matched = 2 * len(one.words & other.words)
     left, right = sorted(one.words - other.words), sorted(other.words - one.words)
-    for _ in range(loose_matches_allowed(min(len(one.words), len(other.words)))):
+    room = loose_matches_allowed(min(len(one.words), len(other.words)))
+    # Each loose match takes a word of each side or more, and adds 3 at most (a compound).
+    if matched + min(3 * min(room, len(left), len(right)), len(left) + len(right)) < cutoff * total - 1e-9:
+        return 0.0
+    for _ in range(room):
         found = _loose_match(left, right)
         if found is None:
             break
@@ -121,7 +137,8 @@ def similarity(one: TitleWords, other: TitleWords, exact: int | None = None) -> 
         for word in from_right:
             right.remove(word)
         matched += len(from_left) + len(from_right)
-    return matched / total
+    score = matched / total
+    return score if score >= cutoff else 0.0
 
 
 class TopicMemory:
@@ -135,6 +152,8 @@ class TopicMemory:
         self._forms: list[TitleWords] = []
         self._topics: list[tuple[str, str, str]] = []  # (slug, title, where), in the same order
         self._index: dict[tuple[tuple[str, ...], str], list[int]] = {}  # (numbers, word) -> titles
+        self._words: set[str] = set()  # every word of every known title
+        self._typos: dict[str, list[str]] = {}  # a typo key (typo_keys) -> the known words with it
 
     def form(self, title: str) -> TitleWords:
         return title_words(title, self.language)
@@ -148,28 +167,71 @@ class TopicMemory:
         self._topics.append((slug, title, where))
         for word in form.words or ("",):
             self._index.setdefault((form.numbers, word), []).append(number)
+            if word not in self._words:
+                self._words.add(word)
+                if len(word) >= TYPO_MIN_LENGTH - 1:
+                    for key in typo_keys(word):
+                        self._typos.setdefault(key, []).append(word)
 
     def __len__(self) -> int:
         return len(self._forms)
 
+    def _matches(self, words: frozenset[str]) -> dict[str, set[str]]:
+        """For each of a new title's `words`, the known words it may match: itself, its typos,
+        the compound it makes with another of them, the parts it is made of."""
+        known = self._words
+        matches = {word: {word} & known for word in words}
+        for word, found in matches.items():
+            if len(word) >= TYPO_MIN_LENGTH - 1:
+                found.update(
+                    w for key in typo_keys(word) for w in self._typos.get(key, ()) if is_typo(word, w)
+                )
+            for cut in range(1, len(word)):
+                head, rest = word[:cut], word[cut:]
+                if head in known:
+                    for link in LINKS:
+                        if rest.startswith(link) and rest[len(link) :] in known:
+                            found.update((head, rest[len(link) :]))
+            for other in words:
+                if other != word:
+                    for link in LINKS:
+                        if (compound := word + link + other) in known:
+                            found.add(compound)
+                            matches[other].add(compound)
+        return matches
+
     def closest(self, title: str) -> Resemblance | None:
         """The known topic most like `title`, if it is at least the threshold alike (the first
-        added among equals)."""
+        added among equals).
+
+        Only the known titles that can be are scored. One at least `t` alike matches at least
+        t·n/(3-2t) of the new title's n words (each matched word of the new title matches at
+        most two of the other's, a compound's parts), so it matches one at least of any
+        n - that + 1 of them: of its rarest, looked up with all the known words each may match."""
         form = self.form(title)
         if not (form.words or form.numbers):
             return None
-        exact: Counter[int] = Counter()
-        for word in form.words or ("",):
-            exact.update(self._index.get((form.numbers, word), ()))
-        size, t = len(form.words), self.threshold
+        t, size = self.threshold, len(form.words)
+        if form.words:
+            matches = self._matches(form.words)
+            must = max(1, math.ceil(t * size / (3 - 2 * t) - 1e-9))
+            rarest = sorted(
+                matches.values(),
+                key=lambda words: sum(len(self._index.get((form.numbers, w), ())) for w in words),
+            )[: size - must + 1]
+            keys = [(form.numbers, w) for words in rarest for w in words]
+            reachable = set().union(*matches.values())
+        else:
+            keys, reachable = [(form.numbers, "")], set()
         best: tuple[float, int] | None = None
-        for number, shared in exact.items():
+        for number in sorted({n for key in keys for n in self._index.get(key, ())}):
             known = self._forms[number]
-            other = len(known.words)
-            if 2 * shared + 3 * loose_matches_allowed(min(size, other)) < t * (size + other) - 1e-9:
-                continue  # cannot reach the threshold even with every loose match allowed
-            score = similarity(form, known, shared if form.words else 0)
-            if score >= t and (best is None or (score, -number) > (best[0], -best[1])):
+            # The words of the known title that a word of this one may match, and what they can add up to.
+            hits = len(known.words & reachable)
+            if form.words and hits + min(size, 2 * hits) < t * (size + len(known.words)) - 1e-9:
+                continue
+            score = similarity(form, known, t)
+            if score >= t and (best is None or score > best[0]):
                 best = (score, number)
         if best is None:
             return None

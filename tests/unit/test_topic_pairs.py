@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.config import Topics
-from pipeline.publishing.similar import TopicMemory
+from pipeline.publishing.similar import TopicMemory, similarity
+from pipeline.publishing.title_words import title_words
 
 PAIRS = Path(__file__).resolve().parent.parent / "fixtures" / "topic_pairs.tsv"
 
@@ -84,3 +85,23 @@ def test_another_number_is_another_topic_whatever_the_words(first, second):
 )
 def test_the_same_topic_worded_again_is_refused_even_at_1(first, second):
     assert judged_same(first, second, "en", 1.0)
+
+
+def test_the_index_finds_what_comparing_with_every_known_title_finds():
+    """closest() scores only the known titles its index says can reach the threshold; with every
+    first title of the set known, it finds the best score that scoring each of them finds."""
+    pairs = labelled_pairs()
+    firsts = [first for _same, _lang, first, _second in pairs]
+    titles = [title for _s, _l, first, second in pairs for title in (second, f"{first} guide", first.upper())]
+    forms = [title_words(title) for title in firsts]
+    best = [max(similarity(form, known, 0.5) for known in forms) for form in map(title_words, titles)]
+    for threshold in (0.5, 0.8, 0.95):
+        memory = TopicMemory(threshold)
+        for number, first in enumerate(firsts):
+            memory.add(f"t{number}", first, "its prompt")
+        for title, score in zip(titles, best, strict=True):
+            found = memory.closest(title)
+            assert (found.score if found else 0.0) == (score if score >= threshold else 0.0), (
+                title,
+                threshold,
+            )
