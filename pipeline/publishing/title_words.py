@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import lru_cache
 
 import snowballstemmer
 
@@ -102,16 +102,20 @@ class TitleWords:
     numbers: tuple[str, ...]  # sorted; roman numerals as digits
 
 
-@cache
-def _stemmer(language: str):
-    return snowballstemmer.stemmer(SNOWBALL[language])
+class _Stems(dict):
+    """word -> its stem in one language, accents dropped. Remembered: a batch's titles share most
+    of their words, and a dict lookup is the cheapest way back to one."""
+
+    def __init__(self, language: str) -> None:
+        super().__init__()
+        self.stemmer = snowballstemmer.stemmer(SNOWBALL[language])
+
+    def __missing__(self, word: str) -> str:
+        stem = self[word] = _plain(self.stemmer.stemWord(word))
+        return stem
 
 
-@lru_cache(maxsize=200_000)
-def _stem(language: str, word: str) -> str:
-    """`word`'s stem, accents dropped. Remembered: a batch's titles share most of their words, and
-    the pure-Python stemmer is nine tenths of the cost of reading 10,000 titles."""
-    return _plain(_stemmer(language).stemWord(word))
+STEMS = {code: _Stems(code) for code in SNOWBALL}
 
 
 def _unmasked(token: str) -> str:
@@ -136,7 +140,7 @@ def _roman(word: str) -> str | None:
 def _token(token: str) -> tuple[str | None, str, str]:
     """(number, word, word without accents) of one token of a title: the number ("3.13", a roman
     numeral's value) and empty words, or no number and the word case folded. Remembered, as
-    `_stem`."""
+    stems are."""
     if token[0].isdigit():
         return token.replace(",", "."), "", ""
     word = _unmasked(token).casefold()
@@ -165,12 +169,18 @@ def title_words(title: str, default_language: str = "en") -> TitleWords:
     if default_language not in SNOWBALL:
         default_language = "en"
     text = title if title.isascii() else unicodedata.normalize("NFKC", title)
-    tokens = [_token(t) for t in TOKEN_RE.findall(text)]
-    numbers = tuple(sorted({number for number, _w, _p in tokens if number is not None}))
-    words = [(word, bare) for number, word, bare in tokens if number is None]
-    language = title_language([bare for _w, bare in words], default_language)
+    numbers: list[str] = []
+    words: list[str] = []
+    plain: list[str] = []
+    for token in TOKEN_RE.findall(text):
+        number, word, bare = _token(token)
+        if number is None:
+            words.append(word)
+            plain.append(bare)
+        else:
+            numbers.append(number)
+    language = title_language(plain, default_language)
     stops = TITLE_STOPWORDS[language]
-    kept = [word for word, bare in words if bare not in stops]
-    if not kept:  # "How to do it": nothing but stop words, all of them kept
-        kept = [word for word, _bare in words]
-    return TitleWords(frozenset([_stem(language, w) for w in kept]), numbers)
+    # Nothing but stop words ("How to do it"): all of them kept.
+    kept = [word for word, bare in zip(words, plain, strict=True) if bare not in stops] or words
+    return TitleWords(frozenset(map(STEMS[language].__getitem__, kept)), tuple(sorted(set(numbers))))
