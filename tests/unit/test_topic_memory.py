@@ -69,6 +69,17 @@ def test_a_typo_or_a_compound_counts_as_the_word_but_a_short_word_has_no_typo():
     assert memory.closest("cast iron skilet cleaning").slug == "skillet"
     assert memory.closest("Home network setup").slug == "network"
     assert memory.closest("Visiting Iraq on a budget") is None
+    # Found when nothing but the typo or the compound joins the two titles, either way round.
+    for known, new in [
+        ("Lasagna", "Lasagne"),
+        ("Setup", "Set up"),
+        ("Set up", "Setup"),
+        ("Hühnerhaltung", "Hühner halten"),
+        ("Hühner halten", "Hühnerhaltung"),
+    ]:
+        alone = TopicMemory(0.8, "de" if "Hühner" in known else "en")
+        alone.add("known", known, "its prompt")
+        assert alone.closest(new) is not None and alone.closest(new).score == 1, (known, new)
     # A compound before a typo: "email" is "e mail" (1.0), not "mail" misspelt with an "e" left over.
     memory.add("email", "E-mail marketing tips", "its prompt")
     assert memory.closest("Email marketing tips").score == 1
