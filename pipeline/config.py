@@ -365,7 +365,7 @@ class Login(Section):
 def _similarity(value: float) -> str | None:
     if _between(0, 1, low_open=True)(value) is None:
         return None
-    return "must be more than 0 and at most 1, e.g. 0.85 (1 refuses only a title of the same words)"
+    return "must be more than 0 and at most 1, e.g. 0.8 (1 refuses only a title of the same words)"
 
 
 @dataclass(frozen=True)
@@ -374,9 +374,10 @@ class Topics(Section):
 
     similar: float = key(
         (int, float),
-        0.85,
+        0.8,
         _similarity,
-        "`new`/`import` refuse a title this similar to a known one (1 = only the same words)",
+        "`new`/`import` refuse a title with the same numbers and this share of its words in common with a "
+        "known one (1 = only the same words)",
     )
 
 

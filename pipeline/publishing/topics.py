@@ -75,12 +75,14 @@ def import_topics(
     dry_run: bool = False,
     max_request_bytes: int = 0,
     similar: float | None = None,
+    language: str = "",
 ) -> ImportReport:
     """Write one prompt per row of the CSV file `source`. UsageProblem when the file itself
     cannot be used (nothing written then); per-row problems are in the report, and so are the
     prompts written that are too large for the chat (over `max_request_bytes`; 0 = unchecked).
     With `similar` (topics.similar; None: --allow-similar), a row whose title is at least that
-    alike to a prompt's, an article's or an earlier row's is refused, and reported."""
+    alike to a prompt's, an article's or an earlier row's is refused, and reported (`language`:
+    article.language, the titles' language when they do not tell)."""
     rows = _read_rows(source)
     try:
         header_line, header = next(rows)
@@ -93,7 +95,9 @@ def import_topics(
     placeholders = set(STANDARD) | {c for c in columns if c.isidentifier()}
     chosen.check(placeholders, f"add a `{{name}}` column to {source}")
     report = ImportReport(source, dry_run=dry_run)
-    memory = None if similar is None else remember_batch(TopicMemory(similar), prompts_dir, articles_dir)
+    memory = (
+        None if similar is None else remember_batch(TopicMemory(similar, language), prompts_dir, articles_dir)
+    )
     first_line_of: dict[str, int] = {}
     for line, cells in rows:
         if not any(cell.strip() for cell in cells):
