@@ -11,7 +11,7 @@ import math
 import os
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
@@ -20,6 +20,8 @@ from urllib.parse import parse_qsl, urlparse
 
 from . import files
 from .languages import LANGUAGES
+from .pathguard import PathKind, Place, absolute
+from .pathguard import problem as _path_problem
 from .proxy import problem as _proxy
 
 DEFAULT_CONFIG_NAME = "config.toml"
@@ -145,6 +147,7 @@ class Key(NamedTuple):
     check: Callable[[Any], str | None] | None = None
     comment: str = ""
     may_be_secret: bool = False  # a key pasted in by mistake: messages never show the value
+    path: PathKind | None = None  # a path: checked at load by pathguard (check_paths)
 
 
 _KEY = "qwenpipe.key"
@@ -157,9 +160,12 @@ def key(
     comment: str = "",
     *,
     may_be_secret: bool = False,
+    path: PathKind | None = None,
 ) -> Any:
-    """A section's field that carries its Key: the default, the rule and the comment in one line."""
-    spec = Key(type, default, check, comment, may_be_secret)
+    """A section's field that carries its Key: the default, the rule and the comment in one line.
+    `path`: the key names a file or folder of that kind (every such key must say so: the one
+    guard of paths, Config.check_paths, goes by it)."""
+    spec = Key(type, default, check, comment, may_be_secret, path)
     if isinstance(default, (list, dict)):
         return field(default_factory=lambda: _copy(default), metadata={_KEY: spec})
     return field(default=default, metadata={_KEY: spec})
@@ -178,8 +184,20 @@ class Section:
 class Paths(Section):
     """[paths]"""
 
-    prompts: str = key(str, "prompts", _not_empty, "folder of prompts/SLUG.md, relative to this file")
-    articles: str = key(str, "articles", _not_empty, "where SLUG.md, SLUG.md.url and the journal go")
+    prompts: str = key(
+        str,
+        "prompts",
+        _not_empty,
+        "folder of prompts/SLUG.md, relative to this file",
+        path=PathKind.PROJECT,
+    )
+    articles: str = key(
+        str,
+        "articles",
+        _not_empty,
+        "where SLUG.md, SLUG.md.url and the journal go",
+        path=PathKind.PROJECT,
+    )
 
 
 @dataclass(frozen=True)
@@ -259,11 +277,29 @@ class Qwen(Section):
 class Browser(Section):
     """[browser]"""
 
-    executable: str = key(str, "", None, "empty = auto: Playwright's Chromium, else chromium/google-chrome")
+    executable: str = key(
+        str,
+        "",
+        None,
+        "empty = auto: Playwright's Chromium, else chromium/google-chrome",
+        path=PathKind.PROGRAM,
+    )
     headless: bool = key(bool, True, None, "false for a visible browser (desktop or Xvfb)")
     display: str = key(str, "auto", _one_of(*DISPLAY_MODES), "headed without a screen: auto/xvfb start Xvfb")
-    profile_dir: str = key(str, ".qwenpipe/profile", _not_empty, "persistent browser profile (the login)")
-    storage_state: str = key(str, ".qwenpipe/state.json", _not_empty, "saved login (0600), a file of its own")
+    profile_dir: str = key(
+        str,
+        ".qwenpipe/profile",
+        _not_empty,
+        "persistent browser profile (the login)",
+        path=PathKind.FOLDER_WRITTEN,
+    )
+    storage_state: str = key(
+        str,
+        ".qwenpipe/state.json",
+        _not_empty,
+        "saved login (0600), a file of its own",
+        path=PathKind.FILE_WRITTEN,
+    )
     cdp_url: str = key(str, "", _ws_or_http_url_or_empty, "attach to a running Chrome instead of launching")
     args: list[str] = key(list, [], None, "extra command-line switches for Chromium")
     proxy: str = key(
@@ -291,6 +327,7 @@ class Router(Section):
         None,
         "a file holding the key (mode 0600), read when that variable is unset (cron)",
         may_be_secret=True,
+        path=PathKind.FILE_READ,
     )
     timeout: float = key((int, float), 600, _between(1, DAY), "seconds to wait for a whole answer")
     connect_timeout: float = key((int, float), 10, _between(0.5, 3600), "seconds to wait for a connection")
@@ -334,7 +371,7 @@ class Login(Section):
 def _similarity(value: float) -> str | None:
     if _between(0, 1, low_open=True)(value) is None:
         return None
-    return "must be more than 0 and at most 1, e.g. 0.85 (1 refuses only a title of the same words)"
+    return "must be more than 0 and at most 1, e.g. 0.8 (1 refuses only a title of the same words)"
 
 
 @dataclass(frozen=True)
@@ -343,9 +380,10 @@ class Topics(Section):
 
     similar: float = key(
         (int, float),
-        0.85,
+        0.8,
         _similarity,
-        "`new`/`import` refuse a title this similar to a known one (1 = only the same words)",
+        "`new`/`import` refuse a title with the same numbers and this share of its words in common with a "
+        "known one (1 = only the same words)",
     )
 
 
@@ -353,10 +391,19 @@ class Topics(Section):
 class Publish(Section):
     """[publish]"""
 
-    dir: str = key(str, "", None, 'copy done articles here, e.g. "site/content/posts" (empty = off)')
+    dir: str = key(
+        str,
+        "",
+        None,
+        'copy done articles here, e.g. "site/content/posts" (empty = off)',
+        path=PathKind.FOLDER_WRITTEN,
+    )
     bundle: bool = key(bool, False, None, "true: Hugo page bundles, DIR/SLUG/index.md")
     strip_title: bool = key(bool, True, None, "drop the body's leading # heading (the theme shows the title)")
     draft: bool = key(bool, False, None, "publish with draft = true")
+    keep: list[str] = key(
+        list, [], _string_list, 'qwenpipe\'s own front matter keys a page keeps too, e.g. ["model"]'
+    )
     after: str = key(str, "", _after_command, "command run after each publish, with {path} and {slug}")
     after_timeout: float = key(
         (int, float), 60, _between(0, DAY, low_open=True), "seconds before `after` is stopped"
@@ -409,6 +456,7 @@ class Metrics(Section):
         "",
         _needs("prometheus_client", "metrics"),
         "Prometheus text file written after each cycle (node_exporter's textfile collector)",
+        path=PathKind.FILE_WRITTEN,
     )
 
 
@@ -501,10 +549,18 @@ class AccountSettings(Section):
     """[accounts.NAME]"""
 
     profile_dir: str = key(
-        str, ".qwenpipe/accounts/{name}/profile", _not_empty, "this account's browser profile"
+        str,
+        ".qwenpipe/accounts/{name}/profile",
+        _not_empty,
+        "this account's browser profile",
+        path=PathKind.FOLDER_WRITTEN,
     )
     storage_state: str = key(
-        str, ".qwenpipe/accounts/{name}/state.json", _not_empty, "this account's saved login (0600), its own"
+        str,
+        ".qwenpipe/accounts/{name}/state.json",
+        _not_empty,
+        "this account's saved login (0600), its own",
+        path=PathKind.FILE_WRITTEN,
     )
     max_sends_per_day: int = key(
         int,
@@ -539,6 +595,18 @@ def _copy(value: Any) -> Any:
     return type(value)(value) if isinstance(value, (list, dict)) else value
 
 
+class PathSetting(NamedTuple):
+    """A path key in force: "accounts.main.storage_state" is place "accounts.main", key
+    "storage_state"; its value as written, its absolute (unresolved) path, and its Key."""
+
+    name: str
+    place: str
+    key: str
+    value: str
+    path: Path
+    spec: Key
+
+
 @dataclass(frozen=True)
 class Config:
     """A validated configuration. Paths are absolute (relative ones taken from the file's folder)."""
@@ -549,24 +617,26 @@ class Config:
     overrides: dict[str, Any] = field(default_factory=dict)
 
     def resolve(self, value: str) -> Path:
-        """A path key's value as an absolute path (a relative one is taken from the file's folder)."""
-        return (self.root / os.path.expanduser(value)).resolve()
+        """A path key's value as an absolute path (a relative one is taken from the file's folder).
+        Not resolved: a symlink there stays one, for the writer to refuse (check_paths did at load)."""
+        return absolute(self.root, value)
 
-    # Resolved once (a lstat per level of the path each time): a cycle asks for them often.
+    # The project's own folders, resolved (a link to another disk is followed: pathguard.PROJECT),
+    # once (a lstat per level of the path each time): a cycle asks for them often.
     @cached_property
     def prompts_dir(self) -> Path:
-        return self.resolve(self.paths.prompts)
+        return self.resolve(self.paths.prompts).resolve()
 
     @cached_property
     def articles_dir(self) -> Path:
-        return self.resolve(self.paths.articles)
+        return self.resolve(self.paths.articles).resolve()
 
     @property
     def publish_dir(self) -> Path | None:
         """Where done articles are published; None when publishing is off. Not resolved: a
         symlink there is refused (publish.check_publish_dir), not silently followed."""
         value = self.publish.dir
-        return Path(os.path.abspath(self.root / os.path.expanduser(value))) if value else None
+        return self.resolve(value) if value else None
 
     # The typed sections: `config.qwen.max_attempts` (a typo is an AttributeError, not a default).
     @cached_property
@@ -624,12 +694,15 @@ class Config:
         values = {s: dict(keys) for s, keys in self.values.items()}
         values[section][key] = checked
         _check_proxies(values, where, from_file=False)
-        return Config(
+        config = Config(
             values=values,
             root=self.root,
             source=self.source,
             overrides={**self.overrides, f"{section}.{key}": where},
         )
+        if SCHEMA[section][key].path is not None:  # a path from elsewhere: the same one guard
+            config.check_paths()
+        return config
 
     def describe(self) -> str:
         return str(self.source) if self.source else "built-in defaults (no config.toml)"
@@ -647,7 +720,8 @@ class Config:
 
     def check_folders(self) -> Config:
         """Refuse folder settings that cannot work: prompts and articles the same folder or one
-        inside the other (articles would be read as prompts), or a prompts path that is a file."""
+        inside the other (articles would be read as prompts), or a prompts path that is a file;
+        then every path key (check_paths)."""
         prompts, articles = self.prompts_dir, self.articles_dir
         where = self.describe()
         shown = f"paths.prompts = {self.paths.prompts!r} ({prompts}) and "
@@ -656,93 +730,70 @@ class Config:
             raise ConfigError(f"{where}: {shown} are the same folder; give each its own")
         if articles.is_relative_to(prompts) or prompts.is_relative_to(articles):
             raise ConfigError(f"{where}: {shown}: one is inside the other; make them separate folders")
-        published = self.publish_dir
-        if published is not None and published.resolve() in (prompts, articles):
-            which = "paths.prompts" if published == prompts else "paths.articles"
-            raise ConfigError(
-                f"{where}: publish.dir = {self.publish.dir!r} ({published}) is {which}; "
-                "publish to a folder of its own, e.g. your Hugo site's content/posts"
-            )
+        self.check_paths()  # first: a FIFO or a device is said as such
         if prompts.exists() and not prompts.is_dir():
             raise ConfigError(
                 f"{where}: paths.prompts = {prompts} is a file, not a folder of SLUG.md prompts"
             )
-        self.check_logins()
         return self
 
-    def login_paths(self) -> list[tuple[str, str, Path, Path]]:
-        """Each account's (config place, account name, saved login, profile), resolved: the
-        [accounts.NAME] tables, or [browser]'s for the one account of a setup without them
-        (pipeline.accounts builds its accounts from the same keys)."""
-        tables = self.values.get(ACCOUNTS) or {}
-        if not tables:
-            browser = self.values["browser"]
-            return [
-                (
-                    "browser",
-                    "default",
-                    self.resolve(browser["storage_state"]),
-                    self.resolve(browser["profile_dir"]),
-                )
-            ]
-        return [
-            (f"accounts.{name}", name, self.resolve(keys["storage_state"]), self.resolve(keys["profile_dir"]))
-            for name, keys in tables.items()
-        ]
+    def path_settings(self) -> list[PathSetting]:
+        """Every path key in force, in the file's order: the sections' (a [browser] key that
+        [accounts.NAME] tables also have is the one account's of a setup without such tables, so
+        only then), then each account's. An empty value (off) and a bare program name (looked
+        up on PATH) name no path."""
+        accounts = self.values.get(ACCOUNTS) or {}
+        found: list[PathSetting] = []
+        for place, keys, specs in (
+            *((section, self.values[section], SCHEMA[section]) for section in SCHEMA),
+            *((f"{ACCOUNTS}.{name}", table, ACCOUNT_KEYS) for name, table in accounts.items()),
+        ):
+            for name, spec in specs.items():
+                value = keys[name]
+                if (
+                    spec.path is None
+                    or not value
+                    or (place == "browser" and accounts and name in ACCOUNT_KEYS)
+                ):
+                    continue
+                if spec.path is PathKind.PROGRAM:
+                    if os.sep not in value:
+                        continue
+                    path = Path(os.path.abspath(os.path.expanduser(value)))  # as the browser runs it
+                else:
+                    path = self.resolve(value)
+                found.append(PathSetting(f"{place}.{name}", place, name, value, path, spec))
+        return found
 
-    def check_logins(self) -> None:
-        """Refuse a saved login (storage_state) that is one of the project's own files, or that
-        two accounts share: `login --import` and the login refresh write it whole, so it would
-        overwrite the config, a prompt, an article or the store; and two accounts with one saved
-        login send with one account's token under both names. Two accounts with one browser
-        profile are refused likewise (it holds the login too)."""
-        where = self.describe()
-        logins = self.login_paths()
-        published = self.publish_dir
-        own = [
-            ("paths.prompts", self.prompts_dir),
-            ("paths.articles", self.articles_dir),
-            *([("publish.dir", published.resolve())] if published else []),
-            *[(f"{place}.profile_dir", profile) for place, _, _, profile in logins],
-        ]
-        seen: dict[Path, str] = {}
-        profiles: dict[Path, str] = {}
-        for place, name, state, profile in logins:
-            key = f"{place}.storage_state"
-            shown = f"{key} = {self.values_of(place)['storage_state']!r} ({state})"
-            fix = (
-                f"point it at a file of its own, e.g. {account_defaults(name)['storage_state']!r}"
-                if place != "browser"
-                else f"point it at a file of its own, e.g. {SCHEMA['browser']['storage_state'].default!r}"
-            )
-            if self.source is not None and state == self.source:
-                raise ConfigError(
-                    f"{where}: {shown} is this config file; `qwenpipe login` would write over it: {fix}"
-                )
-            for owner, folder in own:
-                if state.is_relative_to(folder):
-                    raise ConfigError(
-                        f"{where}: {shown} is inside {owner} ({folder}); `qwenpipe login` would write the "
-                        f"saved login over the project's own files there: {fix}"
-                    )
-            if state in seen:
-                raise ConfigError(
-                    f"{where}: {shown} is also {seen[state]}'s saved login; each account signs in on "
-                    f"its own and sends with its own token, so two cannot share one: {fix}"
-                )
-            seen[state] = key
-            if profile in profiles:
-                raise ConfigError(
-                    f"{where}: {place}.profile_dir = {self.values_of(place)['profile_dir']!r} ({profile}) "
-                    f"is also {profiles[profile]}; a browser profile holds one account's login: give "
-                    f"each account one of its own, e.g. {account_defaults(name)['profile_dir']!r}"
-                )
-            profiles[profile] = f"{place}.profile_dir"
+    def check_paths(self) -> None:
+        """The one guard of every path the config names (pipeline/pathguard.py): each key's path
+        holds nothing of the wrong kind (a symlink where qwenpipe writes, a FIFO, a device) and
+        is none of the project's own files: this config file, the prompts, the articles (the
+        store, sidecars and locks are under them), another key's file or folder. ConfigError
+        naming the key, its path and the fix."""
+        settings = self.path_settings()
+        fixed = [Place("this config file", self.source, folder=False)] if self.source else []
+        keys = [Place(s.name, s.path, s.spec.path.folder) for s in settings]  # type: ignore[union-attr]
+        for at, setting in enumerate(settings):
+            kind = setting.spec.path
+            assert kind is not None
+            places, later = [*fixed, *keys[:at]], keys[at + 1 :]
+            example = self._example(setting)
+            problem = _path_problem(setting.name, kind, setting.path, places, later, example)
+            if problem:
+                if setting.spec.may_be_secret and not os.path.lexists(setting.path):
+                    shown = setting.name  # perhaps a key pasted where its path belongs: not shown
+                else:
+                    shown = f"{setting.name} = {setting.value!r} ({setting.path})"
+                raise ConfigError(f"{self.describe()}: {shown} {problem}")
 
-    def values_of(self, place: str) -> dict[str, Any]:
-        """The keys of a config place: "browser" or "accounts.NAME"."""
-        section, _, name = place.partition(".")
-        return self.values[section][name] if name else self.values[section]
+    def _example(self, setting: PathSetting) -> str:
+        """A value that would do for `setting`'s key: its default (an account's, by its name)."""
+        section, _, account = setting.place.partition(".")
+        if account:
+            return account_defaults(account)[setting.key]
+        default = setting.spec.default
+        return default if isinstance(default, str) else ""
 
 
 def config_path(explicit: str | os.PathLike | None) -> tuple[Path, bool]:
@@ -778,11 +829,12 @@ def load(explicit: str | os.PathLike | None = None) -> Config:
     values = validate(data, path)
     root = path.resolve().parent
     key_file = values["router"]["api_key_file"]
-    if key_file:  # absolute from here on, and refused now (not at 3 a.m.) when it cannot serve
-        values["router"]["api_key_file"] = str((root / os.path.expanduser(key_file)).resolve())
+    if key_file:  # absolute from here on (not resolved: a link there is refused, not followed)
+        values["router"]["api_key_file"] = str(absolute(root, key_file))
+    config = Config(values=values, root=root, source=path.resolve()).check_folders()
+    if key_file:  # refused now (not at 3 a.m.) when it cannot serve
         read_key_file(values["router"]["api_key_file"], path)
-    config = Config(values=values, root=root, source=path.resolve())
-    return config.check_folders()
+    return config
 
 
 KEY_FILE_MAX = 64 * 1024
@@ -796,7 +848,7 @@ def read_key_file(path: str, where: Path | str = "config.toml") -> str | None:
 
     name = "router.api_key_file"
     try:
-        handle = files.open_read(path, follow=True)  # a FIFO never hangs a run
+        handle = files.open_read(path)  # a FIFO never hangs a run; a link is refused (pathguard)
     except files.UnsafeFile as bad:
         raise ConfigError(f"{where}: {name}: {path} is {bad.kind}, not a file holding the key") from None
     except FileNotFoundError:
@@ -815,9 +867,61 @@ def read_key_file(path: str, where: Path | str = "config.toml") -> str | None:
                 f"{where}: {name}: {path} has mode {mode:04o}{whose}: others may read the key; "
                 f"make it yours and private: chmod 600 {path}"
             )
-        text = handle.read(KEY_FILE_MAX).decode("utf-8", errors="replace")
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[0] if lines else None
+        text = handle.read(KEY_FILE_MAX).decode("utf-8", errors="replace")  # bad bytes: refused below
+    # Lines end at \n only (splitlines would also cut at \x0b, \x1c...: a key silently shortened).
+    lines = [line.strip(" \t\r") for line in text.split("\n") if line.strip(" \t\r")]
+    if not lines:
+        return None
+    bad = key_problem(lines[0])
+    if bad:
+        raise ConfigError(
+            f"{where}: {name}: the key in {path} {bad} (the key is not shown): "
+            "write the key alone on the file's first line, as the router gave it"
+        )
+    return lines[0]
+
+
+def key_problem(key: str) -> str | None:
+    """Why `key` cannot be a router key, or None: it goes into an HTTP header, which holds
+    printable ASCII only. Never shows the key."""
+    for char in key:
+        if char == "\0":
+            return "holds a NUL character"
+        if not char.isascii():
+            return "holds a non-ASCII character (a curly quote or a non-breaking space pasted with it?)"
+        if not char.isprintable():
+            return "holds a control character (a tab, an escape or a line break inside it?)"
+    return None
+
+
+class RouterKey(NamedTuple):
+    """The router key (None: none is set) and where it came from, as messages name it:
+    "ROUTER_API_KEY (router.api_key_env)" or "/path/router.key (router.api_key_file)"."""
+
+    value: str | None
+    source: str
+
+
+def read_router_key(settings: Router, env: Mapping[str, str] | None = None) -> RouterKey:
+    """The one place the router key is read: the variable named by `settings.api_key_env` in
+    `env` (default os.environ), else the file `settings.api_key_file` (read_key_file). A key no
+    HTTP header can carry is a ConfigError naming where it came from (key_problem). Not
+    registered for masking here: pipeline.known_secrets.router_key_found does that."""
+    name = settings.api_key_env or "ROUTER_API_KEY"
+    source = f"{name} (router.api_key_env)"
+    key = (os.environ if env is None else env).get(name) or None
+    if key is not None:
+        bad = key_problem(key)
+        if bad:
+            raise ConfigError(
+                f"the key in {source} {bad} (the key is not shown): set it to the key alone, "
+                f"as the router gave it: export {name}=..."
+            )
+        return RouterKey(key, source)
+    if settings.api_key_file:  # cron carries no environment: the key's file
+        path = settings.api_key_file
+        return RouterKey(read_key_file(path), f"{path} (router.api_key_file)")
+    return RouterKey(None, source)
 
 
 def validate(data: dict[str, Any], where: Path | str = "config.toml") -> dict[str, dict[str, Any]]:

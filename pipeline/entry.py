@@ -63,11 +63,11 @@ STATUS_OPTIONS = ("--state", "--sort")  # the `status --json` options that take 
 
 
 def status_json_query(argv: list[str]) -> tuple[str | None, dict] | None:
-    """(config, query) when argv is exactly `[--config X] status --json [PATTERN] [--state S]...
+    """(config, query) when argv is exactly `[--config X] status --json [PATTERN]... [--state S]...
     [--sort S]` (options in any order after `status`, `--config` before or after it); None for
-    anything else (--watch, --cdp, a second pattern, an unknown option: the full CLI decides)."""
+    anything else (--watch, --cdp, an unknown option: the full CLI decides). Several patterns: any."""
     config, args = None, list(argv)
-    query: dict = {"state_filter": [], "pattern": None, "sort": "state"}
+    query: dict = {"state_filter": [], "pattern": [], "sort": "state"}
     seen_command = as_json = False
     while args:
         token = args.pop(0)
@@ -93,10 +93,8 @@ def status_json_query(argv: list[str]) -> tuple[str | None, dict] | None:
             if token != "status":
                 return None
             seen_command = True
-        elif query["pattern"] is None:
-            query["pattern"] = token
         else:
-            return None
+            query["pattern"].append(token)
     return (config, query) if as_json else None
 
 

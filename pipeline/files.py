@@ -11,6 +11,11 @@ hard link (a file of ours with a second name elsewhere: a lock would truncate, a
 tighten, the other name's file), and what holds chat URLs and errors is private: 0600 files in
 0700 folders. A file of the wrong kind is a SetupProblem naming it. Replacing a file (atomic_write
 renames a new one over the name) never touches another name's file, so that stays allowed.
+
+And on a fourth: what is written holds no secret. Every file's bytes pass through `_temporary`,
+which applies the one mask on everything kept (redact.mask_kept), so a new record cannot forget
+it; only text the caller marks `redact.Verbatim` (an article, a published page, a saved login)
+is written as it is.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from typing import BinaryIO
 
 from .crashpoints import crashpoint
 from .errors import SetupProblem
+from .redact import mask_kept
 
 STATE_DIR = ".qwenpipe"  # articles/.qwenpipe: the project's own folder (journal, state, locks)
 PRIVATE = 0o600  # files that hold chat URLs and errors: the journal, state, locks, markers
@@ -256,7 +262,8 @@ def atomic_write(
     the umask (articles, the config). What is at `path` must be a regular file or nothing: a
     symlink, FIFO or folder there is refused (UnsafeFile) and left as it was. An OSError (a
     read-only folder, a full disk) is a SetupProblem. `sync=False`: no fsync, for a file a power
-    cut may set back to its older version (or leave empty) without harm.
+    cut may set back to its older version (or leave empty) without harm. `data` is masked
+    (redact.mask_kept) unless it is redact.Verbatim.
     """
     path = Path(path)
     ensure_folder(path.parent)
@@ -275,7 +282,9 @@ def _temporary(path: Path, data: str | bytes, mode: int | None, *, sync: bool = 
     """The name of a finished temporary copy of `data` beside `path`, for the body to move into
     place: written whole, its mode `mode` exactly (None: per umask), fsynced unless `sync=False`.
     Removed at the end if it is still there, however the body ends; an OSError in the writing or
-    in the body is a SetupProblem naming `path`."""
+    in the body is a SetupProblem naming `path`. The one place every file's bytes pass: masked
+    here (redact.mask_kept)."""
+    data = mask_kept(data)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     # Named as mkstemp names them (so a sweep knows it); created private, then given its mode.
     tmp = str(path.parent / f"{TMP_PREFIX}{path.name}.{os.urandom(4).hex()}")
@@ -431,7 +440,7 @@ class FileLock:
         try:
             os.ftruncate(fd, 0)
             owner = {"pid": os.getpid(), "purpose": self.purpose, "since": time.time()}
-            os.pwrite(fd, json.dumps(owner).encode(), 0)
+            os.pwrite(fd, mask_kept(json.dumps(owner)).encode(), 0)  # its purpose names a slug
         except OSError as err:  # a full disk: the lock is released with the fd
             os.close(fd)
             raise cannot("write the lock", self.path, err) from None

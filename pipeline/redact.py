@@ -7,10 +7,16 @@ MIN_RUN or more characters of a key, wherever in the key it starts, counts as th
 first 171 characters, its last 12 or its middle leak nothing. So does such a run of the key's
 other forms (JSON-escaped, URL-encoded, base64 in each of its three alignments).
 
-The key is registered where it is read (`router_key`); the sinks (the journal, the state and
-dead-letter files, the consoles, `doctor --json`, `status --json`, `show`, `log`) call `mask`
-or `mask_data` on what they write. Registration only adds: a secret is never forgotten. An
-article is not masked but refused when it holds the key (`holds_secret`: contract/checks.py).
+The key is registered where it is read (known_secrets.router_key), and so is every secret the
+workspace knows (proxy passwords, PGPASSWORD, the tokens of notify URLs). Registration only
+adds: a secret is never forgotten. Two boundaries mask, so that no caller has to:
+- what is kept on disk: `mask_kept`, called by the two places every write passes through,
+  files.atomic_write / create_new (every record under `.qwenpipe/`, the sidecars, the metrics)
+  and the store's SQLStep (every bound value of every write, SQLite and PostgreSQL alike);
+- what leaves the process: the consoles (MaskedStream), the notifications, the JSON commands.
+What the user reads as their own is kept `Verbatim`: an article (refused, not masked, when it
+holds a key: `holds_secret`, contract/checks.py), its published page, a saved login; so are the
+names records are found by (a slug, an account, a chat).
 
 Fast, as it runs over every message: every run of MIN_RUN characters of a form holds one of
 the form's blocks of _BLOCK characters at offsets 0, _STRIDE, 2*_STRIDE..., so a text where
@@ -32,15 +38,11 @@ from __future__ import annotations
 import base64
 import functools
 import json
-import os
 import re
 import threading
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
+from typing import Any, NamedTuple, TextIO
 from urllib.parse import quote, quote_plus
-
-if TYPE_CHECKING:
-    from .config import Router
 
 MASK = "[REDACTED]"
 MIN_RUN = 8  # this many consecutive characters of a key are already the key
@@ -59,19 +61,6 @@ def register(secret: str | None) -> None:
         return
     with _lock:
         _secrets = tuple(sorted({*_secrets, secret}))
-
-
-def router_key(settings: Router, env: Mapping[str, str] | None = None) -> str | None:
-    """The router key from the variable named by `settings.api_key_env` (the [router] section),
-    else from the file `settings.api_key_file`, registered; None if neither has one."""
-    name = settings.api_key_env or "ROUTER_API_KEY"
-    key = (os.environ if env is None else env).get(name) or None
-    if key is None and settings.api_key_file:  # cron carries no environment: the key's file
-        from .config import read_key_file
-
-        key = read_key_file(settings.api_key_file)
-    register(key)
-    return key
 
 
 # -- a secret's forms, and the index of their runs ----------------------------------------------
@@ -263,12 +252,17 @@ def masked_json(value: Any, **options: Any) -> str:
 
 
 def _mask_all(value: Any, secrets: tuple[str, ...]) -> Any:
+    return _walk(value, lambda text: mask(text, secrets))
+
+
+def _walk(value: Any, masking: Any) -> Any:
+    """`value` with `masking` applied to every string in it (dict keys and values, lists, tuples)."""
     if isinstance(value, str):
-        return mask(value, secrets)
+        return masking(value)
     if isinstance(value, Mapping):
-        return {_mask_all(k, secrets): _mask_all(v, secrets) for k, v in value.items()}
+        return {_walk(k, masking): _walk(v, masking) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(_mask_all(v, secrets) for v in value)
+        return type(value)(_walk(v, masking) for v in value)
     return value
 
 
@@ -303,6 +297,88 @@ def _replace(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(parts) + text[start:]
 
 
+# -- what is kept on disk ---------------------------------------------------------------------
+
+
+class Verbatim(str):
+    """Text that the boundary of the disk keeps as it is: what the user reads as their own (an
+    article, its published page, a saved login, whose tokens are its whole point), and the names
+    a record is found by (a slug, an account, a chat: store.sql.named, the intent marker). An
+    article is refused rather than masked when it holds a key (holds_secret): masking would
+    change the user's text where it only quotes a key's public prefix (`sk-or-v1-`), and a real
+    leak is never written at all."""
+
+
+def mask_kept(data: Any) -> Any:
+    """The one mask on everything kept: `data` (text, UTF-8 bytes, or any other bound value,
+    returned as it is) with every run of MIN_RUN+ characters of a registered secret's forms,
+    every password written in a URL or a `password=` pair and every login token (JWT) masked.
+    Called where every write to disk passes (files.atomic_write and create_new, the store's
+    SQLStep), never by the writers themselves.
+
+    Text that needed masking and is JSON or TOML (a record) is masked value by value and
+    written again in its format, so that a mask never swallows a quote between two strings.
+    `Verbatim` text is kept as it is (a plain str); bytes that are not UTF-8 (a screenshot)
+    hold no text to mask."""
+    if isinstance(data, Verbatim):
+        return str(data)
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return data
+        masked = mask_kept(text)
+        return data if masked is text else masked.encode("utf-8")
+    if not isinstance(data, str):
+        return data
+    masked = _mask_text(data)
+    if masked == data:  # the common case: nothing secret in it
+        return data
+    return _masked_record(data) or masked
+
+
+def _mask_text(text: str) -> str:
+    # A secret shorter than MIN_RUN is masked where text leaves the process, not in what is kept:
+    # as a token it is a word (a local router's key `qwen`), and masking it in a record would
+    # change an engine's name, a slug or the chat URL the contract reads back.
+    return mask_tokens(mask(text, tuple(secret for secret in _secrets if len(secret) >= MIN_RUN)))
+
+
+def _masked_record(text: str) -> str | None:
+    """`text` masked value by value when it is a JSON or TOML record, else None."""
+    body = text.rstrip()
+    end = text[len(body) :]  # a record's newline is kept
+    try:
+        return json.dumps(_walk(json.loads(body), _mask_text), ensure_ascii=False) + end
+    except ValueError:
+        pass
+    import tomllib
+
+    try:
+        record = tomllib.loads(text)
+    except ValueError:
+        return None
+    if not record:
+        return None
+    import tomli_w
+
+    return tomli_w.dumps(_walk(record, _mask_text))
+
+
+def url_tokens(url: str) -> tuple[str, ...]:
+    """The parts of a URL (a notify URL: Apprise's `tgram://BOT_TOKEN/CHAT`, `ntfy://host/TOPIC`,
+    a webhook's path) that may be tokens, to register: each part after its scheme, split at
+    `/ : @ ? & = #`, of MIN_RUN or more characters that is no host name (no `.`) and holds a digit
+    or is 16 characters long (a word such as `services` is no token)."""
+    rest = url.split("://", 1)[1] if "://" in url else url
+    parts = re.split(r"[/:@?&=#]", rest)
+    return tuple(
+        part
+        for part in parts
+        if len(part) >= MIN_RUN and "." not in part and (len(part) >= 16 or any(c.isdigit() for c in part))
+    )
+
+
 class MaskedStream:
     """A text stream that masks what is written to it; everything else goes to the real stream."""
 
@@ -325,9 +401,11 @@ __all__ = [
     "MaskedStream",
     "mask",
     "mask_data",
+    "mask_kept",
     "mask_passwords",
     "mask_tokens",
     "masked_json",
     "register",
-    "router_key",
+    "url_tokens",
+    "Verbatim",
 ]

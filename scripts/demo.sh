@@ -3,7 +3,7 @@
 # pipeline (real Chromium, the real cycle) until every article is on disk in .demo/articles/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh demo
 root=$(pwd)
 demo="$root/.demo"
 mkdir -p "$demo"

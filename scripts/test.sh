@@ -2,7 +2,7 @@
 # Set everything up, lint, and run the whole test suite (unit, simulator, real Chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh test
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 # Five workers on two cores. The suite is CPU-bound (a `generate` that sends costs ~6.5 s of

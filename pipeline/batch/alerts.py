@@ -11,7 +11,8 @@ Nothing here fails or holds up a cycle for long: each URL gets Apprise's own tim
 connect, 4 s to read), and a URL that failed is not tried again in this cycle. What was not
 delivered waits in `articles/.qwenpipe/notify.json` (0600; written before any delivery, and
 after each one) and is tried again by the next cycle; `status` says so. A message never holds
-the router key, a proxy password or a login token (masked before it is kept).
+the router key, a proxy password or a login token: masked before it leaves (`clean`), and
+notify.json, like every file, is masked where it is written (redact.mask_kept).
 
 The health pings of `[notify] ping_url` are batch/notify.py's.
 """
@@ -178,6 +179,22 @@ def deliver(ledger: Ledger, urls: list[str], path: Path, say: Callable[[str], No
         say(f"notify: {count} message(s) not delivered ({failed[0]}); the next cycle tries again")
 
 
+# What each message is to its reader, by its key's kind: a person must act (FAILURE), an account
+# waits on its own (WARNING), or news (INFO). Apprise's services show each its own way.
+SEVERITY = {
+    "dead_letter": "FAILURE",
+    "router_failed": "FAILURE",
+    "logged_out": "FAILURE",
+    "bot_check": "WARNING",
+    "summary": "INFO",
+}
+
+
+def severity(key: str) -> str:
+    """The Apprise notify type's name of the message with `key` (e.g. "dead_letter:tea")."""
+    return SEVERITY.get(key.split(":", 1)[0], "INFO")
+
+
 def send_one(apprise, url: str, message: Message) -> str | None:
     """Deliver `message` to `url`: None when delivered, else why not (never the URL itself)."""
     import logging
@@ -186,7 +203,8 @@ def send_one(apprise, url: str, message: Message) -> str | None:
     with apprise.LogCapture(level=logging.WARNING, fmt="%(message)s") as log:
         if not box.add(url):
             return f"{shown(url)} is not a URL Apprise knows"
-        delivered = box.notify(title=message.title, body=message.body)
+        kind = getattr(apprise.NotifyType, severity(message.key))
+        delivered = box.notify(title=message.title, body=message.body, notify_type=kind)
         said = [line.strip() for line in log.getvalue().splitlines() if line.strip()]
     if delivered:
         return None

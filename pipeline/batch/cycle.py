@@ -86,7 +86,9 @@ class CycleReport:
     def exit_code(self) -> ExitCode:
         if self.busy_owner:
             return ExitCode.WORKING
-        if self.failed or self.invalid:
+        # A dead letter of an earlier cycle is a hard failure still waiting for a person
+        # (`qwenpipe replay`): 0 is "everything is done", never "done but for these".
+        if self.failed or self.invalid or self.counts["dead"]:
             return ExitCode.FAILED
         if self.sent:
             return ExitCode.QUEUED

@@ -54,5 +54,7 @@ def render(status: BatchStatus, *, exit_code: int, seconds: float, finished: flo
 
 def write(path: Path, data: bytes) -> None:
     """`data` to `path` atomically (node_exporter never reads half a file), readable by others
-    as the umask allows (node_exporter runs as its own user)."""
+    as the umask allows (node_exporter runs as its own user). `path` as the config names it,
+    unresolved: a symlink there (one made after the load's guard, config.check_paths) is refused
+    by files.atomic_write (UnsafeFile), never followed out of the project."""
     files.atomic_write(path, data, mode=files.SHARED)

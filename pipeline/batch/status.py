@@ -13,6 +13,7 @@ import fnmatch
 import json
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -320,22 +321,23 @@ def collect(
     now: float | None = None,
     *,
     state_filter: list[str] | None = None,
-    pattern: str | None = None,
+    pattern: str | Sequence[str] | None = None,
     sort: str = "state",
 ) -> BatchStatus:
     """The whole batch as data: one scan of the folders, a few queries of the store. A store
     that cannot be read (its server down, or held past its timeout) leaves what this host's
-    files say, with a warning that says so."""
+    files say, with a warning that says so. `pattern`: a glob of slugs, or several (any one)."""
     now = time.time() if now is None else now
+    patterns = [pattern] if isinstance(pattern, str) else list(pattern or ())
     wanted = check_states(state_filter)
     workspace.config.require_prompts_dir()  # the wrong folder (no config, no prompts/): exit 2, said
     if sort not in SORTS:
         raise UsageProblem(f"--sort {sort!r}: choose one of {', '.join(SORTS)}")
     files.check_folder(workspace.state_dir / "state")  # read nothing through a link of .qwenpipe
     try:
-        return _collect(workspace, now, wanted, pattern, sort, use_store=True)
+        return _collect(workspace, now, wanted, patterns, sort, use_store=True)
     except StoreBusy as busy:
-        status = _collect(workspace, now, wanted, pattern, sort, use_store=False)
+        status = _collect(workspace, now, wanted, patterns, sort, use_store=False)
         status.store_error = str(busy)
         status.warnings.insert(
             0,
@@ -346,7 +348,7 @@ def collect(
 
 
 def _collect(
-    workspace: Workspace, now: float, wanted: list[str], pattern: str | None, sort: str, *, use_store: bool
+    workspace: Workspace, now: float, wanted: list[str], patterns: list[str], sort: str, *, use_store: bool
 ) -> BatchStatus:
     # A project that never ran has no store: status, a reader, does not create one.
     store = workspace.store if workspace.has_store and use_store else None
@@ -395,7 +397,7 @@ def _collect(
     for row in rows:
         status.totals[row.state] += 1
     status.invalid = [row.last_error or row.slug for row in rows if row.state == Phase.INVALID]
-    shown_by = [f"slugs matching {pattern!r}"] if pattern else []
+    shown_by = [f"slugs matching {' or '.join(map(repr, patterns))}"] if patterns else []
     status.filters = "; ".join(shown_by + ([f"state {', '.join(wanted)}"] if wanted else []))
     status.warnings = warnings(status, workspace.config.qwen.poll_interval)
     undelivered = outbox.pending_warning(workspace.state_dir)
@@ -405,7 +407,8 @@ def _collect(
         [
             r
             for r in rows
-            if (not wanted or r.state in wanted) and (not pattern or fnmatch.fnmatchcase(r.slug, pattern))
+            if (not wanted or r.state in wanted)
+            and (not patterns or any(fnmatch.fnmatchcase(r.slug, p) for p in patterns))
         ],
         sort,
     )
@@ -433,7 +436,8 @@ def build_row(
     account: the one its chat is on (its first send's, or its intent marker's)."""
     journal = summary or NO_SUMMARY
     row = Row(view.slug, DONE, journal.engine or None, path=f"{context.articles}/{view.slug}.md")
-    if view.sending or (first_send is not None and first_send.chat_url):
+    written_by_router = journal.engine == "router" and view.done
+    if not written_by_router and (view.sending or (first_send is not None and first_send.chat_url)):
         row.account = sender_of(view, first_send, may_have_marker=view.sending)
     row.chat_url = journal.chat_url or None
     sent_at = journal.sent_ts
@@ -716,9 +720,10 @@ def collect_story(workspace: Workspace, slug: str, now: float | None = None) -> 
         ("send marker", article.sending),
         ("dead letter", article.failed),
         ("rejected answer", article.folder / f"{slug}.md.rejected"),  # the article checks' reject
-        ("state", article.state),
     ]
     found = [(label, path, _size(path)) for label, path in paths]
+    if _size(article.state) is not None:  # an older version's state file: only where one was left
+        found.append(("old state file", article.state, _size(article.state)))
     return ArticleStory(
         row=row,
         files=found,

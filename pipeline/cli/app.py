@@ -28,12 +28,25 @@ def _usage_name(argument) -> str:
     """An argument on the usage line as Click writes it: SLUG, or [SLUG] when it may be left
     out (Typer's own `{SLUG}` reads like one of publish.after's placeholders)."""
     name = argument.make_metavar() if argument.metavar is None else argument.metavar
+    several = argument.nargs != 1
+    name = name.removesuffix("...") if several else name  # Click's own dots, once, outside
     name = name if argument.required else f"[{name}]"
-    return name + ("..." if argument.nargs != 1 else "")
+    return name + ("..." if several else "")
 
 
 if hasattr(typer.core.TyperArgument, "_usage_display_name"):  # the Typer versions that brace them
     typer.core.TyperArgument._usage_display_name = _usage_name
+
+if hasattr(typer.core.TyperArgument, "display_type"):
+    _display_type = typer.core.TyperArgument.display_type
+
+    def _one_value_type(argument, ctx) -> str:
+        """An argument given several times shows one value's type (`PATTERN... <str>`: the
+        dots say several), not Python's `<list[str]>`."""
+        shown = _display_type(argument, ctx)
+        return f"<{shown[6:-2]}>" if shown.startswith("<list[") else shown
+
+    typer.core.TyperArgument.display_type = _one_value_type
 
 
 app = typer.Typer(

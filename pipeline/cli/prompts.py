@@ -21,7 +21,9 @@ from .common import ConfigOption, workspace_of
 AllowSimilar = Annotated[
     bool,
     typer.Option(
-        "--allow-similar", help="write it even when its title resembles a known topic's ([topics] similar)"
+        "--allow-similar",
+        help="write it even when its title names a known topic (the same numbers and [topics] similar "
+        "of its words)",
     ),
 ]
 
@@ -46,7 +48,7 @@ def register(app: typer.Typer) -> None:
         config: ConfigOption = None,
     ) -> None:
         """Write prompts/SLUG.md from a template (never overwrites: exit 2 if SLUG exists, or if
-        the title resembles a known topic's: [topics] similar)."""
+        the title names a known topic: the same numbers, and [topics] similar of its words)."""
         from ..publishing.templates import new_prompt
 
         workspace = workspace_of(ctx, config)
@@ -61,6 +63,7 @@ def register(app: typer.Typer) -> None:
             max_request_bytes=workspace.config.qwen.max_prompt_bytes,
             warn=say,
             similar=None if allow_similar else workspace.config.topics.similar,
+            language=workspace.config.article.language,
         )
         out().print(str(path), markup=False)
         say(f"wrote {path}; the next cycle (or `qwenpipe generate {slug}`) sends it")
@@ -78,7 +81,8 @@ def register(app: typer.Typer) -> None:
         allow_similar: AllowSimilar = False,
         config: ConfigOption = None,
     ) -> None:
-        """One prompt per CSV row; rows whose slug exists are skipped, bad rows reported (exit 2)."""
+        """One prompt per CSV row; rows whose slug exists are skipped, rows naming a known topic
+        refused, bad rows reported (exit 2)."""
         from ..publishing.topics import import_topics
 
         workspace = workspace_of(ctx, config)
@@ -90,11 +94,12 @@ def register(app: typer.Typer) -> None:
             dry_run=dry_run,
             max_request_bytes=workspace.config.qwen.max_prompt_bytes,
             similar=None if allow_similar else workspace.config.topics.similar,
+            language=workspace.config.article.language,
         )
         printed = out()
-        for _slug, path in report.written:
-            printed.print(str(path), markup=False)
-        for line in report.existing + report.similar + report.invalid + report.too_large:
+        for _slug, path in report.written:  # a dry run writes nothing: it says what it would
+            printed.print(f"would write {path}" if dry_run else str(path), markup=False)
+        for line in report.existing + report.similar + report.invalid + report.too_large + report.unused:
             say(line)
         say(report.summary())
         if report.invalid:

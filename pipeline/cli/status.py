@@ -25,7 +25,11 @@ def register(app) -> None:
     def status_command(
         ctx: typer.Context,
         pattern: Annotated[
-            str | None, typer.Argument(help="only slugs matching this glob, e.g. 'tea-*'", metavar="PATTERN")
+            list[str] | None,
+            typer.Argument(
+                help="only slugs matching this glob, e.g. 'tea-*' (several: any of them)",
+                metavar="PATTERN...",
+            ),
         ] = None,
         watch: Annotated[bool, typer.Option("--watch", help="keep the view up to date until Ctrl-C")] = False,
         as_json: Annotated[bool, typer.Option("--json", help="one JSON document (docs/status.md)")] = False,
@@ -39,6 +43,12 @@ def register(app) -> None:
         interval: Annotated[
             float, typer.Option("--interval", help="seconds between --watch refreshes")
         ] = 2.0,
+        history: Annotated[
+            bool,
+            typer.Option(
+                "--history", help="the last 14 days: articles by engine, sends per account, dead letters"
+            ),
+        ] = False,
         config: ConfigOption = None,
     ) -> None:
         """Every article's state, engine, age, attempts, last error and chat URL, with the totals."""
@@ -49,7 +59,15 @@ def register(app) -> None:
             raise UsageProblem("--watch and --json do not go together (run --json in a loop instead)")
         if interval <= 0:
             raise UsageProblem(f"--interval {interval}: must be more than 0 seconds")
+        if history and (watch or pattern or state):
+            raise UsageProblem(
+                "--history is the whole batch's fortnight: without PATTERN, --state or --watch "
+                "(status --watch shows it by itself on a terminal tall enough)"
+            )
         workspace = workspace_of(ctx, config)
+        if history:
+            print_history(workspace, as_json)
+            return
         query = {"state_filter": states, "pattern": pattern, "sort": sort}
         try:
             if watch:
@@ -106,6 +124,28 @@ def print_accounts(workspace, as_json: bool) -> None:
         sys.stdout.write(mask(accounts_table(accounts, time.time())))
 
 
+def print_history(workspace, as_json: bool) -> None:
+    from ..batch.history import collect_history
+
+    workspace.config.require_prompts_dir()  # the wrong folder: exit 2, said
+    found = collect_history(workspace)
+    if as_json:
+        indent = 1 if sys.stdout.isatty() else None
+        sys.stdout.write(masked_json(found.to_json(), ensure_ascii=False, indent=indent) + "\n")
+        return
+    from ..batch.chart import history_table
+    from ..batch.dashboard import plain_wanted
+
+    plain = plain_wanted()
+    if plain:  # a log or a pipe: as wide as the chart is, never wrapped at 80 columns
+        from rich.console import Console
+
+        console = Console(file=sys.stdout, color_system=None, width=400, highlight=False)
+    else:
+        console = _stdout()
+    console.print(history_table(found, plain=plain))
+
+
 def print_status(workspace, query: dict, as_json: bool) -> None:
     from ..batch.status import collect
     from ..console import say
@@ -125,6 +165,10 @@ def print_status(workspace, query: dict, as_json: bool) -> None:
             console.print(rich_status(status, width=console.width))
     for warning in status.warnings:
         say(f"warning: {warning}")
+
+
+HISTORY_HEIGHT = 18  # lines of the fortnight's chart: its title, head and 14 days, a blank line
+MIN_ROWS_BESIDE_HISTORY = 10  # the articles' rows a terminal keeps before the chart takes room
 
 
 def watch_status(workspace, query: dict, interval: float) -> None:
@@ -155,11 +199,21 @@ def watch_status(workspace, query: dict, interval: float) -> None:
                 # Room for rows: the terminal less the refresh line, the table's head, the
                 # "... more" line, a blank line and the footer as it wraps at this width.
                 room = max(console.size.height - 6 - footer_height(status, width, warnings=True), 3)
-                shape = {"warnings": True, "max_rows": room, "refreshed": refreshed}
+                # The fortnight's chart above, where it leaves the articles room of their own.
+                chart = room - HISTORY_HEIGHT >= MIN_ROWS_BESIDE_HISTORY
+                shape = {"warnings": True, "max_rows": room - HISTORY_HEIGHT if chart else room}
+                shape["refreshed"] = refreshed
                 if plain:
                     view = _plain_text(plain_status(status, **shape))
                 else:
                     view = rich_status(status, width=width, **shape)
+                if chart:
+                    from rich.console import Group
+
+                    from ..batch.chart import history_table
+                    from ..batch.history import collect_history
+
+                    view = Group(history_table(collect_history(workspace), plain=plain), view)
                 live.update(view, refresh=True)
                 time.sleep(interval)
     except KeyboardInterrupt:

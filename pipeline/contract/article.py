@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 
 from .. import files
 from ..errors import UsageProblem
-from ..redact import mask_data
+from ..redact import Verbatim
 from ..store.protocol import ArticleRecord
 
 if TYPE_CHECKING:
@@ -166,8 +166,8 @@ class ArticleState(ArticleRecord):
             step.put_article(self.to_record(slug))
 
     def to_record(self, slug: str) -> ArticleRecord:
-        """The record the store keeps (secrets masked; the open intent is the store's own)."""
-        data = mask_data({name: getattr(self, name) for name in RECORD_FIELDS})
+        """The record the store keeps (masked by the store's write; the open intent is the store's own)."""
+        data = {name: getattr(self, name) for name in RECORD_FIELDS}
         return ArticleRecord(slug, **{**data, "errors": tuple(data["errors"])})
 
     def record_error(self, when: float, engine: str, code: str, message: str) -> None:
@@ -221,6 +221,14 @@ def read_chat_url(article: ArticleFiles, base_url: str) -> str | None:
 # needed once, not every cycle. Bump TIGHTENED_AS when more files become private: once more.
 TIGHTENED = "tightened"
 TIGHTENED_AS = b"1\n"
+
+
+def write_marker(path: Path, marker: dict) -> None:
+    """The intent marker (SLUG.md.sending) at `path`, atomically. Its names (the account, the
+    lease's owner, the chat's id) are written as they are (redact.Verbatim), since recovery finds
+    the send by them: an account named after a word of a weak proxy password must stay itself.
+    It holds no text from outside (no error, no answer)."""
+    files.atomic_write(path, Verbatim(json.dumps(marker) + "\n"))
 
 
 def read_marker(path) -> dict | None:

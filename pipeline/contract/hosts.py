@@ -16,7 +16,6 @@ Hosts' clocks must agree to within a few seconds (NTP): lease times are each hos
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -24,8 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .. import files
+from ..redact import Verbatim
 from ..store.protocol import Finished, Intent, LeaseLost, Send, Served, StoreError
-from .article import ArticleFiles
+from .article import ArticleFiles, write_marker
 from .phases import Limits
 
 ORPHAN_NOTE = "the router writes it"
@@ -128,7 +128,7 @@ class Synced:
 
 def write_finished(article: ArticleFiles, finished: Finished) -> None:
     """SLUG.md from the batch's row; its intent marker has no more meaning."""
-    files.atomic_write(article.md, finished.document, mode=files.SHARED)
+    files.atomic_write(article.md, Verbatim(finished.document), mode=files.SHARED)
     files.remove(article.sending)
 
 
@@ -171,7 +171,7 @@ def sync_article(store, article: ArticleFiles, host: str) -> None:
         with store.step() as step:
             step.record_sent(slug, 1, local, time.time())
     elif not article.sending.exists():
-        files.atomic_write(article.sending, json.dumps(marker_of(first)) + "\n")
+        write_marker(article.sending, marker_of(first))
 
 
 def sync(store, articles_dir, host: str) -> Synced:
@@ -194,7 +194,7 @@ def sync(store, articles_dir, host: str) -> Synced:
         elif send.slug in done or f"{send.slug}.md" in present:
             continue
         elif not send.chat_url and not ({f"{send.slug}.md.url", f"{send.slug}.md.sending"} & present):
-            files.atomic_write(article.sending, json.dumps(marker_of(send)) + "\n")
+            write_marker(article.sending, marker_of(send))
             synced.markers += 1
     sent = {send.slug for send in firsts}
     for name in present:

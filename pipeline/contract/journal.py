@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 
 from .. import files
 from ..crashpoints import crashpoint
-from ..redact import mask_data
 
 if TYPE_CHECKING:
     from ..store.protocol import Store
@@ -41,7 +40,7 @@ class Journal:
         writes (one transaction, one fsync), or not at all."""
         from ..store.protocol import DEFAULT_ACCOUNT, Event
 
-        kept = mask_data({k: v for k, v in fields.items() if v is not None})
+        kept = {k: v for k, v in fields.items() if v is not None}  # masked by the store's write
         account = kept.pop("account", None)
         record = Event(
             slug,

@@ -83,6 +83,17 @@ def screenshot_path(state_dir: Path, account: str) -> Path:
     return state_dir / f"bot-check-{account}.png"
 
 
+def planned(block, now: float) -> tuple[float, float]:
+    """(until, since) of a store block as it stands at `now`. A block lasts no longer from `now`
+    than it was set for (until - since): one recorded under a clock that has since moved back
+    would otherwise stop the chat for days, so it is re-planned from `now`."""
+    until = block.until
+    since = block.since or until - LONGEST_BLOCK  # 0: imported from a quota.json without it
+    if since > now:
+        return now + min(max(until - since, 0.0), LONGEST_BLOCK), now
+    return until, block.since
+
+
 def clock(ts: float) -> str:
     return datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M")
 
@@ -94,22 +105,16 @@ class ChatQuota:
     def blocked_until(
         self, now: float, *, replan: bool = True, account: str = DEFAULT_ACCOUNT
     ) -> tuple[float, str] | None:
-        """(until, reason) while sends to the chat are stopped, else None.
-
-        A block lasts no longer from `now` than it was set for (until - since): one recorded
-        under a clock that has since moved back would otherwise stop the chat for days. Such a
-        block is re-planned from `now` and, when `replan`, saved (readers such as `status` pass
-        False: they never write). Each account has its own block."""
+        """(until, reason) while sends to the chat are stopped, else None. A block the clock
+        moved back under is re-planned from `now` (`planned`) and, when `replan`, saved (readers
+        such as `status` pass False: they never write). Each account has its own block."""
         block = self.store.quota_block(account, now)
         if block is None:
             return None
-        until, reason = block.until, block.reason
-        since = block.since or until - LONGEST_BLOCK  # 0: imported from a quota.json without it
-        if since > now:
-            until = now + min(max(until - since, 0.0), LONGEST_BLOCK)
-            if replan:
-                self._save(until, now, reason, account)
-        return (until, reason) if until > now else None
+        until, since = planned(block, now)
+        if replan and (until, since) != (block.until, block.since):
+            self._save(until, now, block.reason, account)
+        return (until, block.reason) if until > now else None
 
     def _save(self, until: float, since: float, reason: str, account: str) -> None:
         from ..store.protocol import QuotaBlock
@@ -139,7 +144,8 @@ class ChatQuota:
         block = self.store.quota_block(account, now)
         if block is None:
             return None
-        return Hold(account, block.until, block.since, block.reason)
+        until, since = planned(block, now)  # the end `blocked_until` works with: one end for one hold
+        return Hold(account, until, since, block.reason) if until > now else None
 
     def lift(self, now: float, account: str, kind: str = BOT_CHECK) -> Hold | None:
         """End the account's hold of `kind` now (the user solved the bot check); the hold that
@@ -182,6 +188,11 @@ def next_local_midnight(now: float) -> float:
 
 def local_day_start(now: float) -> float:
     return _local_midnight(now, days=0)
+
+
+def day_start(now: float, back: int) -> float:
+    """The local midnight that begins the day `back` days before the one `now` is in."""
+    return _local_midnight(now, days=-back)
 
 
 def _local_midnight(now: float, *, days: int) -> float:

@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 from .. import files
 from ..accounts import account_named
 from ..config import Config
+from ..redact import Verbatim
 
 FOLDER = "qwenpipe-chats"
 MAX_RECORD = 4096
@@ -46,7 +47,8 @@ def record(config: Config, account: str, url: str, articles: Path, slug: str) ->
     chat_id = urlparse(url).path.rstrip("/").rpartition("/c/")[2]
     if not chat_id or "/" in chat_id or chat_id.startswith("."):
         return  # not a chat's URL
-    data = json.dumps({"articles": str(articles), "slug": slug}) + "\n"
+    # Names, written as they are (as the intent marker's): the reader compares them with its own.
+    data = Verbatim(json.dumps({"articles": str(articles), "slug": slug}) + "\n")
     files.create_new(_folder(config, account) / chat_id, data, mode=files.PRIVATE)
 
 

@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import files
-from ..accounts import proxy_secrets
 from ..config import Config
-from ..redact import register, router_key
+from ..known_secrets import register_all
 from ..store.protocol import DEFAULT_ACCOUNT
 from .article import STATE_DIR, ArticleFiles
 from .journal import OLD_JOURNAL, Journal
@@ -36,11 +35,9 @@ class Workspace:
         self.config = config
         self._store = store
         self._opening = threading.Lock()
-        # Known before anything is read or written, so every sink masks the key, even in a
+        # Known before anything is read or written, so every sink masks them, even in a
         # command that never talks to the router (status, show).
-        router_key(config.router)
-        for secret in proxy_secrets(config):  # the accounts' proxy passwords, likewise
-            register(secret)
+        register_all(config)
         if config.store.url and store is None:  # a batch several hosts share: psycopg, or exit 2 now
             from ..store import require_driver
 

@@ -28,7 +28,7 @@ from pipeline.engines.router_errors import (
     one_line,
     parse_error_body,
 )
-from pipeline.redact import mask, router_key
+from pipeline.redact import mask
 
 if TYPE_CHECKING:  # the section's type only: engines do not import the config
     from pipeline.config import Router
@@ -82,7 +82,12 @@ class RouterEngine:
         self.api_key_env = settings.api_key_env
         self.max_retries = settings.max_retries
         self.max_retry_wait = float(settings.max_retry_wait)
-        self._key = _Secret(router_key(settings, env))  # registered: every sink masks it from now on
+        # Imported here: the engines load without the config (known_secrets reads it).
+        from pipeline.known_secrets import router_key_found
+
+        found = router_key_found(settings, env)  # registered: every sink masks it from now on
+        self._key = _Secret(found.value)
+        self.key_source = found.source  # what a refusal names: the variable, or the key file
         self._sleep = sleep
         self._on_retry = on_retry
         self._random = rng or random.Random()
@@ -175,7 +180,7 @@ class RouterEngine:
         if failure.code == Code.ROUTER_AUTH:
             env = self.api_key_env
             hint = (
-                f"the key in {env} (router.api_key_env) was refused"
+                f"the key in {self.key_source} was refused"
                 if self._key
                 else f"set {env} (router.api_key_env), or router.api_key_file under cron"
             )
@@ -275,14 +280,15 @@ class RouterEngine:
     def health(self) -> dict[str, Any]:
         """What `doctor` shows: is the router up, and does it list router.model? Never raises.
 
-        Keys: base_url, model, key_env, key_set, reachable, health_ok (GET /api/health; None
-        when unreachable), models_status, models (ids, as listed), model_listed (None when the
-        list could not be read), error (one line, or None).
+        Keys: base_url, model, key_env, key_source (where the key came from), key_set, reachable,
+        health_ok (GET /api/health; None when unreachable), models_status, models (ids, as
+        listed), model_listed (None when the list could not be read), error (one line, or None).
         """
         report: dict[str, Any] = {
             "base_url": self.base_url,
             "model": self.model,
             "key_env": self.api_key_env,
+            "key_source": self.key_source,
             "key_set": bool(self._key),
             "reachable": False,
             "health_ok": None,

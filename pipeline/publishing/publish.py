@@ -1,11 +1,13 @@
 """Publishing: a done article copied to `publish.dir` (a Hugo site's content folder), a step
 after done that never touches the contract.
 
-- Only the article (SLUG.md) is ever copied, never a sidecar; its `chat_url` is dropped,
-  `draft` is set, a `description` is added when it has none (an article written before
-  articles had one), and with `strip_title` the body loses its leading `#` heading (the theme
-  shows the title). Everything else of its front matter (`tags`, `categories`, `publishDate`
-  from the prompt or its topic list) is kept as it is.
+- Only the article (SLUG.md) is ever copied, never a sidecar, and only its public fields: the
+  page's (PUBLIC_KEYS) and the prompt's own front matter (`tags`, `categories`, `publishDate`
+  from the prompt or its topic list, kept as they are); qwenpipe's bookkeeping (`engine`,
+  `account`, `model`, `prompt_sha256`, `chat_url`...) stays in `articles/` unless
+  `publish.keep` names it. `draft` is set, a `description` is added when it has none (an
+  article written before articles had one), and with `strip_title` the body loses its leading
+  `#` heading (the theme shows the title).
 - Atomically (the site never sees half a page), and again only when the article changed.
 - What was written is recorded (`articles/.qwenpipe/published/SLUG.json`: the sha256 of the
   article read and of the page written; SLUG.lock beside it: one publisher at a time). A page
@@ -37,12 +39,14 @@ import tomli_w
 from .. import files
 from ..config import Config, ConfigError, Publish
 from ..contract.prompts import FENCE, check_slug, split_front_matter
-from ..contract.render import description, strip_title_heading
+from ..contract.render import OWNED_KEYS, description, strip_title_heading
 from ..errors import SetupProblem, UsageProblem
 from ..files import FileLock, LockBusy
+from ..redact import Verbatim
 
 RECORDS = "published"  # under articles/.qwenpipe/
-DROPPED_KEYS = ("chat_url",)  # never on a public site
+# Of the keys qwenpipe writes (render.OWNED_KEYS), those a public page carries: the page's own.
+PUBLIC_KEYS = frozenset({"title", "date", "description"})
 TOP_HEADING_RE = re.compile(r"^ {0,3}#[ \t]+\S")  # a level-1 markdown heading
 AFTER_OUTPUT_LINES = 3  # of a failing `after` command's output, in its message
 
@@ -81,6 +85,18 @@ def check_publish_dir(config: Config) -> Path | None:
     return folder
 
 
+def check_keep(config: Config) -> None:
+    """ConfigError for a `publish.keep` entry that names no key qwenpipe writes (a typo keeps
+    nothing, silently, otherwise): the prompt's own keys are on the page anyway."""
+    unknown = [name for name in config.publish.keep if name not in OWNED_KEYS - PUBLIC_KEYS]
+    if unknown:
+        raise ConfigError(
+            f"publish.keep = {config.publish.keep!r} in {config.describe()}: {unknown[0]!r} is not one "
+            f"of qwenpipe's own front matter keys ({', '.join(sorted(OWNED_KEYS - PUBLIC_KEYS))}); "
+            "a prompt's own keys are published without it"
+        )
+
+
 def page_path(config: Config, folder: Path, slug: str) -> Path:
     """DIR/SLUG.md, or DIR/SLUG/index.md with publish.bundle (a Hugo page bundle)."""
     return folder / slug / "index.md" if config.publish.bundle else folder / f"{slug}.md"
@@ -90,8 +106,8 @@ def page_text(article: str, where: Path, settings: Publish) -> str:
     """The published page for the article text `article`. UsageProblem when its front matter is
     not TOML (an article edited by hand)."""
     meta, body = split_front_matter(article, where)
-    for key in DROPPED_KEYS:
-        meta.pop(key, None)
+    private = OWNED_KEYS - PUBLIC_KEYS - set(settings.keep)
+    meta = {key: value for key, value in meta.items() if key not in private}
     meta["draft"] = bool(settings.draft) or meta.get("draft") is True  # a prompt's own draft holds
     body = body.strip()
     if not isinstance(meta.get("description"), str):  # an article written before it had one
@@ -190,8 +206,8 @@ def _publish_locked(config: Config, journal, slug: str, folder: Path) -> Result:
             f"article) and run `qwenpipe publish {slug}`",
         )
     wrote = current != page
-    if wrote:
-        files.atomic_write(target, page, mode=files.SHARED)
+    if wrote:  # the article's own text, as it is (redact.Verbatim)
+        files.atomic_write(target, Verbatim(page.decode("utf-8")), mode=files.SHARED)
     # Due after a new page, and again until it has succeeded once for the page as it is.
     after_due = bool(settings.after) and (
         wrote or record.get("after") != "ok" or record.get("written_sha256") != _sha(page)
@@ -311,6 +327,7 @@ def publish_by_hand(workspace, slug: str | None, *, say: Callable[[str], None]) 
     publish.dir cannot be used; UsageProblem for a bad slug or an article not done."""
     config = workspace.config
     folder = check_publish_dir(config)
+    check_keep(config)
     if folder is None:
         raise ConfigError(
             f"publishing is off (publish.dir is empty in {config.describe()}); set it, e.g. "
@@ -353,6 +370,7 @@ def publish_done(
     config = workspace.config
     try:
         folder = check_publish_dir(config)
+        check_keep(config)
     except ConfigError as problem:
         say(f"publish: nothing published: {problem}")
         return [Result("*", "failed", str(problem))]

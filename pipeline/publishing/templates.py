@@ -72,6 +72,12 @@ class Template:
                     f"{fix.format(name=name)}, or write {{{{{name}}}}} for the literal text"
                 )
 
+    def unused(self, names) -> list[str]:
+        """Of `names` (values given: --set names, a topic list's columns), those no placeholder
+        of the template takes: dropped unless the user is told."""
+        taken = {name for name, _line in self.placeholders()}
+        return [name for name in names if name not in taken]
+
     def render(self, values: dict[str, str], tags: list[str], front: dict | None = None) -> str:
         """The prompt file's text for `values` (every placeholder must be in it: check first);
         `front`: more front matter keys (a topic list's categories, publishDate...), each
@@ -239,11 +245,13 @@ def new_prompt(
     max_request_bytes: int = 0,
     warn: Callable[[str], None] | None = None,
     similar: float | None = None,
+    language: str = "",
 ) -> Path:
     """Write prompts/SLUG.md from a template; never overwrites. Raises UsageProblem (exit 2)
     for an invalid or taken slug, an empty title, a bad --set, a bad or unknown template, and
     a title at least `similar` alike to a prompt's or an article's (topics.similar; None:
-    --allow-similar, not checked).
+    --allow-similar, not checked; `language`: article.language, the titles' language when
+    they do not tell).
     A prompt too large for the chat (over `max_request_bytes`, qwen.max_prompt_bytes; 0 = not
     checked) is written all the same, and `warn` is told why it will not be sent to the chat."""
     check_slug(slug)
@@ -254,7 +262,7 @@ def new_prompt(
     if taken:
         raise UsageProblem(f"{slug!r} exists already ({taken}); pick another slug (nothing was written)")
     if similar is not None:
-        _refuse_similar(prompts_dir, articles_dir, title.strip(), similar)
+        _refuse_similar(prompts_dir, articles_dir, title.strip(), similar, language)
     chosen = load_template(prompts_dir, template)
     chosen.check(set(STANDARD) | set(extra), "give it with --set {name}=VALUE")
     values = values_for(title.strip(), slug, tags, extra)
@@ -264,13 +272,21 @@ def new_prompt(
     too_large = max_request_bytes and request_size_problem(prompt, max_request_bytes)
     if too_large and warn is not None:
         warn(f"warning: {too_large}")
+    for name in chosen.unused(extra):
+        if warn is not None:
+            warn(
+                f"warning: --set {name}=... is not used: {chosen.where} has no {{{name}}}; "
+                f"add {{{name}}} to the template, or leave the value out"
+            )
     return path
 
 
-def _refuse_similar(prompts_dir: Path, articles_dir: Path, title: str, threshold: float) -> None:
+def _refuse_similar(
+    prompts_dir: Path, articles_dir: Path, title: str, threshold: float, language: str
+) -> None:
     from .similar import ALLOW, TopicMemory, remember_batch
 
-    found = remember_batch(TopicMemory(threshold), prompts_dir, articles_dir).closest(title)
+    found = remember_batch(TopicMemory(threshold, language), prompts_dir, articles_dir).closest(title)
     if found is not None:
         raise UsageProblem(
             f"--title {title!r} {found.says(threshold)}; nothing was written. If it is another "

@@ -38,6 +38,7 @@ from .templates import (
 
 DATE_ONLY = re.compile(r"\d{4}-\d\d-\d\d")
 OWN_COLUMNS = ("title", "slug", "tags")  # columns with a meaning of their own (not only placeholders)
+FRONT_COLUMNS = ("categories", "description", "publish_at")  # cells that become front matter
 
 
 @dataclass
@@ -49,6 +50,7 @@ class ImportReport:
     invalid: list[str] = field(default_factory=list)  # one line each: which row, what, the fix
     too_large: list[str] = field(default_factory=list)  # written, but too large for the chat
     similar: list[str] = field(default_factory=list)  # one line each: which row, which topic it resembles
+    unused: list[str] = field(default_factory=list)  # one line each: a row's value no placeholder takes
 
     def summary(self) -> str:
         verb = "would write" if self.dry_run else "wrote"
@@ -73,12 +75,14 @@ def import_topics(
     dry_run: bool = False,
     max_request_bytes: int = 0,
     similar: float | None = None,
+    language: str = "",
 ) -> ImportReport:
     """Write one prompt per row of the CSV file `source`. UsageProblem when the file itself
     cannot be used (nothing written then); per-row problems are in the report, and so are the
     prompts written that are too large for the chat (over `max_request_bytes`; 0 = unchecked).
     With `similar` (topics.similar; None: --allow-similar), a row whose title is at least that
-    alike to a prompt's, an article's or an earlier row's is refused, and reported."""
+    alike to a prompt's, an article's or an earlier row's is refused, and reported (`language`:
+    article.language, the titles' language when they do not tell)."""
     rows = _read_rows(source)
     try:
         header_line, header = next(rows)
@@ -91,7 +95,9 @@ def import_topics(
     placeholders = set(STANDARD) | {c for c in columns if c.isidentifier()}
     chosen.check(placeholders, f"add a `{{name}}` column to {source}")
     report = ImportReport(source, dry_run=dry_run)
-    memory = None if similar is None else remember_batch(TopicMemory(similar), prompts_dir, articles_dir)
+    memory = (
+        None if similar is None else remember_batch(TopicMemory(similar, language), prompts_dir, articles_dir)
+    )
     first_line_of: dict[str, int] = {}
     for line, cells in rows:
         if not any(cell.strip() for cell in cells):
@@ -129,7 +135,11 @@ def import_topics(
         tags = split_tags(row.get("tags", ""))
         extra = {k: v.strip() for k, v in row.items() if k not in OWN_COLUMNS}
         try:
-            front = front_matter_of(where, row)
+            front = front_matter_of(where, row)  # its problems name the row already
+        except UsageProblem as problem:
+            report.invalid.append(str(problem))
+            continue
+        try:
             path, text, prompt = render_prompt(
                 prompts_dir, chosen, slug, values_for(row["title"].strip(), slug, tags, extra), tags, front
             )
@@ -140,6 +150,11 @@ def import_topics(
             report.existing.append(f"{where}: skipped: {slug!r} exists already ({path})")
             continue
         report.written.append((slug, path))
+        for name in chosen.unused(k for k, v in extra.items() if v and k not in FRONT_COLUMNS):
+            report.unused.append(
+                f"{where}: warning: column {name!r} = {extra[name]!r} is not used: {chosen.where} "
+                f"has no {{{name}}}; add {{{name}}} to the template, or drop the column"
+            )
         if memory is not None:
             memory.add(slug, row["title"].strip(), f"line {line} of the list")
         too_large = max_request_bytes and request_size_problem(prompt, max_request_bytes)

@@ -769,7 +769,7 @@ def check_router(report: Report, config: Config) -> None:
             "router model",
             FAIL,
             f"cannot list the models: {health['error']}",
-            f"check router.base_url and the key in {health['key_env']} (router.api_key_env)",
+            f"check router.base_url and the key in {health['key_source']}",
         )
     elif not health["model_listed"]:
         some = ", ".join(health["models"][:8]) or "none"

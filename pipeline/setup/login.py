@@ -30,6 +30,7 @@ from ..config import Browser, Config
 from ..engines.qwen.tokens import jwt_exp_claim, jwt_expiry, plausible_time, state_tokens, token_expiry
 from ..errors import SetupProblem, UsageProblem
 from ..files import TooLarge, UnsafeFile, atomic_write, read_bytes
+from ..redact import Verbatim
 from .profile import browser_session
 
 # The browser's own modules (engines.qwen.browser, .login, .display) are imported where a
@@ -150,7 +151,7 @@ def save_state(context: Any, path: Path, *, only_for: str | None = None) -> floa
     path = Path(path)
     if not path.parent.exists():
         path.parent.mkdir(mode=0o700, parents=True)
-    atomic_write(path, json.dumps(context_state(context, only_for), indent=1), mode=0o600)
+    atomic_write(path, Verbatim(json.dumps(context_state(context, only_for), indent=1)), mode=0o600)
     return state_token_expiry(path)
 
 
@@ -421,7 +422,7 @@ def import_state(config: Config, account: Account, source: Path, *, now: float |
     path = account.storage_state
     if not path.parent.exists():
         path.parent.mkdir(mode=0o700, parents=True)
-    atomic_write(path, json.dumps(state, indent=1), mode=0o600)
+    atomic_write(path, Verbatim(json.dumps(state, indent=1)), mode=0o600)  # its tokens: its point
     note = apply_to_profile(config, account, path)
     if note:
         notes.append(note)

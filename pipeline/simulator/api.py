@@ -17,7 +17,7 @@ from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs
 
-from pipeline.simulator import chats, pages, shapes, stream
+from pipeline.simulator import botchecks, chats, pages, shapes, stream
 
 TOKEN_DAYS = 7
 ANONYMOUS_USER = "sim-user"  # the `id` of a token in a run without accounts
@@ -209,6 +209,8 @@ def handle(store: chats.ChatStore, method: str, path: str, query: str, body: byt
             store.send(*_send_args(query, body), gate="logged_out", choice=send_choice(body), account=None)
         return json_response(chats.UNAUTHORIZED_BODY)
     account = session_account(store, settings, headers)
+    if store.checked_everywhere(account):
+        return botchecks.page_refusal("punish_page")
     blocked = gate(settings, account)
     if method == "GET" and path in ("/api/v1/auths/", "/api/v1/auths") and not blocked:
         return session_user(settings, headers, account)
@@ -232,6 +234,8 @@ def _route(store, settings, account, method, path, query, body) -> Response:
         reply = store.send(chat_id, prompt, parent_id, gate=None, choice=send_choice(body), account=account)
         if reply is None:
             return html_response(pages.WAF_PAGE)
+        if isinstance(reply, botchecks.PageRefusal):
+            return botchecks.page_refusal(reply.scenario)
         if settings.stream and reply.get("success") is True:
             return (
                 200,

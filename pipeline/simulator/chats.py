@@ -25,6 +25,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pipeline.simulator import answers
+from pipeline.simulator.botchecks import (
+    AFTER_SEND,
+    BOT_CHECK_SCENARIOS,
+    PAGE_CHECKS,
+    PageRefusal,
+    connect_body,
+)
 
 SCENARIOS = (
     "ok",
@@ -40,11 +47,13 @@ SCENARIOS = (
     "chatter",
     "wrong_language",
     "slider",
+    *BOT_CHECK_SCENARIOS,  # the bot check's later shapes (botchecks.py)
+    AFTER_SEND,
 )
 # Scenarios that block every request (checked by the server before anything else).
 GATE_SCENARIOS = ("waf", "bot_check", "logged_out")
 # Scenarios that refuse a send: the prompt reaches the server, nothing is generated.
-REFUSING_SCENARIOS = (*GATE_SCENARIOS, "quota")
+REFUSING_SCENARIOS = (*GATE_SCENARIOS, "quota", *BOT_CHECK_SCENARIOS)
 # Scenarios that shape the answer; fixed for a chat at the moment its message is accepted.
 CONTENT_SCENARIOS = ("error_banner", "slow", "refusal", "short", "chatter", "wrong_language")
 API_SHAPES = ("2026-06", "2026-08")
@@ -113,8 +122,13 @@ def not_found_body(ident: str) -> dict:
     }
 
 
-def refusal_body(scenario: str) -> dict | None:
-    """The JSON body a refused request gets (None for "waf": that answer is an HTML page)."""
+def refusal_body(scenario: str) -> dict | PageRefusal | None:
+    """The JSON body a refused request gets (None for "waf": that answer is an HTML page; a
+    PageRefusal for the bot checks answered with a page, botchecks.py)."""
+    if scenario in PAGE_CHECKS:
+        return PageRefusal(scenario)
+    if scenario == "connect_puzzle":
+        return connect_body()
     bodies = {
         "quota": QUOTA_BODY,
         "bot_check": BOT_BODY,
@@ -371,6 +385,7 @@ class ChatStore:
         self._request_ids: set[str] = set()
         self.header_refusals: list[tuple[str, str, str]] = []
         self.solved: set[str] = set()  # accounts that slid the slider since it was put up
+        self.punished: set[str] = set()  # accounts checked everywhere (botchecks.AFTER_SEND)
         self.deleted: list[str] = []  # the chats deleted (DELETE /api/v2/chats/<id>), in order
         self._write_ledger()
 
@@ -389,10 +404,16 @@ class ChatStore:
             wanted = settings.scenario == "slider" or account in settings.slider_accounts
             return account is not None and wanted and account not in self.solved
 
+    def checked_everywhere(self, account: str | None) -> bool:
+        """Whether every page and API call of `account` meets the check (botchecks.AFTER_SEND)."""
+        with self.lock:
+            return account is not None and account in self.punished
+
     def solve_slider(self, account: str) -> None:
         """The user slid it: `account`'s sends go through again."""
         with self.lock:
             self.solved.add(account)
+            self.punished.discard(account)
             left = [name for name in self.settings.slider_accounts if name != account]
             self.settings = replace(self.settings, slider_accounts=left)
 
@@ -430,6 +451,7 @@ class ChatStore:
         """Forget the sends counted today, the quota overrides and the affinity violations."""
         with self.lock:
             self._sent.clear()
+            self.punished.clear()
             self.violations = dict.fromkeys(self.violations, 0)
             self.settings = replace(self.settings, account_quotas={})
 
@@ -607,9 +629,9 @@ class ChatStore:
         gate: str | None,
         choice: dict | None = None,
         account: str | None = ANONYMOUS,
-    ) -> dict | None:
+    ) -> dict | PageRefusal | None:
         """Receive one user message from `account` (None: a request logged out). Returns the
-        JSON body, or None for a WAF page.
+        JSON body, None for a WAF page, or a PageRefusal (a bot check answered with a page).
 
         `choice`: what the page chose for it (model id, thinking on/off, web search on/off).
         Every call is a ledger entry: the prompt reached the server even when it is refused.
@@ -634,6 +656,8 @@ class ChatStore:
             empty = settings.empty_answers or account in settings.empty_accounts
             reply = self._accept(chat, prompt, parent_id, per_prompt, turn, settings, choice, empty)
             self._sent[(account, self.day())] = self.sent_today(account) + 1
+            if scenario == AFTER_SEND and account is not None:
+                self.punished.add(account)
             self._record(chat_id, prompt, turn, True, scenario, choice, account)
             return reply
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from pipeline.simulator import answers, api, pages
+from pipeline.simulator import answers, api, botchecks, pages
 from pipeline.simulator.chats import (
     ANONYMOUS,
     CONTENT_SCENARIOS,
@@ -346,7 +346,7 @@ class Handler(BaseHTTPRequestHandler):
             if url.path.startswith("/sim/"):
                 return self._send(*self._sim_control(method, url.path, url.query, body))
             if url.path.startswith("/_____tmd_____/"):
-                return self._send(*self._slider(method, url.path))
+                return self._send(*self._slider(method, url.path, url.query))
             if url.path == "/favicon.ico":
                 return self._send(204, "image/x-icon", b"")
             if url.path.startswith("/static/"):
@@ -398,13 +398,18 @@ class Handler(BaseHTTPRequestHandler):
         if APP_PATH.match(path):
             self.sim.count_request("chat_page" if path.startswith("/c/") else "app_page")
         settings = self.sim.store.snapshot()
-        blocked = api.gate(settings, api.session_account(self.sim.store, settings, self.headers))
+        account = api.session_account(self.sim.store, settings, self.headers)
+        if self.sim.store.checked_everywhere(account):
+            return botchecks.page_refusal("punish_page")
+        blocked = api.gate(settings, account)
         if blocked == "waf":
             return api.html_response(pages.WAF_PAGE)
         if blocked == "bot_check" or path == "/punish":
             return api.html_response(pages.BOT_PAGE)
         if path == "/auth":
             return api.html_response(pages.login_page())
+        if path == botchecks.AUTH_VERIFY_PATH:
+            return api.html_response(botchecks.AUTH_VERIFY_PAGE)
         if not APP_PATH.match(path):
             return api.html_response("<h1>404 Not Found</h1>", status=404)
         if blocked == "logged_out":
@@ -413,11 +418,12 @@ class Handler(BaseHTTPRequestHandler):
         fresh = api.renewed_token(settings, self.headers)  # the app renews a token near its end
         return status, kind, html, [api.token_cookie(fresh, settings)] if fresh else headers
 
-    def _slider(self, method: str, path: str):
-        """The slider's own page (what the overlay's iframe shows), and its POST when it is slid:
-        the account of the request's login cookie goes through again."""
+    def _slider(self, method: str, path: str, query: str = ""):
+        """The slider's own page (what the overlay's iframe shows; another `action`, another
+        check: botchecks.py), and its POST when it is slid: the account of the request's login
+        cookie goes through again."""
         if path == SLIDER_PATH:
-            return api.html_response(pages.SLIDER_PAGE)
+            return api.html_response(botchecks.punish_page(query) or pages.SLIDER_PAGE)
         if path == SLIDER_PATH.replace("punish", "slide") and method == "POST":
             settings = self.sim.store.snapshot()
             account = api.session_account(self.sim.store, settings, self.headers)

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from ..redact import Verbatim
 from . import pg_schema
 from .protocol import Finished, StoreBusy, StoreError, StoreUnreachable
 from .sql import FINISHED_COLUMNS, Dialect, SQLStep, SQLStore
@@ -42,7 +43,7 @@ def shown_url(url: str) -> str:
 
 def _dialect(batch: str) -> Dialect:
     """psycopg's marks; every row keyed by its batch; ON CONFLICT for a row that replaces another."""
-    return Dialect(mark="%s", key=("batch",), values=(batch,), or_replace=False)
+    return Dialect(mark="%s", key=("batch",), values=(Verbatim(batch),), or_replace=False)  # sql.named
 
 
 class PostgresStore(SQLStore):

@@ -4,6 +4,13 @@ SQLiteStore and PostgresStore differ in how they hold a connection and a transac
 modules) and in what a `Dialect` says: a bound value's mark, the batch a server's rows carry in
 every key, and how a row replaces another. Statements are written the SQLite way (`?` marks, no
 batch); the dialect makes each one its database's.
+
+Every write of a step binds its values through `kept` (SQLStep._run and _run_many, which every
+write statement passes; `kept_rows` for many rows at once): the one mask on everything kept
+(redact.mask_kept) for both databases, so no writer (an event's fields, a record's last_error
+and errors) has to remember it. What is bound `named` (redact.Verbatim) is kept as it is: the
+names a row is found by (`named` says why), and an article's body (the finished table's
+document: an article holding a key is refused before it is written, never masked).
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from contextlib import AbstractContextManager
 from dataclasses import astuple
 from typing import Any, NamedTuple, Self
 
+from ..redact import Verbatim, mask_kept
 from .protocol import (
     ENGINE_EVENTS,
     SEND_EVENT,
@@ -222,21 +230,21 @@ class SQLStore:
         with self.step() as step:
             return step.changes_one(
                 f"{claim} WHERE leases.expires <= ? OR leases.owner = excluded.owner",
-                self._dialect.keyed(slug, owner, now + seconds, now),
+                self._dialect.keyed(*named(slug, owner), now + seconds, now),
             )
 
     def renew_lease(self, slug: str, owner: str, seconds: float, now: float) -> bool:
         with self.step() as step:
             return step.changes_one(
                 f"UPDATE leases SET expires = ?{self._where('slug = ? AND owner = ? AND expires > ?')}",
-                (now + seconds, *self._dialect.keyed(slug, owner, now)),
+                (now + seconds, *self._dialect.keyed(*named(slug, owner), now)),
             )
 
     def release_lease(self, slug: str, owner: str) -> bool:
         with self.step() as step:
             return step.changes_one(
                 f"DELETE FROM leases{self._where('slug = ? AND owner = ?')}",
-                self._dialect.keyed(slug, owner),
+                self._dialect.keyed(*named(slug, owner)),
             )
 
     def lease(self, slug: str, now: float) -> Lease | None:
@@ -259,18 +267,47 @@ class SQLStore:
         self.close()
 
 
+def named(*values: Any) -> tuple:
+    """Names a row is found by (a slug, an account, a host, a lease's owner, a chat's URL and id,
+    an event's kind, a meta key; the batch is bound so by its Dialect), bound as they are
+    (redact.Verbatim): a name holding a run of a weak secret (the slug `password-tips`, the proxy
+    password `password1`) masked would lose its row, and split the batch hosts share. They come
+    from the config, the prompts' file names, the site and the code, never from an error's text."""
+    return tuple(Verbatim(value) if isinstance(value, str) else value for value in values)
+
+
+def kept(params: tuple) -> tuple:
+    """A statement's bound values as the database keeps them: each through the one mask on
+    everything kept (redact.mask_kept; a Verbatim text as the plain str it is)."""
+    return tuple(mask_kept(value) for value in params)
+
+
+def kept_rows(rows: list[tuple]) -> list[tuple]:
+    """`kept` for many rows: one pass over all their text when none of it needs masking (status
+    learning 10,000 prompts' checks), else row by row. Sound: a value that needs masking makes
+    the joined text need it too (a run, a password, a token is found inside its value)."""
+    texts = [
+        value for row in rows for value in row if isinstance(value, str) and not isinstance(value, Verbatim)
+    ]
+    joined = "\0".join(texts)
+    if mask_kept(joined) == joined:
+        return [tuple(str(v) if isinstance(v, Verbatim) else v for v in row) for row in rows]
+    return [kept(row) for row in rows]
+
+
 class SQLStep:
-    """The writes of one step's transaction, on the connection the store lent it."""
+    """The writes of one step's transaction, on the connection the store lent it. Every
+    statement runs through `_run` or `_run_many`, which bind its values `kept`."""
 
     def __init__(self, conn: Any, dialect: Dialect, host: str = ""):
         self._conn, self._dialect, self._host = conn, dialect, host
 
     def _run(self, sql: str, params: tuple = ()) -> Any:
-        return self._conn.execute(self._dialect.sql(sql), params)
+        return self._conn.execute(self._dialect.sql(sql), kept(params))
 
     def _run_many(self, sql: str, rows: list[tuple]) -> None:
         with contextlib.closing(self._conn.cursor()) as cursor:
-            cursor.executemany(self._dialect.sql(sql), rows)
+            cursor.executemany(self._dialect.sql(sql), kept_rows(rows))
 
     def _append_row(self, sql: str, params: tuple) -> int:
         """Insert an event; its seq (the database's own way of telling it)."""
@@ -293,23 +330,25 @@ class SQLStep:
             fields.setdefault("host", self._host)
         seq = self._append_row(
             self._dialect.insert("events", "ts, slug, event, pid, account, fields"),
-            self._dialect.keyed(event.ts, event.slug, event.event, event.pid, event.account, dumps(fields)),
+            self._dialect.keyed(
+                event.ts, *named(event.slug, event.event), event.pid, *named(event.account), dumps(fields)
+            ),
         )
         self._summarize(event)
         return seq
 
     def _summarize(self, event: Event) -> None:
         """The article's summary row, in the same transaction as its event."""
-        batch, slug = self._dialect.values, event.slug
+        batch, slug = self._dialect.values, Verbatim(event.slug)
         self._run(
             self._dialect.upsert("summaries", "slug, last_event", "slug", "last_event"),
-            (*batch, slug, event.event),
+            (*batch, slug, *named(event.event)),
         )
         if event.event in SENT_EVENTS:
             url = event.fields.get("chat_url")
             self._run(
                 f"UPDATE summaries SET sent_ts = ?, chat_url = ?{self._where('slug = ?')}",
-                (event.ts, url if isinstance(url, str) else "", *batch, slug),
+                (event.ts, *named(url if isinstance(url, str) else ""), *batch, slug),
             )
         if event.event in ENGINE_EVENTS:
             engine, turns = event.fields.get("engine"), event.fields.get("turns")
@@ -323,31 +362,30 @@ class SQLStep:
     def put_prompt_checks(self, checks: list[PromptCheck]) -> None:
         self._run_many(
             self._dialect.replace("prompt_checks", "slug, stamp, problem", "slug"),
-            [self._dialect.keyed(*check) for check in checks],
+            [self._dialect.keyed(*named(check.slug), check.stamp, check.problem) for check in checks],
         )
 
     def article(self, slug: str) -> ArticleRecord | None:
         return read_article(self._conn, self._dialect, slug)
 
     def put_article(self, record: ArticleRecord) -> None:
-        values = astuple(record)[:-2]  # all but errors and intent
+        slug, *values = astuple(record)[:-2]  # all but errors and intent
         self._run(
             self._dialect.replace("articles", ARTICLE_COLUMNS, "slug"),
-            self._dialect.keyed(*values, dumps([dict(e) for e in record.errors])),
+            self._dialect.keyed(*named(slug), *values, dumps([dict(e) for e in record.errors])),
         )
 
     def record_intent(self, slug: str, intent: Intent) -> None:
         inserted = self._insert_unique(
             self._dialect.insert("sends", f"{INTENT_COLUMNS}, chat_id"),
             self._dialect.keyed(
-                slug,
+                *named(slug),
                 intent.turn,
-                intent.account,
+                *named(intent.account),
                 intent.prompt_sha256,
                 intent.time,
                 intent.pid,
-                intent.owner,
-                intent.chat_id,
+                *named(intent.owner, intent.chat_id),
             ),
         )
         if not inserted:
@@ -362,36 +400,38 @@ class SQLStep:
         if not send.chat_url:
             self._run(
                 f"UPDATE sends SET chat_url = ?, sent_at = ?{self._where('slug = ? AND turn = ?')}",
-                (chat_url, when, *self._dialect.keyed(slug, turn)),
+                (*named(chat_url), when, *self._dialect.keyed(*named(slug), turn)),
             )
 
     def name_chat(self, slug: str, turn: int, chat_id: str) -> None:
-        named = self.changes_one(
+        found = self.changes_one(
             f"UPDATE sends SET chat_id = ?{self._where('slug = ? AND turn = ? AND ' + NO_URL)}",
-            (chat_id, *self._dialect.keyed(slug, turn)),
+            (*named(chat_id), *self._dialect.keyed(*named(slug), turn)),
         )
-        if not named:
+        if not found:
             raise StoreError(f"{slug}: turn {turn} has no open intent to name chat {chat_id} in; not sending")
 
     def withdraw_intent(self, slug: str, turn: int) -> bool:
         return self.changes_one(
             f"DELETE FROM sends{self._where('slug = ? AND turn = ? AND ' + NO_URL)}",
-            self._dialect.keyed(slug, turn),
+            self._dialect.keyed(*named(slug), turn),
         )
 
     def forget_sends(self, slug: str) -> int:
-        return self._run(f"DELETE FROM sends{self._where('slug = ?')}", self._dialect.keyed(slug)).rowcount
+        return self._run(
+            f"DELETE FROM sends{self._where('slug = ?')}", self._dialect.keyed(*named(slug))
+        ).rowcount
 
     def block_quota(self, block: QuotaBlock) -> None:
         self._run(
             self._dialect.replace("quota_blocks", "account, until, since, reason", "account"),
-            self._dialect.keyed(block.account, block.until, block.since, block.reason),
+            self._dialect.keyed(*named(block.account), block.until, block.since, block.reason),
         )
 
     def check_lease(self, slug: str, owner: str, now: float) -> None:
         row = self._run(
             f"SELECT 1 FROM leases{self._where('slug = ? AND owner = ? AND expires > ?')}",
-            self._dialect.keyed(slug, owner, now),
+            self._dialect.keyed(*named(slug, owner), now),
         ).fetchone()
         if row is None:
             raise LeaseLost(
@@ -399,32 +439,35 @@ class SQLStep:
             )
 
     def put_finished(self, finished: Finished) -> bool:
+        slug, engine, account, host, ts, document = astuple(finished)
         return self.changes_one(
             self._dialect.insert_new("finished", f"{FINISHED_COLUMNS}, document", "slug"),
-            self._dialect.keyed(*astuple(finished)),
+            # The article as it is: one holding a key is refused before it is written.
+            self._dialect.keyed(*named(slug, engine, account, host), ts, Verbatim(document)),
         )
 
     def serve(self, host: str, accounts: list[str], now: float) -> None:
         self._run_many(
             self._dialect.replace("served", "account, host, seen", "account, host"),
-            [self._dialect.keyed(account, host, now) for account in accounts],
+            [self._dialect.keyed(*named(account, host), now) for account in accounts],
         )
 
     def put_chat_deletion(self, deletion: ChatDeletion) -> None:
+        rest = astuple(deletion)[3:]  # after chat_url, slug, account: times, tries, last_error
         self._run(
             self._dialect.replace("chat_deletions", DELETION_COLUMNS, "chat_url"),
-            self._dialect.keyed(*astuple(deletion)),
+            self._dialect.keyed(*named(deletion.chat_url, deletion.slug, deletion.account), *rest),
         )
 
     def claim_meta(self, key: str, value: str) -> bool:
         return self.changes_one(
-            self._dialect.insert_new("meta", "key, value", "key"), self._dialect.keyed(key, value)
+            self._dialect.insert_new("meta", "key, value", "key"), self._dialect.keyed(*named(key), value)
         )
 
     def _send(self, slug: str, turn: int) -> Send | None:
         row = self._run(
             f"SELECT {SEND_COLUMNS} FROM sends{self._where('slug = ? AND turn = ?')}",
-            self._dialect.keyed(slug, turn),
+            self._dialect.keyed(*named(slug), turn),
         ).fetchone()
         return Send(*row) if row else None
 

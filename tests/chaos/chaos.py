@@ -11,7 +11,7 @@ done, and checks what the contract promises:
   never also paid for through the router;
 - each article is complete: the chat's exact answer (sim.expected_answer), or a router article
   (engine = "router") for the prompts whose send the chat refused (`[sim:slider]`,
-  `[sim:quota]`);
+  `[sim:punish_page]`, `[sim:quota]`);
 - no article is missing and none is dead-lettered;
 - the store's count of the day's sends (what `qwen.max_sends_per_day` limits) is the number of
   sends the simulator accepted, per account with `--accounts`;
@@ -58,9 +58,11 @@ from sim_project import add_accounts, make_project  # noqa: E402
 NAMED = ("before_send", "after_naming", "after_send", "mid_article", "mid_journal", "after_router")
 KINDS = (*NAMED, "random")
 # The chat refuses the send: the router writes it. The bot check is the slider of the site since
-# autumn 2026 (the page stays; its reply proves nothing was taken). The older verification page
-# navigates away with that reply, and qwenpipe then counts the send as possibly taken.
-ROUTER_TOKENS = ("[sim:slider]", "[sim:quota]")
+# autumn 2026 (the page stays; its reply proves nothing was taken), or the page that answers the
+# send and leaves the chat for the puzzle at once (the reply that moved it proves the same). The
+# older verification page navigates away with its JSON reply, and qwenpipe then counts the send
+# as possibly taken.
+ROUTER_TOKENS = ("[sim:slider]", "[sim:quota]", "[sim:punish_page]")
 TOPICS = ("green tea", "sourdough", "tide pools", "bicycle gears", "paper maps", "night trains")
 COMMAND_TIMEOUT = 120
 CLEAN_DEADLINE = 150  # seconds of crash-free re-runs before an article counts as lost

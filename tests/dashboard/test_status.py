@@ -215,6 +215,11 @@ def test_filters_by_state_and_glob_keep_the_whole_batch_totals(batch, project):
     assert doc["totals"]["total"] == 9 and doc["shown"] == 4
     assert [r["slug"] for r in status_json(project, "d*")["articles"]] == ["dead", "done"]
     assert status_json(project, "--state", "pending", "d*")["articles"] == []
+    several = status_json(project, "d*", "rout*", "nothing-*")  # several patterns: any of them
+    assert [r["slug"] for r in several["articles"]] == ["dead", "done", "routed"]
+    assert "slugs matching 'd*' or 'rout*' or 'nothing-*'" in cli_out(
+        project, "status", "d*", "rout*", "nothing-*"
+    )
 
 
 def test_sorting(batch, project):
@@ -363,6 +368,12 @@ def test_show_tells_the_whole_story(batch, project):
     chat_url = (project / "articles" / "backoff.md.url").read_text().strip()
     assert f"chat URL: {chat_url}" in out
     assert re.search(r"\nchat URL +yes ", out) and re.search(r"\narticle +no ", out)
+    assert "state" not in out.split("files:")[1].split("journal (")[0]  # no old state file: not listed
+    old = project / "articles" / ".qwenpipe" / "state" / "backoff.json"
+    old.parent.mkdir(exist_ok=True)
+    old.write_text("{}")
+    again = qwenpipe_in_process("show", "backoff", cwd=project, env={"NO_COLOR": "1"}).stdout
+    assert re.search(r"\nold state file +yes ", again)  # an older version's, left behind: listed
     journal = out.split("journal (")[1]
     for event in ("sending", "sent", "transient"):
         assert f" {event} " in journal

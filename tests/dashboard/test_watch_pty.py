@@ -18,6 +18,7 @@ def test_watch_redraws_shows_a_new_article_and_exits_0_on_ctrl_c(project):
     try:
         assert screen.wait_for(r"2 articles:\s+pending 2"), screen.text()
         assert "\x1b[" in screen.raw.decode(), "a terminal gets colour"
+        assert "the last 14 days" in screen.text(), "40 rows: room for the fortnight's chart too"
         seen = len(screen.text())
         assert screen.wait_for(r"2 articles:", after=seen), "no second refresh"
 

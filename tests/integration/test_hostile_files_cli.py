@@ -344,4 +344,5 @@ def test_a_fifo_saved_login_does_not_hang_status(project):
     prompt(project, "tea", "Write about tea.")
     os.mkfifo(project / "state.json")  # browser.storage_state in make_project's config
     result = run("status", project=project)
-    assert result.returncode == 0, one_line(result)
+    assert result.returncode == 2, one_line(result)  # the path guard at load (config.check_paths)
+    assert "browser.storage_state" in result.stderr and "a FIFO" in result.stderr

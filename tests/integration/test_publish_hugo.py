@@ -30,8 +30,11 @@ SIDECARS = (".url", ".sending", ".failed", ".rejected")
 SINGLE = (
     "<!DOCTYPE html><html><head><title>{{ .Title }}</title>"
     '<meta name="description" content="{{ .Description }}"></head>'
-    "<body><h1>{{ .Title }}</h1>{{ .Content }}</body></html>\n"
+    "<body><h1>{{ .Title }}</h1>{{ .Content }}"
+    # Many themes put a page's params in the page (meta tags, JSON-LD): all of them, here.
+    '<script type="application/json">{{ jsonify .Params }}</script></body></html>\n'
 )
+PRIVATE = ("account", "engine", "model", "prompt_sha256", "chat_url", "word_count", "turns")
 LIST = (
     "<!DOCTYPE html><html><body>"
     '{{ range .Pages }}<a href="{{ .RelPermalink }}">{{ .Title }}</a>{{ end }}</body></html>\n'
@@ -77,6 +80,10 @@ def assert_clean(public: Path, chat_urls: list[str]) -> None:
     for url in chat_urls:
         assert url not in text
     assert "/c/" not in text and "chat.qwen" not in text
+    params = re.findall(r'<script type="application/json">(.*?)</script>', text, re.S)
+    assert params, "the theme shows each page's params"
+    for key in PRIVATE:  # qwenpipe's bookkeeping stays in articles/
+        assert not [p for p in params if f'"{key}"' in p], (key, params)
 
 
 def assert_title_once(html_page: Path, title: str) -> None:

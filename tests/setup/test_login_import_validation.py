@@ -135,8 +135,8 @@ def test_status_never_crashes_on_a_saved_state(hostile):
     assert json.loads(as_json.stdout)["login"]["expires_at"] is None
 
 
-@pytest.mark.parametrize("kind", ["fifo", "folder"])
-def test_status_does_not_hang_on_a_saved_state_that_is_not_a_file(tmp_path, kind):
+@pytest.mark.parametrize(("kind", "said"), [("fifo", "a FIFO"), ("folder", "a folder, not a file")])
+def test_status_does_not_hang_on_a_saved_state_that_is_not_a_file(tmp_path, kind, said):
     import os
 
     (tmp_path / "prompts").mkdir()
@@ -144,8 +144,8 @@ def test_status_does_not_hang_on_a_saved_state_that_is_not_a_file(tmp_path, kind
     saved = tmp_path / ".qwenpipe" / "state.json"
     os.mkfifo(saved) if kind == "fifo" else saved.mkdir()
     shown = qwenpipe_in_process("status", "--json", cwd=tmp_path, timeout=30)
-    assert shown.returncode == 0, shown.stderr
-    assert json.loads(shown.stdout)["login"]["expires_at"] is None
+    assert shown.returncode == 2, shown.stderr  # refused at load: the path guard (config.check_paths)
+    assert "browser.storage_state" in shown.stderr and said in shown.stderr, shown.stderr
 
 
 @pytest.mark.parametrize("hostile", list(HOSTILE_STATES), indirect=True)

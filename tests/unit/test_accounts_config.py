@@ -64,7 +64,7 @@ def test_an_unknown_account_name_lists_the_accounts_there_are(tmp_path):
 OWN_FILES = [
     ("config.toml", "is this config file"),
     ("prompts/tea.md", "is inside paths.prompts"),
-    ("prompts", "is inside paths.prompts"),
+    ("prompts", "is paths.prompts"),
     ("articles/tea.md", "is inside paths.articles"),
     ("articles/.qwenpipe/qwenpipe.db", "is inside paths.articles"),
     ("articles/../articles/tea.md.url", "is inside paths.articles"),
@@ -99,7 +99,7 @@ def test_a_saved_login_through_a_symlink_into_the_articles_is_refused(tmp_path):
         ('storage_state = "shared/state.json"', "accounts.spare.storage_state = 'shared/state.json'"),
         (
             'storage_state = "./shared/../shared/state.json"',
-            "is also accounts.main.storage_state's saved login",
+            "is accounts.main.storage_state;",
         ),
         ('profile_dir = "shared/profile"', "accounts.spare.profile_dir = 'shared/profile'"),
     ],

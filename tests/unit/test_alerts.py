@@ -107,6 +107,7 @@ def test_a_dead_letter_and_the_failing_router_are_told_once_without_secrets_afte
     webhook.status = 200
     cycle(ws, engines, NOW + 60)  # nothing new happened: what was owed is delivered
     assert sorted(webhook.titles()) == ["qwenpipe: tea dead-lettered", "qwenpipe: the router is failing"]
+    assert [m["type"] for m in webhook.received] == ["failure", "failure"]  # a person must act
     bodies = json.dumps(webhook.received)
     assert KEY[:8] not in bodies
     assert KEY[-8:] not in bodies
@@ -127,6 +128,7 @@ def test_a_bot_check_is_told_once_per_hold(project, webhook):
     cycle(ws, engines)
     bot_checks = [m for m in webhook.received if m["title"] == "qwenpipe: bot check on account default"]
     assert len(bot_checks) == 1 and "qwenpipe login --account default" in bot_checks[0]["message"]
+    assert bot_checks[0]["type"] == "warning"  # the account waits on its own
     told = len(webhook.received)  # and tea's dead letter: no router to write it
     add_prompt(project, "milk", "Write about milk.")
     cycle(ws, engines, NOW + 60)  # the same hold (milk waits for it): not told again
@@ -165,7 +167,7 @@ def test_the_daily_summary_is_sent_once_a_day_and_a_dead_url_is_owed_alone(proje
     report, said = cycle(ws, engines, now)
     assert report.sent == ["tea"]
     [summary] = webhook.received
-    assert summary["title"].startswith("qwenpipe: summary of ")
+    assert summary["title"].startswith("qwenpipe: summary of ") and summary["type"] == "info"
     text = summary["message"]
     assert "articles done: 0" in text and "sent yesterday: default 0" in text
     assert "1 generating" in text and "1 dead" in text

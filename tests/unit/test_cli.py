@@ -202,7 +202,7 @@ def test_status_json_loads_neither_rich_httpx_nor_the_browser(project):
     assert "warning:" in fast.stderr and json.loads(fast.stdout)["totals"]["invalid"] == 1
 
 
-PLAIN_QUERY = {"state_filter": [], "pattern": None, "sort": "state"}
+PLAIN_QUERY = {"state_filter": [], "pattern": [], "sort": "state"}
 
 
 @pytest.mark.parametrize(
@@ -211,16 +211,16 @@ PLAIN_QUERY = {"state_filter": [], "pattern": None, "sort": "state"}
         (["status", "--json"], (None, {**PLAIN_QUERY})),
         (
             ["-c", "a.toml", "status", "tea-*", "--json", "--state", "done", "--state=failed", "--sort=age"],
-            ("a.toml", {"state_filter": ["done", "failed"], "pattern": "tea-*", "sort": "age"}),
+            ("a.toml", {"state_filter": ["done", "failed"], "pattern": ["tea-*"], "sort": "age"}),
         ),
         (
             ["status", "--json", "--config=b.toml"],
-            ("b.toml", {"state_filter": [], "pattern": None, "sort": "state"}),
+            ("b.toml", {"state_filter": [], "pattern": [], "sort": "state"}),
         ),
         (["status"], None),
         (["status", "--json", "--watch"], None),
         (["--cdp", "http://x", "status", "--json"], None),
-        (["status", "a", "b", "--json"], None),
+        (["status", "a", "b", "--json"], (None, {**PLAIN_QUERY, "pattern": ["a", "b"]})),
         (["--json", "status"], None),
         (["--sort", "age", "status", "--json"], None),
         (["status", "--json", "--sort"], None),

@@ -13,7 +13,8 @@ from tests_cli_helpers import qwenpipe_in_process as qwenpipe
 
 from pipeline.cli.app import app, run
 from pipeline.config import SCHEMA, ConfigError, load, render_default_config
-from pipeline.redact import MASK, mask, router_key
+from pipeline.known_secrets import router_key
+from pipeline.redact import MASK, mask
 
 KEY = "sk-file-0123456789abcdefghij"
 

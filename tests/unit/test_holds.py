@@ -122,3 +122,51 @@ def test_the_hold_says_since_when_until_when_and_the_fix():
     assert "(or it is tried again at " in text
     assert Hold("a", NOW, NOW, "answers came back empty: x").kind == EMPTY_ANSWERS
     assert Hold("a", NOW, NOW, "the daily chat quota is spent").kind == "quota"
+
+
+def test_a_link_where_the_screenshot_goes_never_stops_the_hold_and_is_left_as_it_is(project, tmp_path):
+    # Issue 36, item 5: the hold is recorded before anything optional (the screenshot) is tried.
+    ws, chats, router, engines = setup(project)
+    target = tmp_path / "elsewhere.png"
+    target.write_bytes(b"not ours")
+    shot = project / "articles" / ".qwenpipe" / "bot-check-default.png"
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    shot.symlink_to(target)
+    chats["default"].send_error = slider()
+    add_prompt(project, "tea")
+
+    outcome = generate(ws, "tea", engines(), clock=lambda: NOW)
+
+    assert outcome.status is Status.DONE and outcome.engine == "router"
+    assert ws.chat_quota.held(NOW, "default").kind == BOT_CHECK
+    assert shot.is_symlink() and target.read_bytes() == b"not ours"
+    steps = [(e.event, e.fields) for e in ws.store.events("tea")]
+    assert [name for name, _ in steps].count("hold") == 1
+    (kept,) = [fields for name, fields in steps if name == "screenshot"]
+    assert "symlink" in kept["error"] and "path" not in kept
+
+
+def test_a_screenshot_the_disk_cannot_take_is_reported_and_the_hold_stands(project, monkeypatch):
+    import errno
+
+    from pipeline import files
+
+    ws, chats, router, engines = setup(project)
+    write = files.atomic_write
+
+    def full_disk(path, data, **kwargs):
+        if str(path).endswith(".png"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write(path, data, **kwargs)
+
+    monkeypatch.setattr(files, "atomic_write", full_disk)
+    chats["default"].send_error = slider()
+    add_prompt(project, "tea")
+
+    outcome = generate(ws, "tea", engines(), clock=lambda: NOW)
+
+    assert outcome.status is Status.DONE and outcome.engine == "router"
+    assert ws.chat_quota.held(NOW, "default").kind == BOT_CHECK
+    assert "hold" in events(ws, "tea")
+    (kept,) = [e.fields for e in ws.store.events("tea") if e.event == "screenshot"]
+    assert "No space left" in kept["error"]

@@ -32,15 +32,17 @@ def test_each_cycle_writes_the_batch_and_its_own_numbers(project):
     add_prompt(project, "milk", "Write about milk.")
     (project / "articles" / "milk.md.failed").write_text('reason = "x"\n')
     prom = project / "metrics" / "qwenpipe.prom"
-    assert run_cycle(ws, engines()).exit_code == 42
+    assert run_cycle(ws, engines()).exit_code == 1  # milk's dead letter waits for a person
     first = samples(prom)
-    assert first[("qwenpipe_last_cycle_exit_code", ())] == 42
+    assert first[("qwenpipe_last_cycle_exit_code", ())] == 1
     assert first[("qwenpipe_articles", (("engine", "qwen"), ("state", "generating")))] == 1
     assert first[("qwenpipe_sends_today", (("account", "main"),))] == 1
     assert first[("qwenpipe_account_held", (("account", "main"),))] == 0
     assert first[("qwenpipe_dead_letters", ())] == 1
     assert first[("qwenpipe_last_cycle_duration_seconds", ())] >= 0
     chats["main"].enqueue_check(answer())
+    (project / "articles" / "milk.md.failed").unlink()  # replayed by hand: nothing waits for a person
+    (project / "articles" / "milk.md").write_text("+++\n+++\nmilk\n")
     assert run_cycle(ws, engines()).exit_code == 0
     second = samples(prom)
     assert second[("qwenpipe_last_cycle_exit_code", ())] == 0

@@ -55,6 +55,38 @@ def test_a_done_article_is_published_without_its_sidecars_chat_url_or_repeated_t
     assert (project / "articles" / "tea.md").read_text().count(CHAT_URL) == 1  # the article is as it was
 
 
+def test_a_page_carries_public_fields_and_the_prompts_own_and_keep_adds_ours(project):
+    from pipeline.contract.render import OWNED_KEYS
+
+    ws = setup(project)
+    done_article(project, "tea")
+    article = front(project / "articles" / "tea.md")[0]
+    assert {"engine", "prompt_sha256", "chat_url"} <= set(article)  # ours, in articles/
+    publish_by_hand(ws, "tea", say=lambda _line: None)
+    meta = front(page(project))[0]
+    assert set(meta) == {"title", "date", "description", "tags", "draft"}, meta  # tags: the prompt's
+    assert not (OWNED_KEYS - {"title", "date", "description"}) & set(meta)
+    ws = setup(project, 'keep = ["model", "word_count"]\n')
+    (project / "articles" / "tea.md").write_text(
+        (project / "articles" / "tea.md")
+        .read_text()
+        .replace('engine = "qwen"', 'engine = "qwen"\nmodel = "m1"')
+    )
+    publish_by_hand(ws, "tea", say=lambda _line: None)
+    meta = front(page(project))[0]
+    assert meta["model"] == "m1" and meta["word_count"] > 0 and "engine" not in meta
+
+
+def test_a_keep_entry_that_names_no_key_of_ours_is_refused_naming_it(project):
+    ws = setup(project, 'keep = ["modle"]\n')
+    done_article(project, "tea")
+    with pytest.raises(
+        ConfigError, match=r"publish.keep = \['modle'\].*'modle' is not one of qwenpipe's own"
+    ):
+        publish_by_hand(ws, "tea", say=lambda _line: None)
+    assert not page(project).exists()
+
+
 def test_bundle_draft_and_strip_title_settings(project):
     ws = setup(project, "bundle = true\ndraft = true\nstrip_title = false\n")
     done_article(project, "tea")

@@ -13,7 +13,7 @@ import httpx
 import pytest
 import tomli_w
 
-from pipeline import redact
+from pipeline import known_secrets, redact
 from pipeline.config import ConfigError, Router, validate
 from pipeline.engines.base import HardError
 from pipeline.engines.router import RouterEngine
@@ -145,9 +145,9 @@ def test_router_engine_error_for_an_echoed_long_key_holds_none_of_it(key):
 
 def test_router_key_is_read_from_the_named_variable_and_registered():
     key = "Qw3-registered-by-router-key-0042"
-    assert redact.router_key(Router(api_key_env="SOME_KEY"), {"SOME_KEY": key}) == key
+    assert known_secrets.router_key(Router(api_key_env="SOME_KEY"), {"SOME_KEY": key}) == key
     assert mask(f"echo {key}") == f"echo {MASK}"
-    assert redact.router_key(Router(api_key_env="UNSET_KEY"), {}) is None
+    assert known_secrets.router_key(Router(api_key_env="UNSET_KEY"), {}) is None
 
 
 def test_console_messages_and_results_are_masked(capsys):
@@ -363,9 +363,9 @@ def test_the_router_key_comes_from_its_file_when_the_variable_is_unset(tmp_path)
     key_file.write_text("Zq7-key-from-the-file-0123456789\n")
     key_file.chmod(0o600)
     settings = Router(api_key_env="QP_TEST_KEY", api_key_file=str(key_file))
-    assert redact.router_key(settings, env={}) == "Zq7-key-from-the-file-0123456789"
+    assert known_secrets.router_key(settings, env={}) == "Zq7-key-from-the-file-0123456789"
     assert (
-        redact.router_key(settings, env={"QP_TEST_KEY": "Zq7-from-the-env-987654"})
+        known_secrets.router_key(settings, env={"QP_TEST_KEY": "Zq7-from-the-env-987654"})
         == "Zq7-from-the-env-987654"
     )
 

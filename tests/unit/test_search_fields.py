@@ -85,6 +85,7 @@ def test_a_bad_publish_at_is_an_invalid_row_naming_line_and_value(project, capfd
     assert f"{source} line 2: field publish_at = 'tomorrow' is not an ISO date" in err
     assert f"{source} line 3: field publish_at = '2027-13-01' is not an ISO date" in err
     assert "e.g. 2027-03-01 or 2027-03-01T09:00:00+01:00" in err and "Traceback" not in err
+    assert err.count(f"{source} line 2") == 1, "one prefix per error"
     assert sorted(p.name for p in (project / "prompts").iterdir()) == ["sencha.md"]
 
 

@@ -118,5 +118,5 @@ def test_commands_run_in_one_process_leave_no_store_open(project):
             assert open_databases(project) == [], args
         run_cycle(config)  # the cron fast path, without Typer
         assert open_databases(project) == [], "cycle"
-        answered_status(config, {"state_filter": [], "pattern": None, "sort": "state"})
+        answered_status(config, {"state_filter": [], "pattern": [], "sort": "state"})
         assert open_databases(project) == [], "status --json"

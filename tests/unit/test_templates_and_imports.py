@@ -139,6 +139,31 @@ def test_import_writes_one_prompt_per_row_with_its_columns(blog):
     assert not report.invalid and not report.existing
 
 
+def test_a_value_the_template_does_not_use_is_a_warning_naming_it_never_dropped_silently(blog):
+    told: list[str] = []
+    new(blog, "tea", template="blog", sets=["audience=experts", "series=S", "mood=calm"], warn=told.append)
+    template = blog / "prompts" / "_templates" / "blog.md"
+    assert told == [
+        f"warning: --set mood=... is not used: {template} has no {{mood}}; add {{mood}} to the "
+        "template, or leave the value out"
+    ]
+    source = csv_file(
+        blog,
+        "title,audience,series,mood,categories,description\n"
+        "Green Tea,a,s,calm,tea,Short\nOolong,b,s,,,\nSencha,c,s,dry,,\n",
+    )
+    report = import_topics(blog / "prompts", blog / "articles", source, "blog")
+    assert len(report.written) == 3  # written all the same: a warning, line by line
+    assert [line.split(": warning: ")[0] for line in report.unused] == [
+        f"{source} line 2",
+        f"{source} line 4",
+    ]
+    assert "column 'mood' = 'calm' is not used" in report.unused[0] and "{mood}" in report.unused[0]
+    again = csv_file(blog, "title,audience,series,mood\nMatcha,a,s,bright\n")
+    shown = qwenpipe("import", str(again), "--template", "blog", cwd=blog)
+    assert shown.returncode == 0 and "line 2: warning: column 'mood' = 'bright' is not used" in shown.stderr
+
+
 def test_import_reports_bad_rows_by_line_and_writes_the_rest(blog):
     source = csv_file(
         blog,
@@ -185,6 +210,9 @@ def test_import_dry_run_writes_nothing(blog):
     report = import_topics(blog / "prompts", blog / "articles", source, "blog", dry_run=True)
     assert [slug for slug, _ in report.written] == ["green-tea"] and snapshot(blog) == before
     assert report.summary().startswith(f"import {source}: would write 1 prompt(s)")
+    shown = qwenpipe("import", str(source), "--template", "blog", "--dry-run", cwd=blog)
+    assert shown.returncode == 0 and snapshot(blog) == before, shown.stderr
+    assert shown.stdout.splitlines() == [f"would write {blog}/prompts/green-tea.md"]  # not as if written
 
 
 @pytest.mark.parametrize(

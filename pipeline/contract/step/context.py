@@ -88,7 +88,14 @@ class Context:
         self.state.save(self.ws.store, self.slug)
 
     def log(self, event: str, **fields: object) -> None:
-        self.ws.journal.append(self.slug, event, **fields)
+        self.ws.journal.append(self.slug, event, **self.named(fields))
+
+    def named(self, fields: dict) -> dict:
+        """An event's fields with the chat account it was about: a chat step (engine "qwen") that
+        does not name one is the article's sender's, never the journal's `default` guess."""
+        if fields.get("engine") == "qwen" and not fields.get("account"):
+            fields["account"] = self.sender()
+        return fields
 
     def outcome(
         self,

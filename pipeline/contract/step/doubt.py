@@ -3,10 +3,7 @@ with backoff, or, once the doubt has lasted qwen.lost_chat_after, given back and
 
 from __future__ import annotations
 
-import json
-
-from ... import files
-from ..article import read_marker
+from ..article import read_marker, write_marker
 from ..phases import Reason
 from .context import Context, Outcome, Status, wait_words
 from .intents import give_back
@@ -38,10 +35,7 @@ def handle(step: Context, move: InDoubt) -> Outcome | Ask:
         )
         step.chat_url, step.recovered = None, True
         return Ask()
-    files.atomic_write(
-        step.article.sending,
-        json.dumps({**marker, "doubt_since": doubt.since, "doubt_looks": doubt.looks}) + "\n",
-    )
+    write_marker(step.article.sending, {**marker, "doubt_since": doubt.since, "doubt_looks": doubt.looks})
     step.state.next_try = now + doubt.delay
     step.save()
     left = doubt.since + lost_after - now

@@ -9,7 +9,6 @@ import tomli_w
 
 from ... import files
 from ...engines.base import EngineError
-from ...redact import mask_data
 from ..phases import Action
 from .context import Context, Outcome, Status
 from .moves import Ask
@@ -51,5 +50,5 @@ def dead_letter(step: Context, err: EngineError, message: str) -> None:
     }
     if step.chat_url:
         record["chat_url"] = step.chat_url
-    files.atomic_write(step.article.failed, tomli_w.dumps(mask_data(record)))
+    files.atomic_write(step.article.failed, tomli_w.dumps(record))
     step.log("dead_letter", error=message, code=err.code)

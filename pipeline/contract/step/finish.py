@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ... import files
 from ...engines.base import Answer
+from ...redact import Verbatim
 from ...store.protocol import ChatDeletion, Finished
 from .. import cleanup
 from ..article import read_chat_url
@@ -20,24 +21,25 @@ def handle(step: Context, move: Write) -> Outcome:
     if step.lease is not None:  # the batch's record first; this host's file from it
         document = record_finished(step, answer, document)
     deletion = chat_to_delete(step)
-    files.atomic_write(step.article.md, document, mode=files.SHARED, crash_at="mid_article")
+    # The article as it is: one holding a key was refused (checks.py), not masked (Verbatim).
+    files.atomic_write(step.article.md, Verbatim(document), mode=files.SHARED, crash_at="mid_article")
     files.remove(step.article.sending)
     step.state.engine, step.state.progress, step.state.attempts = answer.engine, "done", 0
     step.state.next_try = 0.0
     words = count_words(article_body(prompt, answer, strip_title=strip_title))
+    done = step.named(
+        {
+            "engine": answer.engine,
+            "model": answer.model,
+            "words": words,
+            "turns": len(prompt.turns),
+            "duration": round(step.clock() - step.state.sent_at, 3) if step.state.sent_at else None,
+            **({"prompt_edited_after_send": True} if edited else {}),
+        }
+    )
     with step.ws.store.step() as store:  # the record and its "done" event: one commit, one fsync
         store.put_article(step.state.to_record(step.slug))
-        step.ws.journal.append_in(
-            store,
-            step.slug,
-            "done",
-            engine=answer.engine,
-            model=answer.model,
-            words=words,
-            turns=len(prompt.turns),
-            duration=round(step.clock() - step.state.sent_at, 3) if step.state.sent_at else None,
-            **({"prompt_edited_after_send": True} if edited else {}),
-        )
+        step.ws.journal.append_in(store, step.slug, "done", **done)
         if deletion is not None:  # due with the "done" step: a crash after it leaves it pending
             store.put_chat_deletion(deletion)
     if deletion is not None:  # never fails the article: a failed delete stays pending

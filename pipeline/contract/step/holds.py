@@ -5,24 +5,21 @@ from __future__ import annotations
 
 from ... import files
 from ...engines.base import EngineError
+from ...errors import SetupProblem
 from ..quota import HOLD_CODES, screenshot_path
 from .context import Context, clock_words
 
 
 def hold(step: Context, account: str, err: EngineError) -> bool:
     """Hold `account` back from sends when `err` is a bot check (qwen.bot_check_pause hours,
-    or until `qwenpipe login --account NAME`) or an empty answer (until local midnight);
-    the page the bot check showed is kept in `.qwenpipe/` (0600) for the user to see. The
-    journal records it ("hold"). False for any other error (nothing held)."""
+    or until `qwenpipe login --account NAME`) or an empty answer (until local midnight). The
+    hold and its journal step ("hold") come first; the page the bot check showed is kept after,
+    as an extra (keep_screenshot). False for any other error (nothing held)."""
     if err.code not in HOLD_CODES:
         return False
     now = step.clock()
     pause = float(step.qwen.bot_check_pause)
     until = step.ws.chat_quota.hold(now, err.code, str(err), account, bot_check_pause=pause)
-    shot = None
-    if err.screenshot:
-        shot = screenshot_path(step.ws.state_dir, account)
-        files.atomic_write(shot, err.screenshot)  # PRIVATE: 0600
     held = step.ws.chat_quota.held(now, account)
     step.log(
         "hold",
@@ -32,9 +29,23 @@ def hold(step: Context, account: str, err: EngineError) -> bool:
         until=clock_words(until),
         error=str(err),
         code=err.code,
-        screenshot=str(shot) if shot else None,
     )
     step.say(f"{step.slug}: {held.words() if held else HOLD_CODES[err.code]}")
-    if shot:
-        step.say(f"{step.slug}: the page as it was is in {shot}")
+    if err.screenshot:
+        keep_screenshot(step, account, err.screenshot)
     return True
+
+
+def keep_screenshot(step: Context, account: str, png: bytes) -> None:
+    """Keep the page the bot check showed in `.qwenpipe/` (0600) for the user to see. Optional:
+    a file that cannot be written there (a link at its place, a full disk) is reported on stderr
+    and in the journal ("screenshot"), never raised, and what is at its place is left as it is."""
+    shot = screenshot_path(step.ws.state_dir, account)
+    try:
+        files.atomic_write(shot, png)  # PRIVATE: 0600; refuses a link before it writes anything
+    except (SetupProblem, OSError) as err:
+        step.log("screenshot", engine="qwen", account=account, error=str(err))
+        step.say(f"{step.slug}: the page the bot check showed was not kept: {err}")
+        return
+    step.log("screenshot", engine="qwen", account=account, path=str(shot))
+    step.say(f"{step.slug}: the page as it was is in {shot}")

@@ -4,7 +4,6 @@ interrupted send."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 
@@ -12,7 +11,7 @@ from ... import files
 from ...engines.base import EngineError
 from ...store.protocol import Intent
 from .. import sent_chats
-from ..article import chat_url
+from ..article import chat_url, write_marker
 from .context import Context
 
 
@@ -65,7 +64,7 @@ def name_chat(step: Context, marker: dict) -> Callable[[str], None]:
 
     def named(chat_id: str) -> None:
         url = chat_url(step.qwen.base_url, chat_id, step.article.sending)  # a chat id we can open later
-        files.atomic_write(step.article.sending, json.dumps({**marker, "chat_id": chat_id}) + "\n")
+        write_marker(step.article.sending, {**marker, "chat_id": chat_id})
         # The account's other workspaces learn it is this article's chat (sent_chats.py).
         sent_chats.record(step.ws.config, marker["account"], url, step.article.folder, step.slug)
         with step.ws.store.step() as store:

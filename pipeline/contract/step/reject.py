@@ -9,7 +9,6 @@ import tomli_w
 
 from ... import files
 from ...engines.base import HardError
-from ...redact import mask, mask_data
 from ..phases import Failure
 from .context import Context
 from .moves import Ask, Hard, Reject
@@ -27,7 +26,7 @@ def handle(step: Context, move: Reject) -> Hard | Ask:
         record["chat_url"] = step.chat_url
     files.atomic_write(
         step.article.rejected,
-        f"+++\n{tomli_w.dumps(mask_data(record))}+++\n\n{mask(answer.markdown.strip())}\n",
+        f"+++\n{tomli_w.dumps(record)}+++\n\n{answer.markdown.strip()}\n",
     )
     step.log("rejected", engine=answer.engine, error=verdict.problem, code=f"rejected_{verdict.code}")
     err = HardError(

@@ -3,7 +3,6 @@ with its intent on disk and in the store before the click and its URL on disk ri
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import replace
@@ -12,6 +11,7 @@ from ... import files
 from ...accounts import several
 from ...engines.base import ACCOUNT_REFUSALS, Code, EngineError, HardError, QuotaSpent
 from .. import sent_chats
+from ..article import write_marker
 from .context import Context, Outcome, Status, since
 from .intents import name_chat, record_intent, unsent
 from .moves import Ask, Move, Refused, look
@@ -34,7 +34,7 @@ def handle(step: Context, move: Ask) -> Outcome | Move:
     # What recovery needs: the chat the send goes into, named before the prompt leaves the
     # browser (name_chat), and what tells its chat from any other without it (adoptable_chat).
     marker = {"time": now, "pid": os.getpid(), "prompt_sha256": step.prompt.sha256, "account": account}
-    files.atomic_write(step.article.sending, json.dumps(marker) + "\n")
+    write_marker(step.article.sending, marker)
     step.log(
         "sending",
         engine="qwen",

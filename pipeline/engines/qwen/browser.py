@@ -24,6 +24,7 @@ from pipeline.engines.base import Code, EngineBusy, HardError, LockProfile
 from pipeline.engines.qwen.display import NoDisplay, VirtualDisplay, no_display_message, plan_display
 from pipeline.engines.qwen.headers import watch
 from pipeline.engines.qwen.tokens import listed, local_storage
+from pipeline.pathguard import absolute
 from pipeline.proxy import parse as parse_proxy
 
 if TYPE_CHECKING:  # the section's type only: engines do not import the config
@@ -302,7 +303,8 @@ class BrowserSession:
         self._xvfb: VirtualDisplay | None = None  # started for a headed launch without a screen
 
     def _path(self, value: str) -> Path:
-        return (self.root / os.path.expanduser(value)).resolve()
+        # Not resolved: a symlink at a saved login or a profile is refused, never followed.
+        return absolute(self.root, value)
 
     @property
     def started(self) -> bool:

@@ -47,6 +47,7 @@ from pipeline.engines.qwen.api import (
     classify_api_error,
     parse_chat,
 )
+from pipeline.engines.qwen.botcheck import BotChecks, left_chat, reply_refusal
 from pipeline.engines.qwen.browser import BrowserSession
 from pipeline.engines.qwen.choices import apply_choice
 from pipeline.engines.qwen.hold import ChatIdCallback, CompletionHold
@@ -479,6 +480,7 @@ class QwenEngine:
             page = self.session.new_page()
             page.set_default_timeout(self.page_timeout * 1000)
             PageTraffic.of(page)  # note the page's own requests from its first one
+            BotChecks.of(page)  # and where it goes: a bot check is the page leaving the chat
         with self._using(page, keep=keep) as used:
             yield used
 
@@ -514,6 +516,7 @@ class QwenEngine:
 
     def _close_page(self, page: Any) -> None:
         PageTraffic.stop(page)
+        BotChecks.stop(page)
         try:
             page.close()
         except Exception:
@@ -583,8 +586,9 @@ class QwenEngine:
     def _sent_failure(self, page: Any, replies: SendReplies) -> EngineError | None:
         """Why the site refused what was just sent: its API reply first (it carries the quota's
         hours and outlives the toast), else the page's failure screen."""
-        refused = replies.failure() or _plain_refusal(page)
-        failure = refused or screen_failure(page, self.selector_sets)
+        refused = replies.failure() or _plain_refusal(page) or reply_refusal(page)
+        # A bot check is the page leaving the chat, whatever it draws (botcheck.py).
+        failure = refused or screen_failure(page, self.selector_sets) or left_chat(page)
         if failure is not None and failure.code in ACCOUNT_REFUSALS:
             # The site answers the send itself with the bot check (FAIL_SYS_USER_VALIDATE), "not
             # logged in" or the day's limit (RateLimited) and takes nothing: no send, and none the
@@ -594,7 +598,7 @@ class QwenEngine:
             until = self._deadline(REPLY_GRACE_SECONDS)
             while refused is None and time.monotonic() < until:
                 page.wait_for_timeout(POLL_SECONDS * 1000)
-                refused = replies.failure() or _plain_refusal(page)
+                refused = replies.failure() or _plain_refusal(page) or reply_refusal(page)
             if refused is not None and refused.code in ACCOUNT_REFUSALS:
                 refused.nothing_sent = True
                 return refused

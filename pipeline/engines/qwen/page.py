@@ -7,19 +7,18 @@ Python over that data. Nothing here clicks or types.
 from __future__ import annotations
 
 import json
-import re
 import secrets
 from dataclasses import dataclass
 from typing import Any
 
 from pipeline.engines.base import Code, EngineError, HardError, QuotaSpent, TransientError
 from pipeline.engines.qwen.api import (
-    BOT_MARKERS,
     LOGIN_HINT,
     classify_api_error,
     is_stale_headers,
     missing_chat_body,
 )
+from pipeline.engines.qwen.botcheck import is_sign_in, is_verification, names_verification
 from pipeline.engines.qwen.headers import NoHeaders, headers_for_call, headers_for_calls, watch
 from pipeline.engines.qwen.selectors import FAILURE_TEXTS, FailureTexts, Selectors
 
@@ -94,7 +93,7 @@ _READ_JS = """async (path, ms, wait, headers, method) => {
     // The JSON goes back as text (parsed by Python): a parsed object crosses Playwright's pipe
     // value by value, and for 200 chats that costs more than reading them.
     try { JSON.parse(body); return {json_text: body}; }
-    catch (e) { return {text: body.slice(0, 4000), status: r.status}; }
+    catch (e) { return {text: body.slice(0, 4000), status: r.status, url: r.url}; }
   } catch (e) { return {error: String(e)}; }
 }"""
 # Every read at once, one start every `gap` ms; answers when the last one is done.
@@ -229,12 +228,15 @@ def screen_failure(
 
 def failure_in(seen: dict, texts: FailureTexts = FAILURE_TEXTS) -> EngineError | None:
     """Classify what screen_failure read (kept apart so the rules are testable without a page)."""
-    path = re.sub(r"^[a-z]+://[^/]+", "", seen.get("url", ""))
+    url = seen.get("url", "")
     text = _normalise(seen.get("text", ""))
-    if path.startswith("/auth") or seen.get("login"):
+    if is_sign_in(url) or seen.get("login"):
         return HardError(f"not logged in to the chat site: {LOGIN_HINT}", code=Code.LOGGED_OUT)
-    bot_page = texts.bot_check_title.lower() in seen.get("title", "").lower() or _has(text, texts.bot_check)
-    if bot_page or seen.get("captcha"):
+    title = seen.get("title", "").lower()
+    phrases = (texts.bot_check, *texts.bot_check_more)
+    bot_page = texts.bot_check_title.lower() in title or any(_has(text, phrase) for phrase in phrases)
+    # The page's address first: a verification page is one whatever it draws (botcheck.py).
+    if is_verification(url) or bot_page or seen.get("captcha"):
         return HardError(
             "the site asks for a human verification (bot check); try later, headed, "
             "or attached to your own Chrome (browser.cdp_url)",
@@ -363,15 +365,17 @@ def _bodies(paths: list[str], results: list[dict]) -> list[Any]:
             bodies.append(json.loads(result["json_text"]))
             continue
         why = result.get("error") or f"HTTP {result.get('status')}, not JSON"
-        bodies.append(refusal_in(result.get("text", "")) or ApiUnusable(f"{path}: {why}"))
+        refused = refusal_in(result.get("text", ""), result.get("url", ""))
+        bodies.append(refused or ApiUnusable(f"{path}: {why}"))
     return bodies
 
 
-def refusal_in(raw: str) -> EngineError | None:
-    """The failure an API body that is not JSON shows (the firewall's page, a bot check), or None."""
+def refusal_in(raw: str, url: str = "") -> EngineError | None:
+    """The failure an API body that is not JSON shows (the firewall's page, a bot check: a page
+    that names the verification, or a read redirected to one, `url` where it ended), or None."""
     if FAILURE_TEXTS.waf_marker in raw:
         return TransientError("the site answered with its firewall (WAF) page", code=Code.WAF)
-    if any(marker in raw for marker in BOT_MARKERS):
+    if names_verification(raw, url):
         return HardError("the site asks for a human verification (bot check)", code=Code.BOT_CHECK)
     return None
 

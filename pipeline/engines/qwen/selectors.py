@@ -116,8 +116,15 @@ class FailureTexts:
 
     bot_check_title: str = "Verification"
     bot_check: str = "Please complete the operation to verify that you are a real person"
-    # The slider the late-2026 site lays over the page when it refuses a send (docs/qwen-site.md).
-    bot_check_frame: str = 'iframe#baxia-dialog-content, iframe[src*="_____tmd_____/punish"]'
+    # Late 2026 (docs/qwen-site.md, "Bot checks"): the connect-in-order puzzle has no slider.
+    bot_check_more: tuple[str, ...] = ("Please connect them in order",)
+    # Any of the check's widgets on the page: the overlay the late-2026 site lays over the page
+    # when it refuses a send (its iframe shows the slider or the puzzle), the slider's handle, the
+    # QR code deny page's form (it posts to the punish page).
+    bot_check_frame: str = (
+        'iframe#baxia-dialog-content, #baxia-dialog, iframe[src*="_____tmd_____"], '
+        'iframe[src*="punish"], iframe[src*="captcha"], #nc_1_n1z, form[action*="_____tmd_____"]'
+    )
     quota: str = "You've reached the upper limit for today's usage"
     waf_marker: str = "aliyun_waf_aa"
     chat_not_found: str = "is not exist"

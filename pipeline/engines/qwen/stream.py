@@ -195,6 +195,11 @@ class PageTraffic:
                 bodies.append(body)
         return bodies
 
+    def plain_texts(self) -> list[str]:
+        """The bodies of the completions answered without a stream, as text, whatever they are
+        (JSON, a verification page): what botcheck.py reads a foreign reply from."""
+        return [b"".join(chunks).decode("utf-8", errors="replace") for chunks in self._plain.values()]
+
     def _finished(self, request: Any) -> None:
         # Inside Playwright's event dispatch: note the request, read its body later.
         try:

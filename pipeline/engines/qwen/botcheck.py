@@ -1,0 +1,189 @@
+"""A bot check, whatever its form (docs/qwen-site.md, "Bot checks"): known by the page leaving
+the chat for a verification address, or by a send answered with something that is neither the
+site's stream nor its JSON, never by one widget alone.
+
+The site has shown its check as a JSON refusal with a slider laid over the page, as a
+"Verification" page, as an HTTP 200 HTML page whose script sends the page to
+`/_____tmd_____/punish?...&action=captchaconnect` (a "connect them in order" puzzle, no slider
+handle), as a QR code deny page, and a driver that knew only the slider's handle read each new
+form as "sent, no chat address yet". What all of them share is that the page is no longer the
+chat: that is what is watched here.
+
+Whether the site took the prompt is a separate question (design: "Sent or not"). A send answered
+with a verification page, or redirected to one, is the site's answer to that very request: it
+took nothing. A page that merely went to a verification address may have gone after the prompt
+was taken: that send stays in doubt.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+from typing import Any, NamedTuple
+from urllib.parse import urlsplit
+
+from pipeline.engines.base import Code, EngineError, HardError, TransientError
+from pipeline.engines.qwen.api import BOT_MARKERS
+from pipeline.engines.qwen.selectors import FAILURE_TEXTS
+from pipeline.engines.qwen.stream import COMPLETIONS_PATH, PageTraffic
+
+# Any address with one of these is the site's verification, not its chat (Alibaba's punish
+# pages live under /_____tmd_____/; "captcha" names the older and the newer puzzles alike).
+VERIFICATION_PARTS = ("_____tmd_____", "/punish", "captcha")
+SIGN_IN_PATH = "/auth"  # the sign-in page; an address *under* it is something else
+BOT_CHECK_HINT = "try later, headed, or attached to your own Chrome (browser.cdp_url)"
+
+
+def is_sign_in(url: str) -> bool:
+    """Whether `url` is the site's sign-in page (`/auth`, whatever its query)."""
+    return urlsplit(url).path.rstrip("/") == SIGN_IN_PATH
+
+
+def is_verification(url: str) -> bool:
+    """Whether `url` is a verification address: a punish or captcha page, or a page under
+    `/auth/` that is not the sign-in page itself (an unknown step of the site's checks)."""
+    parts = urlsplit(url or "")
+    where = (parts.path + "?" + parts.query).lower()
+    if any(part in where for part in VERIFICATION_PARTS):
+        return True
+    return parts.path.startswith(SIGN_IN_PATH + "/") and not is_sign_in(url)
+
+
+def bot_check(detail: str) -> HardError:
+    return HardError(
+        f"the site asks for a human verification (bot check: {detail}); {BOT_CHECK_HINT}", code=Code.BOT_CHECK
+    )
+
+
+def foreign_reply(kind: str, body: str, location: str = "", went: str = "") -> EngineError:
+    """What a completion answered with neither the stream nor JSON means: the firewall's page
+    (transient, as anywhere), else a bot check. `went`: the verification address the page went
+    to since (named in the message: `qwenpipe login` shows that page to solve it)."""
+    if FAILURE_TEXTS.waf_marker in body:
+        return TransientError("the site answered the send with its firewall (WAF) page", code=Code.WAF)
+    what = f"redirected to {location}" if location else f"answered with {kind or 'no content type'}"
+    then = f"; the page went to {address(went)}" if went else ""
+    return bot_check(f"the send was {what}, not the site's stream or JSON{then}")
+
+
+def address(url: str) -> str:
+    """`url` without its scheme and host (the site's own addresses are relative in messages)."""
+    parts = urlsplit(url)
+    return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+def names_verification(body: str, location: str = "") -> bool:
+    """Whether a foreign reply is the check's own answer to the send by what it says: a redirect
+    to a verification address, or a page that names one (the punish page's form, the check's
+    codes). The firewall's page is not the bot check, and proves nothing either way."""
+    if FAILURE_TEXTS.waf_marker in body:
+        return False
+    return is_verification(location) or any(m in body for m in (*BOT_MARKERS, *VERIFICATION_PARTS))
+
+
+def reply_refusal(page: Any) -> EngineError | None:
+    """The bot check a completion of `page` was answered with, when that reply is provably the
+    check's answer to the send (the site refusing that very request in words: it took nothing):
+    it names the verification (names_verification), or the page went to a verification address
+    right after it. A page that leaves the chat takes such a reply's body along before it can be
+    read (docs/qwen-site.md), so where the page went is the reply's word. Else None."""
+    checks, bodies = BotChecks.of(page), "\n".join(PageTraffic.of(page).plain_texts())
+    for reply in checks.replies:
+        went = next((visit.url for visit in checks.visited if visit.order > reply.order), "")
+        if FAILURE_TEXTS.waf_marker not in bodies and (went or names_verification(bodies, reply.location)):
+            return foreign_reply(reply.kind, bodies, reply.location, went)
+    return None
+
+
+def left_chat(page: Any) -> EngineError | None:
+    """The failure when `page` is no longer the chat: a completion answered with neither the
+    stream nor JSON, a frame gone to a verification address (the slider's iframe, the punish
+    page, an unknown page under /auth/). In doubt: the page may have left after the prompt was
+    taken (reply_refusal says when it provably was not)."""
+    checks = BotChecks.of(page)
+    went = checks.visited[0].url if checks.visited else ""
+    if checks.replies:
+        first = checks.replies[0]
+        bodies = "\n".join(PageTraffic.of(page).plain_texts())
+        return foreign_reply(first.kind, bodies, first.location, went)
+    if went:
+        return bot_check(f"the page went to {address(went)}")
+    return None
+
+
+class Reply(NamedTuple):
+    """A completion answered with neither the stream nor JSON: its content type, where it was
+    redirected ("" when it was not), and when (the order of what the page met)."""
+
+    kind: str
+    location: str
+    order: int
+
+
+class Visit(NamedTuple):
+    """A frame of the page gone to a verification address, and when."""
+
+    url: str
+    order: int
+
+
+class BotChecks:
+    """What one page of ours met that only a bot check does: a frame that went to a verification
+    address, a completion answered with something other than the stream or the site's JSON.
+
+    Playwright's events are only noted here (they run inside its event dispatch); the bodies of
+    such replies are the ones PageTraffic keeps as they arrive (`PageTraffic.plain_texts`)."""
+
+    _watching: weakref.WeakKeyDictionary[Any, BotChecks] = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def of(cls, page: Any) -> BotChecks:
+        """The BotChecks of `page`, started now if it had none."""
+        checks = cls._watching.get(page)
+        if checks is None:
+            checks = cls._watching[page] = cls(page)
+        return checks
+
+    @classmethod
+    def stop(cls, page: Any) -> None:
+        checks = cls._watching.pop(page, None)
+        if checks is not None:
+            checks.close()
+
+    def __init__(self, page: Any):
+        self._page = page
+        self.visited: list[Visit] = []
+        self.replies: list[Reply] = []
+        self._order = itertools.count()
+        page.on("framenavigated", self._navigated)
+        page.on("response", self._response)
+
+    def _navigated(self, frame: Any) -> None:
+        try:
+            url, inner = frame.url, frame.parent_frame is not None
+        except Exception:
+            return  # a frame of a page being closed
+        # An inner frame counts only as the check's own overlay (its punish page): a page may
+        # embed other frames whose addresses merely mention a captcha script.
+        if is_verification(url) and (not inner or any(p in url for p in VERIFICATION_PARTS[:2])):
+            self.visited.append(Visit(url, next(self._order)))
+
+    def _response(self, response: Any) -> None:
+        try:
+            request = response.request
+            if request.method != "POST" or COMPLETIONS_PATH not in request.url:
+                return
+            kind = (response.headers.get("content-type") or "").lower()
+            if 300 <= response.status < 400:
+                self.replies.append(Reply(kind, response.headers.get("location") or "?", next(self._order)))
+            elif "event-stream" not in kind and "json" not in kind:
+                self.replies.append(Reply(kind, "", next(self._order)))
+        except Exception:
+            pass  # a response of a page being closed: nothing to learn from it
+
+    def close(self) -> None:
+        for event, handler in (("framenavigated", self._navigated), ("response", self._response)):
+            try:
+                self._page.remove_listener(event, handler)
+            except Exception:
+                pass  # the page is already closed
