@@ -83,6 +83,7 @@ class Code(StrEnum):
     # the contract's own
     NO_ACCOUNT = "no_account"
     TOO_MANY_ATTEMPTS = "too_many_attempts"
+    IN_DOUBT = "in_doubt"  # an interrupted send neither found nor proven unsent (contract/step/proof.py)
 
 
 # What an account meets before it takes a prompt: refused so, the prompt went nowhere, and another

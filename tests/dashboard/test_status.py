@@ -101,6 +101,7 @@ def batch(project):
     assert generate(ws, "backoff", eng, clock=at(now)).status is Status.WORKING
 
     chat.send_error = HardError("logged out", code="logged_out")
+    chat.send_error.nothing_sent = True  # seen before anything was typed: no send to recover
     router.enqueue(router_answer())
     assert generate(ws, "routed", eng).status is Status.DONE
     router.enqueue(HardError("router: HTTP 401", code="router_auth"))

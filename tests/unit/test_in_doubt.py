@@ -96,6 +96,8 @@ def test_a_named_chat_that_cannot_be_read_is_in_doubt_counted_once_and_resent_on
         assert chat.sends == 1 and counted(workspace) == 1, kind
         assert workspace.article("tea").sending.exists() and not workspace.article("tea").url.exists()
     assert events(workspace).count("recovery_in_doubt") == 4
+    record = workspace.store.article("tea")
+    assert record.last_error_code == "in_doubt" and "in doubt" in record.last_error  # status says why
     assert "recovery_not_found" not in events(workspace) and "unsent" not in events(workspace)
 
     clock.now = 1_800_000_000.0 + LOST  # unreadable for qwen.lost_chat_after: lost, sent again

@@ -3,6 +3,7 @@ with backoff, or, once the doubt has lasted qwen.lost_chat_after, given back and
 
 from __future__ import annotations
 
+from ...engines.base import Code
 from ..article import read_marker, write_marker
 from ..phases import Reason
 from .context import Context, Outcome, Status, wait_words
@@ -36,9 +37,15 @@ def handle(step: Context, move: InDoubt) -> Outcome | Ask:
         step.chat_url, step.recovered = None, True
         return Ask()
     write_marker(step.article.sending, {**marker, "doubt_since": doubt.since, "doubt_looks": doubt.looks})
-    step.state.next_try = now + doubt.delay
-    step.save()
     left = doubt.since + lost_after - now
+    message = (
+        f"{step.slug}: the interrupted send is in doubt ({move.why}): it stays counted and is not "
+        f"sent now; looked at again {wait_words(doubt.delay)}, sent again only if still in doubt "
+        f"{wait_words(left)} (qwen.lost_chat_after)"
+    )
+    step.state.next_try = now + doubt.delay
+    step.state.last_error, step.state.last_error_code = message, Code.IN_DOUBT  # what status shows
+    step.save()
     step.log(
         "recovery_in_doubt",
         engine="qwen",
@@ -46,11 +53,6 @@ def handle(step: Context, move: InDoubt) -> Outcome | Ask:
         reason=move.why,
         looks=doubt.looks,
         in_doubt_for=unreadable_for,
-    )
-    message = (
-        f"{step.slug}: the interrupted send is in doubt ({move.why}): it stays counted and is not "
-        f"sent now; looked at again {wait_words(doubt.delay)}, sent again only if still in doubt "
-        f"{wait_words(left)} (qwen.lost_chat_after)"
     )
     step.say(message)
     return step.outcome(Status.WORKING, message, reason=Reason.IN_DOUBT)
