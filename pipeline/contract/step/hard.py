@@ -1,10 +1,14 @@
 """Handler of the chat's hard failure: recorded (a spent quota blocks its account, a bot check
-holds it), then the article is decided with the failure: the router takes it, or it fails. A
-logged-out account's chat in flight waits for that account: it fails without a fallback."""
+holds it), then the article is decided with the failure: the router takes it, or it fails.
+
+An account's own trouble (logged out, a bot check, its quota: ACCOUNT_REFUSALS) is never the
+article's: it is not counted against its attempts and never dead-letters it. A chat in flight
+waits for its account; an unsent prompt goes to the router (a prompt the account refused
+before taking it was offered to the next account already: refused.py)."""
 
 from __future__ import annotations
 
-from ...engines.base import Code, QuotaSpent
+from ...engines.base import ACCOUNT_REFUSALS, Code, QuotaSpent
 from ...store.protocol import DEFAULT_ACCOUNT
 from ..phases import Failure
 from .context import Context, clock_words
@@ -26,7 +30,10 @@ def handle(step: Context, move: Hard) -> Ask:
             f"the chat's daily quota is spent: no sends from account {account} until {clock_words(until)}"
         )
     hold(step, account, err)
-    if err.code == Code.LOGGED_OUT and step.chat_url:  # a chat in flight waits for its own account
-        waits = f"{err}; its chat waits for account {account}: run `qwenpipe login --account {account}`"
-        return Ask(failure=Failure.ALL, error=err, message=waits)
-    return Ask(failure=Failure.CHAT, error=err)
+    if err.code not in ACCOUNT_REFUSALS:
+        return Ask(failure=Failure.CHAT, error=err)
+    if not step.chat_url:
+        return Ask(failure=Failure.ACCOUNT, error=err)
+    fix = f": run `qwenpipe login --account {account}`" if err.code == Code.LOGGED_OUT else ""
+    waits = f"{err}; its chat waits for account {account}{fix} (not counted against the article)"
+    return Ask(failure=Failure.ACCOUNT, error=err, message=waits)
