@@ -1,0 +1,99 @@
+"""The login is what the browser holds: after a run, an account's saved login file is written
+back from its browser context (docs/qwen-site.md, "Login").
+
+The site renews its access token of a few minutes from the session cookie, and every renewal
+hands back a new session and ends the old one: a saved login is stale as soon as the page has
+renewed it once. So whatever the context holds (cookies and localStorage) goes back to the
+account's file when the run ends: atomically, mode 0600. Two runs may have loaded one file;
+the one that saves second never puts an older login over a newer one: it writes only when the
+file is as it loaded it, or when what it holds is newer (its session ends later) than what the
+file holds now. Never raises for a file or a browser that went away: the file stays as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipeline import files
+from pipeline.engines.qwen.tokens import session_expiry
+
+LOCK_WAIT = 2.0  # s: another run saving the same file takes milliseconds
+MAX_BYTES = 16_000_000  # as `qwenpipe login --import` reads one
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A login file as a run found it when its browser context was opened."""
+
+    path: Path
+    stamp: tuple[int, int, int] | None  # (mtime_ns, size, inode); None: there was no file
+
+    @classmethod
+    def of(cls, path: Path) -> Loaded:
+        return cls(path, stamp_of(path))
+
+
+def stamp_of(path: Path) -> tuple[int, int, int] | None:
+    """What tells a file changed since it was read: its mtime, size and inode (an atomic
+    replace makes a new inode); None when there is no regular file."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino) if os.path.isfile(path) else None
+
+
+def held_session(path: Path) -> float | None:
+    """When the session saved in `path` ends (tokens.session_expiry); None when unreadable."""
+    try:
+        return session_expiry(json.loads(files.read_bytes(path, limit=MAX_BYTES)))
+    except (OSError, ValueError, RecursionError, files.SetupProblem):
+        return None
+
+
+def save_back(context: Any, loaded: Loaded) -> bool:
+    """Write what `context` holds to `loaded.path` unless that would put an older login over a
+    newer one (see the module). A context that holds no session (signed out) leaves the file.
+    True when written."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    try:
+        state = context.storage_state()
+    except PlaywrightError:
+        return False  # the browser is gone: nothing to save
+    held = session_expiry(state)
+    if held is None:
+        return False
+    lock = _lock(loaded.path)
+    if lock is None:
+        return False  # another run is saving it right now: its login is as new as ours
+    try:
+        if stamp_of(loaded.path) != loaded.stamp:
+            theirs = held_session(loaded.path)
+            if theirs is not None and theirs >= held:
+                return False  # another run saved a login as new or newer since we loaded it
+        files.atomic_write(loaded.path, json.dumps(state, indent=1), mode=files.PRIVATE)
+        return True
+    except files.SetupProblem:
+        return False  # a folder gone read-only, a symlink put there: the file stays as it was
+    finally:
+        lock.release()
+
+
+def _lock(path: Path) -> files.FileLock | None:
+    """The save's lock beside the login file, waited for up to LOCK_WAIT seconds."""
+    deadline = time.monotonic() + LOCK_WAIT
+    while True:
+        try:
+            return files.FileLock(path.with_name(path.name + ".lock"), "saving the login").acquire()
+        except files.LockBusy:
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.05)
+        except files.SetupProblem:
+            return None
