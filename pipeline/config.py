@@ -218,6 +218,13 @@ class Qwen(Section):
         _between(0.1, 24 * 7),
         "hours an account met by a bot check is left alone (or until `qwenpipe login --account NAME`)",
     )
+    bot_check_pause_first: float = key(
+        (int, float),
+        0.5,
+        _between(0.01, 24 * 7),
+        "hours of an account's first bot-check hold; each strike within a day of the last doubles it, "
+        "up to bot_check_pause",
+    )
     page_timeout: float = key(
         (int, float), 30, _between(1, 3600), "seconds to wait for the chat page to load"
     )
