@@ -13,6 +13,7 @@ import os
 from collections.abc import Collection, Mapping, Sequence
 from typing import NamedTuple
 
+from .. import send_hours
 from ..accounts import Account, all_accounts, saved_login_problem
 from ..store.protocol import DEFAULT_ACCOUNT, Send
 from .quota import local_day_start
@@ -70,6 +71,9 @@ def standings(
         if not account.enabled:
             off = f"account {account.name} is disabled (enabled = false in {account.where})"
         off = off or saved_login_problem(config, account)
+        hours = send_hours.parse(account.send_hours)  # checked when the config was loaded
+        if not off and hours is not None and not hours.allows(now):
+            off = f"account {account.name} {hours.words(now)}"
         if not off and account.name in probed:
             off = (
                 f"account {account.name} made its one probe send after its bot-check hold this run; "
