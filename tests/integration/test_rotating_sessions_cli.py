@@ -13,6 +13,8 @@ import pytest
 from sim_project import add_accounts, journal, make_project, prompt, read_article, senders
 from tests_cli_helpers import qwenpipe_in_process
 
+from pipeline.batch.status import clock
+from pipeline.setup.login import state_token_expiry
 from pipeline.simulator import Simulator
 from pipeline.simulator.api import token_payload
 from pipeline.simulator.sessions import ACCESS_SECONDS
@@ -69,6 +71,9 @@ def test_two_accounts_with_rotating_sessions_stay_logged_in_over_cycles(sim, tmp
     for slug, text in texts.items():
         meta, _ = read_article(project / "articles" / f"{slug}.md")
         assert meta["engine"] == "qwen" and meta["account"] == taken[text][0], slug
+    listed = qwenpipe_in_process("accounts", cwd=project)
     for name, path in states.items():  # each file holds the session the site knows as current
         assert saved_session(path) == sim.store.sessions.current(name), name
         assert oct(path.stat().st_mode & 0o777) == "0o600"
+        # `accounts` tells the login by that session (30 days), not the page's 900 s access token
+        assert f"expires {clock(state_token_expiry(path))}" in listed.stdout, listed.stdout

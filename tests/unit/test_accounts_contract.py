@@ -377,7 +377,10 @@ def test_an_accounts_trouble_never_counts_against_a_sent_article_nor_dead_letter
         outcome = generate(acc.ws, "tea", acc.engines())
         assert outcome.status is Status.FAILED and "its chat waits for account a" in outcome.message
     assert not (project / "articles" / "tea.md.failed").exists()
-    assert acc.ws.store.article("tea").hard_failures == 0
+    record = acc.ws.store.article("tea")
+    assert (
+        record.hard_failures == 0 and "its chat waits for account a" in record.last_error
+    )  # status shows it
     assert acc.calls("b") == [] and not acc.router.history  # the chat stays with its account
     acc.chats["a"].enqueue_check(answer())
     assert generate(acc.ws, "tea", acc.engines()).status is Status.DONE

@@ -99,3 +99,16 @@ def test_a_login_file_replaced_by_a_symlink_is_not_followed(tmp_path):
     path.symlink_to(target)
     assert not save_back(Context(state(NOW + 30 * 86400)), loaded)
     assert target.read_text() == "keep" and path.is_symlink()
+
+
+def test_a_login_whose_session_did_not_change_leaves_the_file_untouched(tmp_path):
+    path = tmp_path / "state.json"
+    before = state(NOW + 86400)
+    path.write_text(json.dumps(before))
+    mtime = path.stat().st_mtime_ns
+    held = {
+        **before,
+        "origins": [{"origin": "https://chat.qwen.ai", "localStorage": [{"name": "x", "value": "y"}]}],
+    }
+    assert not save_back(Context(held), Loaded.of(path))
+    assert saved(path) == before and path.stat().st_mtime_ns == mtime

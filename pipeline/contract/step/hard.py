@@ -18,11 +18,15 @@ from .moves import Ask, Hard
 
 def handle(step: Context, move: Hard) -> Ask:
     err, now = move.error, step.clock()
+    account = step.account or DEFAULT_ACCOUNT
+    waits = ""
+    if err.code in ACCOUNT_REFUSALS and step.chat_url:  # status shows it as the article's last error
+        fix = f": run `qwenpipe login --account {account}`" if err.code == Code.LOGGED_OUT else ""
+        waits = f"{err}; its chat waits for account {account}{fix} (not counted against the article)"
     step.chat_error = err.code
-    step.state.record_error(now, "qwen", err.code, str(err))
+    step.state.record_error(now, "qwen", err.code, waits or str(err))
     step.log("hard", engine="qwen", account=step.account or None, error=str(err), code=err.code)
     step.say(f"{step.slug}: the chat failed hard: {err}")
-    account = step.account or DEFAULT_ACCOUNT
     if isinstance(err, QuotaSpent):
         until = step.ws.chat_quota.block(now, err.retry_after, str(err), account=account)
         step.log("quota", engine="qwen", account=account, until=clock_words(until), error=str(err))
@@ -32,8 +36,4 @@ def handle(step: Context, move: Hard) -> Ask:
     hold(step, account, err)
     if err.code not in ACCOUNT_REFUSALS:
         return Ask(failure=Failure.CHAT, error=err)
-    if not step.chat_url:
-        return Ask(failure=Failure.ACCOUNT, error=err)
-    fix = f": run `qwenpipe login --account {account}`" if err.code == Code.LOGGED_OUT else ""
-    waits = f"{err}; its chat waits for account {account}{fix} (not counted against the article)"
     return Ask(failure=Failure.ACCOUNT, error=err, message=waits)

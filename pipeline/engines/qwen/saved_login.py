@@ -4,7 +4,8 @@ back from its browser context (docs/qwen-site.md, "Login").
 The site renews its access token of a few minutes from the session cookie, and every renewal
 hands back a new session and ends the old one: a saved login is stale as soon as the page has
 renewed it once. So whatever the context holds (cookies and localStorage) goes back to the
-account's file when the run ends: atomically, mode 0600. Two runs may have loaded one file;
+account's file when the run ends, when it holds another session than the file: atomically,
+mode 0600 (a login that did not change leaves the file as it is). Two runs may have loaded one file;
 the one that saves second never puts an older login over a newer one: it writes only when the
 file is as it loaded it, or when what it holds is newer (its session ends later) than what the
 file holds now. Never raises for a file or a browser that went away: the file stays as it was.
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import files
-from pipeline.engines.qwen.tokens import session_expiry
+from pipeline.engines.qwen.tokens import listed, session_expiry
 
 LOCK_WAIT = 2.0  # s: another run saving the same file takes milliseconds
 MAX_BYTES = 16_000_000  # as `qwenpipe login --import` reads one
@@ -48,12 +49,26 @@ def stamp_of(path: Path) -> tuple[int, int, int] | None:
     return (st.st_mtime_ns, st.st_size, st.st_ino) if os.path.isfile(path) else None
 
 
-def held_session(path: Path) -> float | None:
-    """When the session saved in `path` ends (tokens.session_expiry); None when unreadable."""
+def saved_state(path: Path) -> Any:
+    """The storage state saved in `path`; None when unreadable (missing, a link, not JSON)."""
     try:
-        return session_expiry(json.loads(files.read_bytes(path, limit=MAX_BYTES)))
+        return json.loads(files.read_bytes(path, limit=MAX_BYTES))
     except (OSError, ValueError, RecursionError, files.SetupProblem):
         return None
+
+
+def held_session(path: Path) -> float | None:
+    """When the session saved in `path` ends (tokens.session_expiry); None when unreadable."""
+    return session_expiry(saved_state(path))
+
+
+def sessions_of(state: Any) -> set[str]:
+    """The session cookies (`token`) a storage state holds, by value."""
+    return {
+        c["value"]
+        for c in listed(state, "cookies")
+        if isinstance(c, dict) and c.get("name") == "token" and isinstance(c.get("value"), str)
+    }
 
 
 def save_back(context: Any, loaded: Loaded) -> bool:
@@ -67,8 +82,8 @@ def save_back(context: Any, loaded: Loaded) -> bool:
     except PlaywrightError:
         return False  # the browser is gone: nothing to save
     held = session_expiry(state)
-    if held is None:
-        return False
+    if held is None or sessions_of(state) == sessions_of(saved_state(loaded.path)):
+        return False  # signed out, or the session the file holds: nothing newer to keep
     lock = _lock(loaded.path)
     if lock is None:
         return False  # another run is saving it right now: its login is as new as ours
