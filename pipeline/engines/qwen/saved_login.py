@@ -9,6 +9,8 @@ mode 0600 (a login that did not change leaves the file as it is). Two runs may h
 the one that saves second never puts an older login over a newer one: it writes only when the
 file is as it loaded it, or when what it holds is newer (its session ends later) than what the
 file holds now. Never raises for a file or a browser that went away: the file stays as it was.
+
+`pipeline.files` is imported where a file is read or written: the engines load without it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline import files
 from pipeline.engines.qwen.tokens import listed, session_expiry
 
 LOCK_WAIT = 2.0  # s: another run saving the same file takes milliseconds
@@ -51,6 +52,8 @@ def stamp_of(path: Path) -> tuple[int, int, int] | None:
 
 def saved_state(path: Path) -> Any:
     """The storage state saved in `path`; None when unreadable (missing, a link, not JSON)."""
+    from pipeline import files
+
     try:
         return json.loads(files.read_bytes(path, limit=MAX_BYTES))
     except (OSError, ValueError, RecursionError, files.SetupProblem):
@@ -77,6 +80,8 @@ def save_back(context: Any, loaded: Loaded) -> bool:
     True when written."""
     from playwright.sync_api import Error as PlaywrightError
 
+    from pipeline import files
+
     try:
         state = context.storage_state()
     except PlaywrightError:
@@ -100,8 +105,10 @@ def save_back(context: Any, loaded: Loaded) -> bool:
         lock.release()
 
 
-def _lock(path: Path) -> files.FileLock | None:
+def _lock(path: Path) -> Any:
     """The save's lock beside the login file, waited for up to LOCK_WAIT seconds."""
+    from pipeline import files
+
     deadline = time.monotonic() + LOCK_WAIT
     while True:
         try:
