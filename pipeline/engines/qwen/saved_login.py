@@ -81,6 +81,7 @@ def save_back(context: Any, loaded: Loaded) -> bool:
     from playwright.sync_api import Error as PlaywrightError
 
     from pipeline import files
+    from pipeline.redact import Verbatim
 
     try:
         state = context.storage_state()
@@ -97,7 +98,8 @@ def save_back(context: Any, loaded: Loaded) -> bool:
             theirs = held_session(loaded.path)
             if theirs is not None and theirs >= held:
                 return False  # another run saved a login as new or newer since we loaded it
-        files.atomic_write(loaded.path, json.dumps(state, indent=1), mode=files.PRIVATE)
+        # Verbatim: a saved login's tokens are its whole point (the disk's masking leaves them)
+        files.atomic_write(loaded.path, Verbatim(json.dumps(state, indent=1)), mode=files.PRIVATE)
         return True
     except files.SetupProblem:
         return False  # a folder gone read-only, a symlink put there: the file stays as it was
