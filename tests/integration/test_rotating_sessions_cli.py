@@ -77,3 +77,17 @@ def test_two_accounts_with_rotating_sessions_stay_logged_in_over_cycles(sim, tmp
         assert oct(path.stat().st_mode & 0o777) == "0o600"
         # `accounts` tells the login by that session (30 days), not the page's 900 s access token
         assert f"expires {clock(state_token_expiry(path))}" in listed.stdout, listed.stdout
+
+
+def test_one_account_through_its_own_profile_saves_what_its_browser_holds_too(sim, tmp_path):
+    project = make_project(tmp_path, sim, router=False, own_browser=True)  # [browser]: one profile
+    state = project / "state.json"
+    state.write_text(json.dumps(sim.login_state("a")))
+    text = prompt(project, "solo", "Write an article about one profile.")
+    for _ in range(2):
+        result = qwenpipe_in_process("cycle", cwd=project)
+        assert result.returncode in (0, 42), result.stderr
+        later(sim)
+        assert saved_session(state) == sim.store.sessions.current("a")  # the file is the browser's login
+    assert read_article(project / "articles" / "solo.md")[0]["engine"] == "qwen"
+    assert senders(sim) == {text: ["a"]}
