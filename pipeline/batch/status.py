@@ -400,6 +400,7 @@ def _collect(
     shown_by = [f"slugs matching {' or '.join(map(repr, patterns))}"] if patterns else []
     status.filters = "; ".join(shown_by + ([f"state {', '.join(wanted)}"] if wanted else []))
     status.warnings = warnings(status, workspace.config.qwen.poll_interval)
+    status.warnings += hours_warnings(workspace, now)
     undelivered = outbox.pending_warning(workspace.state_dir)
     if undelivered:
         status.warnings.append(undelivered)
@@ -581,6 +582,14 @@ def warnings(status: BatchStatus, poll_interval: float) -> list[str]:
     if login:
         found.append(login)
     return found
+
+
+def hours_warnings(workspace: Workspace, now: float) -> list[str]:
+    """Each account outside its send_hours now: its new prompts wait (never the router)."""
+    from ..contract.rotation import outside_send_hours
+
+    found = [outside_send_hours(account, now) for account in all_accounts(workspace.config)]
+    return [f"{why}; its new prompts wait" for why in found if why]
 
 
 def store_warning(cycle: LastCycle) -> str:

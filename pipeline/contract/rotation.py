@@ -71,9 +71,7 @@ def standings(
         if not account.enabled:
             off = f"account {account.name} is disabled (enabled = false in {account.where})"
         off = off or saved_login_problem(config, account)
-        hours = send_hours.parse(account.send_hours)  # checked when the config was loaded
-        if not off and hours is not None and not hours.allows(now):
-            off = f"account {account.name} {hours.words(now)}"
+        off = off or outside_send_hours(account, now)
         if not off and account.name in probed:
             off = (
                 f"account {account.name} made its one probe send after its bot-check hold this run; "
@@ -91,6 +89,15 @@ def standings(
             )
         )
     return found
+
+
+def outside_send_hours(account: Account, now: float) -> str:
+    """Why `account` may not send now for its send_hours (pipeline/send_hours.py), with when
+    it may; "" when it may send now."""
+    hours = send_hours.parse(account.send_hours)  # checked when the config was loaded
+    if hours is None or hours.allows(now):
+        return ""
+    return f"account {account.name} {hours.words(now)}"
 
 
 def capacity(found: list[Standing]) -> Capacity:

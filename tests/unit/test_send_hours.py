@@ -9,6 +9,7 @@ import pytest
 from accounts_project import accounts_project
 from project_files import add_prompt, write_config
 
+from pipeline.batch.status import collect
 from pipeline.config import ConfigError, load
 from pipeline.contract.step import Status, generate
 from pipeline.send_hours import parse
@@ -71,6 +72,10 @@ def test_outside_its_hours_a_new_send_waits_without_the_router_and_goes_when_the
     assert night.status is Status.WORKING and night.reason == "account"
     assert "send_hours" in night.message and "07:00-22:00 UTC" in night.message
     assert chats["default"].sends == 0 and not router.history
+    said = collect(ws, utc(3))  # status says why
+    assert said.totals["quota"] == 1
+    assert any("sends only 07:00-22:00 UTC (send_hours)" in w for w in said.warnings), said.warnings
+    assert not [w for w in collect(ws, utc(12)).warnings if "send_hours" in w]
     assert generate(ws, "tea", engines(), clock=lambda: utc(7)).status is Status.QUEUED
 
 
