@@ -585,11 +585,20 @@ def warnings(status: BatchStatus, poll_interval: float) -> list[str]:
 
 
 def hours_warnings(workspace: Workspace, now: float) -> list[str]:
-    """Each account outside its send_hours now: its new prompts wait (never the router)."""
+    """Each account outside its send_hours now: its new prompts wait (never the router); and
+    each whose bot-check hold ended with no send since: its next send is a probe, alone."""
     from ..contract.rotation import outside_send_hours
 
-    found = [outside_send_hours(account, now) for account in all_accounts(workspace.config)]
-    return [f"{why}; its new prompts wait" for why in found if why]
+    accounts = all_accounts(workspace.config)
+    found = [f"{why}; its new prompts wait" for why in (outside_send_hours(a, now) for a in accounts) if why]
+    if workspace.has_store:  # a reader creates no store
+        found += [
+            f"account {a.name}: its bot-check hold ended at {clock(hold.until)}; its next send is a "
+            "probe that goes alone, the rest wait for it"
+            for a in accounts
+            if (hold := workspace.chat_quota.probing(now, a.name)) is not None
+        ]
+    return found
 
 
 def store_warning(cycle: LastCycle) -> str:

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 
 from accounts_project import accounts_project
 from project_files import add_prompt
 
+from pipeline.batch.status import collect
 from pipeline.contract.quota import BOT_CHECK, EMPTY_ANSWERS, Hold, next_local_midnight
 from pipeline.contract.step import Status, generate
 from pipeline.engines.base import EmptyAnswer, Generating, HardError
@@ -214,10 +216,13 @@ def test_after_a_hold_one_probe_send_goes_alone_and_the_account_takes_the_batch_
     chat = chats["default"]
     for slug in ("tea", "milk", "rice"):
         add_prompt(project, slug, f"Write about {slug}.")
+    # The store stamps sends by the wall clock: the hold is set two hours back from it.
+    began = time.time() - 2 * HOUR
     chat.send_error = slider()
-    generate(ws, "tea", engines(), clock=lambda: NOW)  # held for half an hour; the router writes tea
+    generate(ws, "tea", engines(), clock=lambda: began)  # held for half an hour; the router writes tea
     chat.send_error = None
-    after = NOW + 0.5 * HOUR + 1
+    after = began + 0.5 * HOUR + 1
+    assert any("its next send is a probe" in w for w in collect(ws, after).warnings)  # status says so
     run = engines()  # one run (a cycle) after the hold ended
     probe = generate(ws, "milk", run, clock=lambda: after)
     assert probe.status is Status.QUEUED and chat.sends == 1  # the probe
@@ -225,6 +230,7 @@ def test_after_a_hold_one_probe_send_goes_alone_and_the_account_takes_the_batch_
     assert rest.status is Status.WORKING and rest.reason == "account" and "probe" in rest.message
     assert chat.sends == 1 and not [h for h in router.history if "rice" in str(h)]  # it waits, no router
     assert generate(ws, "rice", engines(), clock=lambda: after + 2).status is Status.QUEUED  # the next run
+    assert not any("probe" in w for w in collect(ws, after + 3).warnings)
 
 
 def test_a_failed_probe_is_a_further_strike(project):
