@@ -477,7 +477,10 @@ class BrowserSession:
         """Close what we opened: the whole browser if we launched it, else only our pages."""
         try:
             if self._context is not None:
-                self._save_login()
+                try:
+                    self._save_login()
+                except Exception:
+                    pass  # the login file stays as it was; the context is closed all the same
                 if self._owns_context:
                     self._context.close()
                 else:
