@@ -23,6 +23,7 @@ from .languages import LANGUAGES
 from .pathguard import PathKind, Place, absolute
 from .pathguard import problem as _path_problem
 from .proxy import problem as _proxy
+from .send_hours import problem as _send_hours
 
 DEFAULT_CONFIG_NAME = "config.toml"
 CONFIG_ENV = "QWENPIPE_CONFIG"
@@ -217,6 +218,16 @@ class Qwen(Section):
         6,
         _between(0.1, 24 * 7),
         "hours an account met by a bot check is left alone (or until `qwenpipe login --account NAME`)",
+    )
+    bot_check_pause_first: float = key(
+        (int, float),
+        0.5,
+        _between(0.01, 24 * 7),
+        "hours of an account's first bot-check hold; each strike within a day of the last doubles it, "
+        "up to bot_check_pause",
+    )
+    send_hours: str = key(
+        str, "", _send_hours, 'new sends only then, e.g. "07:00-22:00 Europe/Berlin" ("" = any time)'
     )
     page_timeout: float = key(
         (int, float), 30, _between(1, 3600), "seconds to wait for the chat page to load"
@@ -566,6 +577,7 @@ class AccountSettings(Section):
     proxy: str = key(
         str, "", _proxy, "this account's browser goes out through it (as browser.proxy)", may_be_secret=True
     )
+    send_hours: str = key(str, "", _send_hours, 'this account\'s own qwen.send_hours ("" = qwen.send_hours)')
 
 
 ACCOUNT_KEYS = AccountSettings.keys()

@@ -400,6 +400,7 @@ def _collect(
     shown_by = [f"slugs matching {' or '.join(map(repr, patterns))}"] if patterns else []
     status.filters = "; ".join(shown_by + ([f"state {', '.join(wanted)}"] if wanted else []))
     status.warnings = warnings(status, workspace.config.qwen.poll_interval)
+    status.warnings += hours_warnings(workspace, now)
     undelivered = outbox.pending_warning(workspace.state_dir)
     if undelivered:
         status.warnings.append(undelivered)
@@ -580,6 +581,23 @@ def warnings(status: BatchStatus, poll_interval: float) -> list[str]:
     login = logged_out or login_warning(status.login, status.now)
     if login:
         found.append(login)
+    return found
+
+
+def hours_warnings(workspace: Workspace, now: float) -> list[str]:
+    """Each account outside its send_hours now: its new prompts wait (never the router); and
+    each whose bot-check hold ended with no send since: its next send is a probe, alone."""
+    from ..contract.rotation import outside_send_hours
+
+    accounts = all_accounts(workspace.config)
+    found = [f"{why}; its new prompts wait" for why in (outside_send_hours(a, now) for a in accounts) if why]
+    if workspace.has_store:  # a reader creates no store
+        found += [
+            f"account {a.name}: its bot-check hold ended at {clock(hold.until)}; its next send is a "
+            "probe that goes alone, the rest wait for it"
+            for a in accounts
+            if (hold := workspace.chat_quota.probing(now, a.name)) is not None
+        ]
     return found
 
 

@@ -10,9 +10,10 @@ or sends its next turn; its being disabled or blocked makes the article wait, ne
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import NamedTuple
 
+from .. import send_hours
 from ..accounts import Account, all_accounts, saved_login_problem
 from ..store.protocol import DEFAULT_ACCOUNT, Send
 from .quota import local_day_start
@@ -45,11 +46,19 @@ class Capacity(NamedTuple):
 
 
 def standings(
-    workspace, now: float, skipped: Mapping[str, object], names: Sequence[str] = (), *, replan: bool = True
+    workspace,
+    now: float,
+    skipped: Mapping[str, object],
+    names: Sequence[str] = (),
+    *,
+    replan: bool = True,
+    probed: Collection[str] = (),
 ) -> list[Standing]:
     """The accounts (all, or those `names`, in config order) with their counts and blocks.
     `skipped`: accounts this run found unusable, with why (see Engines.unavailable). `replan`:
-    False for readers (status), which never write (see ChatQuota.blocked_until)."""
+    False for readers (status), which never write (see ChatQuota.blocked_until). `probed`:
+    accounts whose probe send after a bot-check hold this run made (Engines.probed): the rest
+    of their sends wait for the next run."""
     config = workspace.config
     accounts = [a for a in all_accounts(config) if not names or a.name in names]
     per_account = any(a.max_sends_per_day for a in accounts)
@@ -62,6 +71,12 @@ def standings(
         if not account.enabled:
             off = f"account {account.name} is disabled (enabled = false in {account.where})"
         off = off or saved_login_problem(config, account)
+        off = off or outside_send_hours(account, now)
+        if not off and account.name in probed:
+            off = (
+                f"account {account.name} made its one probe send after its bot-check hold this run; "
+                "its other sends wait for the next cycle"
+            )
         blocked = workspace.chat_quota.blocked_until(now, replan=replan, account=account.name)
         found.append(
             Standing(
@@ -74,6 +89,15 @@ def standings(
             )
         )
     return found
+
+
+def outside_send_hours(account: Account, now: float) -> str:
+    """Why `account` may not send now for its send_hours (pipeline/send_hours.py), with when
+    it may; "" when it may send now."""
+    hours = send_hours.parse(account.send_hours)  # checked when the config was loaded
+    if hours is None or hours.allows(now):
+        return ""
+    return f"account {account.name} {hours.words(now)}"
 
 
 def capacity(found: list[Standing]) -> Capacity:

@@ -83,6 +83,11 @@ class SimulatorOptions:
     )
     empty_answers: bool = _option(_SETTINGS.empty_answers, "every answer finishes with no text")
     empty_accounts: str = _option("", "comma-separated accounts whose answers finish with no text")
+    rotating_sessions: bool = _option(
+        _SETTINGS.rotating_sessions,
+        "late-2026 login: the page trades the session cookie for a 900 s access token at "
+        "GET /api/v2/auths/refresh, each trade ending the old session",
+    )
 
     def account_names(self, option: str = "accounts") -> tuple[str, ...]:
         """The names a comma-separated option (--accounts, --slider-accounts...) gives."""
@@ -166,6 +171,7 @@ class SimulatorOptions:
             slider_accounts=self.account_names("slider_accounts"),
             empty_answers=self.empty_answers,
             empty_accounts=self.account_names("empty_accounts"),
+            rotating_sessions=self.rotating_sessions,
         )
         try:
             return sim.start()

@@ -56,6 +56,7 @@ SETTING_KEYS = {
     "empty_answers",
     "empty_accounts",
     "failing_deletes",
+    "rotating_sessions",
 }
 # What /sim/config (and Simulator.set) can also do to the accounts, besides settings.
 ACCOUNT_ACTIONS = {"log_out", "clear_accounts", "solve_slider"}
@@ -90,6 +91,7 @@ class Simulator:
         slider_accounts: Sequence[str] = (),
         empty_answers: bool = False,
         empty_accounts: Sequence[str] = (),
+        rotating_sessions: bool = False,
     ):
         settings = Settings(
             scenario=scenario,
@@ -114,6 +116,7 @@ class Simulator:
             slider_accounts=list(slider_accounts),
             empty_answers=empty_answers,
             empty_accounts=list(empty_accounts),
+            rotating_sessions=rotating_sessions,
         )
         self.store = ChatStore(settings, ledger_path, accounts=tuple(accounts))
         for name in (*slider_accounts, *empty_accounts) if self.store.accounts else ():
@@ -243,6 +246,9 @@ class Simulator:
         if self.store.accounts or account:
             self.store.require_account(account)
         token = api.issue_token(self.store, account)
+        page_token = token
+        if self.store.settings.rotating_sessions:  # the page's access token, beside the session
+            page_token = api.access_token(self.store, account, self.store.site_clock())
         cookie = {
             "name": "token",
             "value": token,
@@ -253,7 +259,7 @@ class Simulator:
             "secure": False,
             "sameSite": "Lax",
         }
-        storage = [{"name": "token", "value": token}]
+        storage = [{"name": "token", "value": page_token}]
         return {"cookies": [cookie], "origins": [{"origin": self.base_url, "localStorage": storage}]}
 
     def account_report(self) -> dict:

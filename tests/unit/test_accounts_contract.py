@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import tomllib
 
 import pytest
@@ -14,7 +15,7 @@ from pipeline.batch.cycle import run_cycle
 from pipeline.config import ConfigError, load
 from pipeline.contract.step import Status, generate
 from pipeline.contract.workspace import Engines, Workspace
-from pipeline.engines.base import Generating, HardError, QuotaSpent, TransientError
+from pipeline.engines.base import ACCOUNT_REFUSALS, Generating, HardError, QuotaSpent, TransientError
 
 BASE = "[qwen]\npoll_interval = 0\nmax_attempts = 3\n[article]\nmin_words = 0\n"
 
@@ -354,3 +355,53 @@ def test_accounts_command_lists_login_sends_quota_and_enabled(project, capsys):
     assert lines[0].split()[:2] == ["ACCOUNT", "ENABLED"]
     assert lines[1].split()[:2] == ["a", "yes"] and "1 of 2" in lines[1] and "spent until" in lines[1]
     assert lines[2].split()[:2] == ["b", "no"]
+
+
+def account_trouble(code: str) -> HardError:
+    return (
+        QuotaSpent("daily limit reached", retry_after=3600) if code == "quota" else HardError(code, code=code)
+    )
+
+
+@pytest.mark.parametrize("code", sorted(ACCOUNT_REFUSALS))
+def test_an_accounts_trouble_never_counts_against_a_sent_article_nor_dead_letters_it(project, code):
+    """The finding of issue 36: a logged-out account burned the attempts of the articles it had
+    sent, and dead-lettered them within max_attempts cycles. Every kind of account trouble."""
+    acc = Accounts(project, "[router]\nenabled = false\n[accounts.a]\n[accounts.b]\n", ("a", "b"))
+    add_prompt(project, "tea")
+    engines = acc.engines()
+    assert generate(acc.ws, "tea", engines).account == "a"
+    for _ in range(acc.ws.config.qwen.max_attempts + 2):
+        acc.chats["a"].enqueue_check(account_trouble(code))
+        _clear_block(acc, "a")  # a hold or block ends: the next run looks again
+        outcome = generate(acc.ws, "tea", acc.engines())
+        assert outcome.status is Status.FAILED and "its chat waits for account a" in outcome.message
+    assert not (project / "articles" / "tea.md.failed").exists()
+    record = acc.ws.store.article("tea")
+    assert (
+        record.hard_failures == 0 and "its chat waits for account a" in record.last_error
+    )  # status shows it
+    assert acc.calls("b") == [] and not acc.router.history  # the chat stays with its account
+    acc.chats["a"].enqueue_check(answer())
+    assert generate(acc.ws, "tea", acc.engines()).status is Status.DONE
+
+
+@pytest.mark.parametrize("code", sorted(ACCOUNT_REFUSALS))
+def test_an_accounts_trouble_at_a_send_is_not_counted_against_the_article(project, code):
+    acc = Accounts(project, "[router]\nenabled = false\n[accounts.a]\n", ("a",))
+    add_prompt(project, "tea")
+    for _ in range(acc.ws.config.qwen.max_attempts + 2):
+        acc.chats["a"].send_error = account_trouble(code)
+        _clear_block(acc, "a")
+        outcome = generate(acc.ws, "tea", acc.engines())
+        assert outcome.status is Status.FAILED, outcome.message
+    assert not (project / "articles" / "tea.md.failed").exists()
+    assert acc.ws.store.article("tea").hard_failures == 0
+
+
+def _clear_block(acc: Accounts, name: str) -> None:
+    """Whatever block or hold the last run left on `name` ends now (as if its time passed)."""
+    from pipeline.store.protocol import QuotaBlock
+
+    with acc.ws.store.step() as step:
+        step.block_quota(QuotaBlock(name, until=time.time() - 1, reason="over", since=time.time() - 2))
