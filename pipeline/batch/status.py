@@ -400,7 +400,7 @@ def _collect(
     shown_by = [f"slugs matching {' or '.join(map(repr, patterns))}"] if patterns else []
     status.filters = "; ".join(shown_by + ([f"state {', '.join(wanted)}"] if wanted else []))
     status.warnings = warnings(status, workspace.config.qwen.poll_interval)
-    status.warnings += hours_warnings(workspace, now)
+    status.warnings += hours_warnings(workspace, now, use_store=use_store)
     undelivered = outbox.pending_warning(workspace.state_dir)
     if undelivered:
         status.warnings.append(undelivered)
@@ -584,14 +584,15 @@ def warnings(status: BatchStatus, poll_interval: float) -> list[str]:
     return found
 
 
-def hours_warnings(workspace: Workspace, now: float) -> list[str]:
+def hours_warnings(workspace: Workspace, now: float, *, use_store: bool = True) -> list[str]:
     """Each account outside its send_hours now: its new prompts wait (never the router); and
-    each whose bot-check hold ended with no send since: its next send is a probe, alone."""
+    each whose bot-check hold ended with no send since: its next send is a probe, alone (known
+    from the store: not when it cannot be read)."""
     from ..contract.rotation import outside_send_hours
 
     accounts = all_accounts(workspace.config)
     found = [f"{why}; its new prompts wait" for why in (outside_send_hours(a, now) for a in accounts) if why]
-    if workspace.has_store:  # a reader creates no store
+    if workspace.has_store and use_store:  # a reader creates no store
         found += [
             f"account {a.name}: its bot-check hold ended at {clock(hold.until)}; its next send is a "
             "probe that goes alone, the rest wait for it"
