@@ -689,6 +689,11 @@ class Config:
     def store(self) -> Store:
         return Store(**self.values["store"])
 
+    @property
+    def rotation(self) -> str:
+        """[accounts] rotation: "spread" (default) or "fill" (see contract/rotation.py)."""
+        return str(self.values.get(ACCOUNTS_OWN, {}).get("rotation") or ACCOUNTS_KEYS["rotation"].default)
+
     @cached_property
     def accounts(self) -> dict[str, AccountSettings]:
         """[accounts.NAME] tables by name, in the file's order (none: the one account of [browser])."""
@@ -936,6 +941,11 @@ def validate(data: dict[str, Any], where: Path | str = "config.toml") -> dict[st
     for section, table in data.items():
         if section == ACCOUNTS:
             values[ACCOUNTS] = _validate_accounts(table, where)
+            values[ACCOUNTS_OWN] = {
+                name: check_value(f"accounts.{name}", spec, table[name], where)
+                for name, spec in ACCOUNTS_KEYS.items()
+                if name in table and not isinstance(table[name], dict)
+            }
             continue
         if section not in SCHEMA:
             known = ", ".join(f"[{s}]" for s in (*SCHEMA, "accounts.NAME"))
@@ -975,12 +985,28 @@ def _check_proxies(values: dict[str, dict[str, Any]], where: Path | str, *, from
         )
 
 
+# The keys of [accounts] itself (beside its [accounts.NAME] tables): how they share the sends.
+ROTATIONS = ("spread", "fill")
+ACCOUNTS_KEYS = {
+    "rotation": Key(
+        str,
+        "spread",
+        _one_of(*ROTATIONS),
+        '"spread": a send to the account with the fewest sends today; "fill": the most left',
+    ),
+}
+ACCOUNTS_OWN = "accounts_own"  # where values keep [accounts]' own keys (apart from its tables)
+
+
 def _validate_accounts(table: Any, where: Path | str) -> dict[str, dict[str, Any]]:
-    """[accounts.NAME] tables, in the file's order (the order that breaks ties in rotation)."""
+    """[accounts.NAME] tables, in the file's order (the order that breaks ties in rotation).
+    [accounts]' own keys (ACCOUNTS_KEYS) are taken out first: validate keeps them apart."""
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: `accounts` must be tables such as [accounts.main], not a value")
     accounts: dict[str, dict[str, Any]] = {}
     for name, keys in table.items():
+        if name in ACCOUNTS_KEYS and not isinstance(keys, dict):
+            continue  # [accounts] rotation = ...: not an account
         if not ACCOUNT_NAME.match(name):
             raise ConfigError(
                 f"{where}: [accounts.{name}]: an account name is a-z, 0-9, _ and - "

@@ -191,6 +191,7 @@ class AccountLine:
     quota_until: float | None = None
     quota_reason: str | None = None
     hold: Hold | None = None  # the same block read whole: its kind and since (a bot check...)
+    share: float | None = None  # its part of every account's sends today, 0-1 (None: none yet)
 
     def to_json(self) -> dict:
         return {
@@ -198,6 +199,7 @@ class AccountLine:
             "enabled": self.enabled,
             "login": self.login.to_json(),
             "sends_today": self.sends_today,
+            "share_today": self.share,  # of every account's sends today (None: none yet)
             "limit": self.limit or None,
             "quota": {
                 "blocked": self.quota_until is not None,
@@ -242,6 +244,9 @@ def collect_accounts(workspace: Workspace, now: float, *, use_store: bool = True
                 hold=workspace.chat_quota.held(now, account.name) if block and block.quota_until else None,
             )
         )
+    total = sum(line.sends_today for line in lines)
+    for line in lines:  # how the accounts share the day's sends ([accounts] rotation)
+        line.share = round(line.sends_today / total, 3) if total else None
     return lines
 
 

@@ -1,7 +1,8 @@
 """Which account sends, and whether an article's own account may go on with its chat.
 
-Rotation: a new send goes to the enabled account with the most sends left today (its own
-`max_sends_per_day`, none = unlimited), ties in config order; an account the site blocked
+Rotation ([accounts] rotation): a new send goes to the usable account with the fewest sends
+today ("spread", the default), or with the most sends left under its own `max_sends_per_day`
+("fill": none = unlimited), ties in config order; an account the site blocked
 (quota), or that this run found logged out or behind a bot check, is skipped until that
 clears. Affinity: once an account took the prompt, only that account ever looks at the chat
 or sends its next turn; its being disabled or blocked makes the article wait, never move.
@@ -61,7 +62,8 @@ def standings(
     of their sends wait for the next run."""
     config = workspace.config
     accounts = [a for a in all_accounts(config) if not names or a.name in names]
-    per_account = any(a.max_sends_per_day for a in accounts)
+    # Today's counts: for limits, and for "spread" rotation among several accounts.
+    per_account = any(a.max_sends_per_day for a in accounts) or len(accounts) > 1
     counts = workspace.store.send_counts(local_day_start(now)) if per_account else None
     found = []
     for account in accounts:
@@ -100,12 +102,18 @@ def outside_send_hours(account: Account, now: float) -> str:
     return f"account {account.name} {hours.words(now)}"
 
 
-def capacity(found: list[Standing]) -> Capacity:
-    """The account a send goes to (most left, ties in order), or why none may send now: every
-    usable account blocked by the site (its earliest end), else the first reason one is off."""
+def capacity(found: list[Standing], rotation: str = "spread") -> Capacity:
+    """The account a send goes to, or why none may send now: every usable account blocked by
+    the site (its earliest end), else the first reason one is off. `rotation` ([accounts]
+    rotation): "spread", the one with the fewest sends today (the sends, and the risk of a bot
+    check, shared); "fill", the one with the most left under its limit (the first fills up
+    before the next takes over). Ties in config order."""
     ready = [s for s in found if s.can_send]
     if ready:
-        best = max(ready, key=lambda s: float("inf") if s.left is None else s.left)  # first of equals
+        if rotation == "fill":
+            best = max(ready, key=lambda s: float("inf") if s.left is None else s.left)  # first of equals
+        else:
+            best = min(ready, key=lambda s: s.sends_today)
         lefts = [s.left for s in ready]
         return Capacity(best.account, left=None if None in lefts else sum(lefts))  # type: ignore[arg-type]
     blocked = [s for s in found if not s.off and s.quota_until is not None]

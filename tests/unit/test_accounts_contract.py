@@ -65,7 +65,10 @@ class Accounts:
 
 
 def test_a_new_send_goes_to_the_account_with_most_sends_left_ties_in_config_order(project):
-    acc = Accounts(project, "[accounts.a]\nmax_sends_per_day = 2\n[accounts.b]\nmax_sends_per_day = 3\n")
+    fill = '[accounts]\nrotation = "fill"\n'
+    acc = Accounts(
+        project, fill + "[accounts.a]\nmax_sends_per_day = 2\n[accounts.b]\nmax_sends_per_day = 3\n"
+    )
     del acc.chats["c"]
     for slug in ("one", "two", "three"):
         add_prompt(project, slug, f"Write about {slug}.")
@@ -96,7 +99,8 @@ def test_the_sender_is_recorded_in_the_store_and_the_marker_before_the_click(pro
 
 
 def test_polls_of_a_chat_go_to_its_sender_only_and_the_article_names_it(project):
-    acc = Accounts(project, "[accounts.a]\nmax_sends_per_day = 1\n[accounts.b]\n[accounts.c]\n")
+    fill = '[accounts]\nrotation = "fill"\n'
+    acc = Accounts(project, fill + "[accounts.a]\nmax_sends_per_day = 1\n[accounts.b]\n[accounts.c]\n")
     add_prompt(project, "tea")
     engines = acc.engines()
     assert generate(acc.ws, "tea", engines).account == "b"
@@ -108,6 +112,28 @@ def test_polls_of_a_chat_go_to_its_sender_only_and_the_article_names_it(project)
     assert acc.calls("a") == [] and acc.calls("c") == []
     meta = tomllib.loads((project / "articles" / "tea.md").read_text().split("+++")[1])
     assert meta["account"] == "b" and meta["engine"] == "qwen"
+
+
+@pytest.mark.parametrize(("rotation", "shares"), [("spread", {"a": 5, "b": 5}), ("fill", {"a": 10, "b": 0})])
+def test_two_accounts_without_limits_share_a_cycles_sends_as_rotation_says(project, rotation, shares):
+    acc = Accounts(
+        project, f'[accounts]\nrotation = "{rotation}"\n[accounts.a]\n[accounts.b]\n', names=("a", "b")
+    )
+    for number in range(10):
+        add_prompt(project, f"topic-{number}", f"Write about topic {number}.")
+    report = run_cycle(acc.ws, acc.engines(), say=lambda _line: None)
+    assert len(report.sent) == 10
+    assert {name: acc.sent(name) for name in ("a", "b")} == shares
+    from pipeline.batch.status import collect
+
+    shown = {a["name"]: a["share_today"] for a in collect(acc.ws).to_json()["accounts"]}
+    assert shown == {name: n / 10 for name, n in shares.items()}  # each account's part of today's
+
+
+def test_a_rotation_that_is_neither_spread_nor_fill_is_refused_naming_both(project):
+    write_config(project, BASE + '[accounts]\nrotation = "random"\n[accounts.a]\n')
+    with pytest.raises(ConfigError, match=r"accounts.rotation = 'random'.*spread.*fill"):
+        load(project / "config.toml")
 
 
 def test_a_router_written_article_names_no_account(project):
@@ -128,8 +154,8 @@ def test_an_account_refusing_before_typing_is_skipped_and_the_next_one_sends(pro
     outcome = generate(acc.ws, "tea", engines)
     assert outcome.status is Status.QUEUED and outcome.account == "b"
     assert acc.sends("tea") == [(1, "b", outcome.chat_url)]
-    assert generate(acc.ws, "milk", engines).account == "b"  # a is skipped for the rest of the run
-    assert acc.calls("a") == ["send"] and acc.sent("b") == 2
+    assert generate(acc.ws, "milk", engines).account == "c"  # a is skipped for the rest of the run
+    assert acc.calls("a") == ["send"] and acc.sent("b") == 1 and acc.sent("c") == 1
     assert not acc.router.history
 
 
@@ -329,7 +355,8 @@ def test_status_shows_each_articles_account_and_a_line_per_account(project):
     assert (by_name["b"]["sends_today"], by_name["b"]["limit"], by_name["c"]["enabled"]) == (1, 4, False)
     text = plain_status(collect(acc.ws))
     assert "ACCOUNT" in text.splitlines()[0]
-    assert "account b: 1 sent today of 4" in text and "account c: 0 sent today, disabled" in text
+    assert "account b: 1 sent today of 4 (100% of today's)" in text
+    assert "account c: 0 sent today (0% of today's), disabled" in text
     assert "account: b" in plain_story(collect_story(acc.ws, "tea"), "tea")
 
 

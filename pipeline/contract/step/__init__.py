@@ -367,7 +367,8 @@ class Step:
         (`context.chosen`); when none may send, the limits say why (the site's quota block, or
         `account_off`)."""
         step = self.context
-        able = capacity(standings(step.ws, now, step.engines.unavailable, names, probed=step.engines.probed))
+        found = standings(step.ws, now, step.engines.unavailable, names, probed=step.engines.probed)
+        able = capacity(found, step.ws.config.rotation)
         step.chosen = able.chosen.name if able.chosen else None
         budget, per_day = step.budget, step.qwen.max_sends_per_day
         return send_limits(
