@@ -843,20 +843,45 @@ def load(explicit: str | os.PathLike | None = None) -> Config:
     if key_file:  # absolute from here on (not resolved: a link there is refused, not followed)
         values["router"]["api_key_file"] = str(absolute(root, key_file))
     config = Config(values=values, root=root, source=path.resolve()).check_folders()
-    if key_file:  # refused now (not at 3 a.m.) when it cannot serve
-        read_key_file(values["router"]["api_key_file"], path)
+    if key_file:  # refused now (not at 3 a.m.) when it cannot serve; its mode where it is used
+        read_key_file(values["router"]["api_key_file"], path, private=False)
     return config
 
 
 KEY_FILE_MAX = 64 * 1024
 
 
-def read_key_file(path: str, where: Path | str = "config.toml") -> str | None:
-    """The router key in router.api_key_file (its first line), None when the file is empty.
-    ConfigError unless it is a regular file of this user that no one else may read (mode 0600 or
-    stricter): a key the group or the world can read is a key given away. Never shows its text."""
+def exposed_key_file(path: str, info: os.stat_result) -> str | None:
+    """Why the key file at `path` (its `info`) gives the key away, and the fix; None when it is
+    this user's and no one else may read it (mode 0600 or stricter)."""
     import stat
 
+    if info.st_uid == os.geteuid() and not info.st_mode & 0o077:
+        return None
+    mode = stat.S_IMODE(info.st_mode)
+    whose = "" if info.st_uid == os.geteuid() else ", and it is another user's"
+    return f"{path} has mode {mode:04o}{whose}: others may read the key; make it yours and private: chmod 600 {path}"
+
+
+def key_file_warning(config: Config) -> str | None:
+    """For commands that only read (status, show...): the key file others may read, said as a
+    warning; the runs that use the key refuse it (read_key_file)."""
+    path = config.router.api_key_file
+    if not path:
+        return None
+    try:
+        exposed = exposed_key_file(path, os.lstat(path))
+    except OSError:
+        return None  # gone or unreadable: the runs that use it say so
+    return f"router.api_key_file: {exposed}; runs that use the key refuse it until then" if exposed else None
+
+
+def read_key_file(path: str, where: Path | str = "config.toml", *, private: bool = True) -> str | None:
+    """The router key in router.api_key_file (its first line), None when the file is empty.
+    ConfigError unless it is a regular file of this user that no one else may read (mode 0600 or
+    stricter): a key the group or the world can read is a key given away. `private=False`: that
+    one rule left to the caller (a command that only reads warns of it: key_file_warning).
+    Never shows its text."""
     name = "router.api_key_file"
     try:
         handle = files.open_read(path)  # a FIFO never hangs a run; a link is refused (pathguard)
@@ -870,14 +895,9 @@ def read_key_file(path: str, where: Path | str = "config.toml") -> str | None:
     except OSError as err:
         raise ConfigError(f"{where}: {name}: cannot read {path}: {err.strerror}") from None
     with handle:
-        info = os.fstat(handle.fileno())
-        if info.st_uid != os.geteuid() or info.st_mode & 0o077:
-            mode = stat.S_IMODE(info.st_mode)
-            whose = "" if info.st_uid == os.geteuid() else ", and it is another user's"
-            raise ConfigError(
-                f"{where}: {name}: {path} has mode {mode:04o}{whose}: others may read the key; "
-                f"make it yours and private: chmod 600 {path}"
-            )
+        exposed = exposed_key_file(path, os.fstat(handle.fileno()))
+        if exposed and private:
+            raise ConfigError(f"{where}: {name}: {exposed}")
         text = handle.read(KEY_FILE_MAX).decode("utf-8", errors="replace")  # bad bytes: refused below
     # Lines end at \n only (splitlines would also cut at \x0b, \x1c...: a key silently shortened).
     lines = [line.strip(" \t\r") for line in text.split("\n") if line.strip(" \t\r")]
@@ -913,7 +933,9 @@ class RouterKey(NamedTuple):
     source: str
 
 
-def read_router_key(settings: Router, env: Mapping[str, str] | None = None) -> RouterKey:
+def read_router_key(
+    settings: Router, env: Mapping[str, str] | None = None, *, private: bool = True
+) -> RouterKey:
     """The one place the router key is read: the variable named by `settings.api_key_env` in
     `env` (default os.environ), else the file `settings.api_key_file` (read_key_file). A key no
     HTTP header can carry is a ConfigError naming where it came from (key_problem). Not
@@ -931,7 +953,7 @@ def read_router_key(settings: Router, env: Mapping[str, str] | None = None) -> R
         return RouterKey(key, source)
     if settings.api_key_file:  # cron carries no environment: the key's file
         path = settings.api_key_file
-        return RouterKey(read_key_file(path), f"{path} (router.api_key_file)")
+        return RouterKey(read_key_file(path, private=private), f"{path} (router.api_key_file)")
     return RouterKey(None, source)
 
 

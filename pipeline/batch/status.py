@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .. import files
 from ..accounts import all_accounts
+from ..config import key_file_warning
 from ..contract.hosts import chat_limits, shared_batch
 from ..contract.phases import UNFINISHED, Limits, Phase, Record, phase_of, schedule
 from ..contract.quota import Hold, held_words, host_accounts, local_day_start, sends_today
@@ -406,6 +407,9 @@ def _collect(
     status.filters = "; ".join(shown_by + ([f"state {', '.join(wanted)}"] if wanted else []))
     status.warnings = warnings(status, workspace.config.qwen.poll_interval)
     status.warnings += hours_warnings(workspace, now, use_store=use_store)
+    exposed = key_file_warning(workspace.config)
+    if exposed:
+        status.warnings.append(exposed)
     undelivered = outbox.pending_warning(workspace.state_dir)
     if undelivered:
         status.warnings.append(undelivered)
