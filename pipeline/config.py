@@ -860,7 +860,10 @@ def exposed_key_file(path: str, info: os.stat_result) -> str | None:
         return None
     mode = stat.S_IMODE(info.st_mode)
     whose = "" if info.st_uid == os.geteuid() else ", and it is another user's"
-    return f"{path} has mode {mode:04o}{whose}: others may read the key; make it yours and private: chmod 600 {path}"
+    return (
+        f"{path} has mode {mode:04o}{whose}: others may read the key; make it yours and private: "
+        f"chmod 600 {path}"
+    )
 
 
 def key_file_warning(config: Config) -> str | None:

@@ -58,10 +58,10 @@ def test_a_key_file_others_may_read_is_refused_by_runs_that_use_it_and_a_warning
     assert (
         f"router.api_key_file: {path} has mode {mode:04o}" in warned.stderr and "chmod 600" in warned.stderr
     )
-    for run in (["cycle"], ["generate", "tea"]):
+    for command in (["cycle"], ["generate", "tea"]):
         (project / "prompts" / "tea.md").write_text("Write about tea.\n")
-        result = qwenpipe(*run, cwd=project)
-        assert result.returncode == 2 and f"mode {mode:04o}" in result.stderr, (run, result.stderr)
+        result = qwenpipe(*command, cwd=project)
+        assert result.returncode == 2 and f"mode {mode:04o}" in result.stderr, (command, result.stderr)
     assert not list((project / "articles").glob("tea.md*"))  # refused before anything was sent
 
 
