@@ -25,6 +25,7 @@ class Account(NamedTuple):
     enabled: bool
     configured: bool  # False for the implicit `default` made of [browser]'s keys
     proxy: str = ""  # its browser's proxy URL (pipeline.proxy); "" = none
+    send_hours: str = ""  # when it may send (pipeline/send_hours.py); "" = any time
 
     @property
     def where(self) -> str:
@@ -58,6 +59,7 @@ def _accounts_of(config: Config) -> tuple[Account, ...]:
                 enabled=True,
                 configured=False,
                 proxy=config.browser.proxy,
+                send_hours=config.qwen.send_hours,
             ),
         )
     return tuple(
@@ -69,6 +71,7 @@ def _accounts_of(config: Config) -> tuple[Account, ...]:
             enabled=settings.enabled,
             configured=True,
             proxy=settings.proxy,
+            send_hours=settings.send_hours or config.qwen.send_hours,
         )
         for name, settings in tables.items()
     )

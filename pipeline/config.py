@@ -23,6 +23,7 @@ from .languages import LANGUAGES
 from .pathguard import PathKind, Place, absolute
 from .pathguard import problem as _path_problem
 from .proxy import problem as _proxy
+from .send_hours import problem as _send_hours
 
 DEFAULT_CONFIG_NAME = "config.toml"
 CONFIG_ENV = "QWENPIPE_CONFIG"
@@ -217,6 +218,16 @@ class Qwen(Section):
         6,
         _between(0.1, 24 * 7),
         "hours an account met by a bot check is left alone (or until `qwenpipe login --account NAME`)",
+    )
+    bot_check_pause_first: float = key(
+        (int, float),
+        0.5,
+        _between(0.01, 24 * 7),
+        "hours of an account's first bot-check hold; each strike within a day of the last doubles it, "
+        "up to bot_check_pause",
+    )
+    send_hours: str = key(
+        str, "", _send_hours, 'new sends only then, e.g. "07:00-22:00 Europe/Berlin" ("" = any time)'
     )
     page_timeout: float = key(
         (int, float), 30, _between(1, 3600), "seconds to wait for the chat page to load"
@@ -572,6 +583,7 @@ class AccountSettings(Section):
     proxy: str = key(
         str, "", _proxy, "this account's browser goes out through it (as browser.proxy)", may_be_secret=True
     )
+    send_hours: str = key(str, "", _send_hours, 'this account\'s own qwen.send_hours ("" = qwen.send_hours)')
 
 
 ACCOUNT_KEYS = AccountSettings.keys()
@@ -682,6 +694,11 @@ class Config:
     @cached_property
     def store(self) -> Store:
         return Store(**self.values["store"])
+
+    @property
+    def rotation(self) -> str:
+        """[accounts] rotation: "spread" (default) or "fill" (see contract/rotation.py)."""
+        return str(self.values.get(ACCOUNTS_OWN, {}).get("rotation") or ACCOUNTS_KEYS["rotation"].default)
 
     @cached_property
     def accounts(self) -> dict[str, AccountSettings]:
@@ -832,20 +849,48 @@ def load(explicit: str | os.PathLike | None = None) -> Config:
     if key_file:  # absolute from here on (not resolved: a link there is refused, not followed)
         values["router"]["api_key_file"] = str(absolute(root, key_file))
     config = Config(values=values, root=root, source=path.resolve()).check_folders()
-    if key_file:  # refused now (not at 3 a.m.) when it cannot serve
-        read_key_file(values["router"]["api_key_file"], path)
+    if key_file:  # refused now (not at 3 a.m.) when it cannot serve; its mode where it is used
+        read_key_file(values["router"]["api_key_file"], path, private=False)
     return config
 
 
 KEY_FILE_MAX = 64 * 1024
 
 
-def read_key_file(path: str, where: Path | str = "config.toml") -> str | None:
-    """The router key in router.api_key_file (its first line), None when the file is empty.
-    ConfigError unless it is a regular file of this user that no one else may read (mode 0600 or
-    stricter): a key the group or the world can read is a key given away. Never shows its text."""
+def exposed_key_file(path: str, info: os.stat_result) -> str | None:
+    """Why the key file at `path` (its `info`) gives the key away, and the fix; None when it is
+    this user's and no one else may read it (mode 0600 or stricter)."""
     import stat
 
+    if info.st_uid == os.geteuid() and not info.st_mode & 0o077:
+        return None
+    mode = stat.S_IMODE(info.st_mode)
+    whose = "" if info.st_uid == os.geteuid() else ", and it is another user's"
+    return (
+        f"{path} has mode {mode:04o}{whose}: others may read the key; make it yours and private: "
+        f"chmod 600 {path}"
+    )
+
+
+def key_file_warning(config: Config) -> str | None:
+    """For commands that only read (status, show...): the key file others may read, said as a
+    warning; the runs that use the key refuse it (read_key_file)."""
+    path = config.router.api_key_file
+    if not path:
+        return None
+    try:
+        exposed = exposed_key_file(path, os.lstat(path))
+    except OSError:
+        return None  # gone or unreadable: the runs that use it say so
+    return f"router.api_key_file: {exposed}; runs that use the key refuse it until then" if exposed else None
+
+
+def read_key_file(path: str, where: Path | str = "config.toml", *, private: bool = True) -> str | None:
+    """The router key in router.api_key_file (its first line), None when the file is empty.
+    ConfigError unless it is a regular file of this user that no one else may read (mode 0600 or
+    stricter): a key the group or the world can read is a key given away. `private=False`: that
+    one rule left to the caller (a command that only reads warns of it: key_file_warning).
+    Never shows its text."""
     name = "router.api_key_file"
     try:
         handle = files.open_read(path)  # a FIFO never hangs a run; a link is refused (pathguard)
@@ -859,14 +904,9 @@ def read_key_file(path: str, where: Path | str = "config.toml") -> str | None:
     except OSError as err:
         raise ConfigError(f"{where}: {name}: cannot read {path}: {err.strerror}") from None
     with handle:
-        info = os.fstat(handle.fileno())
-        if info.st_uid != os.geteuid() or info.st_mode & 0o077:
-            mode = stat.S_IMODE(info.st_mode)
-            whose = "" if info.st_uid == os.geteuid() else ", and it is another user's"
-            raise ConfigError(
-                f"{where}: {name}: {path} has mode {mode:04o}{whose}: others may read the key; "
-                f"make it yours and private: chmod 600 {path}"
-            )
+        exposed = exposed_key_file(path, os.fstat(handle.fileno()))
+        if exposed and private:
+            raise ConfigError(f"{where}: {name}: {exposed}")
         text = handle.read(KEY_FILE_MAX).decode("utf-8", errors="replace")  # bad bytes: refused below
     # Lines end at \n only (splitlines would also cut at \x0b, \x1c...: a key silently shortened).
     lines = [line.strip(" \t\r") for line in text.split("\n") if line.strip(" \t\r")]
@@ -902,7 +942,9 @@ class RouterKey(NamedTuple):
     source: str
 
 
-def read_router_key(settings: Router, env: Mapping[str, str] | None = None) -> RouterKey:
+def read_router_key(
+    settings: Router, env: Mapping[str, str] | None = None, *, private: bool = True
+) -> RouterKey:
     """The one place the router key is read: the variable named by `settings.api_key_env` in
     `env` (default os.environ), else the file `settings.api_key_file` (read_key_file). A key no
     HTTP header can carry is a ConfigError naming where it came from (key_problem). Not
@@ -920,7 +962,7 @@ def read_router_key(settings: Router, env: Mapping[str, str] | None = None) -> R
         return RouterKey(key, source)
     if settings.api_key_file:  # cron carries no environment: the key's file
         path = settings.api_key_file
-        return RouterKey(read_key_file(path), f"{path} (router.api_key_file)")
+        return RouterKey(read_key_file(path, private=private), f"{path} (router.api_key_file)")
     return RouterKey(None, source)
 
 
@@ -930,6 +972,11 @@ def validate(data: dict[str, Any], where: Path | str = "config.toml") -> dict[st
     for section, table in data.items():
         if section == ACCOUNTS:
             values[ACCOUNTS] = _validate_accounts(table, where)
+            values[ACCOUNTS_OWN] = {
+                name: check_value(f"accounts.{name}", spec, table[name], where)
+                for name, spec in ACCOUNTS_KEYS.items()
+                if name in table and not isinstance(table[name], dict)
+            }
             continue
         if section not in SCHEMA:
             known = ", ".join(f"[{s}]" for s in (*SCHEMA, "accounts.NAME"))
@@ -969,12 +1016,28 @@ def _check_proxies(values: dict[str, dict[str, Any]], where: Path | str, *, from
         )
 
 
+# The keys of [accounts] itself (beside its [accounts.NAME] tables): how they share the sends.
+ROTATIONS = ("spread", "fill")
+ACCOUNTS_KEYS = {
+    "rotation": Key(
+        str,
+        "spread",
+        _one_of(*ROTATIONS),
+        '"spread": a send to the account with the fewest sends today; "fill": the most left',
+    ),
+}
+ACCOUNTS_OWN = "accounts_own"  # where values keep [accounts]' own keys (apart from its tables)
+
+
 def _validate_accounts(table: Any, where: Path | str) -> dict[str, dict[str, Any]]:
-    """[accounts.NAME] tables, in the file's order (the order that breaks ties in rotation)."""
+    """[accounts.NAME] tables, in the file's order (the order that breaks ties in rotation).
+    [accounts]' own keys (ACCOUNTS_KEYS) are taken out first: validate keeps them apart."""
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: `accounts` must be tables such as [accounts.main], not a value")
     accounts: dict[str, dict[str, Any]] = {}
     for name, keys in table.items():
+        if name in ACCOUNTS_KEYS and not isinstance(keys, dict):
+            continue  # [accounts] rotation = ...: not an account
         if not ACCOUNT_NAME.match(name):
             raise ConfigError(
                 f"{where}: [accounts.{name}]: an account name is a-z, 0-9, _ and - "

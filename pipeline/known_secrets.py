@@ -19,10 +19,13 @@ from .config import Config, Router, RouterKey, read_router_key
 from .redact import register, url_tokens
 
 
-def router_key_found(settings: Router, env: Mapping[str, str] | None = None) -> RouterKey:
+def router_key_found(
+    settings: Router, env: Mapping[str, str] | None = None, *, private: bool = True
+) -> RouterKey:
     """The router key and where it came from (config.read_router_key: the variable named by
-    `settings.api_key_env`, else the file `settings.api_key_file`), registered."""
-    found = read_router_key(settings, env)
+    `settings.api_key_env`, else the file `settings.api_key_file`), registered. `private=False`:
+    a key file others may read is read all the same (to mask the key, not to use it)."""
+    found = read_router_key(settings, env, private=private)
     register(found.value)
     return found
 
@@ -36,7 +39,7 @@ def register_all(config: Config, env: Mapping[str, str] | None = None) -> None:
     """Register every secret `config` names (see the module), before anything is read or
     written: even a command that never talks to the router (status, show) masks its key."""
     environ = os.environ if env is None else env
-    router_key(config.router, environ)
+    router_key_found(config.router, environ, private=False)  # masked even where it must not be used
     for secret in proxy_secrets(config):
         register(secret)
     if config.store.url:  # the PostgreSQL driver's password

@@ -64,5 +64,10 @@ ENGINE_CHOICES = ("auto", *CHAT_ENGINES, *DIRECT_ENGINES)
 
 
 def engines(config: Config) -> Engines:
-    """The engines of a run: none started until the contract asks for one."""
+    """The engines of a run: none started until the contract asks for one. A run that may use
+    the router key refuses a key file others may read now (exit 2), before anything is sent."""
+    if config.router.enabled and config.router.api_key_file:
+        from .config import read_router_key
+
+        read_router_key(config.router)
     return Engines(config, chat_factory=CHAT_ENGINES["qwen"], router_factory=DIRECT_ENGINES["router"])

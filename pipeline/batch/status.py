@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .. import files
 from ..accounts import all_accounts
+from ..config import key_file_warning
 from ..contract.hosts import chat_limits, shared_batch
 from ..contract.phases import UNFINISHED, Limits, Phase, Record, phase_of, schedule
 from ..contract.quota import Hold, held_words, host_accounts, local_day_start, sends_today
@@ -191,6 +192,7 @@ class AccountLine:
     quota_until: float | None = None
     quota_reason: str | None = None
     hold: Hold | None = None  # the same block read whole: its kind and since (a bot check...)
+    share: float | None = None  # its part of every account's sends today, 0-1 (None: none yet)
 
     def to_json(self) -> dict:
         return {
@@ -198,6 +200,7 @@ class AccountLine:
             "enabled": self.enabled,
             "login": self.login.to_json(),
             "sends_today": self.sends_today,
+            "share_today": self.share,  # of every account's sends today (None: none yet)
             "limit": self.limit or None,
             "quota": {
                 "blocked": self.quota_until is not None,
@@ -242,6 +245,9 @@ def collect_accounts(workspace: Workspace, now: float, *, use_store: bool = True
                 hold=workspace.chat_quota.held(now, account.name) if block and block.quota_until else None,
             )
         )
+    total = sum(line.sends_today for line in lines)
+    for line in lines:  # how the accounts share the day's sends ([accounts] rotation)
+        line.share = round(line.sends_today / total, 3) if total else None
     return lines
 
 
@@ -400,6 +406,10 @@ def _collect(
     shown_by = [f"slugs matching {' or '.join(map(repr, patterns))}"] if patterns else []
     status.filters = "; ".join(shown_by + ([f"state {', '.join(wanted)}"] if wanted else []))
     status.warnings = warnings(status, workspace.config.qwen.poll_interval)
+    status.warnings += hours_warnings(workspace, now, use_store=use_store)
+    exposed = key_file_warning(workspace.config)
+    if exposed:
+        status.warnings.append(exposed)
     undelivered = outbox.pending_warning(workspace.state_dir)
     if undelivered:
         status.warnings.append(undelivered)
@@ -580,6 +590,24 @@ def warnings(status: BatchStatus, poll_interval: float) -> list[str]:
     login = logged_out or login_warning(status.login, status.now)
     if login:
         found.append(login)
+    return found
+
+
+def hours_warnings(workspace: Workspace, now: float, *, use_store: bool = True) -> list[str]:
+    """Each account outside its send_hours now: its new prompts wait (never the router); and
+    each whose bot-check hold ended with no send since: its next send is a probe, alone (known
+    from the store: not when it cannot be read)."""
+    from ..contract.rotation import outside_send_hours
+
+    accounts = all_accounts(workspace.config)
+    found = [f"{why}; its new prompts wait" for why in (outside_send_hours(a, now) for a in accounts) if why]
+    if workspace.has_store and use_store:  # a reader creates no store
+        found += [
+            f"account {a.name}: its bot-check hold ended at {clock(hold.until)}; its next send is a "
+            "probe that goes alone, the rest wait for it"
+            for a in accounts
+            if (hold := workspace.chat_quota.probing(now, a.name)) is not None
+        ]
     return found
 
 

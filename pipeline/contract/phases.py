@@ -82,6 +82,8 @@ class Failure(Enum):
     NONE = "none"
     CHAT = "chat"  # the chat failed hard
     ALL = "all"  # every engine it may use failed hard (or their answer was rejected)
+    ACCOUNT = "account"  # the chat's account cannot go on (logged out, a bot check, its quota):
+    # the account's trouble, not the article's: never counted, never dead-lettered
 
 
 DAILY_LIMIT = "qwen.max_sends_per_day"
@@ -276,6 +278,12 @@ def decide(facts: Facts) -> Decision:
     if done:
         return done
     phase = phase_of(f, r, limits, facts.now)
+    if facts.failure is Failure.ACCOUNT:
+        # A sent chat is its account's alone: it waits for it. An unsent prompt may go to the
+        # router; without one it fails this run (exit 1), uncounted: its account is to blame.
+        if not f.sent and limits.engine != "qwen" and limits.router:
+            return Decision(phase, Action.FALL_BACK, Reason.HARD)
+        return Decision(phase, Action.FAIL, Reason.ACCOUNT, why="" if f.sent else _no_fallback(limits))
     if facts.failure is not Failure.NONE:
         if facts.failure is Failure.CHAT and limits.engine != "qwen" and limits.router:
             return Decision(phase, Action.FALL_BACK, Reason.HARD)

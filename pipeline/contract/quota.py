@@ -3,9 +3,15 @@
 When the site says the daily quota is spent, nothing is sent to the chat by any process until
 the time it names (or the next local midnight): the store's quota block records that.
 
-A *hold* is the same record for the other reasons an account is left alone: a bot check (for
-`qwen.bot_check_pause` hours, or until `qwenpipe login --account NAME` solves it) and answers
-that came back empty (until the next local midnight, as a quota). The reason says which kind.
+A *hold* is the same record for the other reasons an account is left alone: a bot check (or
+until `qwenpipe login --account NAME` solves it) and answers that came back empty (until the
+next local midnight, as a quota). The reason says which kind.
+
+A bot-check hold learns (docs/reliability.md, "A hold that learns"): the site's risk score fades
+after 15-30 quiet minutes, so the first hold is short (`qwen.bot_check_pause_first`); a strike,
+a bot check within STRIKE_WINDOW of the end of the last one, doubles the last hold, up to
+`qwen.bot_check_pause`; a day without one starts again from the first. After a hold the
+account's next send is a probe: it goes alone (`probing`), the rest of its sends wait for it.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from .journal import Journal
 if TYPE_CHECKING:
     from ..store.protocol import Store
 
+STRIKE_WINDOW = 86400.0  # s: a bot check this soon after the last bot-check hold ended is a strike
 LONGEST_BLOCK = 86400.0  # s: a block the site gave no hours for lasts until midnight, at most a day
 # The reasons of the holds that are not the site's quota: a hold's reason starts with its kind.
 BOT_CHECK = "bot check"
@@ -130,13 +137,52 @@ class ChatQuota:
         self._save(until, now, reason, account)
         return until
 
-    def hold(self, now: float, code: str, detail: str, account: str, *, bot_check_pause: float) -> float:
+    def hold(
+        self,
+        now: float,
+        code: str,
+        detail: str,
+        account: str,
+        *,
+        bot_check_pause: float,
+        bot_check_pause_first: float | None = None,
+    ) -> float:
         """Hold `account` back for the engine error `code` (HOLD_CODES): a bot check for
-        `bot_check_pause` hours, empty answers until the next local midnight. Returns the end."""
+        bot_check_hours (the first hold `bot_check_pause_first` hours, None: as long as the
+        longest), empty answers until the next local midnight. Returns the end. A bot check met
+        while its account is still held (sends side by side) leaves that hold as it is."""
         kind = HOLD_CODES[code]
-        until = now + bot_check_pause * 3600 if kind == BOT_CHECK else next_local_midnight(now)
+        if kind == BOT_CHECK:
+            held = self.held(now, account)
+            if held is not None and held.kind == BOT_CHECK:
+                return held.until
+            first = bot_check_pause if bot_check_pause_first is None else bot_check_pause_first
+            until = now + self.bot_check_hours(now, account, first, bot_check_pause) * 3600
+        else:
+            until = next_local_midnight(now)
         self._save(until, now, f"{kind}: {detail}", account)
         return until
+
+    def bot_check_hours(self, now: float, account: str, first: float, longest: float) -> float:
+        """How long a bot check met now holds `account`: `first` hours, or, on a strike (the
+        account's last bot-check hold ended less than STRIKE_WINDOW ago), twice that hold (at
+        least `first`); never more than `longest`."""
+        last = self.store.quota_block(account, now - STRIKE_WINDOW)
+        if last is None or Hold(account, last.until, last.since, last.reason).kind != BOT_CHECK:
+            return min(first, longest)
+        lasted = max(last.until - last.since, 0.0) / 3600
+        return min(max(2 * lasted, first), longest)
+
+    def probing(self, now: float, account: str) -> Hold | None:
+        """The bot-check hold that ended with no send from `account` since: its next send is a
+        probe, alone. None when there is none (no such hold, or a send since passed)."""
+        block = self.store.quota_block(account, 0.0)
+        if block is None or block.until > now:
+            return None
+        hold = Hold(account, block.until, block.since, block.reason)
+        if hold.kind != BOT_CHECK or self.store.send_counts(block.until).of(account):
+            return None
+        return hold
 
     def held(self, now: float, account: str) -> Hold | None:
         """The account's hold (of any kind) while it lasts, as a Hold; None when it may send.

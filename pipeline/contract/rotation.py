@@ -1,7 +1,8 @@
 """Which account sends, and whether an article's own account may go on with its chat.
 
-Rotation: a new send goes to the enabled account with the most sends left today (its own
-`max_sends_per_day`, none = unlimited), ties in config order; an account the site blocked
+Rotation ([accounts] rotation): a new send goes to the usable account with the fewest sends
+today ("spread", the default), or with the most sends left under its own `max_sends_per_day`
+("fill": none = unlimited), ties in config order; an account the site blocked
 (quota), or that this run found logged out or behind a bot check, is skipped until that
 clears. Affinity: once an account took the prompt, only that account ever looks at the chat
 or sends its next turn; its being disabled or blocked makes the article wait, never move.
@@ -10,9 +11,10 @@ or sends its next turn; its being disabled or blocked makes the article wait, ne
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import NamedTuple
 
+from .. import send_hours
 from ..accounts import Account, all_accounts, saved_login_problem
 from ..store.protocol import DEFAULT_ACCOUNT, Send
 from .quota import local_day_start
@@ -45,14 +47,23 @@ class Capacity(NamedTuple):
 
 
 def standings(
-    workspace, now: float, skipped: Mapping[str, object], names: Sequence[str] = (), *, replan: bool = True
+    workspace,
+    now: float,
+    skipped: Mapping[str, object],
+    names: Sequence[str] = (),
+    *,
+    replan: bool = True,
+    probed: Collection[str] = (),
 ) -> list[Standing]:
     """The accounts (all, or those `names`, in config order) with their counts and blocks.
     `skipped`: accounts this run found unusable, with why (see Engines.unavailable). `replan`:
-    False for readers (status), which never write (see ChatQuota.blocked_until)."""
+    False for readers (status), which never write (see ChatQuota.blocked_until). `probed`:
+    accounts whose probe send after a bot-check hold this run made (Engines.probed): the rest
+    of their sends wait for the next run."""
     config = workspace.config
     accounts = [a for a in all_accounts(config) if not names or a.name in names]
-    per_account = any(a.max_sends_per_day for a in accounts)
+    # Today's counts: for limits, and for "spread" rotation among several accounts.
+    per_account = any(a.max_sends_per_day for a in accounts) or len(accounts) > 1
     counts = workspace.store.send_counts(local_day_start(now)) if per_account else None
     found = []
     for account in accounts:
@@ -62,6 +73,12 @@ def standings(
         if not account.enabled:
             off = f"account {account.name} is disabled (enabled = false in {account.where})"
         off = off or saved_login_problem(config, account)
+        off = off or outside_send_hours(account, now)
+        if not off and account.name in probed:
+            off = (
+                f"account {account.name} made its one probe send after its bot-check hold this run; "
+                "its other sends wait for the next cycle"
+            )
         blocked = workspace.chat_quota.blocked_until(now, replan=replan, account=account.name)
         found.append(
             Standing(
@@ -76,12 +93,27 @@ def standings(
     return found
 
 
-def capacity(found: list[Standing]) -> Capacity:
-    """The account a send goes to (most left, ties in order), or why none may send now: every
-    usable account blocked by the site (its earliest end), else the first reason one is off."""
+def outside_send_hours(account: Account, now: float) -> str:
+    """Why `account` may not send now for its send_hours (pipeline/send_hours.py), with when
+    it may; "" when it may send now."""
+    hours = send_hours.parse(account.send_hours)  # checked when the config was loaded
+    if hours is None or hours.allows(now):
+        return ""
+    return f"account {account.name} {hours.words(now)}"
+
+
+def capacity(found: list[Standing], rotation: str = "spread") -> Capacity:
+    """The account a send goes to, or why none may send now: every usable account blocked by
+    the site (its earliest end), else the first reason one is off. `rotation` ([accounts]
+    rotation): "spread", the one with the fewest sends today (the sends, and the risk of a bot
+    check, shared); "fill", the one with the most left under its limit (the first fills up
+    before the next takes over). Ties in config order."""
     ready = [s for s in found if s.can_send]
     if ready:
-        best = max(ready, key=lambda s: float("inf") if s.left is None else s.left)  # first of equals
+        if rotation == "fill":
+            best = max(ready, key=lambda s: float("inf") if s.left is None else s.left)  # first of equals
+        else:
+            best = min(ready, key=lambda s: s.sends_today)
         lefts = [s.left for s in ready]
         return Capacity(best.account, left=None if None in lefts else sum(lefts))  # type: ignore[arg-type]
     blocked = [s for s in found if not s.off and s.quota_until is not None]

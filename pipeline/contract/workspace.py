@@ -137,6 +137,9 @@ class Engines:
     chat_factory: Callable[[Config], ChatEngine]
     router_factory: Callable[[Config], DirectEngine]
     unavailable: dict[str, EngineError] = field(default_factory=dict)
+    # Accounts whose probe send after a bot-check hold this run made: their other sends wait
+    # for the next run (contract/quota.py, `probing`).
+    probed: set[str] = field(default_factory=set)
     _chats: dict[str, ChatEngine] = field(default_factory=dict, init=False)
     _router: DirectEngine | None = field(default=None, init=False)
 

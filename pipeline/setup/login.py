@@ -170,7 +170,8 @@ def context_state(context: Any, only_for: str | None = None) -> dict:
 
 
 def state_token_expiry(state_path: Path) -> float | None:
-    """When the login saved in a storage-state file expires (its `token` cookie or localStorage).
+    """When the login saved in a storage-state file expires: its session (the `token` cookie),
+    else the latest token in its localStorage (tokens.token_expiry).
 
     Read from the file, so `status` can warn days ahead without starting a browser; None for a
     file that cannot be read or holds no readable token, whatever it contains.

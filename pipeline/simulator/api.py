@@ -17,7 +17,7 @@ from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs
 
-from pipeline.simulator import botchecks, chats, pages, shapes, stream
+from pipeline.simulator import botchecks, chats, pages, sessions, shapes, stream
 
 TOKEN_DAYS = 7
 ANONYMOUS_USER = "sim-user"  # the `id` of a token in a run without accounts
@@ -50,6 +50,7 @@ def make_token(
     hours: float = TOKEN_DAYS * 24,
     account: str = chats.ANONYMOUS,
     generation: int = 0,
+    claims: dict | None = None,
 ) -> str:
     """A fake JWT shaped like the site's: header.payload.signature with `exp` `hours` ahead
     (7 days unless the run's Settings.token_hours says otherwise). Its `id` names the account
@@ -60,6 +61,7 @@ def make_token(
         "gen": generation,
         "last_password_change": int(now),
         "exp": int(now + hours * 3600),
+        **(claims or {}),
     }
     return f"{_b64({'alg': 'HS256', 'typ': 'JWT'})}.{_b64(payload)}.c2ltdWxhdG9y"
 
@@ -89,7 +91,9 @@ def token_valid(token: str | None) -> bool:
 
 def renewed_token(settings: chats.Settings, headers) -> str | None:
     """A fresh token (for the same account) when the request's own is valid and ends within
-    Settings.renew_hours."""
+    Settings.renew_hours. Rotating sessions are renewed by the page only (sessions.py)."""
+    if settings.rotating_sessions:
+        return None
     payload = token_payload(request_token(headers))
     now = time.time()
     if payload is None or payload["exp"] <= now or payload["exp"] - now >= settings.renew_hours * 3600:
@@ -99,49 +103,97 @@ def renewed_token(settings: chats.Settings, headers) -> str | None:
 
 
 def issue_token(store: chats.ChatStore, account: str) -> str:
-    """A new login token for `account`, valid until it expires or the account is logged out."""
+    """A new login token for `account`, valid until it expires or the account is logged out
+    (with rotating sessions: a new session, every older one ended)."""
     with store.lock:
         generation = store.generations.get(account, 0)
+    if store.settings.rotating_sessions:
+        now = store.site_clock()
+        return session_token(store, account, store.sessions.sign_in(account, now), now)
     return make_token(hours=store.snapshot().token_hours, account=account, generation=generation)
+
+
+def session_token(store: chats.ChatStore, account: str, number: int, now: float) -> str:
+    """Session `number` of `account` (rotating sessions: the `token` cookie), 30 days."""
+    with store.lock:
+        generation = store.generations.get(account, 0)
+    hours = sessions.SESSION_SECONDS / 3600
+    return make_token(now, hours=hours, account=account, generation=generation, claims={"sid": number})
+
+
+def access_token(store: chats.ChatStore, account: str, now: float) -> str:
+    """An access token of `account` (rotating sessions: what the page keeps in localStorage), 900 s."""
+    with store.lock:
+        generation = store.generations.get(account, 0)
+    hours = sessions.ACCESS_SECONDS / 3600
+    return make_token(now, hours=hours, account=account, generation=generation, claims={"access": True})
 
 
 def token_account(store: chats.ChatStore, token: str | None) -> str | None:
     """The account a token is good for now, or None (expired, not ours, revoked, or naming no
-    account of the run). In a run without accounts any valid token is the anonymous account's."""
+    account of the run). In a run without accounts any valid token is the anonymous account's.
+    With rotating sessions the site's clock decides, and a session must be the account's
+    current one (sessions.py)."""
     payload = token_payload(token)
-    if payload is None or payload["exp"] <= time.time():
+    rotating = store.settings.rotating_sessions
+    now = store.site_clock() if rotating else time.time()
+    if payload is None or payload["exp"] <= now:
         return None
-    if not store.accounts:
-        return chats.ANONYMOUS
-    name = payload.get("id")
-    with store.lock:
-        current = store.generations.get(name) if isinstance(name, str) else None
-    return name if current is not None and payload.get("gen") == current else None
+    name = payload.get("id") if store.accounts else chats.ANONYMOUS
+    if store.accounts:
+        with store.lock:
+            current = store.generations.get(name) if isinstance(name, str) else None
+        if current is None or payload.get("gen") != current:
+            return None
+    if rotating and not (payload.get("access") is True or store.sessions.good(name, payload.get("sid"), now)):
+        return None
+    return name
 
 
 def session_account(store: chats.ChatStore, settings: chats.Settings, headers) -> str | None:
     """The account this request is answered for, None when it is logged out (no token, or one
     not good now). A run without accounts answers every request for its one account unless it
-    requires a login."""
-    if not store.accounts and not settings.require_login:
+    requires a login (or has rotating sessions)."""
+    if not store.accounts and not settings.require_login and not settings.rotating_sessions:
         return chats.ANONYMOUS
+    if settings.rotating_sessions:  # the access token, else the session cookie
+        return token_account(store, bearer_token(headers)) or token_account(store, cookie_token(headers))
     return token_account(store, request_token(headers))
 
 
 def token_cookie(token: str, settings: chats.Settings) -> tuple[str, str]:
-    return "Set-Cookie", f"token={token}; Path=/; Max-Age={int(settings.token_hours * 3600)}; SameSite=Lax"
+    seconds = sessions.SESSION_SECONDS if settings.rotating_sessions else int(settings.token_hours * 3600)
+    return "Set-Cookie", f"token={token}; Path=/; Max-Age={seconds}; SameSite=Lax"
 
 
-def request_token(headers) -> str | None:
-    """The session token from the `token` cookie, or an `Authorization: Bearer` header."""
+def refresh_session(store: chats.ChatStore, settings: chats.Settings, headers) -> Response:
+    """GET /api/v2/auths/refresh (rotating sessions): the cookie's session traded for an access
+    token of 900 s and a new session in the cookie; signed out: HTTP 200, "401 Unauthorized"."""
+    cookie = cookie_token(headers)
+    payload = token_payload(cookie)
+    account = token_account(store, cookie) if payload and "sid" in payload else None
+    if account is None:
+        return json_response(sessions.SIGNED_OUT_BODY)
+    now = store.site_clock()
+    session = session_token(store, account, store.sessions.rotate(account, payload["sid"], now), now)
+    data = {"access_token": access_token(store, account, now), "token_type": "Bearer"}
+    body = {"success": True, "data": {**data, "expires_in": sessions.ACCESS_SECONDS}}
+    return json_response(body, headers=[token_cookie(session, settings)])
+
+
+def cookie_token(headers) -> str | None:
+    """The `token` cookie's value, or None."""
     cookie = SimpleCookie()
     try:
         cookie.load(headers.get("Cookie", ""))
     except Exception:
         pass
-    if "token" in cookie:
-        return cookie["token"].value
-    return bearer_token(headers)
+    return cookie["token"].value if "token" in cookie else None
+
+
+def request_token(headers) -> str | None:
+    """The session token from the `token` cookie, or an `Authorization: Bearer` header."""
+    return cookie_token(headers) or bearer_token(headers)
 
 
 def bearer_token(headers) -> str | None:
@@ -202,6 +254,8 @@ def handle(store: chats.ChatStore, method: str, path: str, query: str, body: byt
         if method == "POST" and path == "/api/v2/chat/completions":
             store.send(*_send_args(query, body), gate="bad_request", choice=send_choice(body), account=None)
         return json_response(chats.BAD_REQUEST_BODY)
+    if settings.rotating_sessions and method == "GET" and path == sessions.REFRESH_PATH:
+        return refresh_session(store, settings, headers)
     bearer = token_account(store, bearer_token(headers))
     if settings.require_auth_header and bearer is None:
         # The late-2026 site: cookies alone are not enough, API calls carry the JWT as a header.
@@ -311,9 +365,10 @@ def sign_in(store: chats.ChatStore, settings: chats.Settings, body: bytes) -> Re
                 {"success": False, "data": {"code": "Unauthorized", "details": "Incorrect email or password"}}
             )
     token = issue_token(store, account)
+    page_token = access_token(store, account, store.site_clock()) if settings.rotating_sessions else token
     body = {
         "success": True,
-        "data": {"token": token, "token_type": "Bearer", "expires_at": token_exp(token)},
+        "data": {"token": page_token, "token_type": "Bearer", "expires_at": token_exp(page_token)},
     }
     return json_response(body, headers=[token_cookie(token, settings)])
 

@@ -32,6 +32,7 @@ from pipeline.simulator.botchecks import (
     PageRefusal,
     connect_body,
 )
+from pipeline.simulator.sessions import Sessions
 
 SCENARIOS = (
     "ok",
@@ -217,6 +218,9 @@ class Settings:
     # Chats made while this is set are never shown (read as not there, left out of the list)
     # though the site took their prompt: a chat that vanishes.
     vanish_chats: bool = False
+    # The late-2026 login (sessions.py): a session cookie the page trades for an access token of
+    # 900 s at GET /api/v2/auths/refresh, each trade ending the old session.
+    rotating_sessions: bool = False
 
     def validated(self) -> Settings:
         checks = [
@@ -387,6 +391,7 @@ class ChatStore:
         self.solved: set[str] = set()  # accounts that slid the slider since it was put up
         self.punished: set[str] = set()  # accounts checked everywhere (botchecks.AFTER_SEND)
         self.deleted: list[str] = []  # the chats deleted (DELETE /api/v2/chats/<id>), in order
+        self.sessions = Sessions()  # each account's current session (rotating_sessions)
         self._write_ledger()
 
     # -- settings ---------------------------------------------------------------------------
@@ -492,6 +497,10 @@ class ChatStore:
         return None
 
     # -- chats ------------------------------------------------------------------------------
+    def site_clock(self) -> float:
+        """Epoch seconds by the site's clock (the run's clock_offset ahead of ours)."""
+        return time.time() + self.settings.clock_offset
+
     def site_time(self) -> int:
         """Epoch seconds by the site's clock, whole seconds as the site stamps them."""
         return int(time.time() + self.settings.clock_offset)

@@ -89,6 +89,11 @@ class SimulatorOptions:
     vanish_chats: bool = _option(
         _SETTINGS.vanish_chats, "chats are never shown (not found, not listed) though their prompt is taken"
     )
+    rotating_sessions: bool = _option(
+        _SETTINGS.rotating_sessions,
+        "late-2026 login: the page trades the session cookie for a 900 s access token at "
+        "GET /api/v2/auths/refresh, each trade ending the old session",
+    )
 
     def account_names(self, option: str = "accounts") -> tuple[str, ...]:
         """The names a comma-separated option (--accounts, --slider-accounts...) gives."""
@@ -174,6 +179,7 @@ class SimulatorOptions:
             empty_accounts=self.account_names("empty_accounts"),
             read_lag=self.read_lag,
             vanish_chats=self.vanish_chats,
+            rotating_sessions=self.rotating_sessions,
         )
         try:
             return sim.start()

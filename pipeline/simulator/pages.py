@@ -74,6 +74,7 @@ def app_page(settings: Settings) -> str:
         # The frontend's build and its anti-bot script's version, as a real bundle has them.
         "version": settings.frontend_version,
         "bx_v": BX_V,
+        "rotating": settings.rotating_sessions,  # renew the session on load (sessions.py)
     }
     html = (STATIC / "index.html").read_text(encoding="utf-8")
     return html.replace("__SIM_CONFIG__", json.dumps(config))

@@ -58,6 +58,7 @@ SETTING_KEYS = {
     "failing_deletes",
     "read_lag",
     "vanish_chats",
+    "rotating_sessions",
 }
 # What /sim/config (and Simulator.set) can also do to the accounts, besides settings.
 ACCOUNT_ACTIONS = {"log_out", "clear_accounts", "solve_slider"}
@@ -94,6 +95,7 @@ class Simulator:
         empty_accounts: Sequence[str] = (),
         read_lag: float = 0.0,
         vanish_chats: bool = False,
+        rotating_sessions: bool = False,
     ):
         settings = Settings(
             scenario=scenario,
@@ -120,6 +122,7 @@ class Simulator:
             empty_accounts=list(empty_accounts),
             read_lag=read_lag,
             vanish_chats=vanish_chats,
+            rotating_sessions=rotating_sessions,
         )
         self.store = ChatStore(settings, ledger_path, accounts=tuple(accounts))
         for name in (*slider_accounts, *empty_accounts) if self.store.accounts else ():
@@ -249,6 +252,9 @@ class Simulator:
         if self.store.accounts or account:
             self.store.require_account(account)
         token = api.issue_token(self.store, account)
+        page_token = token
+        if self.store.settings.rotating_sessions:  # the page's access token, beside the session
+            page_token = api.access_token(self.store, account, self.store.site_clock())
         cookie = {
             "name": "token",
             "value": token,
@@ -259,7 +265,7 @@ class Simulator:
             "secure": False,
             "sameSite": "Lax",
         }
-        storage = [{"name": "token", "value": token}]
+        storage = [{"name": "token", "value": page_token}]
         return {"cookies": [cookie], "origins": [{"origin": self.base_url, "localStorage": storage}]}
 
     def account_report(self) -> dict:

@@ -162,10 +162,13 @@ def test_a_check_met_after_the_site_took_the_prompt_counts_the_send_and_holds_th
 
     looked = qwenpipe_in_process("generate", "taken", "--account", "a", cwd=project)
 
-    assert looked.returncode == 0, looked.stderr
+    # Issue 36 item 7: the account's trouble is the account's: the sent chat waits for it
+    # (uncounted, never dead-lettered), the router does not write over a prompt the chat took.
+    assert looked.returncode == 1, looked.stderr
     assert "bot check" in " ".join(looked.stderr.split())
-    meta, _ = read_article(project / "articles" / "taken.md")
-    assert meta["engine"] == "router"
+    assert "its chat waits for account a" in " ".join(looked.stderr.split())
+    assert not (project / "articles" / "taken.md").exists()
+    assert not (project / "articles" / "taken.md.failed").exists()
     assert account(project, "a")["hold"]["kind"] == "bot check"
     assert account(project, "a")["sends_today"] == 1
     mark = len(sim.ledger())

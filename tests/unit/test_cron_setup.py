@@ -44,13 +44,25 @@ def test_the_router_key_is_read_from_a_private_file_when_the_variable_is_unset(p
 
 
 @pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o660, 0o666])
-def test_a_key_file_others_may_read_is_refused_naming_it_and_chmod(project, mode):
+def test_a_key_file_others_may_read_is_refused_by_runs_that_use_it_and_a_warning_for_readers(project, mode):
     path = key_file(project, mode)
+    config = load(with_key_file(project, path))  # loads: a command that only reads may run
     with pytest.raises(ConfigError) as refused:
-        load(with_key_file(project, path))
+        router_key(config.router, env={})
     assert f"mode {mode:04o}" in str(refused.value) and f"chmod 600 {path}" in str(refused.value)
-    result = qwenpipe("status", cwd=project)
-    assert result.returncode == 2 and "router.api_key_file" in result.stderr
+    for reader in (["status"], ["status", "--json"], ["accounts"]):
+        result = qwenpipe(*reader, cwd=project)
+        assert result.returncode == 0, (reader, result.stderr)
+        assert KEY not in result.stdout + result.stderr  # read to be masked, never shown
+    warned = qwenpipe("status", cwd=project)
+    assert (
+        f"router.api_key_file: {path} has mode {mode:04o}" in warned.stderr and "chmod 600" in warned.stderr
+    )
+    for command in (["cycle"], ["generate", "tea"]):
+        (project / "prompts" / "tea.md").write_text("Write about tea.\n")
+        result = qwenpipe(*command, cwd=project)
+        assert result.returncode == 2 and f"mode {mode:04o}" in result.stderr, (command, result.stderr)
+    assert not list((project / "articles").glob("tea.md*"))  # refused before anything was sent
 
 
 def test_a_missing_key_file_never_shows_the_value_a_fifo_never_hangs(project):

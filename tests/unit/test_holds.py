@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 
 from accounts_project import accounts_project
 from project_files import add_prompt
 
+from pipeline.batch.status import collect
 from pipeline.contract.quota import BOT_CHECK, EMPTY_ANSWERS, Hold, next_local_midnight
 from pipeline.contract.step import Status, generate
 from pipeline.engines.base import EmptyAnswer, Generating, HardError
@@ -38,7 +40,7 @@ def events(ws, slug=None):
 
 
 def test_a_bot_check_is_no_send_and_holds_the_account_for_the_pause(project):
-    ws, chats, router, engines = setup(project, extra="bot_check_pause = 2\n")
+    ws, chats, router, engines = setup(project, extra="bot_check_pause = 2\nbot_check_pause_first = 2\n")
     chat = chats["default"]
     add_prompt(project, "tea")
     add_prompt(project, "milk", "Write about milk.")
@@ -170,3 +172,76 @@ def test_a_screenshot_the_disk_cannot_take_is_reported_and_the_hold_stands(proje
     assert "hold" in events(ws, "tea")
     (kept,) = [e.fields for e in ws.store.events("tea") if e.event == "screenshot"]
     assert "No space left" in kept["error"]
+
+
+# -- a hold that learns (issue 36, item 6) ----------------------------------------------------
+
+
+def test_a_bot_check_hold_starts_short_doubles_on_each_strike_up_to_the_pause_and_resets_after_a_quiet_day(
+    project,
+):
+    ws, _chats, _router, _engines = setup(project, extra="bot_check_pause = 3\nbot_check_pause_first = 0.5\n")
+    quota, now, lengths = ws.chat_quota, NOW, []
+
+    def strike(after: float) -> None:
+        """A bot check `after` seconds past the end of the last hold (or NOW for the first)."""
+        nonlocal now
+        held = quota.store.quota_block("default", 0.0)
+        now = (held.until if held else NOW) + after
+        until = quota.hold(
+            now, "bot_check", "slider", "default", bot_check_pause=3, bot_check_pause_first=0.5
+        )
+        lengths.append((until - now) / HOUR)
+
+    strike(0)  # the first
+    for _ in range(4):
+        strike(10 * 60)  # ten minutes after the hold ended: a strike
+    assert lengths == [0.5, 1.0, 2.0, 3.0, 3.0]  # doubled each time, up to bot_check_pause
+    strike(25 * HOUR)  # a quiet day since the last hold ended: it starts again
+    assert lengths[-1] == 0.5
+
+
+def test_a_bot_check_met_while_its_account_is_held_leaves_the_hold_as_it_is(project):
+    ws, *_ = setup(project)
+    quota = ws.chat_quota
+    first = quota.hold(NOW, "bot_check", "slider", "default", bot_check_pause=6, bot_check_pause_first=0.5)
+    again = quota.hold(
+        NOW + 60, "bot_check", "slider", "default", bot_check_pause=6, bot_check_pause_first=0.5
+    )
+    assert first == again == NOW + 0.5 * HOUR
+
+
+def test_after_a_hold_one_probe_send_goes_alone_and_the_account_takes_the_batch_from_the_next_run(project):
+    ws, chats, router, engines = setup(project, extra="bot_check_pause_first = 0.5\n")
+    chat = chats["default"]
+    for slug in ("tea", "milk", "rice"):
+        add_prompt(project, slug, f"Write about {slug}.")
+    # The store stamps sends by the wall clock: the hold is set two hours back from it.
+    began = time.time() - 2 * HOUR
+    chat.send_error = slider()
+    generate(ws, "tea", engines(), clock=lambda: began)  # held for half an hour; the router writes tea
+    chat.send_error = None
+    after = began + 0.5 * HOUR + 1
+    assert any("its next send is a probe" in w for w in collect(ws, after).warnings)  # status says so
+    run = engines()  # one run (a cycle) after the hold ended
+    probe = generate(ws, "milk", run, clock=lambda: after)
+    assert probe.status is Status.QUEUED and chat.sends == 1  # the probe
+    rest = generate(ws, "rice", run, clock=lambda: after + 1)
+    assert rest.status is Status.WORKING and rest.reason == "account" and "probe" in rest.message
+    assert chat.sends == 1 and not [h for h in router.history if "rice" in str(h)]  # it waits, no router
+    assert generate(ws, "rice", engines(), clock=lambda: after + 2).status is Status.QUEUED  # the next run
+    assert not any("probe" in w for w in collect(ws, after + 3).warnings)
+
+
+def test_a_failed_probe_is_a_further_strike(project):
+    ws, chats, router, engines = setup(project, extra="bot_check_pause = 6\nbot_check_pause_first = 0.5\n")
+    chat = chats["default"]
+    add_prompt(project, "tea")
+    add_prompt(project, "milk", "Write about milk.")
+    chat.send_error = slider()
+    generate(ws, "tea", engines(), clock=lambda: NOW)
+    after = NOW + 0.5 * HOUR + 1
+    chat.send_error = slider()  # the probe meets the bot check again
+    generate(ws, "milk", engines(), clock=lambda: after)
+    hold = ws.chat_quota.held(after, "default")
+    assert hold.kind == BOT_CHECK and hold.until == after + 1.0 * HOUR

@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         "shared",
         frozenset(
             {"", "config", "files", "console", "redact", "errors", "exitcodes"}
-            | {"accounts", "proxy", "crashpoints", "languages", "known_secrets", "pathguard"}
+            | {"accounts", "proxy", "crashpoints", "languages", "known_secrets", "pathguard", "send_hours"}
         ),
     ),
 ]

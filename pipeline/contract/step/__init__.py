@@ -331,6 +331,8 @@ class Step:
                 step.chat_url = read_chat_url(step.article, step.qwen.base_url)
             sending = not step.recovered and step.article.sending.exists()
             seen = Files(sent=step.chat_url is not None, sending=sending)
+        elif failure is Failure.ACCOUNT and not (done or dead):
+            seen = Files(sent=step.chat_url is not None)  # a sent chat waits for its account
         wants_send = failure is Failure.NONE and (next_turn or not (seen.sent or seen.sending))
         limits = engine_limits(step.ws.config, step.choice)
         now = step.clock()
@@ -368,7 +370,8 @@ class Step:
         (`context.chosen`); when none may send, the limits say why (the site's quota block, or
         `account_off`)."""
         step = self.context
-        able = capacity(standings(step.ws, now, step.engines.unavailable, names))
+        found = standings(step.ws, now, step.engines.unavailable, names, probed=step.engines.probed)
+        able = capacity(found, step.ws.config.rotation)
         step.chosen = able.chosen.name if able.chosen else None
         budget, per_day = step.budget, step.qwen.max_sends_per_day
         return send_limits(

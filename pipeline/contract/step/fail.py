@@ -1,5 +1,7 @@
 """Handler of Action.FAIL and Action.DEAD_LETTER: a hard failure with no engine left. It is
-counted; the qwen.max_attempts-th in a row writes SLUG.md.failed (skipped until `replay`)."""
+counted; the qwen.max_attempts-th in a row writes SLUG.md.failed (skipped until `replay`).
+A failure of the chat's account (Reason.ACCOUNT: logged out, a bot check, its quota) is not
+the article's: it fails this run uncounted, and is never dead-lettered for it."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import tomli_w
 
 from ... import files
 from ...engines.base import EngineError
-from ..phases import Action
+from ..phases import Action, Reason
 from .context import Context, Outcome, Status
 from .moves import Ask
 
@@ -18,6 +20,9 @@ def handle(step: Context, move: Ask) -> Outcome:
     err, decision = move.error, move.decision
     message = move.message or f"{err} (no fallback: {decision.why})"
     last = decision.action is Action.DEAD_LETTER
+    if decision.reason is Reason.ACCOUNT:
+        step.save()  # the error is recorded; the article's count stays as it was
+        return step.outcome(Status.FAILED, f"{step.slug}: {message}")
     step.state.hard_failures += 1
     step.state.attempts = 0
     limit = step.qwen.max_attempts

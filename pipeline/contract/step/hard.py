@@ -1,10 +1,14 @@
 """Handler of the chat's hard failure: recorded (a spent quota blocks its account, a bot check
-holds it), then the article is decided with the failure: the router takes it, or it fails. A
-logged-out account's chat in flight waits for that account: it fails without a fallback."""
+holds it), then the article is decided with the failure: the router takes it, or it fails.
+
+An account's own trouble (logged out, a bot check, its quota: ACCOUNT_REFUSALS) is never the
+article's: it is not counted against its attempts and never dead-letters it. A chat in flight
+waits for its account; an unsent prompt goes to the router (a prompt the account refused
+before taking it was offered to the next account already: refused.py)."""
 
 from __future__ import annotations
 
-from ...engines.base import Code, QuotaSpent
+from ...engines.base import ACCOUNT_REFUSALS, Code, QuotaSpent
 from ...store.protocol import DEFAULT_ACCOUNT
 from ..phases import Failure
 from .context import Context, clock_words
@@ -14,11 +18,15 @@ from .moves import Ask, Hard
 
 def handle(step: Context, move: Hard) -> Ask:
     err, now = move.error, step.clock()
+    account = step.account or DEFAULT_ACCOUNT
+    waits = ""
+    if err.code in ACCOUNT_REFUSALS and step.chat_url:  # status shows it as the article's last error
+        fix = f": run `qwenpipe login --account {account}`" if err.code == Code.LOGGED_OUT else ""
+        waits = f"{err}; its chat waits for account {account}{fix} (not counted against the article)"
     step.chat_error = err.code
-    step.state.record_error(now, "qwen", err.code, str(err))
+    step.state.record_error(now, "qwen", err.code, waits or str(err))
     step.log("hard", engine="qwen", account=step.account or None, error=str(err), code=err.code)
     step.say(f"{step.slug}: the chat failed hard: {err}")
-    account = step.account or DEFAULT_ACCOUNT
     if isinstance(err, QuotaSpent):
         until = step.ws.chat_quota.block(now, err.retry_after, str(err), account=account)
         step.log("quota", engine="qwen", account=account, until=clock_words(until), error=str(err))
@@ -26,7 +34,6 @@ def handle(step: Context, move: Hard) -> Ask:
             f"the chat's daily quota is spent: no sends from account {account} until {clock_words(until)}"
         )
     hold(step, account, err)
-    if err.code == Code.LOGGED_OUT and step.chat_url:  # a chat in flight waits for its own account
-        waits = f"{err}; its chat waits for account {account}: run `qwenpipe login --account {account}`"
-        return Ask(failure=Failure.ALL, error=err, message=waits)
-    return Ask(failure=Failure.CHAT, error=err)
+    if err.code not in ACCOUNT_REFUSALS:
+        return Ask(failure=Failure.CHAT, error=err)
+    return Ask(failure=Failure.ACCOUNT, error=err, message=waits)

@@ -11,15 +11,18 @@ from .context import Context, clock_words
 
 
 def hold(step: Context, account: str, err: EngineError) -> bool:
-    """Hold `account` back from sends when `err` is a bot check (qwen.bot_check_pause hours,
-    or until `qwenpipe login --account NAME`) or an empty answer (until local midnight). The
-    hold and its journal step ("hold") come first; the page the bot check showed is kept after,
-    as an extra (keep_screenshot). False for any other error (nothing held)."""
+    """Hold `account` back from sends when `err` is a bot check (qwen.bot_check_pause_first
+    hours, doubled on each strike up to qwen.bot_check_pause: quota.py; or until
+    `qwenpipe login --account NAME`) or an empty answer (until local midnight). The hold and
+    its journal step ("hold") come first; the page the bot check showed is kept after, as an
+    extra (keep_screenshot). False for any other error (nothing held)."""
     if err.code not in HOLD_CODES:
         return False
     now = step.clock()
-    pause = float(step.qwen.bot_check_pause)
-    until = step.ws.chat_quota.hold(now, err.code, str(err), account, bot_check_pause=pause)
+    pause, first = float(step.qwen.bot_check_pause), float(step.qwen.bot_check_pause_first)
+    until = step.ws.chat_quota.hold(
+        now, err.code, str(err), account, bot_check_pause=pause, bot_check_pause_first=first
+    )
     held = step.ws.chat_quota.held(now, account)
     step.log(
         "hold",

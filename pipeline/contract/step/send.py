@@ -30,6 +30,10 @@ def handle(step: Context, move: Ask) -> Outcome | Move:
     chat = step.engines.chat(account)
     chat.prepare()  # a busy or missing browser stops us before the marker
     now = step.clock()
+    probe = step.ws.chat_quota.probing(now, account)
+    if probe is not None:  # after a bot-check hold one send goes alone: the rest wait for it
+        step.engines.probed.add(account)
+        step.say(f"{step.slug}: a probe send from account {account} after its bot-check hold")
     record_intent(step, 1, account, now)
     # What recovery needs: the chat the send goes into, named before the prompt leaves the
     # browser (name_chat), and what tells its chat from any other without it (adoptable_chat).

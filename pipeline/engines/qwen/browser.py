@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pipeline.engines.base import Code, EngineBusy, HardError, LockProfile
 from pipeline.engines.qwen.display import NoDisplay, VirtualDisplay, no_display_message, plan_display
 from pipeline.engines.qwen.headers import watch
+from pipeline.engines.qwen.saved_login import Loaded, save_back
 from pipeline.engines.qwen.tokens import listed, local_storage
 from pipeline.pathguard import absolute
 from pipeline.proxy import parse as parse_proxy
@@ -255,6 +256,9 @@ def _local_storage_script(origin: str, items: dict[str, str]) -> str:
     )
 
 
+# In a profile: its mtime says when the login file was last loaded into it (or saved from it).
+LOADED_MARKER = "qwenpipe-state-loaded"
+
 # What Chromium says when another browser runs on the same user data dir.
 PROFILE_IN_USE = ("ProcessSingleton", "profile appears to be in use", "SingletonLock")
 
@@ -300,6 +304,10 @@ class BrowserSession:
         self._context = None
         self._owns_context = False
         self._pages: list[Any] = []
+        # The account's login file as the context was opened from it: written back from what the
+        # context holds when a run that opened a page ends (saved_login.py).
+        self._login: Loaded | None = None
+        self._opened_page = False
         self._xvfb: VirtualDisplay | None = None  # started for a headed launch without a screen
 
     def _path(self, value: str) -> Path:
@@ -328,6 +336,7 @@ class BrowserSession:
             page = self.context.new_page()
         watch(page)  # learn the headers of the page's own API calls from its first request on
         self._pages.append(page)
+        self._opened_page = True
         return page
 
     def _start(self) -> None:
@@ -372,6 +381,7 @@ class BrowserSession:
         going out through this account's proxy when it has one (a context's own, in Chromium)."""
         self._context, self._owns_context = browser.new_context(**self._proxy_option()), True
         state = self._path(self.config.storage_state)
+        self._login = Loaded.of(state)
         if state.is_file():
             load_storage_state(self._context, state)
 
@@ -412,7 +422,8 @@ class BrowserSession:
         BrowserSession.launches += 1
         self.launched += 1
         state = self._path(self.config.storage_state)
-        loaded = profile / "qwenpipe-state-loaded"  # its mtime: when the state file was last loaded
+        self._login = Loaded.of(state)
+        loaded = profile / LOADED_MARKER
         if state.is_file() and (
             is_new_profile or not loaded.exists() or state.stat().st_mtime > loaded.stat().st_mtime
         ):
@@ -466,6 +477,10 @@ class BrowserSession:
         """Close what we opened: the whole browser if we launched it, else only our pages."""
         try:
             if self._context is not None:
+                try:
+                    self._save_login()
+                except Exception:
+                    pass  # the login file stays as it was; the context is closed all the same
                 if self._owns_context:
                     self._context.close()
                 else:
@@ -476,6 +491,7 @@ class BrowserSession:
             pass  # a browser that already died is closed enough
         finally:
             self._pages.clear()
+            self._login, self._opened_page = None, False
             self._context = None
             self._cdp_endpoint = None
             if self._holds_shared:
@@ -484,6 +500,15 @@ class BrowserSession:
             self._stop_playwright()
             self._stop_xvfb()
             self._unlock_profile()
+
+    def _save_login(self) -> None:
+        """What the context holds goes back to the account's login file when a page was opened in
+        it (a context of our own: never a Chrome the user runs). A profile's own marker is
+        touched after it, so the next launch does not load the file it already holds."""
+        if self._login is None or not self._opened_page or not self._owns_context:
+            return
+        if save_back(self._context, self._login) and not self.shared_browser and not self.config.cdp_url:
+            (self._path(self.config.profile_dir) / LOADED_MARKER).touch()
 
     def _lock_profile(self, profile: Path) -> None:
         """One qwenpipe process per profile: Chromium refuses a second browser on it anyway, and

@@ -66,8 +66,30 @@ def jwt_expiry(token: str) -> float | None:
     return float(exp) if plausible_time(exp) else None
 
 
+def session_expiry(state: Any) -> float | None:
+    """When the session a storage state holds ends: its `token` cookie's (the JWT's `exp`, else
+    the cookie's own expiry); None when it holds no such cookie, whatever its shape. Each renewal
+    hands back a new session that ends later: the later of two is the newer."""
+    found = []
+    for cookie in listed(state, "cookies"):
+        if not (isinstance(cookie, dict) and cookie.get("name") == "token" and cookie.get("value")):
+            continue
+        exp = jwt_expiry(cookie["value"]) if isinstance(cookie["value"], str) else None
+        expires = cookie.get("expires")
+        if exp is None and plausible_time(expires) and expires > 0:  # -1: ends with the browser
+            exp = float(expires)
+        if exp is not None:
+            found.append(exp)
+    return max(found) if found else None
+
+
 def token_expiry(state: Any) -> float | None:
-    """When the login in a storage state (already parsed) expires: its latest readable `token`
-    (cookie or localStorage); None when it holds none, whatever its shape."""
+    """When the login in a storage state (already parsed) expires: the session it holds (its
+    `token` cookie), not the access token of a few minutes the page keeps in localStorage
+    (docs/qwen-site.md, "Login"); a state without that cookie: its latest readable `token`.
+    None when it holds none, whatever its shape."""
+    session = session_expiry(state)
+    if session is not None:
+        return session
     expiries = [e for e in (jwt_expiry(t) for t in state_tokens(state)) if e is not None]
     return max(expiries) if expiries else None

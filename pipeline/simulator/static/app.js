@@ -377,6 +377,18 @@
   }
 
   // -- start ----------------------------------------------------------------------------------
+  // The late-2026 site (docs/qwen-site.md, "Login"): the page trades its session (the cookie)
+  // for an access token of a few minutes, and the site hands back a new session with it.
+  async function renewSession() {
+    const body = await api("/api/v2/auths/refresh");
+    if (body && body.success && body.data && body.data.access_token) {
+      localStorage.setItem("token", body.data.access_token);
+      return true;
+    }
+    if (body && body.data && body.data.code === "Unauthorized") location.href = "/auth?action=signin";
+    return false;
+  }
+
   function start() {
     ui = V.shell(LEGACY);
     ui.input.addEventListener("input", () => render());
@@ -402,5 +414,6 @@
     render();
   }
 
-  start();
+  if (CFG.rotating) renewSession().then((ok) => { if (ok) start(); });
+  else start();
 })();
