@@ -277,7 +277,7 @@ def test_a_later_successful_poll_is_not_failed_any_more(project):
     eng = Engines(ws.config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)
     add_prompt(project, "tea")
     generate(ws, "tea", eng, clock=lambda: time.time() - 100)
-    chat.enqueue_check(HardError("chat not found", code="chat_not_found"))
+    chat.enqueue_check(HardError("chat deleted", code="chat_deleted"))
     router.enqueue(HardError("router down", code="router_http"))
     assert generate(ws, "tea", eng).status is Status.FAILED
     assert by_slug(collect(ws))["tea"].state == "failed"

@@ -142,10 +142,25 @@ def poll_in_scenario(sim, tmp_path, slug: str, text: str, scenario: str):
     return project, result
 
 
-def test_chat_gone_at_poll_falls_back(sim, tmp_path):
+def test_chat_gone_at_poll_is_looked_at_again_then_falls_back_once_lost(sim, tmp_path):
     project, result = poll_in_scenario(
         sim, tmp_path, "gone", "Write about chats that vanish.", "chat_not_found"
     )
+    # Sent moments ago: "not found" may be the site not showing a new chat yet. No router yet.
+    assert result.returncode == 3 and "qwen.lost_chat_after" in result.stderr, result.stderr
+    assert not (project / "articles" / "gone.md").exists() and sim.router.chat_requests() == []
+    from dataclasses import replace
+
+    from pipeline.config import load
+    from pipeline.contract.workspace import Workspace
+
+    with Workspace(load(project / "config.toml")) as ws:  # the send, an hour older
+        record = ws.store.article("gone")
+        with ws.store.step() as step:
+            step.put_article(replace(record, sent_at=record.sent_at - 3600, next_try=0.0))
+    sim.set(scenario="chat_not_found")
+    result = qwenpipe_in_process("generate", "gone", cwd=project)
+    sim.set(scenario="ok")
     assert result.returncode == 0, result.stderr
     meta, _ = read_article(project / "articles" / "gone.md")
     assert meta["engine"] == "router" and "chat_url" not in meta  # the keys agree with the engine

@@ -195,7 +195,7 @@ def test_a_successful_poll_resets_the_transient_count(project, workspace, engine
 def test_hard_failure_at_poll_falls_back_to_the_router(project, workspace, engines, chat, router):
     add_prompt(project, "tea")
     generate(workspace, "tea", engines)
-    chat.enqueue_check(HardError("chat gone", code="chat_not_found"))
+    chat.enqueue_check(HardError("chat gone", code="chat_deleted"))
     outcome = generate(workspace, "tea", engines)
     assert outcome.status is Status.DONE and router.history == ["Write about tea."]
 

@@ -297,3 +297,31 @@ def test_the_accounts_record_names_other_workspaces_chats_and_refuses_a_link(tmp
         sent_chats.record(ws1.config, "default", url, ws1.articles_dir, "tea")
     assert list(elsewhere.iterdir()) == []
     assert sent_chats.others(ws1.config, "default", ws1.articles_dir, "tea") == {}
+
+
+def test_a_sent_chat_the_site_does_not_show_yet_is_looked_at_again_not_routed_until_lost(project):
+    """A chat sent moments ago that polls as "not found" (the site's read-after-write lag) is
+    looked at again; only once qwen.lost_chat_after has passed since its send is it the router's."""
+    from accounts_project import accounts_project
+    from fakes import answer
+    from project_files import add_prompt
+
+    from pipeline.contract.step import Status, generate
+    from pipeline.engines.base import HardError
+
+    base = "[qwen]\npoll_interval = 0\nmax_attempts = 50\nlost_chat_after = 600\n[article]\nmin_words = 0\n"
+    ws, chats, router, engines = accounts_project(project, base)
+    add_prompt(project, "tea")
+    t0 = 1_800_000_000.0
+    assert generate(ws, "tea", engines(), clock=lambda: t0).status is Status.QUEUED
+    chat = chats["default"]
+    for after in (5, 60, 590):
+        chat.enqueue_check(HardError("no such chat", code="chat_not_found"))
+        outcome = generate(ws, "tea", engines(), clock=lambda after=after: t0 + after)
+        assert outcome.status is Status.WORKING and not router.history, (after, outcome)
+    chat.enqueue_check(answer())  # shown at last: the chat's own answer, nothing paid twice
+    assert generate(ws, "tea", engines(), clock=lambda: t0 + 595).engine == "qwen"
+    add_prompt(project, "milk", "Write about milk.")
+    generate(ws, "milk", engines(), clock=lambda: t0)
+    chat.enqueue_check(HardError("no such chat", code="chat_not_found"))
+    assert generate(ws, "milk", engines(), clock=lambda: t0 + 601).engine == "router"  # lost: routed

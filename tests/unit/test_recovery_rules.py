@@ -40,7 +40,7 @@ def test_a_router_article_never_carries_the_prompts_own_chat_url(project, worksp
 def test_a_router_article_after_a_failed_chat_does_not_name_the_chat(project, workspace, engines, chat):
     add_prompt(project, "tea")
     generate(workspace, "tea", engines)
-    chat.enqueue_check(HardError("chat gone", code="chat_not_found"))
+    chat.enqueue_check(HardError("chat gone", code="chat_deleted"))
     outcome = generate(workspace, "tea", engines)
     assert outcome.status is Status.DONE and outcome.engine == "router"
     meta = front_matter(project / "articles" / "tea.md")

@@ -44,7 +44,7 @@ def test_every_chat_step_names_its_account_and_a_router_article_names_none(proje
     chats["a"].enqueue_check(answer())
     generate(ws, "tea", engines())
     assert generate(ws, "milk", engines()).account == "b"
-    chats["b"].enqueue_check(HardError("this chat is gone", code="chat_not_found"))
+    chats["b"].enqueue_check(HardError("this chat was deleted", code="chat_deleted"))
     assert generate(ws, "milk", engines()).engine == "router"
     chat_steps = [e for e in ws.store.events() if e.fields.get("engine") == "qwen"]
     assert chat_steps and all(e.account in ("a", "b") for e in chat_steps), chat_steps

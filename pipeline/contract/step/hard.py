@@ -8,16 +8,25 @@ before taking it was offered to the next account already: refused.py)."""
 
 from __future__ import annotations
 
-from ...engines.base import ACCOUNT_REFUSALS, Code, QuotaSpent
+from ...engines.base import ACCOUNT_REFUSALS, Code, QuotaSpent, TransientError
 from ...store.protocol import DEFAULT_ACCOUNT
 from ..phases import Failure
 from .context import Context, clock_words
 from .holds import hold
-from .moves import Ask, Hard
+from .moves import Ask, Hard, Transient
 
 
-def handle(step: Context, move: Hard) -> Ask:
+def handle(step: Context, move: Hard) -> Ask | Transient:
     err, now = move.error, step.clock()
+    if not_shown_yet(step, err, now):
+        left = step.state.sent_at + step.qwen.lost_chat_after - now
+        return Transient(
+            TransientError(
+                f"{err}; it was sent {now - step.state.sent_at:.0f} s ago and a new chat may not read "
+                f"yet: looked at again for {left:.0f} s more (qwen.lost_chat_after)",
+                code=Code.CHAT_NOT_FOUND,
+            )
+        )
     account = step.account or DEFAULT_ACCOUNT
     waits = ""
     if err.code in ACCOUNT_REFUSALS and step.chat_url:  # status shows it as the article's last error
@@ -37,3 +46,15 @@ def handle(step: Context, move: Hard) -> Ask:
     if err.code not in ACCOUNT_REFUSALS:
         return Ask(failure=Failure.CHAT, error=err)
     return Ask(failure=Failure.ACCOUNT, error=err, message=waits)
+
+
+def not_shown_yet(step: Context, err, now: float) -> bool:
+    """The site says it has no such chat, though the article sent into it less than
+    qwen.lost_chat_after ago: a new chat may not read yet (the site's read-after-write lag), so
+    "not found" proves nothing until then and is looked at again; never the router's at once."""
+    sent = step.state.sent_at
+    return (
+        err.code == Code.CHAT_NOT_FOUND
+        and bool(step.chat_url)
+        and 0 < sent <= now < sent + step.qwen.lost_chat_after
+    )
