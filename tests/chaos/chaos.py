@@ -22,6 +22,10 @@ done, and checks what the contract promises:
 - every complete journal line parses, except torn lines from mid_journal kills (at most one
   per such kill), and `status --json` still reads it all.
 
+A share of the trials (chaos_common.site_fault) also has the site slow to show a new chat (a
+read-after-write lag of 1-5 s: the chat reads as not found and is not listed): a recovery or a
+poll in that window proves nothing and must not send again nor hand the article to the router.
+
 With `--accounts N` the simulator has N accounts and each trial's config.toml N
 `[accounts.NAME]` tables, each signed in with `qwenpipe login --account NAME --import` of the
 simulator's login_state; the last account may send only SMALL_QUOTA prompts a day. Then also:
@@ -97,6 +101,7 @@ class Trial:
     router_articles: int = 0
     orphans: int = 0  # processes of a killed command still alive after it died
     count_mismatches: list[str] = field(default_factory=list)  # the day's sends unlike the site's
+    site_fault: dict = field(default_factory=dict)  # the simulator's fault for the trial (read_lag)
     started_at: float = 0.0  # wall clock: the day whose sends are counted
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
@@ -230,13 +235,18 @@ def run_trial(
     for slug, text in trial.slugs.items():
         (project / "prompts" / f"{slug}.md").write_text(text, encoding="utf-8")
     sim.set(url_delay=round(rng.uniform(0.05, 1.5), 2))
+    trial.site_fault = chaos_common.site_fault(rng)
     try:
         sign_in_accounts(trial, project, sim)
+        sim.set(**trial.site_fault)  # through the kills and the crash-free runs alike
         break_it(trial, project, rng)
         heal(trial, project, rng)
+        sim.set(**chaos_common.no_site_fault())
         check(trial, project, sim)
     except Exception as error:  # a broken runner must show up as a problem, not a silent pass
         trial.problems.append(f"runner error: {type(error).__name__}: {error}")
+    finally:
+        sim.set(**chaos_common.no_site_fault())
     trial.seconds = time.monotonic() - started
     return trial
 
@@ -475,6 +485,11 @@ class Summary:
             *((f"kills at {name}", kills[name]) for name in NAMED),
             ("kills at a random moment", kills["random"]),
             ("kills in all", sum(kills.values())),
+            ("trials with the site slow to show new chats", sum(1 for t in self.trials if t.site_fault)),
+            (
+                "trials with the bot check as a page",
+                sum(1 for t in self.trials if any("punish_page" in x for x in t.slugs.values())),
+            ),
             ("commands run", self.total("runs")),
             ("recoveries from the chat list", self.total("recovered")),
             ("router articles", self.total("router_articles")),

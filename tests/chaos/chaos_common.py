@@ -220,6 +220,22 @@ SEND_STEPS = (
 # A send killed before its chat was named is in doubt until qwen.lost_chat_after (30 min by
 # default): short in the chaos runs, so that their crash-free re-runs see it sent again in time.
 LOST_CHAT_AFTER = "lost_chat_after = 15"
+# The site's faults a trial may add to its kills: a read-after-write lag (a new chat reads as
+# not found, and is not listed, for a few seconds: under LOST_CHAT_AFTER, so that nothing may be
+# sent again for it). The bot check as a page is a prompt token (chaos.ROUTER_TOKENS).
+READ_LAG_SHARE = 0.3  # of the trials
+READ_LAG_SECONDS = (1.0, 5.0)
+
+
+def site_fault(rng) -> dict:
+    """The simulator settings of one trial's site fault ({} for none); `no_site_fault` undoes it."""
+    if rng.random() < READ_LAG_SHARE:
+        return {"read_lag": round(rng.uniform(*READ_LAG_SECONDS), 1)}
+    return {}
+
+
+def no_site_fault() -> dict:
+    return {"read_lag": 0.0}
 
 
 def send_steps(store) -> str:

@@ -124,8 +124,11 @@ def run_trial(
             trial.problems.append(f"store init exit {init.returncode}: {last_line(init.stderr)}")
             return trial
         sim.set(url_delay=round(rng.uniform(0.05, 1.0), 2))
+        trial.site_fault = chaos_common.site_fault(rng)
+        sim.set(**trial.site_fault)  # the site slow to show new chats, for the whole trial
         BREAK[kind](trial, group, server, url, sim, rng, points)
         heal(trial, group)
+        sim.set(**chaos_common.no_site_fault())
         for host in group:
             synced = hosts.run(host, "sync")
             if synced.returncode != 0:
@@ -145,6 +148,7 @@ def run_trial(
     except Exception as error:  # a broken runner must show up as a problem, not a silent pass
         trial.problems.append(f"runner error: {type(error).__name__}: {error}")
     finally:
+        sim.set(**chaos_common.no_site_fault())
         trial.seconds = time.monotonic() - started
     return trial
 
@@ -388,6 +392,7 @@ class HostSummary(Summary):
             *((f"kills at {name}", kills[name]) for name in NAMES),
             ("kills at a random moment", kills["random"]),
             *((name, count) for name, count in sorted(faults.items())),
+            ("trials with the site slow to show new chats", sum(1 for t in self.trials if t.site_fault)),
             ("cycles run while the server was down", self.total("unreachable_runs")),
             ("rounds of cycles", self.total("rounds")),
             ("cycles run", self.total("runs")),
