@@ -74,6 +74,8 @@ def app_page(settings: Settings) -> str:
         # The frontend's build and its anti-bot script's version, as a real bundle has them.
         "version": settings.frontend_version,
         "bx_v": BX_V,
+        # Late autumn 2026: the page loads only the chat's last page of messages, over XHR.
+        "history_limit": settings.history_limit,
     }
     html = (STATIC / "index.html").read_text(encoding="utf-8")
     return html.replace("__SIM_CONFIG__", json.dumps(config))

@@ -56,6 +56,11 @@ SETTING_KEYS = {
     "empty_answers",
     "empty_accounts",
     "failing_deletes",
+    "history_limit",
+    "late_stream",
+    "candidates",
+    "parallel_limited_sends",
+    "late_errors",
 }
 # What /sim/config (and Simulator.set) can also do to the accounts, besides settings.
 ACCOUNT_ACTIONS = {"log_out", "clear_accounts", "solve_slider"}
@@ -90,6 +95,11 @@ class Simulator:
         slider_accounts: Sequence[str] = (),
         empty_answers: bool = False,
         empty_accounts: Sequence[str] = (),
+        history_limit: int = 0,
+        late_stream: bool = False,
+        candidates: int = 1,
+        parallel_limited_sends: int = 0,
+        late_errors: bool = False,
     ):
         settings = Settings(
             scenario=scenario,
@@ -114,6 +124,11 @@ class Simulator:
             slider_accounts=list(slider_accounts),
             empty_answers=empty_answers,
             empty_accounts=list(empty_accounts),
+            history_limit=history_limit,
+            late_stream=late_stream,
+            candidates=candidates,
+            parallel_limited_sends=parallel_limited_sends,
+            late_errors=late_errors,
         )
         self.store = ChatStore(settings, ledger_path, accounts=tuple(accounts))
         for name in (*slider_accounts, *empty_accounts) if self.store.accounts else ():

@@ -49,6 +49,7 @@ from pipeline.engines.qwen.api import (
 )
 from pipeline.engines.qwen.browser import BrowserSession
 from pipeline.engines.qwen.choices import apply_choice
+from pipeline.engines.qwen.history import History, whole
 from pipeline.engines.qwen.hold import ChatIdCallback, CompletionHold
 from pipeline.engines.qwen.login import read_login_state
 from pipeline.engines.qwen.page import (
@@ -217,7 +218,7 @@ class QwenEngine:
                 self._open(page, self.chat_url(chat_id))
                 self._wait_for_app(page)
                 self._check_login_api(page)
-                body, _ = self._chat_json(page, chat_id)
+                body = self._chat_json(page, chat_id).body
                 error = classify_api_error(body)
                 if error is not None:
                     raise error
@@ -804,7 +805,7 @@ class QwenEngine:
             # The API read waits until the page says it is done, or its answer stopped growing.
             return Observation(busy, dom_text=dom.answer_text)
         try:
-            body, loaded_by_page = self._chat_json(page, chat_id)
+            body, loaded_by_page, _ = self._chat_json(page, chat_id)
             view = parse_chat(body)
         except (ApiUnusable, ChatShapeError) as err:
             return self._observe_dom_only(dom, selectors, busy, str(err))
@@ -847,10 +848,11 @@ class QwenEngine:
             vouched=loaded_by_page and settled is not None,
         )
 
-    def _chat_json(self, page: Any, chat_id: str) -> tuple[dict, bool]:
-        """The chat's JSON and whether the page loaded it itself: the newest load of the page's
-        own since the last look, else a read of ours with the page's headers. A load the site
-        answered with a failure is raised as that failure (stale headers: our read instead)."""
+    def _chat_json(self, page: Any, chat_id: str) -> History:
+        """The chat's JSON, whole, and whether the page loaded it itself: the newest load of the
+        page's own since the last look, else a read of ours with the page's headers. A load the
+        site answered with a failure is raised as that failure (stale headers: our read
+        instead). A load that holds only the history's last page is completed (history.py)."""
         traffic = PageTraffic.of(page)
         # A chat's page loads its JSON as it opens; a page that loads again on its own (while it
         # draws an answer) is given a moment for its next load before we read for ourselves.
@@ -862,14 +864,15 @@ class QwenEngine:
         if loaded is not None:
             error = classify_api_error(loaded)
             if error is None:
-                return loaded, True
+                return whole(page, chat_id, loaded, True, timeout=self.page_timeout)
             if error.code != Code.STALE_HEADERS:
                 raise error
         elif _all_finished(traffic.latest_load(chat_id)):
             # No new load, but the last one already holds every answer as finished: a finished
             # answer does not change, and it is what the page draws.
-            return traffic.latest_load(chat_id), True
-        return fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=self.page_timeout), False
+            return whole(page, chat_id, traffic.latest_load(chat_id), True, timeout=self.page_timeout)
+        body = fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=self.page_timeout)
+        return whole(page, chat_id, body, False, timeout=self.page_timeout)
 
     def _read_turns(self, page: Any, selectors: Selectors, chat_id: str) -> ChatTurns:
         """Look at the whole chat like `_watch` looks at one answer (impatient): a last turn that
@@ -907,13 +910,14 @@ class QwenEngine:
             raise failure
         dom = read_dom_state(page, selectors)
         try:
-            view = parse_chat(self._chat_json(page, chat_id)[0])
+            read = self._chat_json(page, chat_id)
+            view = parse_chat(read.body)
         except (ApiUnusable, ChatShapeError) as err:
             # The page alone cannot pair answers with their messages safely: no guessing.
             raise TransientError(
                 f"cannot read the chat's turns from the site's API: {err}", code=Code.API_ERROR
             ) from None
-        return judge_turns(dom, view, selectors)
+        return judge_turns(dom, view, selectors, hidden=read.hidden)
 
     def _observe_dom_only(
         self, dom: DomState, selectors: Selectors, busy: str | None, why: str
@@ -964,13 +968,14 @@ class _Submit:
             error.nothing_sent = True
 
 
-def judge_turns(dom: DomState, view: ChatView, selectors: Selectors) -> TurnsSeen:
-    """One read of a chat (the page's signals and the site's JSON) as turns.
+def judge_turns(dom: DomState, view: ChatView, selectors: Selectors, *, hidden: int = 0) -> TurnsSeen:
+    """One read of a chat (the page's signals and the site's whole JSON) as turns.
 
     Earlier turns are complete when the JSON says they finished. The last one is a candidate
     only when the JSON says it finished without error AND the page shows exactly that many
     turns AND the page's last assistant turn (the one after the last user message) is idle:
-    a copy button or an idle composer left over from the turn before never counts.
+    a copy button or an idle composer left over from the turn before never counts. A page that
+    loaded only the history's last page draws `hidden` turns fewer (history.py).
     """
     turns = [
         TurnState(
@@ -988,7 +993,7 @@ def judge_turns(dom: DomState, view: ChatView, selectors: Selectors) -> TurnsSee
     if last.error:
         raise TransientError(f"the site reports an error in the answer: {last.error}", code=Code.ANSWER_ERROR)
     turns[-1] = TurnState(last.user_text, last.answer, complete=False)
-    busy = _last_turn_busy(dom, selectors, len(turns))
+    busy = _last_turn_busy(dom, selectors, len(turns) - hidden)
     site_done = last.finished and bool(last.answer.strip())
     if busy is None and site_done:
         return TurnsSeen(turns, "finishing", candidate=last.answer, **common)
@@ -997,7 +1002,7 @@ def judge_turns(dom: DomState, view: ChatView, selectors: Selectors) -> TurnsSee
     if last.answer:
         progress = f"writing: {len(last.answer):,} chars"
     elif busy == "thinking" or (
-        busy is not None and dom.assistant_turns == len(turns) and dom.thinking_visible
+        busy is not None and dom.assistant_turns == len(turns) - hidden and dom.thinking_visible
     ):
         progress = "thinking"
     else:

@@ -42,6 +42,32 @@
     return parsed(await call(path, options));
   }
 
+  // The late-autumn-2026 page reads a chat's history with XHR, not fetch, and only its last page
+  // (`?direction=up&limit=N`): a hook on fetch misses it.
+  function xhrJson(path) {
+    return new Promise((resolve, reject) => {
+      const xhr = new XMLHttpRequest();
+      xhr.open("GET", path);
+      xhr.withCredentials = true;
+      const headers = {source: "web", version: CFG.version, "bx-v": CFG.bx_v, timezone: TIMEZONE,
+        "x-request-id": requestId()};
+      const token = localStorage.getItem("token");
+      if (token) headers.Authorization = "Bearer " + token;
+      for (const name in headers) xhr.setRequestHeader(name, headers[name]);
+      xhr.onload = () => {
+        if (xhr.getResponseHeader("x-actual-status-code") === "404") return resolve({success: false, missing: true});
+        try { resolve(JSON.parse(xhr.responseText)); } catch (err) { showForeignPage(xhr.responseText); reject(err); }
+      };
+      xhr.onerror = () => reject(new Error("network"));
+      xhr.send();
+    });
+  }
+
+  function loadChat(chatId) {
+    const path = "/api/v2/chats/" + chatId;
+    return CFG.history_limit ? xhrJson(path + "?direction=up&limit=" + CFG.history_limit) : api(path);
+  }
+
   async function parsed(res) {
     const text = await res.text();
     // Some chat-gone answers are HTTP 200 whose real status is this header (the page then shows
@@ -178,7 +204,7 @@
     if (state.dead || !state.chatId) return;
     let body;
     try {
-      body = await api("/api/v2/chats/" + state.chatId);
+      body = await loadChat(state.chatId);
     } catch (err) {
       if (!state.dead) schedule(POLL_MS * 3); // a network hiccup: keep trying
       return;
