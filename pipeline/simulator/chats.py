@@ -56,7 +56,10 @@ BAD_CHAT_READS = ("error", "shape")
 # buttons known by aria-label "Send" / "Stop", an Ant Design select for thinking (Auto / Thinking
 # / Fast) instead of the toggle, a "+" mode menu without web search, a sidebar with
 # [aria-label="New Chat"], a "Search Chats" box, a.chat-item-drag-link items and the user menu.
-UIS = ("current", "legacy", "late-2026", "live-2026-08")
+# "studio-2026-09": the live page rebranded "Qwen Studio" (docs/qwen-site.md, "Late autumn 2026"):
+# its turns inside .qwen-chat-message-select-turn(-message) wrappers, tool cards with "thinking" in
+# their class, a "1/2" pager, the title "Qwen Studio" and the placeholder "Ask Qwen".
+UIS = ("current", "legacy", "late-2026", "live-2026-08", "studio-2026-09")
 DEFAULT_UI = "live-2026-08"  # the page as its author last saw it live
 # The model picker's models: (the id the chat's JSON names, the name the picker shows).
 MODELS = (
@@ -652,7 +655,7 @@ class ChatStore:
             return refusal_body(gate or scenario)
         if self.settings.in_progress_sends > 0:
             self.settings = replace(self.settings, in_progress_sends=self.settings.in_progress_sends - 1)
-            return dict(IN_PROGRESS_BODY)
+            return dict(CHAT_IN_PROGRESS_BODY if self.settings.late_errors else IN_PROGRESS_BODY)
         if self.settings.parallel_limited_sends > 0:
             count = self.settings.parallel_limited_sends - 1
             self.settings = replace(self.settings, parallel_limited_sends=count)

@@ -63,6 +63,7 @@ from pipeline.engines.qwen.page import (
     read_dom_state,
     screen_failure,
 )
+from pipeline.engines.qwen.refusals import after_refusal
 from pipeline.engines.qwen.selectors import Selectors, merge_overrides
 from pipeline.engines.qwen.steady import API_STABLE_SECONDS, Steadiness
 from pipeline.engines.qwen.stream import PageTraffic, StreamRead
@@ -77,8 +78,6 @@ PAGE_SETTLE_SECONDS = 3  # a fresh page may show "busy" this long before drawing
 WAIT_PAGE_SECONDS = 0.1  # a settled, steady answer: how often to look whether the page agrees yet
 CONFIRMED_SECONDS = 60  # how long an answer seen complete and stable counts as such
 REPLY_GRACE_SECONDS = 2  # a quota toast seen: how long its API reply (with the hours) may lag
-BUSY_PAUSE_SECONDS = 3  # "The chat is in progress": the wait before clicking send again
-BUSY_CLICKS = 3  # clicks that may meet "in progress" before the send counts as a transient failure
 PAGE_LOAD_SECONDS = 5  # how long a look waits for a chat's page to load the chat's JSON itself
 PAGE_RELOAD_SECONDS = 0.5  # ... and, at a later look, for the page's next load of its own
 STREAM_LOOK_SECONDS = 0.1  # how often a wait on the sending page looks whether its stream ended
@@ -360,7 +359,7 @@ class QwenEngine:
             page.locator(selectors.composer).first.fill(text)
             PageTraffic.of(page).watch_streams()
             with self._replies(page) as replies:
-                resend = self._clicker(page, selectors, submit)
+                resend = self._clicker(page, selectors, submit, later_turn=True)
                 self._wait_for_user_turn(page, chat_id, len(chat.turns) + 1, text, replies, resend)
 
     def find_chats(self, text: str = "", *, sha256: str = "") -> list[FoundChat]:
@@ -602,7 +601,7 @@ class QwenEngine:
         return failure
 
     def _check_sent(
-        self, page: Any, replies: SendReplies, resend: Callable[[], None], deadline: float
+        self, page: Any, replies: SendReplies, resend: Callable[[EngineError | None], None], deadline: float
     ) -> float:
         """After a click, while waiting for its proof: raise why the site refused what was sent;
         after "The chat is in progress" (it took nothing) click again and give the wait a fresh
@@ -610,26 +609,24 @@ class QwenEngine:
         failure = self._sent_failure(page, replies)
         if failure is not None:
             raise failure
-        if replies.refused_busy():
-            resend()
+        refusal = replies.refusal()
+        if refusal is not None:
+            resend(refusal)
             return self._deadline(self.page_timeout)
         return deadline
 
-    def _clicker(self, page: Any, selectors: Selectors, submit: _Submit) -> Callable[[], None]:
-        """Clicks send now, and again each time it is called: the retries after the site said
-        "The chat is in progress" (a refusal: it took nothing), BUSY_CLICKS clicks in all."""
+    def _clicker(
+        self, page: Any, selectors: Selectors, submit: _Submit, *, later_turn: bool = False
+    ) -> Callable[[EngineError | None], None]:
+        """Clicks send now, and again each time it is called with the site's refusal that took
+        nothing (refusals.py says which refusal means what): BUSY_CLICKS clicks in all."""
         clicks = 0
 
-        def click() -> None:
+        def click(refusal: EngineError | None = None) -> None:
             nonlocal clicks
-            if clicks >= BUSY_CLICKS:
-                raise TransientError(
-                    f"the site still says the chat is in progress after {clicks} tries "
-                    f"{BUSY_PAUSE_SECONDS} s apart (a send while it is busy); trying again later",
-                    code=Code.CHAT_IN_PROGRESS,
-                )
-            if clicks:
-                page.wait_for_timeout(BUSY_PAUSE_SECONDS * 1000)
+            if refusal is not None:
+                pause = after_refusal(refusal, clicks, later_turn=later_turn)
+                page.wait_for_timeout(pause * 1000)
             clicks += 1
             submit.click(page.locator(selectors.send_button).first)
 
@@ -637,7 +634,11 @@ class QwenEngine:
         return click
 
     def _wait_for_chat_id(
-        self, page: Any, replies: SendReplies, resend: Callable[[], None], hold: CompletionHold
+        self,
+        page: Any,
+        replies: SendReplies,
+        resend: Callable[[EngineError | None], None],
+        hold: CompletionHold,
     ) -> str:
         deadline = self._deadline(self.page_timeout)
         while time.monotonic() < deadline:
@@ -691,7 +692,7 @@ class QwenEngine:
         number: int,
         text: str,
         replies: SendReplies,
-        resend: Callable[[], None],
+        resend: Callable[[EngineError | None], None],
     ) -> None:
         """Wait for the proof that the site took `text` as user turn `number`: the completion's
         stream opening on the page (what the page itself receives), or, where the site answered
