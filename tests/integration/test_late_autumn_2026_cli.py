@@ -90,7 +90,8 @@ def test_a_run_killed_after_sending_turn_7_resumes_without_sending_it_again(sim,
 
 def test_the_studio_page_gives_the_first_of_two_candidates_whole_and_each_turn_once(sim, engine, session):
     sim.set(ui="studio-2026-09", late_stream=True, candidates=2, answer_seconds=0.6, thinking_seconds=0.2)
-    texts = [f"Write about tea studios ({uuid.uuid4().hex[:6]}).", "Now shorten it."]
+    tag = uuid.uuid4().hex[:6]
+    texts = [f"Write about tea studios ({tag}).", f"Now shorten it ({tag})."]
 
     url = engine.send(texts[0])
     answer = engine.wait(url, timeout=30)
@@ -133,7 +134,8 @@ def test_parallel_limited_before_the_send_is_waited_out_and_the_prompt_sent_once
 
 def test_chat_in_progress_for_a_later_turn_waits_and_sends_nothing_more(sim, engine):
     sim.set(answer_seconds=0.3)
-    texts = [f"Write about busy chats ({uuid.uuid4().hex[:6]}).", "Now shorten it."]
+    tag = uuid.uuid4().hex[:6]
+    texts = [f"Write about busy chats ({tag}).", f"Now shorten it ({tag})."]
     url = engine.send(texts[0])
     engine.wait(url, timeout=30)
     sim.set(late_errors=True, in_progress_sends=1)  # the site: the last turn is still being answered
