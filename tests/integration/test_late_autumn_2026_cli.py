@@ -85,6 +85,19 @@ def test_a_run_killed_after_sending_turn_7_resumes_without_sending_it_again(sim,
     assert sent == [None, 2, 3, 4, 5, 6], sent  # the killed run never logged its send of turn 7
 
 
+def test_a_later_check_takes_the_chat_the_page_loaded_over_xhr(sim, engine):
+    sim.set(answer_seconds=0.3)
+    text = f"Write about XHR loads ({uuid.uuid4().hex[:6]})."
+    url = engine.send(text)
+    engine.wait(url, timeout=30)
+
+    answer = engine.check(url)
+
+    # The page's own load (XHR, ?direction=up&limit=10) was seen and taken: no read of ours.
+    assert answer.markdown == sim.expected_answer(text)
+    assert answer.extra["read"] == "page"
+
+
 # -- the answer: two candidates, a search first; the "Qwen Studio" page -------------------------------
 
 
