@@ -604,8 +604,8 @@ class QwenEngine:
         self, page: Any, replies: SendReplies, resend: Callable[[EngineError | None], None], deadline: float
     ) -> float:
         """After a click, while waiting for its proof: raise why the site refused what was sent;
-        after "The chat is in progress" (it took nothing) click again and give the wait a fresh
-        deadline. Returns the deadline to wait by."""
+        after a refusal that took nothing ("in progress", ParallelLimited: refusals.py) click again
+        and give the wait a fresh deadline. Returns the deadline to wait by."""
         failure = self._sent_failure(page, replies)
         if failure is not None:
             raise failure
