@@ -160,3 +160,19 @@ def test_chat_in_progress_for_a_later_turn_waits_and_sends_nothing_more(sim, eng
     assert [e["accepted"] for e in sim.ledger() if e["prompt"] == texts[1]] == [False]  # no click again
     engine.send_turn(url, texts[1])  # the next run, the answer complete: sent, once
     assert [e["accepted"] for e in sim.ledger() if e["prompt"] == texts[1]] == [False, True]
+
+
+def test_generate_wait_waits_out_chat_in_progress_on_a_later_turn_and_sends_it_once(sim, tmp_path):
+    project = make_project(tmp_path, sim, router=False)
+    texts = turns_prompt(project, "busy", 2)
+    assert qwenpipe_in_process("generate", "busy", cwd=project).returncode == 42  # turn 1
+    _wait_for(lambda: sim.store.chat_view(chat_id_of(project, "busy"))["messages"][-1]["finished"])
+    sim.set(late_errors=True, in_progress_sends=1)  # the site: turn 1 is still being answered
+
+    done = qwenpipe_in_process("generate", "busy", "--wait", cwd=project)
+
+    assert done.returncode == 0, done.stderr
+    assert [e["accepted"] for e in sim.ledger() if e["prompt"] == texts[1]] == [False, True]
+    assert not [e for e in journal(project) if e["event"] == "transient"]  # no attempt counted
+    _, body = read_article(project / "articles" / "busy.md")
+    assert body == sim.expected_answer(texts[1], turn=2).strip()
