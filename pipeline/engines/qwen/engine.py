@@ -806,8 +806,8 @@ class QwenEngine:
             # The API read waits until the page says it is done, or its answer stopped growing.
             return Observation(busy, dom_text=dom.answer_text)
         try:
-            body, loaded_by_page, _ = self._chat_json(page, chat_id)
-            view = parse_chat(body)
+            read = self._chat_json(page, chat_id)
+            view, loaded_by_page = parse_chat(read.body), read.by_page
         except (ApiUnusable, ChatShapeError) as err:
             return self._observe_dom_only(dom, selectors, busy, str(err))
         turn = view.turns[turns_before] if len(view.turns) > turns_before else None
@@ -918,7 +918,7 @@ class QwenEngine:
             raise TransientError(
                 f"cannot read the chat's turns from the site's API: {err}", code=Code.API_ERROR
             ) from None
-        return judge_turns(dom, view, selectors, hidden=read.hidden)
+        return judge_turns(dom, view, selectors, hidden=(read.hidden, read.hidden_users))
 
     def _observe_dom_only(
         self, dom: DomState, selectors: Selectors, busy: str | None, why: str
@@ -969,14 +969,16 @@ class _Submit:
             error.nothing_sent = True
 
 
-def judge_turns(dom: DomState, view: ChatView, selectors: Selectors, *, hidden: int = 0) -> TurnsSeen:
+def judge_turns(
+    dom: DomState, view: ChatView, selectors: Selectors, *, hidden: tuple[int, int] = (0, 0)
+) -> TurnsSeen:
     """One read of a chat (the page's signals and the site's whole JSON) as turns.
 
     Earlier turns are complete when the JSON says they finished. The last one is a candidate
     only when the JSON says it finished without error AND the page shows exactly that many
     turns AND the page's last assistant turn (the one after the last user message) is idle:
     a copy button or an idle composer left over from the turn before never counts. A page that
-    loaded only the history's last page draws `hidden` turns fewer (history.py).
+    loaded only the history's last page draws `hidden` (answers, user messages) fewer (history.py).
     """
     turns = [
         TurnState(
@@ -994,7 +996,8 @@ def judge_turns(dom: DomState, view: ChatView, selectors: Selectors, *, hidden: 
     if last.error:
         raise TransientError(f"the site reports an error in the answer: {last.error}", code=Code.ANSWER_ERROR)
     turns[-1] = TurnState(last.user_text, last.answer, complete=False)
-    busy = _last_turn_busy(dom, selectors, len(turns) - hidden)
+    answers, users = len(turns) - hidden[0], len(turns) - hidden[1]  # what the page draws
+    busy = _last_turn_busy(dom, selectors, answers, users)
     site_done = last.finished and bool(last.answer.strip())
     if busy is None and site_done:
         return TurnsSeen(turns, "finishing", candidate=last.answer, **common)
@@ -1002,9 +1005,7 @@ def judge_turns(dom: DomState, view: ChatView, selectors: Selectors, *, hidden: 
         return TurnsSeen(turns, "finishing", catching_up=True, **common)
     if last.answer:
         progress = f"writing: {len(last.answer):,} chars"
-    elif busy == "thinking" or (
-        busy is not None and dom.assistant_turns == len(turns) - hidden and dom.thinking_visible
-    ):
+    elif busy == "thinking" or (busy is not None and dom.assistant_turns == answers and dom.thinking_visible):
         progress = "thinking"
     else:
         progress = busy if busy is not None else "waiting for the answer to start"
@@ -1012,11 +1013,12 @@ def judge_turns(dom: DomState, view: ChatView, selectors: Selectors, *, hidden: 
     return TurnsSeen(turns, progress, stalled=busy is None and bool(selectors.copy_button), **common)
 
 
-def _last_turn_busy(dom: DomState, selectors: Selectors, count: int) -> str | None:
-    """Why the page does not (yet) show turn `count`'s answer as complete, or None."""
+def _last_turn_busy(dom: DomState, selectors: Selectors, count: int, users: int) -> str | None:
+    """Why the page, drawing `count` answers and `users` user messages, does not (yet) show the
+    last answer as complete, or None."""
     if dom.assistant_turns < count:
         return "waiting for the answer to start"  # what the page shows is an earlier turn's
-    if dom.assistant_turns > count or (selectors.user_turn and dom.user_turns != count):
+    if dom.assistant_turns > count or (selectors.user_turn and dom.user_turns != users):
         return "the page and the site disagree on the turns"
     return dom.busy_reason(selectors, count - 1)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from pipeline.engines.qwen.api import ChatShapeError, classify_api_error, parse_chat
+from pipeline.engines.qwen.api import classify_api_error, parse_chat
 from pipeline.engines.qwen.page import ApiUnusable, fetch_api
 
 
@@ -23,7 +23,10 @@ class History(NamedTuple):
 
     body: dict  # the whole chat (the page's own load when that was whole)
     by_page: bool  # the page loaded the chat itself (its last turn at least)
-    hidden: int = 0  # earlier turns the page's load left out: it draws only the ones after
+    # The answers and the user messages the page's load left out: it draws only the ones after.
+    # They differ by one when the page starts with an answer whose message is on the page before.
+    hidden: int = 0
+    hidden_users: int = 0
 
 
 def is_page(body: Any) -> bool:
@@ -31,18 +34,26 @@ def is_page(body: Any) -> bool:
     to a parent the JSON does not hold (a whole chat starts with a message without a parent)."""
     if not isinstance(body, dict) or classify_api_error(body) is not None:
         return False
-    chat = (body.get("data") or {}).get("chat") if isinstance(body.get("data"), dict) else None
-    if not isinstance(chat, dict):
-        return False
-    listed = chat.get("messages")
-    if isinstance(listed, list) and listed:
-        messages = [m for m in listed if isinstance(m, dict)]
-    else:
-        history = chat.get("history") if isinstance(chat.get("history"), dict) else {}
-        keyed = history.get("messages") if isinstance(history.get("messages"), dict) else {}
-        messages = [{"id": key, **m} for key, m in keyed.items() if isinstance(m, dict)]
+    messages = _messages(body)
     ids = {m.get("id") for m in messages}
     return any(m.get("parentId") and m.get("parentId") not in ids for m in messages)
+
+
+def _messages(body: dict) -> list[dict]:
+    """The message objects of a chat JSON in either shape (api.py reads them in order)."""
+    chat = (body.get("data") or {}).get("chat") if isinstance(body.get("data"), dict) else None
+    if not isinstance(chat, dict):
+        return []
+    listed = chat.get("messages")
+    if isinstance(listed, list) and listed:
+        return [m for m in listed if isinstance(m, dict)]
+    history = chat.get("history") if isinstance(chat.get("history"), dict) else {}
+    keyed = history.get("messages") if isinstance(history.get("messages"), dict) else {}
+    return [{"id": key, **m} for key, m in keyed.items() if isinstance(m, dict)]
+
+
+def _count(body: dict, role: str) -> int:
+    return sum(1 for m in _messages(body) if m.get("role") == role)
 
 
 def whole(page: Any, chat_id: str, body: dict, by_page: bool, *, timeout: float) -> History:
@@ -50,12 +61,9 @@ def whole(page: Any, chat_id: str, body: dict, by_page: bool, *, timeout: float)
     the engine error the site answered, when it cannot be had: never judged from a page)."""
     if not is_page(body):
         return History(body, by_page)
-    try:
-        shown = len(parse_chat(body).turns)
-    except ChatShapeError:
-        return History(body, by_page)  # not a chat we can read: the caller says so
     full = fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=timeout)
     if is_page(full):
         raise ApiUnusable("the whole chat read holds only part of its history (a page)")
-    turns = len(parse_chat(full).turns)
-    return History(full, by_page, max(turns - shown, 0))
+    parse_chat(full)  # ChatShapeError when it is no chat we can read: the caller says so
+    hidden = {role: max(_count(full, role) - _count(body, role), 0) for role in ("assistant", "user")}
+    return History(full, by_page, hidden["assistant"], hidden["user"])
