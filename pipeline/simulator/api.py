@@ -316,6 +316,7 @@ def _route(store, settings, account, method, path, query, body) -> Response:
             return json_response({"detail": "Not Found"}, headers=[("x-actual-status-code", "404")])
         if view is None:
             return json_response(chats.not_found_body(match.group(1)))
+        view = shapes.history_page(view, parse_qs(query))
         return json_response(shapes.chat_body(view, settings.api_shape, stream_status=settings.stream_status))
     return json_response({"success": False, "data": {"code": "NOT_FOUND", "details": path}}, status=404)
 

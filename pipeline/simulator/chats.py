@@ -66,7 +66,10 @@ BAD_CHAT_READS = ("error", "shape")
 # buttons known by aria-label "Send" / "Stop", an Ant Design select for thinking (Auto / Thinking
 # / Fast) instead of the toggle, a "+" mode menu without web search, a sidebar with
 # [aria-label="New Chat"], a "Search Chats" box, a.chat-item-drag-link items and the user menu.
-UIS = ("current", "legacy", "late-2026", "live-2026-08")
+# "studio-2026-09": the live page rebranded "Qwen Studio" (docs/qwen-site.md, "Late autumn 2026"):
+# its turns inside .qwen-chat-message-select-turn(-message) wrappers, tool cards with "thinking" in
+# their class, a "1/2" pager, the title "Qwen Studio" and the placeholder "Ask Qwen".
+UIS = ("current", "legacy", "late-2026", "live-2026-08", "studio-2026-09")
 DEFAULT_UI = "live-2026-08"  # the page as its author last saw it live
 # The model picker's models: (the id the chat's JSON names, the name the picker shows).
 MODELS = (
@@ -109,6 +112,15 @@ UNAUTHORIZED_BODY = {"success": False, "data": {"code": "Unauthorized"}}
 BAD_REQUEST_BODY = {"success": False, "data": {"code": "Bad_Request", "details": "Bad_Request"}}
 BX_V = "2.5.36"  # the anti-bot script's version the page sends as `bx-v`
 IN_PROGRESS_BODY = {"success": False, "data": {"code": "Bad_Request", "details": "The chat is in progress!"}}
+# Late autumn 2026: the same refusal with its own code, and the account's answers-in-the-making limit.
+CHAT_IN_PROGRESS_BODY = {
+    "success": False,
+    "data": {"code": "CHAT_IN_PROGRESS", "details": "The last message is still being answered"},
+}
+PARALLEL_LIMITED_BODY = {
+    "success": False,
+    "data": {"code": "ParallelLimited", "details": "Too many answers are being generated at once"},
+}
 ERROR_OBJECT = {"code": "internal_error", "details": "Something went wrong, please try again later."}
 
 
@@ -221,6 +233,22 @@ class Settings:
     # The late-2026 login (sessions.py): a session cookie the page trades for an access token of
     # 900 s at GET /api/v2/auths/refresh, each trade ending the old session.
     rotating_sessions: bool = False
+    # Late autumn 2026 (docs/qwen-site.md, "Late autumn 2026"). A chat's page loads only its last
+    # `history_limit` messages, over XHR (`GET /api/v2/chats/<id>?direction=up&limit=N`), and
+    # draws only those; 0 = it loads the whole chat with fetch.
+    history_limit: int = 0
+    # The late-autumn stream: `response.created` carries `response_index`, `response.updated`
+    # frames come, every frame carries the cumulative `usage`, and `web_search` / `search_result`
+    # phases come before the answer.
+    late_stream: bool = False
+    # Candidate answers interleaved in one stream, each with its own `response_id` (the page
+    # shows a "1/2" pager); the chat keeps the first, and the page shows it.
+    candidates: int = 1
+    # The next this many sends are refused `ParallelLimited` (too many answers in the making).
+    parallel_limited_sends: int = 0
+    # A send into a chat still answering is refused with the late code `CHAT_IN_PROGRESS`
+    # (instead of Bad_Request "The chat is in progress!").
+    late_errors: bool = False
 
     def validated(self) -> Settings:
         checks = [
@@ -266,6 +294,11 @@ class Settings:
                 "read_lag must be 0 or more seconds (within 10 years)",
             ),
             (isinstance(self.vanish_chats, bool), "vanish_chats must be true or false"),
+            (_is_count(self.history_limit), "history_limit must be a count >= 0 (0 = the whole chat)"),
+            (isinstance(self.late_stream, bool), "late_stream must be true or false"),
+            (self.candidates in (1, 2), "candidates must be 1 or 2"),
+            (_is_count(self.parallel_limited_sends), "parallel_limited_sends must be a count >= 0"),
+            (isinstance(self.late_errors, bool), "late_errors must be true or false"),
             (_is_names(self.slider_accounts), "slider_accounts must be a list of account names"),
             (isinstance(self.empty_answers, bool), "empty_answers must be true or false"),
             (_is_names(self.empty_accounts), "empty_accounts must be a list of account names"),
@@ -676,12 +709,16 @@ class ChatStore:
             return refusal_body(gate or scenario)
         if self.settings.in_progress_sends > 0:
             self.settings = replace(self.settings, in_progress_sends=self.settings.in_progress_sends - 1)
-            return dict(IN_PROGRESS_BODY)
+            return dict(CHAT_IN_PROGRESS_BODY if self.settings.late_errors else IN_PROGRESS_BODY)
+        if self.settings.parallel_limited_sends > 0:
+            count = self.settings.parallel_limited_sends - 1
+            self.settings = replace(self.settings, parallel_limited_sends=count)
+            return dict(PARALLEL_LIMITED_BODY)
         if chat is None or (chat.messages and self.opens_as_missing(chat)):
             return not_found_body(parent_id or chat_id)
         last = chat.last_assistant()
         if last is not None and not self._progress(last, time.monotonic())["done"]:
-            return dict(IN_PROGRESS_BODY)
+            return dict(CHAT_IN_PROGRESS_BODY if self.settings.late_errors else IN_PROGRESS_BODY)
         expected_parent = chat.messages[-1].id if chat.messages else None
         if parent_id != expected_parent:
             return not_found_body(parent_id)

@@ -94,6 +94,23 @@ class SimulatorOptions:
         "late-2026 login: the page trades the session cookie for a 900 s access token at "
         "GET /api/v2/auths/refresh, each trade ending the old session",
     )
+    history_limit: int = _option(
+        _SETTINGS.history_limit,
+        "a chat's page loads only its last N messages over XHR (?direction=up&limit=N; 0 = the whole chat)",
+    )
+    late_stream: bool = _option(
+        _SETTINGS.late_stream,
+        "the late-autumn stream: response_index, response.updated, cumulative usage, web_search phases",
+    )
+    candidates: int = _option(
+        _SETTINGS.candidates, "candidate answers interleaved in one stream (1 or 2; the chat keeps the first)"
+    )
+    parallel_limited_sends: int = _option(
+        _SETTINGS.parallel_limited_sends, "refuse the next N sends with ParallelLimited"
+    )
+    late_errors: bool = _option(
+        _SETTINGS.late_errors, "a send into a chat still answering is refused CHAT_IN_PROGRESS"
+    )
 
     def account_names(self, option: str = "accounts") -> tuple[str, ...]:
         """The names a comma-separated option (--accounts, --slider-accounts...) gives."""
@@ -127,6 +144,10 @@ class SimulatorOptions:
                     f"{flag} {value!r}: {unknown[0]!r} is not one of --accounts "
                     f"({', '.join(names) or 'none'})"
                 )
+        for name, top in (("history_limit", 1000), ("parallel_limited_sends", 1000), ("candidates", 2)):
+            low = 1 if name == "candidates" else 0
+            if not low <= getattr(self, name) <= top:
+                raise UsageProblem(f"--{name.replace('_', '-')} {getattr(self, name)}: choose {low} to {top}")
         if not 0 <= self.quota <= 100_000:
             raise UsageProblem(f"--quota {self.quota}: choose 0 (no limit) to 100000 sends a day")
         if self.frontend_version and not VERSION_RE.match(self.frontend_version):
@@ -180,6 +201,11 @@ class SimulatorOptions:
             read_lag=self.read_lag,
             vanish_chats=self.vanish_chats,
             rotating_sessions=self.rotating_sessions,
+            history_limit=self.history_limit,
+            late_stream=self.late_stream,
+            candidates=self.candidates,
+            parallel_limited_sends=self.parallel_limited_sends,
+            late_errors=self.late_errors,
         )
         try:
             return sim.start()

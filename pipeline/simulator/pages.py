@@ -75,6 +75,9 @@ def app_page(settings: Settings) -> str:
         "version": settings.frontend_version,
         "bx_v": BX_V,
         "rotating": settings.rotating_sessions,  # renew the session on load (sessions.py)
+        # Late autumn 2026: the page loads only the chat's last page of messages, over XHR.
+        "history_limit": settings.history_limit,
+        "candidates": settings.candidates,
     }
     html = (STATIC / "index.html").read_text(encoding="utf-8")
     return html.replace("__SIM_CONFIG__", json.dumps(config))

@@ -59,6 +59,11 @@ SETTING_KEYS = {
     "read_lag",
     "vanish_chats",
     "rotating_sessions",
+    "history_limit",
+    "late_stream",
+    "candidates",
+    "parallel_limited_sends",
+    "late_errors",
 }
 # What /sim/config (and Simulator.set) can also do to the accounts, besides settings.
 ACCOUNT_ACTIONS = {"log_out", "clear_accounts", "solve_slider"}
@@ -96,6 +101,11 @@ class Simulator:
         read_lag: float = 0.0,
         vanish_chats: bool = False,
         rotating_sessions: bool = False,
+        history_limit: int = 0,
+        late_stream: bool = False,
+        candidates: int = 1,
+        parallel_limited_sends: int = 0,
+        late_errors: bool = False,
     ):
         settings = Settings(
             scenario=scenario,
@@ -123,6 +133,11 @@ class Simulator:
             read_lag=read_lag,
             vanish_chats=vanish_chats,
             rotating_sessions=rotating_sessions,
+            history_limit=history_limit,
+            late_stream=late_stream,
+            candidates=candidates,
+            parallel_limited_sends=parallel_limited_sends,
+            late_errors=late_errors,
         )
         self.store = ChatStore(settings, ledger_path, accounts=tuple(accounts))
         for name in (*slider_accounts, *empty_accounts) if self.store.accounts else ():

@@ -38,6 +38,19 @@ def chat_body(view: dict, shape: str, *, stream_status: bool = False) -> dict:
     return {"success": True, "data": data}
 
 
+def history_page(view: dict, query: dict[str, list[str]]) -> dict:
+    """The view as `?direction=up&limit=N` asks for it (docs/qwen-site.md, "Late autumn 2026"):
+    only the last N messages of the chat, the oldest of them still linking to its parent, which
+    the page does not get. Without `limit`, the whole chat."""
+    try:
+        limit = int(query.get("limit", ["0"])[0])
+    except ValueError:
+        limit = 0
+    if limit <= 0 or query.get("direction", ["up"])[0] != "up":
+        return view
+    return {**view, "messages": view["messages"][-limit:]}
+
+
 def _children(messages: list[dict]) -> dict[str, list[str]]:
     kids: dict[str, list[str]] = {m["id"]: [] for m in messages}
     for m in messages:

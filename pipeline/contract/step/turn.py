@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from ...engines.base import EngineError
+from ...engines.base import Code, EngineError
 from ...store.protocol import AlreadySent
 from ..phases import Reason
 from .context import Context, Outcome, Status, clock_words, since
@@ -38,6 +38,18 @@ def handle(step: Context, move: Ask) -> Outcome | Ask | LookTurns:
     except EngineError as err:
         if err.nothing_sent:
             unsent(step, err, turn=number)
+        if err.nothing_sent and err.code == Code.BUSY_CHAT:
+            # The site says the turn before is still being answered (engines/qwen/refusals.py):
+            # not a failed attempt; wait for that answer as any look does, then ask again.
+            if step.wait:
+                return LookTurns(move.deadline, after_turn=True)
+            step.log("poll", engine="qwen", progress=str(err), turn=number - 1)
+            return step.outcome(
+                Status.WORKING,
+                f"{step.slug}: turn {number - 1} of {total} is still being answered; "
+                f"turn {number} waits for it",
+                reason=Reason.GENERATING,
+            )
         raise
     step.crash("after_send")
     with step.ws.store.step() as store:

@@ -236,7 +236,14 @@ def classify_api_error(payload: Any) -> EngineError | None:
     data = payload.get("data") if isinstance(payload.get("data"), dict) else {}
     code = str(data.get("code") or payload.get("code") or "")
     details = str(data.get("details") or data.get("message") or payload.get("message") or "")
-    if "in progress" in details.lower():
+    if code == "ParallelLimited":
+        # The account has too many answers in the making (docs/qwen-site.md): the site took
+        # nothing; again after a pause.
+        return TransientError(
+            f"the site has too many answers in the making for this account ({code}: {details})",
+            code=Code.BUSY,
+        )
+    if code == "CHAT_IN_PROGRESS" or "in progress" in details.lower():
         # A send while the chat is still answering: the site took nothing; again in a few seconds.
         return TransientError(f"the site says the chat is busy ({details})", code=Code.CHAT_IN_PROGRESS)
     if is_stale_headers(payload):

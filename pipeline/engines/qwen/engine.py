@@ -50,6 +50,7 @@ from pipeline.engines.qwen.api import (
 from pipeline.engines.qwen.botcheck import BotChecks, left_chat, reply_refusal
 from pipeline.engines.qwen.browser import BrowserSession
 from pipeline.engines.qwen.choices import apply_choice
+from pipeline.engines.qwen.history import History, whole
 from pipeline.engines.qwen.hold import ChatIdCallback, CompletionHold
 from pipeline.engines.qwen.login import read_login_state
 from pipeline.engines.qwen.page import (
@@ -63,6 +64,7 @@ from pipeline.engines.qwen.page import (
     read_dom_state,
     screen_failure,
 )
+from pipeline.engines.qwen.refusals import after_refusal
 from pipeline.engines.qwen.selectors import Selectors, merge_overrides
 from pipeline.engines.qwen.steady import API_STABLE_SECONDS, Steadiness
 from pipeline.engines.qwen.stream import PageTraffic, StreamRead
@@ -77,8 +79,6 @@ PAGE_SETTLE_SECONDS = 3  # a fresh page may show "busy" this long before drawing
 WAIT_PAGE_SECONDS = 0.1  # a settled, steady answer: how often to look whether the page agrees yet
 CONFIRMED_SECONDS = 60  # how long an answer seen complete and stable counts as such
 REPLY_GRACE_SECONDS = 2  # a quota toast seen: how long its API reply (with the hours) may lag
-BUSY_PAUSE_SECONDS = 3  # "The chat is in progress": the wait before clicking send again
-BUSY_CLICKS = 3  # clicks that may meet "in progress" before the send counts as a transient failure
 PAGE_LOAD_SECONDS = 5  # how long a look waits for a chat's page to load the chat's JSON itself
 PAGE_RELOAD_SECONDS = 0.5  # ... and, at a later look, for the page's next load of its own
 STREAM_LOOK_SECONDS = 0.1  # how often a wait on the sending page looks whether its stream ended
@@ -218,7 +218,7 @@ class QwenEngine:
                 self._open(page, self.chat_url(chat_id))
                 self._wait_for_app(page)
                 self._check_login_api(page)
-                body, _ = self._chat_json(page, chat_id)
+                body = self._chat_json(page, chat_id).body
                 error = classify_api_error(body)
                 if error is not None:
                     raise error
@@ -360,7 +360,7 @@ class QwenEngine:
             page.locator(selectors.composer).first.fill(text)
             PageTraffic.of(page).watch_streams()
             with self._replies(page) as replies:
-                resend = self._clicker(page, selectors, submit)
+                resend = self._clicker(page, selectors, submit, later_turn=True)
                 self._wait_for_user_turn(page, chat_id, len(chat.turns) + 1, text, replies, resend)
 
     def find_chats(self, text: str = "", *, sha256: str = "") -> list[FoundChat]:
@@ -605,34 +605,32 @@ class QwenEngine:
         return failure
 
     def _check_sent(
-        self, page: Any, replies: SendReplies, resend: Callable[[], None], deadline: float
+        self, page: Any, replies: SendReplies, resend: Callable[[EngineError | None], None], deadline: float
     ) -> float:
         """After a click, while waiting for its proof: raise why the site refused what was sent;
-        after "The chat is in progress" (it took nothing) click again and give the wait a fresh
-        deadline. Returns the deadline to wait by."""
+        after a refusal that took nothing ("in progress", ParallelLimited: refusals.py) click again
+        and give the wait a fresh deadline. Returns the deadline to wait by."""
         failure = self._sent_failure(page, replies)
         if failure is not None:
             raise failure
-        if replies.refused_busy():
-            resend()
+        refusal = replies.refusal()
+        if refusal is not None:
+            resend(refusal)
             return self._deadline(self.page_timeout)
         return deadline
 
-    def _clicker(self, page: Any, selectors: Selectors, submit: _Submit) -> Callable[[], None]:
-        """Clicks send now, and again each time it is called: the retries after the site said
-        "The chat is in progress" (a refusal: it took nothing), BUSY_CLICKS clicks in all."""
+    def _clicker(
+        self, page: Any, selectors: Selectors, submit: _Submit, *, later_turn: bool = False
+    ) -> Callable[[EngineError | None], None]:
+        """Clicks send now, and again each time it is called with the site's refusal that took
+        nothing (refusals.py says which refusal means what): BUSY_CLICKS clicks in all."""
         clicks = 0
 
-        def click() -> None:
+        def click(refusal: EngineError | None = None) -> None:
             nonlocal clicks
-            if clicks >= BUSY_CLICKS:
-                raise TransientError(
-                    f"the site still says the chat is in progress after {clicks} tries "
-                    f"{BUSY_PAUSE_SECONDS} s apart (a send while it is busy); trying again later",
-                    code=Code.CHAT_IN_PROGRESS,
-                )
-            if clicks:
-                page.wait_for_timeout(BUSY_PAUSE_SECONDS * 1000)
+            if refusal is not None:
+                pause = after_refusal(refusal, clicks, later_turn=later_turn)
+                page.wait_for_timeout(pause * 1000)
             clicks += 1
             submit.click(page.locator(selectors.send_button).first)
 
@@ -640,7 +638,11 @@ class QwenEngine:
         return click
 
     def _wait_for_chat_id(
-        self, page: Any, replies: SendReplies, resend: Callable[[], None], hold: CompletionHold
+        self,
+        page: Any,
+        replies: SendReplies,
+        resend: Callable[[EngineError | None], None],
+        hold: CompletionHold,
     ) -> str:
         deadline = self._deadline(self.page_timeout)
         while time.monotonic() < deadline:
@@ -694,7 +696,7 @@ class QwenEngine:
         number: int,
         text: str,
         replies: SendReplies,
-        resend: Callable[[], None],
+        resend: Callable[[EngineError | None], None],
     ) -> None:
         """Wait for the proof that the site took `text` as user turn `number`: the completion's
         stream opening on the page (what the page itself receives), or, where the site answered
@@ -808,8 +810,8 @@ class QwenEngine:
             # The API read waits until the page says it is done, or its answer stopped growing.
             return Observation(busy, dom_text=dom.answer_text)
         try:
-            body, loaded_by_page = self._chat_json(page, chat_id)
-            view = parse_chat(body)
+            read = self._chat_json(page, chat_id)
+            view, loaded_by_page = parse_chat(read.body), read.by_page
         except (ApiUnusable, ChatShapeError) as err:
             return self._observe_dom_only(dom, selectors, busy, str(err))
         turn = view.turns[turns_before] if len(view.turns) > turns_before else None
@@ -851,10 +853,11 @@ class QwenEngine:
             vouched=loaded_by_page and settled is not None,
         )
 
-    def _chat_json(self, page: Any, chat_id: str) -> tuple[dict, bool]:
-        """The chat's JSON and whether the page loaded it itself: the newest load of the page's
-        own since the last look, else a read of ours with the page's headers. A load the site
-        answered with a failure is raised as that failure (stale headers: our read instead)."""
+    def _chat_json(self, page: Any, chat_id: str) -> History:
+        """The chat's JSON, whole, and whether the page loaded it itself: the newest load of the
+        page's own since the last look, else a read of ours with the page's headers. A load the
+        site answered with a failure is raised as that failure (stale headers: our read
+        instead). A load that holds only the history's last page is completed (history.py)."""
         traffic = PageTraffic.of(page)
         # A chat's page loads its JSON as it opens; a page that loads again on its own (while it
         # draws an answer) is given a moment for its next load before we read for ourselves.
@@ -866,14 +869,15 @@ class QwenEngine:
         if loaded is not None:
             error = classify_api_error(loaded)
             if error is None:
-                return loaded, True
+                return whole(page, chat_id, loaded, True, timeout=self.page_timeout)
             if error.code != Code.STALE_HEADERS:
                 raise error
         elif _all_finished(traffic.latest_load(chat_id)):
             # No new load, but the last one already holds every answer as finished: a finished
             # answer does not change, and it is what the page draws.
-            return traffic.latest_load(chat_id), True
-        return fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=self.page_timeout), False
+            return whole(page, chat_id, traffic.latest_load(chat_id), True, timeout=self.page_timeout)
+        body = fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=self.page_timeout)
+        return whole(page, chat_id, body, False, timeout=self.page_timeout)
 
     def _read_turns(self, page: Any, selectors: Selectors, chat_id: str) -> ChatTurns:
         """Look at the whole chat like `_watch` looks at one answer (impatient): a last turn that
@@ -911,13 +915,14 @@ class QwenEngine:
             raise failure
         dom = read_dom_state(page, selectors)
         try:
-            view = parse_chat(self._chat_json(page, chat_id)[0])
+            read = self._chat_json(page, chat_id)
+            view = parse_chat(read.body)
         except (ApiUnusable, ChatShapeError) as err:
             # The page alone cannot pair answers with their messages safely: no guessing.
             raise TransientError(
                 f"cannot read the chat's turns from the site's API: {err}", code=Code.API_ERROR
             ) from None
-        return judge_turns(dom, view, selectors)
+        return judge_turns(dom, view, selectors, hidden=(read.hidden, read.hidden_users))
 
     def _observe_dom_only(
         self, dom: DomState, selectors: Selectors, busy: str | None, why: str
@@ -968,13 +973,16 @@ class _Submit:
             error.nothing_sent = True
 
 
-def judge_turns(dom: DomState, view: ChatView, selectors: Selectors) -> TurnsSeen:
-    """One read of a chat (the page's signals and the site's JSON) as turns.
+def judge_turns(
+    dom: DomState, view: ChatView, selectors: Selectors, *, hidden: tuple[int, int] = (0, 0)
+) -> TurnsSeen:
+    """One read of a chat (the page's signals and the site's whole JSON) as turns.
 
     Earlier turns are complete when the JSON says they finished. The last one is a candidate
     only when the JSON says it finished without error AND the page shows exactly that many
     turns AND the page's last assistant turn (the one after the last user message) is idle:
-    a copy button or an idle composer left over from the turn before never counts.
+    a copy button or an idle composer left over from the turn before never counts. A page that
+    loaded only the history's last page draws `hidden` (answers, user messages) fewer (history.py).
     """
     turns = [
         TurnState(
@@ -992,7 +1000,8 @@ def judge_turns(dom: DomState, view: ChatView, selectors: Selectors) -> TurnsSee
     if last.error:
         raise TransientError(f"the site reports an error in the answer: {last.error}", code=Code.ANSWER_ERROR)
     turns[-1] = TurnState(last.user_text, last.answer, complete=False)
-    busy = _last_turn_busy(dom, selectors, len(turns))
+    answers, users = len(turns) - hidden[0], len(turns) - hidden[1]  # what the page draws
+    busy = _last_turn_busy(dom, selectors, answers, users)
     site_done = last.finished and bool(last.answer.strip())
     if busy is None and site_done:
         return TurnsSeen(turns, "finishing", candidate=last.answer, **common)
@@ -1000,9 +1009,7 @@ def judge_turns(dom: DomState, view: ChatView, selectors: Selectors) -> TurnsSee
         return TurnsSeen(turns, "finishing", catching_up=True, **common)
     if last.answer:
         progress = f"writing: {len(last.answer):,} chars"
-    elif busy == "thinking" or (
-        busy is not None and dom.assistant_turns == len(turns) and dom.thinking_visible
-    ):
+    elif busy == "thinking" or (busy is not None and dom.assistant_turns == answers and dom.thinking_visible):
         progress = "thinking"
     else:
         progress = busy if busy is not None else "waiting for the answer to start"
@@ -1010,11 +1017,12 @@ def judge_turns(dom: DomState, view: ChatView, selectors: Selectors) -> TurnsSee
     return TurnsSeen(turns, progress, stalled=busy is None and bool(selectors.copy_button), **common)
 
 
-def _last_turn_busy(dom: DomState, selectors: Selectors, count: int) -> str | None:
-    """Why the page does not (yet) show turn `count`'s answer as complete, or None."""
+def _last_turn_busy(dom: DomState, selectors: Selectors, count: int, users: int) -> str | None:
+    """Why the page, drawing `count` answers and `users` user messages, does not (yet) show the
+    last answer as complete, or None."""
     if dom.assistant_turns < count:
         return "waiting for the answer to start"  # what the page shows is an earlier turn's
-    if dom.assistant_turns > count or (selectors.user_turn and dom.user_turns != count):
+    if dom.assistant_turns > count or (selectors.user_turn and dom.user_turns != users):
         return "the page and the site disagree on the turns"
     return dom.busy_reason(selectors, count - 1)
 

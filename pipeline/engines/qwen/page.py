@@ -392,6 +392,10 @@ def fetch_api(page: Any, path: str, *, timeout: float = 30, method: str = "GET")
     return body
 
 
+# Refusals of a send that took nothing and ask for a later try (api.classify_api_error).
+TOOK_NOTHING = frozenset({Code.CHAT_IN_PROGRESS, Code.BUSY})
+
+
 class SendReplies:
     """The site's answers to the page's own API calls while a message is being sent.
 
@@ -405,7 +409,7 @@ class SendReplies:
         self._page = page
         self._unread: list[Any] = []
         self._failure: EngineError | None = None
-        self._busy = 0  # "The chat is in progress" replies not yet answered by a new click
+        self._refused: list[EngineError] = []  # refusals that took nothing, not yet answered by a click
         page.on("requestfinished", self._keep)
 
     def _keep(self, request: Any) -> None:
@@ -430,16 +434,17 @@ class SendReplies:
             error = classify_api_error(body)
             if isinstance(error, HardError):
                 self._failure = error
-            elif error is not None and error.code == Code.CHAT_IN_PROGRESS:
-                self._busy += 1
+            elif error is not None and error.code in TOOK_NOTHING:
+                self._refused.append(error)
         return self._failure
 
-    def refused_busy(self) -> bool:
-        """Whether the site refused the send since the last call: "The chat is in progress" (it
-        took nothing). Each refusal is reported once."""
+    def refusal(self) -> EngineError | None:
+        """The site's last refusal of the send since the last call that took nothing and asks for
+        a later try ("The chat is in progress", CHAT_IN_PROGRESS, ParallelLimited), or None. Each
+        refusal is reported once."""
         self.failure()
-        refused, self._busy = self._busy > 0, 0
-        return refused
+        refused, self._refused = self._refused[-1:], []
+        return refused[0] if refused else None
 
     def close(self) -> None:
         try:

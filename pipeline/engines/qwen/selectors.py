@@ -73,6 +73,9 @@ CURRENT = Selectors(
         '.message-input-right-button-send button:not([aria-label="Stop"])'
     ),
     stop_button='[aria-label="Stop"], button.stop-button',
+    # Whole class names, never a substring: the "Qwen Studio" page (late September 2026) wraps
+    # each turn in .qwen-chat-message-select-turn(-message), and its tool cards have "thinking"
+    # in their class (docs/qwen-site.md, "Late autumn 2026").
     user_turn=".qwen-chat-message-user",
     assistant_turn=".qwen-chat-message-assistant",
     answer=".response-message-content.phase-answer",

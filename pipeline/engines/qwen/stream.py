@@ -34,9 +34,15 @@ class StreamRead(NamedTuple):
 def parse_stream(text: str) -> StreamRead:
     """The frames of an SSE body (`data: {...}` lines), as one StreamRead. Frames that are not
     JSON (keep-alives, `[DONE]`) are skipped; a `finished` outside the answer phase ends only the
-    thinking."""
+    thinking.
+
+    One stream may interleave two candidate answers, each with its own `response_id`
+    (docs/qwen-site.md, "Late autumn 2026: the answer"): the one kept is the candidate the chat
+    stores and the page shows first (`response_index` 0, else the first created), and a frame of
+    the other is never part of it, its `finished` included."""
     answer: list[str] = []
     finished, error, model = False, None, None
+    kept: str | None = None  # the response_id of the candidate read
     for line in text.splitlines():
         if not line.startswith("data:"):
             continue
@@ -48,7 +54,12 @@ def parse_stream(text: str) -> StreamRead:
             continue
         created = data.get("response.created")
         if isinstance(created, dict):
-            model = created.get("model") or model
+            if kept is None or created.get("response_index") == 0:
+                kept = created.get("response_id") or kept
+                model = created.get("model") or model
+            continue
+        if kept is not None and data.get("response_id") not in (None, kept):
+            continue  # the other candidate's frame
         if data.get("error"):
             error = _words(data["error"])
         if isinstance(data.get("model"), str):

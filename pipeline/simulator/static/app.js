@@ -42,6 +42,32 @@
     return parsed(await call(path, options));
   }
 
+  // The late-autumn-2026 page reads a chat's history with XHR, not fetch, and only its last page
+  // (`?direction=up&limit=N`): a hook on fetch misses it.
+  function xhrJson(path) {
+    return new Promise((resolve, reject) => {
+      const xhr = new XMLHttpRequest();
+      xhr.open("GET", path);
+      xhr.withCredentials = true;
+      const headers = {source: "web", version: CFG.version, "bx-v": CFG.bx_v, timezone: TIMEZONE,
+        "x-request-id": requestId()};
+      const token = localStorage.getItem("token");
+      if (token) headers.Authorization = "Bearer " + token;
+      for (const name in headers) xhr.setRequestHeader(name, headers[name]);
+      xhr.onload = () => {
+        if (xhr.getResponseHeader("x-actual-status-code") === "404") return resolve({success: false, missing: true});
+        try { resolve(JSON.parse(xhr.responseText)); } catch (err) { showForeignPage(xhr.responseText); reject(err); }
+      };
+      xhr.onerror = () => reject(new Error("network"));
+      xhr.send();
+    });
+  }
+
+  function loadChat(chatId) {
+    const path = "/api/v2/chats/" + chatId;
+    return CFG.history_limit ? xhrJson(path + "?direction=up&limit=" + CFG.history_limit) : api(path);
+  }
+
   async function parsed(res) {
     const text = await res.text();
     // Some chat-gone answers are HTTP 200 whose real status is this header (the page then shows
@@ -118,7 +144,7 @@
     const answer = phase("answer");
     const thinking = phase("thinking_summary");
     return {
-      id: m.id, role: "assistant", error: m.error || null,
+      id: m.id, role: "assistant", error: m.error || null, candidates: CFG.candidates || 1,
       answer: answer ? answer.content || "" : "", answerStarted: !!answer,
       // Without a status per phase, the message's own (the stream's last) counts for the answer.
       answerStatus: answer ? answer.status || (m.phase === "answer" && m.status) || "typing" : "typing",
@@ -148,7 +174,7 @@
       let node = document.getElementById(V.nodeId(LEGACY, message));
       if (!node) {
         node = message.role === "user" ? V.userTurn(LEGACY, message) : V.assistantTurn(LEGACY, message);
-        ui.messages.appendChild(node);
+        ui.messages.appendChild(V.wrapTurn(node));
       }
       if (message.role === "assistant") {
         V.updateAssistant(LEGACY, node, message, turnState(message, message === last), copyAnswer);
@@ -178,7 +204,7 @@
     if (state.dead || !state.chatId) return;
     let body;
     try {
-      body = await api("/api/v2/chats/" + state.chatId);
+      body = await loadChat(state.chatId);
     } catch (err) {
       if (!state.dead) schedule(POLL_MS * 3); // a network hiccup: keep trying
       return;
@@ -186,7 +212,7 @@
     if (!body.success) return handleFailure(body);
     state.messages = normalize(body.data);
     if (Array.isArray(body.data.models) && body.data.models.length) showModel(body.data.models[0]); // a chat keeps its model
-    document.title = body.data.title || "Qwen Chat";
+    document.title = CFG.ui === "studio-2026-09" ? V.TITLE : body.data.title || V.TITLE;
     const turn = render();
     if (turn === "generating") schedule(POLL_MS);
     else loadChatList();
@@ -248,7 +274,7 @@
   async function readStream(chatId, text, res) {
     const reader = res.body.getReader();
     const decoder = new TextDecoder();
-    let buffer = "", message = null, finished = false;
+    let buffer = "", message = null, finished = false, keptId = null;
     for (;;) {
       let chunk;
       try { chunk = await reader.read(); } catch (err) { break; }
@@ -262,10 +288,17 @@
           let data;
           try { data = JSON.parse(line.slice(5)); } catch (err) { continue; }
           if (data["response.created"]) {
+            // Two candidates may come in one stream (late autumn 2026): the page shows the
+            // first (response_index 0) and pages to the other; its frames never join the first's.
             const made = data["response.created"];
+            if (keptId !== null) continue;
+            keptId = made.response_id;
             accepted(chatId, text, {parent_id: made.parent_id, message_id: made.response_id});
             message = state.messages[state.messages.length - 1];
             message.hasThinking = false;
+            message.candidates = CFG.candidates || 1;
+          } else if (data.response_id && data.response_id !== keptId) {
+            continue; // the other candidate's frame
           } else if (data.error && message) {
             message.error = data.error;
           } else if (data.choices && message) {
@@ -274,6 +307,8 @@
               message.answerStarted = message.thinkingDone = true;
               message.answer += change.content || "";
               if (change.status === "finished") { message.answerStatus = "finished"; finished = true; }
+            } else if (change.phase !== "thinking_summary") {
+              // web_search, search_result and the other tool phases: shown as cards, not text
             } else {
               message.hasThinking = true;
               message.thinking += change.content || "";
@@ -391,6 +426,7 @@
 
   function start() {
     ui = V.shell(LEGACY);
+    if (CFG.ui === "studio-2026-09") document.title = V.TITLE;
     ui.input.addEventListener("input", () => render());
     ui.input.addEventListener("keydown", (event) => {
       if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {

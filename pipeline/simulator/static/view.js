@@ -33,7 +33,12 @@
   const UI = (window.__SIM__ || {}).ui || "";
   // The late-2026 markup (see chats.py UIS): other send/stop buttons, a copy button hidden until hover.
   // The live markup (captured on 2026-08-09) has them too, and a thinking select for the toggle.
-  const LIVE = UI === "live-2026-08";
+  // "studio-2026-09": the live page rebranded "Qwen Studio" (late September 2026): each turn inside
+  // .qwen-chat-message-select-turn / -select-turn-message wrappers (a broad [class*=chat-message]
+  // counts a turn up to three times), tool cards whose class says "thinking" but that are not the
+  // reasoning, a "1/2" pager over two candidate answers, the composer's placeholder "Ask Qwen".
+  const STUDIO = UI === "studio-2026-09";
+  const LIVE = UI === "live-2026-08" || STUDIO;
   const LATE = UI === "late-2026" || LIVE;
 
   // The live page's sidebar: a "New Chat" control, a "Search Chats" box, the chat list, the user menu.
@@ -47,7 +52,7 @@
   }
 
   function currentComposer() {
-    const placeholder = LIVE ? "How can I help you today?" : "Ask Qwen";
+    const placeholder = LIVE && !STUDIO ? "How can I help you today?" : "Ask Qwen";
     const input = h("textarea", {class: "message-input-textarea", placeholder, rows: "2"});
     const buttonClass = (name) => (LATE ? "omni-button-content" : name);
     const send = h("button", {class: buttonClass("send-button"), type: "button", "aria-label": "Send", text: "\u2191"});
@@ -211,9 +216,30 @@
     }
   }
 
+  // The Studio page's wrappers around a turn's own node (the node itself elsewhere).
+  function wrapTurn(node) {
+    if (!STUDIO) return node;
+    return h("div", {class: "qwen-chat-message-select-turn"}, [
+      h("div", {class: "qwen-chat-message-select-turn-message"}, [node])]);
+  }
+
+  // The Studio page's tool cards (the search before the answer): "thinking" in their class, and
+  // not the reasoning. And the pager over two candidate answers.
+  function updateStudio(node, message) {
+    if (!STUDIO || !message.answerStarted || node.querySelector(".qwen-chat-thinking-tool-status-card-wraper")) return;
+    const card = (text) => h("div", {class: "qwen-chat-thinking-tool-status-card-wraper"}, [
+      h("span", {class: "qwen-chat-thinking-tool-status-card-title", text})]);
+    node.insertBefore(card("Searched 2 web pages"), node.querySelector(".phase-answer"));
+    node.insertBefore(card("Read 1 page"), node.querySelector(".phase-answer"));
+    if (message.candidates > 1) {
+      node.appendChild(h("div", {class: "qwen-chat-message-pager"}, [h("span", {text: "1/" + message.candidates})]));
+    }
+  }
+
   function updateAssistant(legacy, node, message, turn, onCopy) {
     if (!legacy && message.hasThinking !== false) updateThinking(node, message);
     updateAnswer(legacy, node, message);
+    updateStudio(node, message);
     updateFooter(node, message, turn, onCopy);
   }
 
@@ -231,5 +257,6 @@
     setTimeout(() => node.remove(), (seconds === undefined ? 10 : seconds) * 1000);
   }
 
-  window.SimView = {shell, nodeId, userTurn, assistantTurn, updateAssistant, chatList, toast, MODE_LABEL};
+  window.SimView = {shell, nodeId, userTurn, assistantTurn, wrapTurn, updateAssistant, chatList, toast, MODE_LABEL,
+    TITLE: STUDIO ? "Qwen Studio" : "Qwen Chat"};
 })();
