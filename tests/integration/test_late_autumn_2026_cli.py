@@ -48,8 +48,9 @@ def _wait_for(condition, seconds: float = 20) -> None:
 # -- the history in pages ---------------------------------------------------------------------------
 
 
-# Ten messages a page, as the site; nine: a page that starts with an answer whose message it lacks.
-@pytest.mark.parametrize(("count", "limit"), [(7, PAGE), (12, 9)])
+# Ten messages a page, as the site (the finding: seven turns); three: a page that starts with an
+# answer whose message it lacks, the chat longer than three such pages.
+@pytest.mark.parametrize(("count", "limit"), [(7, PAGE), (5, 3)])
 def test_a_long_prompt_on_the_page_that_loads_the_last_page_only(sim, tmp_path, count, limit):
     sim.set(history_limit=limit)
     # A run that never sees the last turn complete fails in bounded time, not after ten minutes.
@@ -66,11 +67,12 @@ def test_a_long_prompt_on_the_page_that_loads_the_last_page_only(sim, tmp_path, 
     assert sim.requests()["chat_json"] > pages_before
 
 
-def test_a_run_killed_after_sending_turn_7_resumes_without_sending_it_again(sim, tmp_path):
+def test_a_run_killed_after_sending_a_turn_past_the_page_resumes_without_sending_it_again(sim, tmp_path):
+    sim.set(history_limit=4)  # two turns a page: turn 4 is past the first page the page loads
     project = make_project(tmp_path, sim, router=False)
-    texts = turns_prompt(project, "crash", 7)
+    texts = turns_prompt(project, "crash", 4)
     while (
-        len([e for e in sim.sends() if e["prompt"] in texts]) < 6
+        len([e for e in sim.sends() if e["prompt"] in texts]) < 3
     ):  # runs as cron makes them: a turn sent, or its answer still drawn
         assert qwenpipe_in_process("generate", "crash", cwd=project).returncode in (3, 42)
     _wait_for(lambda: sim.store.chat_view(chat_id_of(project, "crash"))["messages"][-1]["finished"])
@@ -81,11 +83,11 @@ def test_a_run_killed_after_sending_turn_7_resumes_without_sending_it_again(sim,
     assert chat_turns(sim, project, "crash") == list(enumerate(texts, 1))
     rerun = qwenpipe_in_process("generate", "crash", cwd=project)
     assert rerun.returncode == 0, rerun.stderr
-    assert chat_turns(sim, project, "crash") == list(enumerate(texts, 1)), "turn 7 sent again"
+    assert chat_turns(sim, project, "crash") == list(enumerate(texts, 1)), "turn 4 sent again"
     _, body = read_article(project / "articles" / "crash.md")
-    assert body == sim.expected_answer(texts[-1], turn=7).strip()
+    assert body == sim.expected_answer(texts[-1], turn=4).strip()
     sent = [e.get("turn") for e in journal(project) if e["event"] == "sent"]
-    assert sent == [None, 2, 3, 4, 5, 6], sent  # the killed run never logged its send of turn 7
+    assert sent == [None, 2, 3], sent  # the killed run never logged its send of turn 4
 
 
 def test_a_later_check_takes_the_chat_the_page_loaded_over_xhr(sim, engine):
