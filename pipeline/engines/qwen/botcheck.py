@@ -18,7 +18,6 @@ was taken: that send stays in doubt.
 from __future__ import annotations
 
 import itertools
-import weakref
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
@@ -26,6 +25,7 @@ from pipeline.engines.base import Code, EngineError, HardError, TransientError
 from pipeline.engines.qwen.api import BOT_MARKERS
 from pipeline.engines.qwen.selectors import FAILURE_TEXTS
 from pipeline.engines.qwen.stream import COMPLETIONS_PATH, PageTraffic
+from pipeline.engines.qwen.watcher import PageWatcher
 
 # Any address with one of these is the site's verification, not its chat (Alibaba's punish
 # pages live under /_____tmd_____/; "captcha" names the older and the newer puzzles alike).
@@ -127,31 +127,15 @@ class Visit(NamedTuple):
     order: int
 
 
-class BotChecks:
+class BotChecks(PageWatcher):
     """What one page of ours met that only a bot check does: a frame that went to a verification
     address, a completion answered with something other than the stream or the site's JSON.
 
     Playwright's events are only noted here (they run inside its event dispatch); the bodies of
     such replies are the ones PageTraffic keeps as they arrive (`PageTraffic.plain_texts`)."""
 
-    _watching: weakref.WeakKeyDictionary[Any, BotChecks] = weakref.WeakKeyDictionary()
-
-    @classmethod
-    def of(cls, page: Any) -> BotChecks:
-        """The BotChecks of `page`, started now if it had none."""
-        checks = cls._watching.get(page)
-        if checks is None:
-            checks = cls._watching[page] = cls(page)
-        return checks
-
-    @classmethod
-    def stop(cls, page: Any) -> None:
-        checks = cls._watching.pop(page, None)
-        if checks is not None:
-            checks.close()
-
     def __init__(self, page: Any):
-        self._page = page
+        super().__init__(page)
         self.visited: list[Visit] = []
         self.replies: list[Reply] = []
         self._order = itertools.count()

@@ -13,10 +13,10 @@ from __future__ import annotations
 import base64
 import json
 import re
-import weakref
 from typing import Any, NamedTuple
 
 from pipeline.engines.qwen.headers import is_ours
+from pipeline.engines.qwen.watcher import PageWatcher
 
 COMPLETIONS_PATH = "/api/v2/chat/completions"
 CHAT_JSON_PATH = re.compile(r"/api/v2/chats/([a-f0-9-]{20,})(?:\?|$)")
@@ -87,7 +87,7 @@ class Unreadable(NamedTuple):
     why: str
 
 
-class PageTraffic:
+class PageTraffic(PageWatcher):
     """The page's own completion streams and chat loads (never qwenpipe's own reads).
 
     Chat loads come from Playwright's request events. A stream does not: a page that reads its
@@ -97,24 +97,8 @@ class PageTraffic:
     (`Network.streamResourceContent`), exactly as the page receives them.
     """
 
-    _watching: weakref.WeakKeyDictionary[Any, PageTraffic] = weakref.WeakKeyDictionary()
-
-    @classmethod
-    def of(cls, page: Any) -> PageTraffic:
-        """The PageTraffic of `page`, started now if it had none (it notes requests from then on)."""
-        traffic = cls._watching.get(page)
-        if traffic is None:
-            traffic = cls._watching[page] = cls(page)
-        return traffic
-
-    @classmethod
-    def stop(cls, page: Any) -> None:
-        traffic = cls._watching.pop(page, None)
-        if traffic is not None:
-            traffic.close()
-
     def __init__(self, page: Any):
-        self._page = page
+        super().__init__(page)
         self._chat_loads: list[Any] = []  # finished GETs of a chat's JSON, oldest first
         self._loaded: set[str] = set()  # the chats the page has loaded at least once
         self._latest: dict[str, dict] = {}  # chat id -> its last load handed over
