@@ -139,10 +139,9 @@ def account_lines(status: BatchStatus) -> list[str]:
     if not status.several_accounts:
         return []
     lines = []
-    total = sum(a.sends_today for a in status.accounts)
     for account in status.accounts:
         parts = [f"{account.sends_today} sent today" + (f" of {account.limit}" if account.limit else "")]
-        parts[0] += share_words(account.sends_today, total)
+        parts[0] += share_words(account)
         if not account.enabled:
             parts.append("disabled")
         if account.hold is not None:
@@ -154,9 +153,10 @@ def account_lines(status: BatchStatus) -> list[str]:
     return lines
 
 
-def share_words(sends: int, total: int) -> str:
-    """An account's share of today's sends, e.g. " (50% of today's)"; "" when none were made."""
-    return f" ({round(100 * sends / total)}% of today's)" if total else ""
+def share_words(account: AccountLine) -> str:
+    """An account's share of today's sends (collect_accounts works it out), e.g. " (50% of
+    today's)"; "" when none were made."""
+    return f" ({round(100 * account.share)}% of today's)" if account.share is not None else ""
 
 
 def login_words(account: AccountLine, now: float) -> str:
@@ -175,11 +175,10 @@ ACCOUNT_COLUMNS = ("ACCOUNT", "ENABLED", "LOGIN", "SENDS TODAY", "QUOTA", "SAVED
 def accounts_table(accounts: list[AccountLine], now: float) -> str:
     """`qwenpipe accounts`: one aligned line per account (plain text: it is short)."""
     rows = [ACCOUNT_COLUMNS]
-    total = sum(a.sends_today for a in accounts)
     for account in accounts:
         login = login_words(account, now)
         limit = f"of {account.limit}" if account.limit else "(no limit)"
-        sends = f"{account.sends_today} {limit}{share_words(account.sends_today, total)}"
+        sends = f"{account.sends_today} {limit}{share_words(account)}"
         quota = f"spent until {clock(account.quota_until)}" if account.quota_until is not None else "-"
         quota = account.hold.short() if account.hold is not None else quota
         enabled = "yes" if account.enabled else "no"
