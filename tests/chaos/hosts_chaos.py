@@ -124,7 +124,7 @@ def run_trial(
             trial.problems.append(f"store init exit {init.returncode}: {last_line(init.stderr)}")
             return trial
         sim.set(url_delay=round(rng.uniform(0.05, 1.0), 2))
-        trial.site_fault = chaos_common.site_fault(rng)
+        trial.site_fault = chaos_common.site_fault(rng, vanish=False)  # its checks allow no resend
         sim.set(**trial.site_fault)  # the site slow to show new chats, for the whole trial
         BREAK[kind](trial, group, server, url, sim, rng, points)
         heal(trial, group)
