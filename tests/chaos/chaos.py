@@ -252,7 +252,10 @@ def run_trial(
     sim.set(url_delay=round(rng.uniform(0.05, 1.5), 2))
     trial.site_fault = chaos_common.site_fault(rng)
     if trial.twin:
-        trial.twin = make_twin(root / trial.twin, project, sim, trial)
+        first = trial.slugs[min(trial.slugs)]
+        trial.twin = make_twin(
+            root / trial.twin, sim, first, profile=project / "profile", state=project / "state.json"
+        )
     try:
         sign_in_accounts(trial, project, sim)
         sim.set(**trial.site_fault)  # through the kills (and the crash-free runs, but a vanishing)
@@ -271,19 +274,22 @@ def run_trial(
     return trial
 
 
-def make_twin(folder: Path, project: Path, sim, trial: Trial) -> Path:
-    """A second workspace on the first's login (its profile and saved login, as two workspaces of
-    one person on one machine share them), with the first prompt's text as its one prompt."""
+def make_twin(folder: Path, sim, text: str, *, profile: Path, state: Path, account: str = "") -> Path:
+    """A second workspace on another's login (its `profile` and saved login `state`, as two
+    workspaces of one person on one machine share them; `account`: under [accounts.NAME], else
+    [browser]), with `text` as its one prompt (TWIN_SLUG)."""
     twin = make_project(
         folder, sim, extra=chaos_common.LOST_CHAT_AFTER, own_browser=True, headless_shell=True
     )
     config = twin / "config.toml"
-    text = config.read_text(encoding="utf-8") + ARTICLE_SECTION
-    text = text.replace('profile_dir = "profile"', f'profile_dir = "{project / "profile"}"')
-    text = text.replace('storage_state = "state.json"', f'storage_state = "{project / "state.json"}"')
-    config.write_text(text, encoding="utf-8")
-    first = trial.slugs[min(trial.slugs)]
-    (twin / "prompts" / f"{TWIN_SLUG}.md").write_text(first, encoding="utf-8")
+    settings = config.read_text(encoding="utf-8") + ARTICLE_SECTION
+    if not account:
+        settings = settings.replace('profile_dir = "profile"', f'profile_dir = "{profile}"')
+        settings = settings.replace('storage_state = "state.json"', f'storage_state = "{state}"')
+    config.write_text(settings, encoding="utf-8")
+    if account:
+        add_accounts(twin, [account], profile_dir=str(profile), storage_state=str(state))
+    (twin / "prompts" / f"{TWIN_SLUG}.md").write_text(text, encoding="utf-8")
     return twin
 
 
@@ -374,13 +380,11 @@ def check(trial: Trial, project: Path, sim) -> None:
     given_back: list[dict] = []  # vanished sends the store gave back before sending again
     for slug, text in sorted(trial.slugs.items()):
         mine = [entry for entry in sends if entry["prompt"] == text]
-        vanished = [entry for entry in mine if entry["chat_id"] in hidden]
+        vanished, back = chaos_common.vanished_sends(mine, hidden, lost[slug])
         trial.vanished += len(vanished)
-        # A vanished send may be followed by one more, each after a recorded recovery_lost.
-        resent = min(len(vanished), lost[slug], max(0, len(mine) - 1))
-        trial.resent += resent
-        given_back += vanished[:resent]
-        if len(mine) - resent > 1:
+        trial.resent += len(back)
+        given_back += back
+        if len(mine) - len(back) > 1:
             trial.duplicates.append(slug)
             trial.problems.append(
                 f"{slug}: the chat took the prompt {len(mine)} times "
@@ -407,17 +411,16 @@ def check(trial: Trial, project: Path, sim) -> None:
             trial.router_articles += 1
     counted = [entry for entry in sends if entry not in given_back]
     check_send_counts(trial, project, sim, counted)
-    check_twin(trial, project, sim, twin_chat)
+    check_twin(trial, [out], sim, twin_chat)
     check_journal(trial, project)
     check_temporaries(trial, project)
 
 
 def recovery_lost(project: Path) -> Counter:
-    """Slug -> the interrupted sends its journal records as taken for lost (and sent again)."""
     from pipeline.contract.upgrade import open_sqlite
 
     with open_sqlite(articles_dir(project) / ".qwenpipe") as store:
-        return Counter(e.slug for e in store.events() if e.event == "recovery_lost")
+        return chaos_common.recovery_lost(store)
 
 
 def twin_chat_id(trial: Trial, sim) -> str | None:
@@ -433,9 +436,9 @@ def twin_chat_id(trial: Trial, sim) -> str | None:
         return None
 
 
-def check_twin(trial: Trial, project: Path, sim, twin_chat: str | None) -> None:
-    """The twin's article is its own chat's answer, sent once and counted once, and the first
-    workspace never adopted it (no `.md.url` of the first names the twin's chat)."""
+def check_twin(trial: Trial, folders: list[Path], sim, twin_chat: str | None) -> None:
+    """The twin's article is its own chat's answer, sent once and counted once, and the other
+    workspaces (their articles `folders`) never adopted it (no `.md.url` names the twin's chat)."""
     if not trial.twin:
         return
     first_slug = min(trial.slugs)
@@ -444,15 +447,15 @@ def check_twin(trial: Trial, project: Path, sim, twin_chat: str | None) -> None:
         trial.problems.append("twin: no chat named in twin.md.url")
         return
     theirs = [e for e in sim.sends() if e["chat_id"] == twin_chat]
-    problem = article_problem(
-        articles_dir(trial.twin) / f"{TWIN_SLUG}.md", TWIN_SLUG, text, sim, len(theirs), False
-    )
+    article = articles_dir(trial.twin) / f"{TWIN_SLUG}.md"
+    problem = article_problem(article, TWIN_SLUG, text, sim, len(theirs), False, theirs[0]["account"])
     if problem:
         trial.wrong.append(TWIN_SLUG)
         trial.problems.append(f"twin: {problem}")
-    ours = articles_dir(project) / f"{first_slug}.md.url"
-    if ours.exists() and twin_chat in ours.read_text(encoding="utf-8"):
-        trial.problems.append(f"{first_slug}: adopted the twin workspace's chat {twin_chat}")
+    for folder in folders:
+        ours = folder / f"{first_slug}.md.url"
+        if ours.exists() and twin_chat in ours.read_text(encoding="utf-8"):
+            trial.problems.append(f"{first_slug} in {folder}: adopted the twin workspace's chat {twin_chat}")
     from pipeline.contract.upgrade import open_sqlite
 
     with open_sqlite(articles_dir(trial.twin) / ".qwenpipe") as store:
@@ -598,6 +601,26 @@ class Summary:
     def account_rows(self) -> list[tuple[str, int]]:
         return [("accounts", self.accounts), ("affinity violations", self.affinity_violations)]
 
+    def site_fault_rows(self) -> list[tuple[str, int]]:
+        """The rows of the site's faults (both runners' tables)."""
+        return [
+            (
+                "trials with the site slow to show new chats",
+                sum(bool(t.site_fault.get("read_lag")) for t in self.trials),
+            ),
+            (
+                "trials with chats that vanish",
+                sum(bool(t.site_fault.get("vanish_chats")) for t in self.trials),
+            ),
+            ("sends into chats never shown", self.total("vanished")),
+            ("of those sent again after a recorded recovery_lost", self.total("resent")),
+            ("trials with a second workspace on the same login", sum(bool(t.twin) for t in self.trials)),
+            (
+                "trials with the bot check as a page",
+                sum(any("punish_page" in x for x in t.slugs.values()) for t in self.trials),
+            ),
+        ]
+
     def table(self) -> str:
         kills = self.kills
         rows = [
@@ -606,21 +629,7 @@ class Summary:
             *((f"kills at {name}", kills[name]) for name in NAMED),
             ("kills at a random moment", kills["random"]),
             ("kills in all", sum(kills.values())),
-            (
-                "trials with the site slow to show new chats",
-                sum(1 for t in self.trials if t.site_fault.get("read_lag")),
-            ),
-            (
-                "trials with chats that vanish",
-                sum(1 for t in self.trials if t.site_fault.get("vanish_chats")),
-            ),
-            ("sends into chats never shown", self.total("vanished")),
-            ("of those sent again after a recorded recovery_lost", self.total("resent")),
-            ("trials with a second workspace on the same login", sum(1 for t in self.trials if t.twin)),
-            (
-                "trials with the bot check as a page",
-                sum(1 for t in self.trials if any("punish_page" in x for x in t.slugs.values())),
-            ),
+            *self.site_fault_rows(),
             ("commands run", self.total("runs")),
             ("recoveries from the chat list", self.total("recovered")),
             ("router articles", self.total("router_articles")),

@@ -261,6 +261,22 @@ def hidden_chats(sim) -> set[str]:
         return {chat_id for chat_id, chat in sim.store.chats.items() if chat.hidden}
 
 
+def recovery_lost(store) -> Counter:
+    """Slug -> the interrupted sends the store's journal records as taken for lost (and sent
+    again)."""
+    return Counter(e.slug for e in store.events() if e.event == "recovery_lost")
+
+
+def vanished_sends(accepted: list[dict], hidden: set[str], lost: int) -> tuple[list[dict], list[dict]]:
+    """(vanished, given back) of one prompt's accepted sends (ledger entries): those into chats
+    the site never shows, and of those the ones the rules allowed to send again: one for each
+    recorded recovery_lost, while another send followed. A given-back send is not counted by the
+    store (the rules count the prompt once), so the send counts leave them out."""
+    vanished = [entry for entry in accepted if entry["chat_id"] in hidden]
+    resent = min(len(vanished), lost, max(0, len(accepted) - 1))
+    return vanished, vanished[:resent]
+
+
 def send_steps(store) -> str:
     """The store's steps around sends, to tell where a count went wrong."""
     steps = []
