@@ -73,13 +73,14 @@ UIS = ("current", "legacy", "late-2026", "live-2026-08", "studio-2026-09")
 DEFAULT_UI = "live-2026-08"  # the page as its author last saw it live
 # The site as it stood at a time docs/qwen-site.md describes, as settings over the defaults (the
 # page as last seen live): `qwenpipe simulate --site NAME`, and the test suite run against it
-# (QWENPIPE_TEST_SITE=NAME, README). "late-2026": the late-autumn page (Qwen Studio), its login
-# that rotates, its paged history, its stream and its error codes.
+# (QWENPIPE_TEST_SITE=NAME, README). "late-2026": the late-autumn page (Qwen Studio), its paged
+# history, its stream and its error codes. Its rotating login (`rotating_sessions`) is not in it:
+# it serves only a signed-in page, and the suite's projects are anonymous unless a test signs
+# them in (those tests set it themselves).
 SITES: dict[str, dict] = {
     "live-2026-08": {},
     "late-2026": {
         "ui": "studio-2026-09",
-        "rotating_sessions": True,
         "history_limit": 10,
         "late_stream": True,
         "late_errors": True,
