@@ -253,9 +253,12 @@ def run_trial(
     trial.site_fault = chaos_common.site_fault(rng)
     if trial.twin:
         first = trial.slugs[min(trial.slugs)]
-        trial.twin = make_twin(
-            root / trial.twin, sim, first, profile=project / "profile", state=project / "state.json"
-        )
+        if sim.accounts:  # the first account's login, as `qwenpipe login --account` keeps it
+            login = project / ".qwenpipe" / "accounts" / sim.accounts[0]
+            login = {"profile": login / "profile", "state": login / "state.json", "account": sim.accounts[0]}
+        else:
+            login = {"profile": project / "profile", "state": project / "state.json"}
+        trial.twin = make_twin(root / trial.twin, sim, first, **login)
     try:
         sign_in_accounts(trial, project, sim)
         sim.set(**trial.site_fault)  # through the kills (and the crash-free runs, but a vanishing)
