@@ -261,18 +261,16 @@ def run_trial(
         trial.twin = make_twin(root / trial.twin, sim, first, **login)
     try:
         sign_in_accounts(trial, project, sim)
-        sim.set(**trial.site_fault)  # through the kills (and the crash-free runs, but a vanishing)
-        break_it(trial, project, rng)
-        sim.set(**chaos_common.while_healing(trial.site_fault))
-        if trial.twin:
-            heal_twin(trial)
-        heal(trial, project, rng)
-        sim.set(**chaos_common.no_site_fault())
+        # The fault through the kills (and the crash-free runs, but a vanishing); alone on the site.
+        with chaos_common.SITE_FAULTS.held(sim, trial.site_fault):
+            break_it(trial, project, rng)
+            sim.set(**chaos_common.while_healing(trial.site_fault))
+            if trial.twin:
+                heal_twin(trial)
+            heal(trial, project, rng)
         check(trial, project, sim)
     except Exception as error:  # a broken runner must show up as a problem, not a silent pass
         trial.problems.append(f"runner error: {type(error).__name__}: {error}")
-    finally:
-        sim.set(**chaos_common.no_site_fault())
     trial.seconds = time.monotonic() - started
     return trial
 

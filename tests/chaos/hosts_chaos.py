@@ -162,15 +162,15 @@ def run_trial(
             return trial
         sim.set(url_delay=round(rng.uniform(0.05, 1.0), 2))
         trial.site_fault = chaos_common.site_fault(rng)
-        sim.set(**trial.site_fault)  # a read lag for the whole trial; vanishing chats while breaking
         if trial.twin:  # a workspace outside the batch on the first host's login
             trial.twin = twin_of(root / trial.twin, group[0], sim, trial)
-        BREAK[kind](trial, group, server, url, sim, rng, points)
-        sim.set(**chaos_common.while_healing(trial.site_fault))
-        if trial.twin:
-            heal_twin(trial)
-        heal(trial, group)
-        sim.set(**chaos_common.no_site_fault())
+        # A read lag for the whole trial, vanishing chats while breaking; alone on the site.
+        with chaos_common.SITE_FAULTS.held(sim, trial.site_fault):
+            BREAK[kind](trial, group, server, url, sim, rng, points)
+            sim.set(**chaos_common.while_healing(trial.site_fault))
+            if trial.twin:
+                heal_twin(trial)
+            heal(trial, group)
         for host in group:
             synced = hosts.run(host, "sync")
             if synced.returncode != 0:
@@ -205,7 +205,6 @@ def run_trial(
     except Exception as error:  # a broken runner must show up as a problem, not a silent pass
         trial.problems.append(f"runner error: {type(error).__name__}: {error}")
     finally:
-        sim.set(**chaos_common.no_site_fault())
         trial.seconds = time.monotonic() - started
     return trial
 
