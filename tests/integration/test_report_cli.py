@@ -20,6 +20,7 @@ from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.config import load
 from pipeline.contract.workspace import Workspace
+from pipeline.engines.qwen.stream import COMPLETIONS_PATH
 from pipeline.redact import MASK, MIN_RUN
 
 pytestmark = pytest.mark.browser
@@ -78,14 +79,25 @@ def test_a_report_bundles_the_run_and_its_trace_with_no_secret_in_any_form(sim, 
     env = {"ROUTER_API_KEY": KEY}
 
     codes = [qwenpipe_in_process("generate", "tea", cwd=project, env=env).returncode]
+    trace = project / "articles" / ".qwenpipe" / "trace-default.zip"
+    assert COMPLETIONS_PATH.encode() in unpacked(trace.read_bytes())["trace.network"], (
+        "the send is not traced"
+    )
     while codes[-1] == 3 or len(codes) == 1:
         time.sleep(0.3)
         codes.append(qwenpipe_in_process("generate", "tea", cwd=project, env=env).returncode)
         assert len(codes) < 30, codes
     assert codes[0] == 42 and codes[-1] == 0, codes
     articles = project / "articles"
-    trace = articles / ".qwenpipe" / "trace-default.zip"
     assert trace.is_file() and trace.stat().st_mode & 0o777 == 0o600
+    # The last run only: the send's completion request was the first run's, and each run's
+    # trace replaced the one before (no temporary of Playwright's left beside it).
+    kept = unpacked(trace.read_bytes())
+    assert (
+        sim.base_url.encode() in kept["trace.network"]
+        and COMPLETIONS_PATH.encode() not in kept["trace.network"]
+    )
+    assert sorted(p.name for p in trace.parent.iterdir() if "trace" in p.name) == [trace.name]
     # What the report reads beside the run: an unknown answer of the last day (of another
     # article: every slug's are bundled), a bot check's page, a sidecar an older version wrote
     # unmasked.
