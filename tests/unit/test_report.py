@@ -231,3 +231,24 @@ def test_a_symlink_at_the_output_is_refused_and_left_as_it_is(project, tmp_path)
     with Workspace(load(project / "config.toml")) as workspace, pytest.raises(UsageProblem, match="symlink"):
         write_report(workspace, "tea", link)
     assert link.is_symlink() and target.read_text() == "mine"
+
+
+@pytest.mark.parametrize("accounts", [(), ("main", "spare")], ids=["one account", "two accounts"])
+@pytest.mark.parametrize("trace", [False, True])
+def test_each_accounts_engine_keeps_its_own_trace_only_when_asked(tmp_path, accounts, trace):
+    """The wiring gives each account's browser session its own trace file beside its bot-check
+    screenshot (the report reads both by account), and none without `[browser] trace = true`."""
+    from pipeline.accounts import account_config, all_accounts
+    from pipeline.contract.quota import trace_path
+    from pipeline.wiring import qwen_engine
+
+    tables = "".join(f"[accounts.{name}]\n" for name in accounts)
+    (tmp_path / "config.toml").write_text(f"[browser]\ntrace = {str(trace).lower()}\n{tables}")
+    config = load(tmp_path / "config.toml")
+    for account in all_accounts(config):
+        engine = qwen_engine(account_config(config, account))
+        try:
+            wanted = trace_path(config.articles_dir / ".qwenpipe", account.name) if trace else None
+            assert engine.session.trace == wanted
+        finally:
+            engine.close()
