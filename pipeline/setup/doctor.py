@@ -135,7 +135,8 @@ def run_doctor(
 ) -> Report:
     """Every check against this config; never raises for what it finds (that is the report).
     `offline`: the checks of this machine alone, in a second or two: no browser is started and
-    neither the chat nor the router is asked (what `qwenpipe report` bundles)."""
+    nothing is asked over the network, neither the chat, a proxy nor the router (what
+    `qwenpipe report` bundles)."""
     now = time.time() if now is None else now
     report = Report(config.describe())
     step = progress or (lambda _message: None)
@@ -154,7 +155,8 @@ def run_doctor(
         accounts = all_accounts(config)
         for account in accounts:
             check_profile(report, config, now, account)
-            check_proxy(report, config, account)
+            if not offline:
+                check_proxy(report, config, account)
         if not offline:
             step("chat page")
             check_chat(report, config, executable, attached, accounts)

@@ -14,7 +14,7 @@ show-trace` opens as it is. It holds:
 - `screenshots/`: the page each account showed at its last bot check;
 - `traces/`: the Playwright trace of each account's last run (`[browser] trace = true`);
 - `versions.json`, `config.toml` (the config in force) and `doctor.txt` (doctor's checks of
-  this machine alone: no browser started, neither the chat nor the router asked).
+  this machine alone: no browser started, nothing asked over the network).
 
 Every secret is masked in every member, a trace's members too (its network log holds the
 cookies and headers of each request): the secrets this process registered

@@ -163,6 +163,8 @@ def test_a_bundle_holds_the_article_and_no_secret_in_any_form_inside_its_trace_t
     trace = members["traces/trace-default.zip/trace.network"]
     assert json.loads(trace)["snapshot"]["request"]["cookies"] == [{"name": "sid", "value": MASK}]
     assert MASK.encode() in members["config.toml"] and b"proxy.example:8080" in members["config.toml"]
+    checks = [line.split()[1] for line in members["doctor.txt"].decode().splitlines() if line[:4].strip()]
+    assert "config" in checks and not {"proxy", "login", "router"} & set(checks), checks  # nothing asked
     listed = {entry["what"]: entry for entry in json.loads(members["files.json"])}
     assert listed["prompt"]["bytes"] == len("Write about green tea.") and not listed["article"]["exists"]
 
