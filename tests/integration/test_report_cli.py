@@ -147,3 +147,18 @@ def test_an_unknown_slug_or_an_output_among_the_projects_files_is_exit_2_and_wri
         assert refused.returncode == 2 and "--output" in refused.stderr, refused.stderr
         assert (inside.read_bytes() if inside.exists() else None) == before
     assert not list(Path(project).rglob("*.zip")) and "Traceback" not in refused.stderr
+
+
+def test_a_chrome_the_user_runs_is_never_traced(sim, tmp_path):
+    """Attached over CDP (`browser.cdp_url`: here the tests' shared Chromium) qwenpipe uses the
+    context of a Chrome that is the user's, with tabs of their own: no trace, and the report
+    says there is none."""
+    project = make_project(tmp_path / "project", sim, own_browser=False)
+    config = project / "config.toml"
+    config.write_text(config.read_text().replace("[browser]\n", "[browser]\ntrace = true\n"))
+    prompt(project, "tea", "Write an article about green tea.")
+    sent = qwenpipe_in_process("generate", "tea", cwd=project)
+    assert sent.returncode == 42, sent.stderr
+    assert not list((project / "articles" / ".qwenpipe").glob("*trace*"))
+    made = qwenpipe_in_process("report", "tea", "-o", tmp_path / "r.zip", cwd=project)
+    assert made.returncode == 0 and "no Playwright trace yet" in made.stderr, made.stderr

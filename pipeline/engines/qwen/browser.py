@@ -357,7 +357,8 @@ class BrowserSession:
                 self._holds_shared = True
             else:
                 self._launch()
-            self._tracing = self.trace is not None and start_trace(self._context)
+            # Never a context of a Chrome the user runs (cdp_url): its other tabs are theirs.
+            self._tracing = self.trace is not None and self._owns_context and start_trace(self._context)
         except PlaywrightError as err:
             self._stop_playwright()
             if self.borrowed:

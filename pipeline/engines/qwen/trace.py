@@ -8,6 +8,8 @@ opens the zip and masks every member (redact.mask_kept): the router key, a proxy
 login tokens never reach the disk in it. The session cookie stays, as it does in the saved
 login beside it (0600); `qwenpipe report` masks the saved logins' cookies too when it bundles it.
 
+Only a context qwenpipe made is traced: a Chrome the user runs and qwenpipe attaches to
+(`browser.cdp_url`) has tabs of the user's own in its context, which a trace would record.
 A trace never costs a run: one that cannot be started, stopped or written is left out.
 `pipeline.files` is imported where the file is written: the engines load without it.
 """
