@@ -188,6 +188,10 @@ class Settings:
     # Answers stop just short of their end (still generating) until this is set back to False:
     # a test decides when they finish, whatever the speed of the machine.
     hold_answers: bool = False
+    # The chat's JSON says an answer finished (`done`, status "finished") this many seconds
+    # before its last words are stored: a stored flag ahead of the text, which no client trusts
+    # alone (docs/qwen-site.md, "Reading an answer"). The stream is not affected.
+    finish_early: float = 0.0
     # Login tokens: how long one the site hands out lives, and how close to its end a token is
     # renewed (a fresh one in a Set-Cookie) on a page load and on GET /api/v1/auths/ (0 = never).
     token_hours: float = 168.0
@@ -260,6 +264,7 @@ class Settings:
                 "times must be >= 0",
             ),
             (abs(self.clock_offset) < 10 * 365 * 86400, "clock_offset must be within 10 years"),
+            (0 <= self.finish_early <= 3600, "finish_early must be 0 to 3600 seconds"),
             (0 < self.token_hours <= 24 * 365, "token_hours must be more than 0 and at most 8760"),
             (0 <= self.renew_hours <= 24 * 365, "renew_hours must be 0 to 8760"),
             (isinstance(self.hold_answers, bool), "hold_answers must be true or false"),
@@ -342,10 +347,13 @@ class Message:
     stopped_at: float | None = None
     model: str = DEFAULT_MODEL  # the model that answers (its id)
     empty: bool = False  # Settings.empty_answers: it finishes with no text (content null)
+    stamped: float = 0.0  # the site's clock (epoch seconds) when it was made: `timestamp`, exact
 
-    def progress(self, now: float, held: bool = False) -> dict:
+    def progress(self, now: float, held: bool = False, early: float = 0.0) -> dict:
         """What the chat holds for this assistant message at monotonic time `now`; `held`
-        (Settings.hold_answers): an answer that would be complete waits one word short of it."""
+        (Settings.hold_answers): an answer that would be complete waits one word short of it;
+        `early` (Settings.finish_early): the stored flags say finished that long before the text
+        is all there. `written`: seconds from its start to the last change stored so far."""
         clock = min(now, self.stopped_at) if self.stopped_at is not None else now
         elapsed = clock - self.started
         thinking_done = elapsed >= self.thinking_seconds
@@ -367,6 +375,9 @@ class Message:
         think_words = answers.split_words(self.thinking)
         think_share = 1.0 if thinking_done else elapsed / max(self.thinking_seconds, 1e-9)
         finished = done and (elapsed >= end + FINISH_LAG or self.stopped_at is not None)
+        written = clock - self.started if self.stopped_at is not None else min(elapsed, end + FINISH_LAG)
+        if early > 0 and not done and not held and thinking_done and elapsed >= end - early:
+            done = finished = True  # the flags ahead of the text: it is still being written
         return {
             "thinking": "".join(think_words[: int(len(think_words) * think_share)]),
             "thinking_done": thinking_done,
@@ -375,6 +386,7 @@ class Message:
             "done": done,
             "finished": finished,
             "error": dict(ERROR_OBJECT) if done and self.cut_short else None,
+            "written": max(written, 0.0),
         }
 
 
@@ -584,9 +596,19 @@ class ChatStore:
                 "id": chat.id,
                 "title": title,
                 "created_at": chat.created,
-                "updated_at": chat.updated,
+                "updated_at": self._updated_at(chat, now),
                 "messages": views,
             }
+
+    def _updated_at(self, chat: Chat, now: float) -> int:
+        """When the site last stored a change to the chat, by its clock (whole seconds): a send,
+        or an answer's last stored words or status. Stamped with the clock offset of the send."""
+        written = [
+            int(m.stamped + self._progress(m, now)["written"])
+            for m in chat.messages
+            if m.role == "assistant" and m.stamped
+        ]
+        return max([chat.updated, *written])
 
     def _message_view(self, message: Message, now: float) -> dict:
         view = {
@@ -604,8 +626,10 @@ class ChatStore:
             view["thinking_enabled"] = bool(message.thinking)
         return view
 
-    def _progress(self, message: Message, now: float) -> dict:
-        return message.progress(now, held=self.settings.hold_answers)
+    def _progress(self, message: Message, now: float, stored: bool = True) -> dict:
+        """`stored`: as the chat's JSON holds it (finish_early applies), not as the stream sends it."""
+        early = self.settings.finish_early if stored else 0.0
+        return message.progress(now, held=self.settings.hold_answers, early=early)
 
     def message_progress(self, chat_id: str, message_id: str) -> dict | None:
         """Where one assistant message stands now (Message.progress, its model, whether it
@@ -615,7 +639,7 @@ class ChatStore:
             message = next((m for m in chat.messages if m.id == message_id), None) if chat else None
             if message is None or self.opens_as_missing(chat):
                 return None
-            seen = self._progress(message, time.monotonic())
+            seen = self._progress(message, time.monotonic(), stored=False)
             return {**seen, "model": message.model, "thinking_enabled": bool(message.thinking)}
 
     def list_chats(self, page: int, per_page: int = 10, account: str = ANONYMOUS) -> list[dict]:
@@ -633,7 +657,7 @@ class ChatStore:
             "id": chat.id,
             "title": title,
             "created_at": chat.created,
-            "updated_at": chat.updated,
+            "updated_at": view["updated_at"] if view else chat.updated,
             "chat_type": "t2t",
         }
 
@@ -657,7 +681,7 @@ class ChatStore:
         with self.lock:
             chat = self._owned(chat_id, account)
             last = chat.last_assistant() if chat else None
-            if last is None or self._progress(last, time.monotonic())["done"]:
+            if last is None or self._progress(last, time.monotonic(), stored=False)["done"]:
                 return False
             last.stopped_at = time.monotonic()
             return True
@@ -717,7 +741,7 @@ class ChatStore:
         if chat is None or (chat.messages and self.opens_as_missing(chat)):
             return not_found_body(parent_id or chat_id)
         last = chat.last_assistant()
-        if last is not None and not self._progress(last, time.monotonic())["done"]:
+        if last is not None and not self._progress(last, time.monotonic(), stored=False)["done"]:
             return dict(CHAT_IN_PROGRESS_BODY if self.settings.late_errors else IN_PROGRESS_BODY)
         expected_parent = chat.messages[-1].id if chat.messages else None
         if parent_id != expected_parent:
@@ -726,6 +750,7 @@ class ChatStore:
 
     def _accept(self, chat, prompt, parent_id, per_prompt, turn, settings, choice, empty=False) -> dict:
         now_epoch = self.site_time()
+        stamped = self.site_clock()
         if not chat.messages:
             chat.override = per_prompt
         # This prompt's own token wins, then the chat's, then the run's.
@@ -756,6 +781,7 @@ class ChatStore:
             cut_short=content == "error_banner",
             model=model,
             empty=empty,
+            stamped=stamped,
         )
         chat.messages += [user, reply]
         chat.updated = now_epoch

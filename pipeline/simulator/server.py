@@ -12,6 +12,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Sequence
+from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -39,6 +40,7 @@ SETTING_KEYS = {
     "require_auth_header",
     "clock_offset",
     "hold_answers",
+    "finish_early",
     "token_hours",
     "renew_hours",
     "serve_model",
@@ -356,6 +358,11 @@ class Handler(BaseHTTPRequestHandler):
     @property
     def sim(self) -> Simulator:
         return self.server.sim
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """The Date header by the site's clock (clock_offset included), as the real site's
+        servers stamp it: the clock its `updated_at` and `timestamp` are read against."""
+        return formatdate(self.sim.store.site_clock() if timestamp is None else timestamp, usegmt=True)
 
     def _dispatch(self, method: str) -> None:
         url = urlsplit(self.path)
