@@ -347,7 +347,10 @@ class Message:
     stopped_at: float | None = None
     model: str = DEFAULT_MODEL  # the model that answers (its id)
     empty: bool = False  # Settings.empty_answers: it finishes with no text (content null)
-    stamped: float = 0.0  # the site's clock (epoch seconds) when it was made: `timestamp`, exact
+    # The site's clock at its last stored change, kept once it changes no more (a later move of
+    # the clock, clock_offset, does not move a stamp the site already made).
+    last_stamp: float | None = None
+    released: float | None = None  # when hold_answers let it finish (monotonic), if it held it
 
     def progress(self, now: float, held: bool = False, early: float = 0.0) -> dict:
         """What the chat holds for this assistant message at monotonic time `now`; `held`
@@ -376,7 +379,10 @@ class Message:
         think_share = 1.0 if thinking_done else elapsed / max(self.thinking_seconds, 1e-9)
         finished = done and (elapsed >= end + FINISH_LAG or self.stopped_at is not None)
         written = clock - self.started if self.stopped_at is not None else min(elapsed, end + FINISH_LAG)
-        if early > 0 and not done and not held and thinking_done and elapsed >= end - early:
+        if self.released is not None and self.stopped_at is None:
+            written = max(written, min(elapsed, self.released - self.started))  # its last word came then
+        whole = not (held or self.cut_short or self.stopped_at is not None)  # an answer to its end
+        if early > 0 and whole and not finished and thinking_done and elapsed >= end - early:
             done = finished = True  # the flags ahead of the text: it is still being written
         return {
             "thinking": "".join(think_words[: int(len(think_words) * think_share)]),
@@ -442,6 +448,18 @@ class ChatStore:
     # -- settings ---------------------------------------------------------------------------
     def configure(self, **changes) -> Settings:
         with self.lock:
+            now = time.monotonic()
+            if "clock_offset" in changes:  # what was stored before keeps the stamp it had then
+                for chat in self.chats.values():
+                    self._updated_at(chat, now)
+            if self.settings.hold_answers and changes.get("hold_answers") is False:
+                for chat in self.chats.values():  # the held answers' last words are stored now
+                    for message in chat.messages:
+                        if (
+                            message.role == "assistant"
+                            and not self._progress(message, now, stored=False)["done"]
+                        ):
+                            message.released = now
             self.settings = replace(self.settings, **changes).validated()
             if "scenario" in changes or "slider_accounts" in changes:
                 self.solved.clear()  # a slider put up (again) waits for its own solving
@@ -602,13 +620,20 @@ class ChatStore:
 
     def _updated_at(self, chat: Chat, now: float) -> int:
         """When the site last stored a change to the chat, by its clock (whole seconds): a send,
-        or an answer's last stored words or status. Stamped with the clock offset of the send."""
-        written = [
-            int(m.stamped + self._progress(m, now)["written"])
-            for m in chat.messages
-            if m.role == "assistant" and m.stamped
-        ]
+        or an answer's last stored words or status."""
+        written = [int(self._write_stamp(m, now)) for m in chat.messages if m.role == "assistant"]
         return max([chat.updated, *written])
+
+    def _write_stamp(self, message: Message, now: float) -> float:
+        """The site's clock at `message`'s last stored change; kept once it is finished (nothing
+        of it changes again), so that a later clock_offset does not move it."""
+        if message.last_stamp is not None:
+            return message.last_stamp
+        seen = self._progress(message, now, stored=False)
+        stamp = self.site_clock() - (now - (message.started + seen["written"]))
+        if seen["finished"]:
+            message.last_stamp = stamp
+        return stamp
 
     def _message_view(self, message: Message, now: float) -> dict:
         view = {
@@ -750,7 +775,6 @@ class ChatStore:
 
     def _accept(self, chat, prompt, parent_id, per_prompt, turn, settings, choice, empty=False) -> dict:
         now_epoch = self.site_time()
-        stamped = self.site_clock()
         if not chat.messages:
             chat.override = per_prompt
         # This prompt's own token wins, then the chat's, then the run's.
@@ -781,7 +805,6 @@ class ChatStore:
             cut_short=content == "error_banner",
             model=model,
             empty=empty,
-            stamped=stamped,
         )
         chat.messages += [user, reply]
         chat.updated = now_epoch
