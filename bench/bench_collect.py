@@ -160,6 +160,38 @@ def one_and_twenty(pairs: int, chats: int = 20) -> list[Pair]:
     return measured
 
 
+def collect_phase(chats: int = 20, runs: int = 3) -> list[tuple[float, int]]:
+    """(seconds, JSON reads) of the collecting alone: QwenEngine.collect over `chats` finished
+    chats in a browser already running (its page opened and read, nothing written), at the
+    default qwen.api_reads_per_second: what the Chromium launch and the process start, which a
+    loaded machine makes noisy, leave out of the cycle's figure."""
+    from pipeline.config import Browser, Qwen
+    from pipeline.engines.qwen.browser import BrowserSession
+    from pipeline.engines.qwen.engine import QwenEngine
+    from pipeline.simulator import Simulator
+
+    measured = []
+    with (
+        Simulator(port=0, answer_seconds=ANSWER_SECONDS, thinking_seconds=0.1, url_delay=0.1).start() as sim,
+        tempfile.TemporaryDirectory(prefix="qwenpipe-bench-phase-") as folder,
+    ):
+        browser = Browser(
+            profile_dir=str(Path(folder) / "profile"), storage_state=str(Path(folder) / "s.json")
+        )
+        with BrowserSession(browser) as session, QwenEngine(Qwen(base_url=sim.base_url), session) as engine:
+            engine.prepare()
+            for n in range(runs):
+                root = finished_chats(Path(folder) / f"phase-{n}", sim, chats, "")
+                urls = [path.read_text().strip() for path in sorted((root / "articles").glob("*.url"))]
+                before = sim.requests().get("chat_json", 0)
+                started = time.perf_counter()
+                found = dict(engine.collect(urls))
+                seconds = time.perf_counter() - started
+                assert len(found) == chats, f"{len(found)} of {chats} collected"
+                measured.append((seconds, sim.requests().get("chat_json", 0) - before))
+    return measured
+
+
 def wait_latency(runs: int = 3) -> list[float]:
     """`generate --wait` lags: SLUG.md's mtime minus the moment the simulator stored "finished".
     The simulator's page agrees PAGE_SETTLE (0.7 s) later at the earliest (app.js draws it done
@@ -249,6 +281,11 @@ def main() -> None:
         ratio = statistics.median(ratios)
         verdict = "yes" if ratio <= TWENTY_TARGET else "NO"
         print(f"  median {ratio:.2f}x, {label}  target <= {TWENTY_TARGET:g}x: {verdict}")
+    phase = collect_phase()
+    print(
+        f"  the collecting alone, 20 chats in a running browser (api_reads_per_second = 10): "
+        f"{', '.join(f'{s:.2f} s / {r} reads' for s, r in phase)}"
+    )
     print(f"  (load {os.getloadavg()[0]:.1f} at the end)")
     load = os.getloadavg()[0]
     figures = collecting(tuple(args.chats))
