@@ -140,6 +140,7 @@ def test_chats_finished_long_ago_are_read_once_each_and_an_answer_still_written_
     site.set(clock_offset=LONG_AGO)
     project, texts = sent(site, tmp_path, 3, "mint")
     streaming = prompt(project, "mint-slow", "Write about mint that grows slowly. [sim:slow]")
+    site.set(answer_seconds=2.0)  # [sim:slow]: 200 s, still being written whatever the machine's load
     assert qwenpipe_in_process("cycle", cwd=project).returncode == 42
     urls = {slug: (project / "articles" / f"{slug}.md.url").read_text() for slug in [*texts, "mint-slow"]}
     site.set(hold_answers=False)
@@ -179,18 +180,18 @@ def test_text_that_moves_under_a_finished_status_is_not_taken_from_one_read(site
     for n, ident in enumerate(old):
         site.store.send(ident, f"Write about sage number {n}.", None, gate=None)
     finish_answers_of(site, [f"{site.base_url}/c/{ident}" for ident in old])
-    # 123 words in 20 s: a word or more between any two reads a quarter of a second apart.
-    site.set(finish_early=600.0, answer_seconds=20.0)
-    moving = site.store.new_chat()
-    site.store.send(moving, "Write about sage that grows slowly.", None, gate=None)
-    urls = [f"{site.base_url}/c/{ident}" for ident in [*old, moving]]
-    finish_answers_of(site, urls[2:])  # its JSON says finished from its first words on
-    site.set(clock_offset=0.0)
-    reads_before = site.chat_reads()
-
     qwen = Qwen(base_url=site.base_url, stable_reads=2, page_timeout=15)
     browser = browser_config(tmp_path, cdp_url=shared_browser.cdp_url())
     with BrowserSession(browser) as session, QwenEngine(qwen, session) as engine:
+        engine.prepare()  # attached before the moving answer starts: it moves all through the reads
+        # 123 words in 20 s: a word or more between any two reads a quarter of a second apart.
+        site.set(finish_early=600.0, answer_seconds=20.0)
+        moving = site.store.new_chat()
+        site.store.send(moving, "Write about sage that grows slowly.", None, gate=None)
+        urls = [f"{site.base_url}/c/{ident}" for ident in [*old, moving]]
+        finish_answers_of(site, urls[2:])  # its JSON says finished from its first words on
+        site.set(clock_offset=0.0)
+        reads_before = site.chat_reads()
         found = dict(engine.collect(urls))
 
     assert set(found) == set(urls[:2]) and all(isinstance(a, Answer) for a in found.values()), found
