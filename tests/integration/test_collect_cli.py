@@ -36,6 +36,7 @@ RESET = {
 # The sends are stamped this long before the site's now once the test puts its clock back: chats a
 # cron cycle comes back to long after their answers finished (no waiting in the test).
 LONG_AGO = -120.0
+AHEAD = 600.0
 
 
 @pytest.fixture(scope="module")
@@ -66,12 +67,22 @@ def sent(site, tmp_path, count: int, topic: str, extra: str = "concurrency = 1")
     return project, texts
 
 
-def finish_answers(site) -> None:
-    """Let every answer end, and return once the site has stored each as finished."""
+def finish_answers(site, project) -> None:
+    """Let the project's answers end, and return once the site has stored each as finished. They
+    end while the site's clock is AHEAD, which is then put back: stamped in its future, they are
+    never "finished long ago", so these tests count the stability reads however slow the machine."""
+    site.set(clock_offset=AHEAD)
     site.set(hold_answers=False)
+    finish_answers_of(site, [url.read_text() for url in (project / "articles").glob("*.md.url")])
+    site.set(clock_offset=0.0)
+
+
+def finish_answers_of(site, idents) -> None:
+    """Wait until the answers of these chats (ids or URLs) are stored as finished."""
+    idents = [ident.strip().rsplit("/", 1)[-1] for ident in idents]
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        views = [site.store.chat_view(ident) for ident in site.chat_ids()]
+        views = [site.store.chat_view(ident) for ident in idents]
         if all(m["finished"] for v in views if v for m in v["messages"] if m["role"] == "assistant"):
             return
         time.sleep(0.05)
@@ -90,7 +101,7 @@ def assert_written(project, site, texts) -> None:
 
 def test_a_cycle_collects_finished_chats_through_the_json_without_opening_their_pages(site, tmp_path):
     project, texts = sent(site, tmp_path, 4, "tea")
-    finish_answers(site)
+    finish_answers(site, project)
     before = site.requests()
 
     result = qwenpipe_in_process("cycle", cwd=project)
@@ -105,7 +116,7 @@ def test_a_cycle_collects_finished_chats_through_the_json_without_opening_their_
 @pytest.mark.parametrize("bad", ["error", "shape"])
 def test_a_chat_whose_json_cannot_be_read_is_looked_at_on_its_page(site, tmp_path, bad):
     project, texts = sent(site, tmp_path, 2, f"coffee-{bad}")
-    finish_answers(site)
+    finish_answers(site, project)
     site.set(bad_chat_reads=1, bad_chat_read=bad)  # the cycle's first JSON read
     before = site.requests()
 
@@ -125,7 +136,7 @@ def test_a_finished_thinking_phase_never_collects_an_unfinished_answer(site, tmp
     assert working.returncode == 3, working.stderr
     assert not list((project / "articles").glob("cocoa-*.md"))
 
-    finish_answers(site)
+    finish_answers(site, project)
     done = qwenpipe_in_process("cycle", cwd=project)
     assert done.returncode == 0, done.stderr
     assert_written(project, site, texts)
@@ -157,18 +168,6 @@ def test_chats_finished_long_ago_are_read_once_each_and_an_answer_still_written_
     assert not (project / "articles" / "mint-slow.md").exists(), streaming
 
 
-def finish_answers_of(site, chat_urls: list[str]) -> None:
-    """Wait until the answers of these chats are stored as finished (the others may go on)."""
-    idents = [url.strip().rsplit("/", 1)[1] for url in chat_urls]
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        views = [site.store.chat_view(ident) for ident in idents]
-        if all(m["finished"] for v in views if v for m in v["messages"] if m["role"] == "assistant"):
-            return
-        time.sleep(0.05)
-    raise AssertionError("the simulator's answers did not finish")
-
-
 def test_text_that_moves_under_a_finished_status_is_not_taken_from_one_read(site, tmp_path):
     # The site stores "finished" ahead of the answer's last words (finish_early): its JSON says
     # finished while the text still grows, and it stamps the chat as it stores them. All three
@@ -179,7 +178,7 @@ def test_text_that_moves_under_a_finished_status_is_not_taken_from_one_read(site
     old = [site.store.new_chat() for _ in range(2)]
     for n, ident in enumerate(old):
         site.store.send(ident, f"Write about sage number {n}.", None, gate=None)
-    finish_answers_of(site, [f"{site.base_url}/c/{ident}" for ident in old])
+    finish_answers_of(site, old)
     qwen = Qwen(base_url=site.base_url, stable_reads=2, page_timeout=15)
     browser = browser_config(tmp_path, cdp_url=shared_browser.cdp_url())
     with BrowserSession(browser) as session, QwenEngine(qwen, session) as engine:
