@@ -48,6 +48,10 @@ class ChatView:
     turns: list[Turn]
     model: str | None = None
     created: float | None = None  # epoch seconds by the site's clock; None when it does not say
+    # The newest time the site stamped on the chat (its `updated_at`, a message's `timestamp`),
+    # when that is later than the last send; None when nothing was stamped after the send (the
+    # site says nothing of when the answer last changed: steady.finished_long_ago).
+    last_write: float | None = None
     # Each turn's stored completion status alone, in turn order: True finished, False not (or no
     # reply yet), None when the answer carries none (then only the page's signals can tell).
     stored: tuple[bool | None, ...] = ()
@@ -85,7 +89,20 @@ def parse_chat(payload: dict) -> ChatView:
         model=model,
         created=created if created is not None else epoch_seconds(first),
         stored=tuple(stored),
+        last_write=_last_write(data.get("updated_at"), ordered),
     )
+
+
+def _last_write(updated_at: Any, ordered: list[dict]) -> float | None:
+    """The newest stamp on the chat, if it is later than the last user message's (the send):
+    a stamp of the send itself says nothing of when the answer stopped changing."""
+    sent = next((m.get("timestamp") for m in reversed(ordered) if m.get("role") == "user"), None)
+    sent_at = epoch_seconds(sent)
+    stamps = [epoch_seconds(updated_at), *(epoch_seconds(m.get("timestamp")) for m in ordered)]
+    known = [stamp for stamp in stamps if stamp is not None]
+    if sent_at is None or not known or max(known) <= sent_at:
+        return None
+    return max(known)
 
 
 def epoch_seconds(value: Any) -> float | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import secrets
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pipeline.engines.base import Code, EngineError, HardError, QuotaSpent, TransientError
 from pipeline.engines.qwen.api import (
@@ -91,8 +91,9 @@ _READ_JS = """async (path, ms, wait, headers, method) => {
     const actual = r.headers.get('x-actual-status-code');
     if (actual === '404') return {missing: true};
     // The JSON goes back as text (parsed by Python): a parsed object crosses Playwright's pipe
-    // value by value, and for 200 chats that costs more than reading them.
-    try { JSON.parse(body); return {json_text: body}; }
+    // value by value, and for 200 chats that costs more than reading them. The Date header is
+    // the site's clock at the read (steady.finished_long_ago).
+    try { JSON.parse(body); return {json_text: body, date: r.headers.get('date')}; }
     catch (e) { return {text: body.slice(0, 4000), status: r.status, url: r.url}; }
   } catch (e) { return {error: String(e)}; }
 }"""
@@ -328,30 +329,43 @@ def start_fetches(
     page: Any, paths: list[str], *, timeout: float = 30, gap: float = 0, delay: float = 0
 ) -> str:
     """fetch_bodies started in the page and left running: the first read `delay` seconds from
-    now, one every `gap`. Returns at once; `fetched_bodies` (with the key returned) waits for
+    now, one every `gap`. Returns at once; `fetched_reads` (with the key returned) waits for
     them. Between the two the caller is free: the page reads meanwhile."""
     key = secrets.token_hex(8)
     try:
         headers = headers_for_calls(page, len(paths), wait=min(timeout, LEARN_WAIT_SECONDS))
     except NoHeaders:
-        return key  # nothing started: fetched_bodies finds nothing under the key (ApiUnusable)
+        return key  # nothing started: fetched_reads finds nothing under the key (ApiUnusable)
     arg = {"paths": paths, "ms": int(timeout * 1000), "gap": gap * 1000, "delay": max(0.0, delay) * 1000}
     return page.evaluate(_START_FETCH_JS, {**arg, "key": key, "headers": headers})
 
 
-def fetched_bodies(page: Any, key: str, paths: list[str], *, timeout: float = 30) -> list[Any]:
-    """What the reads `start_fetches` started (`key`, for `paths`) gave, as fetch_bodies gives it;
-    every one ApiUnusable when the page lost them (it navigated away)."""
+class Fetched(NamedTuple):
+    """One read `start_fetches` started: its body (as fetch_bodies gives it), and the HTTP Date
+    header the site answered it with (None when it sent none, or the read was made again)."""
+
+    body: Any
+    date: str | None
+
+
+def fetched_reads(page: Any, key: str, paths: list[str], *, timeout: float = 30) -> list[Fetched]:
+    """What the reads `start_fetches` started (`key`, for `paths`) gave; every body ApiUnusable
+    when the page lost them (it navigated away)."""
     results = page.evaluate(_COLLECT_FETCH_JS, key)
     if results is None:
-        return [ApiUnusable(f"{path}: the page navigated away during the read") for path in paths]
-    bodies = _bodies(paths, results)
-    stale = [i for i, body in enumerate(bodies) if is_stale_headers(body)]
+        return [
+            Fetched(ApiUnusable(f"{path}: the page navigated away during the read"), None) for path in paths
+        ]
+    reads = [
+        Fetched(body, result.get("date"))
+        for body, result in zip(_bodies(paths, results), results, strict=True)
+    ]
+    stale = [i for i, read in enumerate(reads) if is_stale_headers(read.body)]
     if stale and relearn_headers(page, timeout=timeout):
         again = _read_now(page, [paths[i] for i in stale], timeout=timeout, gap=0)
         for i, body in zip(stale, again, strict=True):
-            bodies[i] = body
-    return bodies
+            reads[i] = Fetched(body, None)
+    return reads
 
 
 def _bodies(paths: list[str], results: list[dict]) -> list[Any]:
