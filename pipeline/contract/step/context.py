@@ -18,6 +18,7 @@ from ..phases import Reason
 from ..prompts import Prompt
 from ..quota import SendBudget
 from ..rotation import sender_of
+from ..unknown import JournalledChat, journal_unknown
 from ..workspace import Engines, Workspace
 
 
@@ -89,6 +90,13 @@ class Context:
 
     def log(self, event: str, **fields: object) -> None:
         self.ws.journal.append(self.slug, event, **self.named(fields))
+
+    def chat(self, account: str) -> JournalledChat:
+        """The chat engine of `account`, as every handler calls it: an unknown answer one of its
+        errors carries is journalled on its way up (contract/unknown.py)."""
+        return JournalledChat(
+            self.engines.chat(account), lambda err: journal_unknown(self.ws.journal, self.slug, account, err)
+        )
 
     def named(self, fields: dict) -> dict:
         """An event's fields with the chat account it was about: a chat step (engine "qwen") that

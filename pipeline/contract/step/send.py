@@ -27,7 +27,7 @@ def handle(step: Context, move: Ask) -> Outcome | Move:
     if account is None:  # every account this run found unusable: its refusal stands
         raise step.skipped_error(step.only) or HardError("no chat account may send", code=Code.NO_ACCOUNT)
     step.account = account
-    chat = step.engines.chat(account)
+    chat = step.chat(account)
     chat.prepare()  # a busy or missing browser stops us before the marker
     now = step.clock()
     probe = step.ws.chat_quota.probing(now, account)

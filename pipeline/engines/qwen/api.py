@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from pipeline.engines.base import Code, EngineError, HardError, QuotaSpent, TransientError
+from pipeline.engines.unknown import FIRST_BYTES, unknown
 
 CHAT_URL_RE = re.compile(r"/c/([a-f0-9-]{20,})")
 
@@ -64,14 +65,32 @@ class ChatView:
 
 
 class ChatShapeError(ValueError):
-    """The payload is not a chat in any shape we know (the site changed: fall back to the DOM)."""
+    """The payload is not a chat (or a chat list) in any shape we know: `field` names what it
+    lacks (the site changed: an unknown answer, engines/unknown.py)."""
+
+    def __init__(self, message: str, *, field: str = ""):
+        super().__init__(message)
+        self.field = field
+
+
+def missing_field(err: ChatShapeError, answer: str, where: str, body: Any = None) -> TransientError:
+    """What a body without a field the engine needs means: a clear error naming the field and the
+    answer it was missing from (`answer`: "chat <id>'s JSON", "the chat list, page 2"), marked as
+    an unknown answer met at `where`. Transient: the look (or the search) is made again later,
+    and never reads a missing list as an empty one."""
+    field = err.field or "?"
+    error = TransientError(
+        f"{answer} has no field {field} ({err}): the site changed", code=Code.MISSING_FIELD
+    )
+    text = json.dumps(body, ensure_ascii=False)[:FIRST_BYTES] if body is not None else None
+    return unknown(error, where, field=field, body=text)
 
 
 def parse_chat(payload: dict) -> ChatView:
     """Turn a successful `/api/v2/chats/<id>` body into a ChatView. Raises ChatShapeError."""
     data = payload.get("data") if isinstance(payload, dict) else None
     if not isinstance(data, dict) or not isinstance(data.get("chat"), dict):
-        raise ChatShapeError("no data.chat in the chat JSON")
+        raise ChatShapeError("no data.chat in the chat JSON", field="data.chat")
     chat = data["chat"]
     messages, current_id = _messages_of(chat)
     ordered = _conversation_order(messages, current_id)
@@ -113,7 +132,9 @@ def _messages_of(chat: dict) -> tuple[list[dict], str | None]:
         return found, current_id
     if isinstance(listed, list):
         return [], current_id
-    raise ChatShapeError("neither data.chat.messages nor data.chat.history.messages")
+    raise ChatShapeError(
+        "neither data.chat.messages nor data.chat.history.messages", field="data.chat.messages"
+    )
 
 
 def _conversation_order(messages: list[dict], current_id: str | None) -> list[dict]:
@@ -220,7 +241,10 @@ def _error_text(error: Any) -> str | None:
 def classify_api_error(payload: Any) -> EngineError | None:
     """The failure a `/api/v2/...` body reports, or None for a success."""
     if not isinstance(payload, dict):
-        return TransientError("the chat API answered with something that is not JSON", code=Code.API_ERROR)
+        error = TransientError(
+            "the chat API answered with something that is not a JSON object", code=Code.API_ERROR
+        )
+        return unknown(error, body=json.dumps(payload, ensure_ascii=False)[:FIRST_BYTES])
     if payload.get("success") is True:
         return None
     text = json.dumps(payload, ensure_ascii=False)
@@ -263,7 +287,9 @@ def classify_api_error(payload: Any) -> EngineError | None:
         )
     if _means_logged_out(code, details):
         return HardError(f"not logged in to the chat site: {LOGIN_HINT}", code=Code.LOGGED_OUT)
-    return TransientError(f"the chat API failed: {code or 'no code'} {details}".strip(), code=Code.API_ERROR)
+    # None of the site's words we know: an unknown answer (its step names it: engines/unknown.py).
+    error = TransientError(f"the chat API failed: {code or 'no code'} {details}".strip(), code=Code.API_ERROR)
+    return unknown(error, code=code or None, body=text[:FIRST_BYTES])
 
 
 def is_stale_headers(payload: Any) -> bool:
@@ -318,11 +344,17 @@ class ListedChat(NamedTuple):
 
 def chat_list_items(payload: Any) -> list[ListedChat]:
     """One page of `/api/v2/chats/?page=N`, newest first as the site lists them. Items on the
-    real site carry `created_at` / `updated_at` (epoch seconds); without them `created` is None."""
-    if not isinstance(payload, dict) or not isinstance(payload.get("data"), list):
-        return []
-    return [
-        ListedChat(str(item["id"]), epoch_seconds(item.get("created_at")))
-        for item in payload["data"]
-        if isinstance(item, dict) and item.get("id")
-    ]
+    real site carry `created_at` / `updated_at` (epoch seconds); without them `created` is None.
+
+    A page without its `data` list, or an item without its `id`, raises ChatShapeError: read as
+    an empty page it would mean "no such chat", and that is what lets a prompt be sent again."""
+    listed = payload.get("data") if isinstance(payload, dict) else None
+    if not isinstance(listed, list):
+        raise ChatShapeError("no data list in the chat list", field="data")
+    items = []
+    for number, item in enumerate(listed):
+        chat_id = item.get("id") if isinstance(item, dict) else None
+        if not isinstance(chat_id, str) or not chat_id:
+            raise ChatShapeError(f"item {number} of the chat list has no id", field=f"data[{number}].id")
+        items.append(ListedChat(chat_id, epoch_seconds(item.get("created_at"))))
+    return items

@@ -21,6 +21,8 @@ from pipeline.engines.qwen.api import (
 from pipeline.engines.qwen.botcheck import is_sign_in, is_verification, names_verification
 from pipeline.engines.qwen.headers import NoHeaders, headers_for_call, headers_for_calls, watch
 from pipeline.engines.qwen.selectors import FAILURE_TEXTS, FailureTexts, Selectors
+from pipeline.engines.qwen.stream import COMPLETIONS_PATH
+from pipeline.engines.unknown import Where
 
 # Visible text of the page minus the conversation itself, so a prompt or an article that
 # quotes "Something went wrong" is not taken for the site's own banner.
@@ -421,7 +423,8 @@ class SendReplies:
             pass  # a request of a page being closed: nothing to learn from it
 
     def failure(self) -> EngineError | None:
-        """The hard failure (quota, bot check, logged out) a reply reported so far, or None."""
+        """The hard failure (quota, bot check, logged out) a reply reported so far, or the send's
+        unknown answer (engines/unknown.py), or None."""
         while self._unread and self._failure is None:
             request = self._unread.pop(0)
             try:
@@ -436,6 +439,11 @@ class SendReplies:
                 self._failure = error
             elif error is not None and error.code in TOOK_NOTHING:
                 self._refused.append(error)
+            elif error is not None and error.unknown is not None and COMPLETIONS_PATH in request.url:
+                # The send answered with words nobody has reported: whether the site took the
+                # prompt is unknown, and waiting for a chat address would not tell (in doubt).
+                error.unknown = error.unknown.at(Where.COMPLETION)
+                self._failure = error
         return self._failure
 
     def refusal(self) -> EngineError | None:

@@ -1,0 +1,79 @@
+"""What the contract does with an answer of the site nobody has seen yet (engines/unknown.py;
+docs/reliability.md, "The unknown").
+
+Every call the contract makes of a chat engine goes through `JournalledChat`: an engine error
+that carries an unknown answer is journalled there (`unknown_answer`: where, what was seen, the
+account), once, before any handler decides what it means. What it means is decided by where it
+was met (`sent_in_doubt` and the step's loop): after the click it is in doubt, before it the
+failure it was raised as (transient with backoff; a page where the chat should be holds the
+account, as a bot check does).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from ..engines.base import EngineBusy, EngineError
+from ..engines.unknown import UnknownAnswer
+from .journal import Journal
+
+UNKNOWN_EVENT = "unknown_answer"  # the journal's event (fixed: `doctor` and `report` read it)
+
+
+def journal_unknown(journal: Journal, slug: str, account: str, err: BaseException) -> None:
+    """Journal the unknown answer `err` carries (none: nothing), once however often it is seen
+    on its way up. The store masks what it keeps; `seen` is masked and cut already."""
+    found: UnknownAnswer | None = getattr(err, "unknown", None)
+    if found is None or getattr(err, "journalled", False):
+        return
+    journal.append(
+        slug,
+        UNKNOWN_EVENT,
+        engine="qwen",
+        account=account or None,
+        where=found.where or "unknown",
+        seen=found.seen,
+        code=getattr(err, "code", None),
+        error=str(err),
+    )
+    err.journalled = True  # type: ignore[attr-defined]
+
+
+class JournalledChat:
+    """A chat engine whose every call journals the unknown answer an error of it carries
+    (`on_unknown`), then lets the error go on as it was raised."""
+
+    def __init__(self, engine: Any, on_unknown: Callable[[EngineError], None]):
+        self._engine = engine
+        self._on_unknown = on_unknown
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._engine, name)
+        if not callable(value):
+            return value
+
+        @functools.wraps(value)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return value(*args, **kwargs)
+            except EngineError as err:
+                self._on_unknown(err)
+                raise
+
+        return call
+
+
+def sent_in_doubt(err: EngineError, sending: bool, no_look: frozenset) -> bool:
+    """Whether `err`, raised while a send's intent marker stands with no URL (`sending`), leaves
+    that send in doubt: it carries an unknown answer, the engine did not prove nothing left the
+    browser, and it is no refusal of the account (`no_look`: those stay what they are, and
+    hold it). An unknown answer after the click proves neither a send nor none."""
+    return (
+        sending
+        and err.unknown is not None
+        and not err.nothing_sent
+        and not isinstance(err, EngineBusy)
+        and err.code not in no_look
+    )
