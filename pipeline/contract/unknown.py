@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..engines.base import EngineBusy, EngineError
 from ..engines.unknown import UnknownAnswer
@@ -77,3 +77,32 @@ def sent_in_doubt(err: EngineError, sending: bool, no_look: frozenset) -> bool:
         and not isinstance(err, EngineBusy)
         and err.code not in no_look
     )
+
+
+DAY = 86400.0
+
+
+class UnknownSeen(NamedTuple):
+    """The unknown answers the journal holds since a time: how many per `where`, and the newest."""
+
+    counts: dict[str, int]
+    newest: dict | None  # its journal entry (ts, slug, account, where, seen)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+def unknown_since(journal: Journal, since: float) -> UnknownSeen:
+    """The `unknown_answer` events journalled since `since` (epoch seconds), per `where`."""
+    counts: dict[str, int] = {}
+    newest = None
+    for event in journal.store.events(since=since):
+        if event.event != UNKNOWN_EVENT:
+            continue
+        entry = event.to_entry()
+        where = str(entry.get("where") or "unknown")
+        counts[where] = counts.get(where, 0) + 1
+        if newest is None or entry["ts"] >= newest["ts"]:
+            newest = entry
+    return UnknownSeen(dict(sorted(counts.items())), newest)

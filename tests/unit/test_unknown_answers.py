@@ -1,0 +1,290 @@
+"""What qwenpipe does with an answer of the site nobody has seen yet (issue 37, item 3), with the
+fake engines and the engine's pure readers: journalled where it was met, in doubt after the
+click, transient before it, a hold for an unknown page; unknown fields ignored, a missing field
+a clear error naming it. The browser's side is in tests/integration/test_unknown_answers_cli.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_recovery_rules import Clock
+
+from pipeline import redact
+from pipeline.config import load
+from pipeline.contract.step import Status, generate
+from pipeline.contract.unknown import UNKNOWN_EVENT, unknown_since
+from pipeline.engines.base import Code, HardError, TransientError
+from pipeline.engines.qwen.api import (
+    ChatShapeError,
+    chat_list_items,
+    classify_api_error,
+    missing_field,
+    parse_chat,
+)
+from pipeline.engines.qwen.stream import KNOWN_PHASES, KNOWN_STATUSES, parse_stream
+from pipeline.engines.unknown import SEEN_CHARS, Where, seen, unknown
+from pipeline.setup.doctor import OK, WARN, Report, check_unknown_answers
+
+TEXT = "Write about tea."
+
+# -- the engine's readers: what is unknown, what is not ------------------------------------------
+
+# Every answer of the site's JSON the engine knows (docs/qwen-site.md), each a body.
+KNOWN_BODIES = {
+    "success": {"success": True, "data": {}},
+    "bot check": {"ret": ["FAIL_SYS_USER_VALIDATE", "RGV587_ERROR::SM"], "data": {"url": "/punish?x"}},
+    "parallel limited": {"success": False, "data": {"code": "ParallelLimited", "details": "busy"}},
+    "chat in progress": {"success": False, "data": {"code": "CHAT_IN_PROGRESS", "details": "x"}},
+    "in progress (older)": {
+        "success": False,
+        "data": {"code": "Bad_Request", "details": "The chat is in progress!"},
+    },
+    "stale headers": {"success": False, "data": {"code": "Bad_Request", "details": "version"}},
+    "chat not found": {"success": False, "data": {"code": "CHAT_NOT_FOUND", "details": "gone"}},
+    "rate limited": {"success": False, "data": {"code": "RateLimited", "num": 3}},
+    "unauthorized": {"success": False, "data": {"code": "Unauthorized", "details": "401 Unauthorized"}},
+}
+# Answers nobody has reported: an unknown code in the site's shape, no code, another type.
+UNKNOWN_BODIES = {
+    "unknown code": {"success": False, "data": {"code": "Quantum_Flux", "details": "try the other door"}},
+    "no code": {"success": False, "data": {}},
+    "code at the top": {"success": False, "code": "Mystery"},
+    "a list": [1, 2, 3],
+    "a string": "<html>500</html>",
+    "null": None,
+}
+
+
+@pytest.mark.parametrize("name", list(KNOWN_BODIES))
+def test_every_known_answer_is_classified_as_it_was_and_is_not_unknown(name):
+    error = classify_api_error(KNOWN_BODIES[name])
+    assert error is None or error.unknown is None, name
+
+
+@pytest.mark.parametrize("name", list(UNKNOWN_BODIES))
+def test_every_unknown_api_answer_is_transient_and_carries_what_was_seen(name):
+    error = classify_api_error(UNKNOWN_BODIES[name])
+    assert isinstance(error, TransientError) and error.unknown is not None, name
+    assert error.unknown.where == "", "its step says where (QwenEngine._using)"
+    assert error.unknown.at(Where.CHAT_JSON).where == "chat_json"
+    assert error.unknown.seen and len(error.unknown.seen) <= SEEN_CHARS
+    if name == "unknown code":
+        assert "Quantum_Flux" in error.unknown.seen
+
+
+def test_what_is_seen_is_masked_and_cut():
+    secret = "sk-unknown-answer-secret-0123456789"
+    redact.register(secret)
+    token = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c2VyIn0.c2lnbmF0dXJl"
+    body = json.dumps({"success": False, "data": {"code": "Odd", "details": f"key {secret} token {token}"}})
+    line = seen(status=500, content_type="text/html", body=body + "x" * 5000, code="Odd")
+    assert secret[:12] not in line and token not in line and redact.MASK in line
+    assert len(line) <= SEEN_CHARS and line.startswith("HTTP 500, content-type text/html, code 'Odd'")
+    error = classify_api_error({"success": False, "data": {"code": "Odd", "details": secret}})
+    assert secret[:12] not in error.unknown.seen
+
+
+def test_a_chat_list_without_its_list_or_an_item_without_its_id_is_an_error_naming_the_field():
+    """Read as an empty page, a chat list without its `data` would say "never sent"."""
+    for body, field in (
+        ({"success": True}, "data"),
+        ({"success": True, "data": {"items": []}}, "data"),
+        ({"success": True, "data": [{"id": "a"}, {"title": "no id"}]}, "data[1].id"),
+        ({"success": True, "data": [{"id": 7}]}, "data[0].id"),
+    ):
+        with pytest.raises(ChatShapeError) as failed:
+            chat_list_items(body)
+        assert failed.value.field == field
+        error = missing_field(failed.value, "the chat list (page 1)", Where.CHAT_LIST, body)
+        assert isinstance(error, TransientError) and error.code == Code.MISSING_FIELD
+        assert f"the chat list (page 1) has no field {field}" in str(error)
+        assert error.unknown.where == "chat_list" and field in error.unknown.seen
+
+
+def test_a_chat_json_without_its_messages_names_the_field():
+    with pytest.raises(ChatShapeError) as failed:
+        parse_chat({"success": True, "data": {"id": "x"}})
+    assert failed.value.field == "data.chat"
+    with pytest.raises(ChatShapeError) as failed:
+        parse_chat({"success": True, "data": {"chat": {"title": "t"}}})
+    error = missing_field(failed.value, "chat abc's JSON", Where.CHAT_JSON)
+    assert "chat abc's JSON has no field data.chat.messages" in str(error)
+
+
+def test_unknown_fields_are_ignored():
+    """A field nobody reported changes nothing the engine reads."""
+    plain = {
+        "success": True,
+        "data": {
+            "id": "c1",
+            "title": "Tea",
+            "chat": {
+                "messages": [
+                    {"id": "u", "role": "user", "content": TEXT, "timestamp": 1_800_000_000},
+                    {
+                        "id": "a",
+                        "role": "assistant",
+                        "parentId": "u",
+                        "content_list": [{"phase": "answer", "content": "# Tea", "status": "finished"}],
+                    },
+                ]
+            },
+        },
+    }
+    extra = json.loads(json.dumps(plain))
+    extra["novel"] = {"x": 1}
+    extra["data"]["chat"]["sparkles"] = [1, 2]
+    extra["data"]["chat"]["messages"][1]["mood"] = "cheerful"
+    extra["data"]["chat"]["messages"][1]["content_list"][0]["glitter"] = True
+    assert parse_chat(extra) == parse_chat(plain)
+    assert chat_list_items({"data": [{"id": "a", "hue": 3}], "cursor": "z"})[0].chat_id == "a"
+    delta = {"phase": "answer", "content": "# Tea", "status": "finished", "x": 1}
+    read = parse_stream(f"data: {json.dumps({'choices': [{'delta': delta}], 'y': 2})}\n")
+    assert read.answer == "# Tea" and read.finished and read.unknown == ""
+
+
+def test_a_stream_names_the_first_phase_or_answer_status_nobody_reported():
+    def frame(phase, status):
+        return json.dumps({"choices": [{"delta": {"phase": phase, "content": "x", "status": status}}]})
+
+    for phase in KNOWN_PHASES:
+        for status in (*KNOWN_STATUSES, None):
+            assert parse_stream(f"data: {frame(phase, status)}\n").unknown == "", (phase, status)
+    assert parse_stream(f"data: {frame('hyperspace', 'typing')}\n").unknown == "phase 'hyperspace'"
+    odd = parse_stream(f"data: {frame('answer', 'paused')}\n")
+    assert odd.unknown == "status 'paused' in phase 'answer'" and not odd.finished
+
+
+# -- the contract: what an unknown answer costs --------------------------------------------------
+
+
+def events(workspace, name=None):
+    found = list(workspace.journal.read(slug="tea"))
+    return [e for e in found if e["event"] == name] if name else [e["event"] for e in found]
+
+
+def counted(workspace) -> int:
+    return workspace.store.send_counts(0).total
+
+
+def after_click(where=Where.COMPLETION):
+    """What the engine raises when the site answered the send with words nobody has reported:
+    the completion left the browser (nothing_sent stays False)."""
+    return unknown(
+        TransientError("the chat API failed: Quantum_Flux", code=Code.API_ERROR), where, code="Quantum_Flux"
+    )
+
+
+def test_an_unknown_answer_after_the_click_is_in_doubt_counted_journalled_never_sent_again_at_once(
+    project, workspace, engines, chat
+):
+    clock = Clock()
+    chat.clock = clock
+    (project / "prompts" / "tea.md").write_text(TEXT, encoding="utf-8")
+    chat.send_error_after_naming = after_click()
+    outcome = generate(workspace, "tea", engines, clock=clock)
+    assert outcome.status is Status.WORKING and outcome.reason == "in_doubt", outcome.message
+    assert chat.sends == 1 and counted(workspace) == 1
+    assert workspace.article("tea").sending.exists() and not workspace.article("tea").url.exists()
+    (journalled,) = events(workspace, UNKNOWN_EVENT)
+    assert journalled["where"] == "completion" and "Quantum_Flux" in journalled["seen"]
+    assert journalled["account"] == "default"
+    assert "recovery_in_doubt" in events(workspace) and "transient" not in events(workspace)
+    record = workspace.store.article("tea")
+    assert record.last_error_code == "in_doubt" and record.attempts == 0, "no attempt counted: a doubt"
+
+    chat.send_error_after_naming = None
+    url = next(iter(chat.messages))
+    chat.messages[url] = [TEXT]  # the site had taken it
+    again = generate(workspace, "tea", engines, clock=clock)  # at once: its look waits
+    assert again.status is Status.WORKING and chat.sends == 1
+    clock.now += 3600  # its look is due: the chat is found, adopted, nothing sent again
+    adopted = generate(workspace, "tea", engines, clock=clock)
+    assert adopted.chat_url == url and chat.sends == 1 and counted(workspace) == 1
+    assert workspace.article("tea").url.read_text().strip() == url
+
+
+def test_an_unknown_answer_before_the_click_is_transient_with_backoff(project, workspace, engines, chat):
+    clock = Clock()
+    (project / "prompts" / "tea.md").write_text(TEXT, encoding="utf-8")
+    before = after_click(Where.LOGIN_CHECK)
+    before.nothing_sent = True  # the engine stopped before the prompt left the browser
+    chat.send_error = before
+    outcome = generate(workspace, "tea", engines, clock=clock)
+    assert outcome.status is Status.WORKING and outcome.reason == "backoff", outcome.message
+    assert counted(workspace) == 0 and not workspace.article("tea").sending.exists()
+    assert [e["where"] for e in events(workspace, UNKNOWN_EVENT)] == ["login_check"]
+    assert workspace.store.article("tea").attempts == 1  # counted toward qwen.max_attempts
+
+
+def test_an_unknown_page_where_the_chat_should_be_holds_the_account_once(project, workspace, engines, chat):
+    """A hold (that learns), not a strike at each run: the next runs leave the account alone."""
+    clock = Clock()
+    (project / "prompts" / "tea.md").write_text(TEXT, encoding="utf-8")
+    page = HardError("an unknown page where the chat should be (/maze)", code=Code.BOT_CHECK)
+    page.nothing_sent = True
+    chat.send_error = unknown(page, Where.NEW_CHAT, url="/maze", body="title 'Hold on'")
+    first = generate(workspace, "tea", engines, clock=clock, engine="qwen")
+    assert first.status is Status.FAILED and first.chat_error == Code.BOT_CHECK
+    held = workspace.chat_quota.held(clock.now, "default")
+    assert held is not None and held.kind == "bot check"
+    assert [e["where"] for e in events(workspace, UNKNOWN_EVENT)] == ["new_chat"]
+    tries = len(chat.history)
+    for minutes in (1, 5, 10):
+        clock.now += 60 * minutes
+        generate(workspace, "tea", engines, clock=clock, engine="qwen")
+    assert len(chat.history) == tries, "the held account was tried again"
+    assert events(workspace).count("hold") == 1 and counted(workspace) == 0
+
+
+def test_an_unknown_answer_to_a_look_is_journalled_and_backs_off(project, workspace, engines, chat):
+    clock = Clock()
+    (project / "prompts" / "tea.md").write_text(TEXT, encoding="utf-8")
+    assert generate(workspace, "tea", engines, clock=clock).status is Status.QUEUED
+    chat.enqueue_check(after_click(Where.CHAT_JSON))
+    outcome = generate(workspace, "tea", engines, clock=clock)
+    assert outcome.status is Status.WORKING and outcome.reason == "backoff" and chat.sends == 1
+    assert [e["where"] for e in events(workspace, UNKNOWN_EVENT)] == ["chat_json"]
+
+
+def test_one_unknown_answer_is_journalled_once(project, workspace, engines, chat):
+    """Seen by the send and again by the step's loop: one event."""
+    clock = Clock()
+    (project / "prompts" / "tea.md").write_text(TEXT, encoding="utf-8")
+    chat.send_error_after_naming = after_click()
+    generate(workspace, "tea", engines, clock=clock)
+    assert len(events(workspace, UNKNOWN_EVENT)) == 1
+
+
+# -- doctor --------------------------------------------------------------------------------------
+
+
+def test_doctor_reports_the_unknown_answers_of_the_last_day_as_a_warning(project, workspace):
+    config = load(project / "config.toml")
+    report = Report("test")
+    check_unknown_answers(report, config, 1_800_000_000.0)
+    assert report.checks == [], "no store yet: nothing to say, and none is made"
+    workspace.journal.append("tea", "poll", engine="qwen")
+    report = Report("test")
+    check_unknown_answers(report, config, 1_800_000_000.0)
+    assert [(c.name, c.status) for c in report.checks] == [("unknown answers", OK)]
+
+    for where in ("completion", "completion", "chat_list"):
+        workspace.journal.append(
+            "tea", UNKNOWN_EVENT, engine="qwen", where=where, seen=f"code 'X' at {where}"
+        )
+    import time
+
+    now = time.time()
+    assert unknown_since(workspace.journal, now - 60).counts == {"chat_list": 1, "completion": 2}
+    report = Report("test")
+    check_unknown_answers(report, config, now)
+    (check,) = report.checks
+    assert check.status == WARN and "3 in the last day" in check.detail
+    assert "2 at completion" in check.detail and "1 at chat_list" in check.detail
+    assert "code 'X' at chat_list" in check.detail  # the newest, as seen
+    report = Report("test")
+    check_unknown_answers(report, config, now + 2 * 86400)  # a day later: none
+    assert report.checks[0].status == OK
