@@ -19,6 +19,7 @@ from ..config import ConfigError
 from ..engines.base import Code, EngineBusy, EngineError, HardError
 from ..store.protocol import ChatDeletion, StoreBusy
 from .quota import BOT_CHECK
+from .unknown import JournalledChat, journal_unknown
 
 AFTER_COLLECT = "after_collect"
 DELETE_CHATS = ("never", AFTER_COLLECT)
@@ -169,7 +170,10 @@ def delete_now(
     except (ConfigError, EngineError) as err:  # its engine cannot be made: the article stays done
         say(f"{deletion.slug}: its chat was not deleted ({err}); a later run tries again")
         return ACCOUNT_STOPPED
-    return delete(workspace, engine, deletion, clock=clock, say=say)
+    journalled = JournalledChat(
+        engine, lambda err: journal_unknown(workspace.journal, deletion.slug, account, err)
+    )
+    return delete(workspace, journalled, deletion, clock=clock, say=say)
 
 
 def can_delete_now(workspace, account: str, now: float) -> bool:

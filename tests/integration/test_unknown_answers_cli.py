@@ -60,15 +60,17 @@ def test_an_unknown_error_after_the_site_took_the_send_is_in_doubt_and_never_sen
     assert (project / "articles" / "tea.md").exists()
 
 
-def test_an_unknown_answer_to_the_login_check_stops_the_send_before_the_click(sim, project):
-    """Before the click an unknown answer is transient: nothing typed, nothing counted, the
-    send goes at the next run (once)."""
-    text = prompt(project, "tea", "Write about tea after an odd login check.")
-    sim.set(fault="login_check:unknown_code")
+@pytest.mark.parametrize("step", ["login_check", "new_chat"])
+def test_an_unknown_answer_before_the_prompt_left_is_transient_and_sends_once_later(sim, project, step):
+    """The login check before the click, or the new chat the page makes before its completion,
+    answered with a code nobody has seen: transient, nothing counted, journalled; the send goes
+    at the next run, once."""
+    text = prompt(project, "tea", f"Write about tea after an odd {step}.")
+    sim.set(fault=f"{step}:unknown_code")
     first = qwenpipe_in_process("generate", "tea", cwd=project)
     assert first.returncode == 3, first.stderr
     assert taken(sim, text) == 0 and sends_today(project) == 0
-    assert [e["where"] for e in unknown_answers(project)] == ["login_check"]
+    assert [e["where"] for e in unknown_answers(project)] == [step]
     assert not (project / "articles" / "tea.md.sending").exists()
     sent = qwenpipe_in_process("generate", "tea", cwd=project)
     assert sent.returncode == 42, sent.stderr

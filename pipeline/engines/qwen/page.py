@@ -398,6 +398,16 @@ def fetch_api(page: Any, path: str, *, timeout: float = 30, method: str = "GET")
 TOOK_NOTHING = frozenset({Code.CHAT_IN_PROGRESS, Code.BUSY})
 
 
+NEW_CHAT_PATH = "/api/v2/chats/new"  # where the page makes the chat a first send goes into
+
+
+def _send_step(url: str) -> str:
+    """The step of a send a request of the page is (engines/unknown.py), or ""."""
+    if COMPLETIONS_PATH in url:
+        return Where.COMPLETION
+    return Where.NEW_CHAT if NEW_CHAT_PATH in url else ""
+
+
 class SendReplies:
     """The site's answers to the page's own API calls while a message is being sent.
 
@@ -439,10 +449,11 @@ class SendReplies:
                 self._failure = error
             elif error is not None and error.code in TOOK_NOTHING:
                 self._refused.append(error)
-            elif error is not None and error.unknown is not None and COMPLETIONS_PATH in request.url:
+            elif error is not None and error.unknown is not None and _send_step(request.url):
                 # The send answered with words nobody has reported: whether the site took the
-                # prompt is unknown, and waiting for a chat address would not tell (in doubt).
-                error.unknown = error.unknown.at(Where.COMPLETION)
+                # prompt is unknown, and waiting for a chat address would not tell. Once the
+                # completion was let go it is in doubt; before (the new chat refused), no send.
+                error.unknown = error.unknown.at(_send_step(request.url))
                 self._failure = error
         return self._failure
 
