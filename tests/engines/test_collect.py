@@ -57,7 +57,7 @@ def body(answer: str | None = ARTICLE, *, status: str | None = "finished", done:
         {"id": "u1", "role": "user", "parentId": None, "timestamp": 2_000_000_000, "content": "Tea?"},
         reply,
     ]
-    return {"success": True, "data": {"id": "x", "title": "Tea", "chat": {"messages": messages}}}
+    return {"success": True, "data": {"title": "Tea", "chat": {"messages": messages}}}
 
 
 class FakeRequest:

@@ -288,3 +288,54 @@ def test_doctor_reports_the_unknown_answers_of_the_last_day_as_a_warning(project
     report = Report("test")
     check_unknown_answers(report, config, now + 2 * 86400)  # a day later: none
     assert report.checks[0].status == OK
+
+
+def chat_body(chat_id="c1", messages=None):
+    messages = (
+        [
+            {"id": "u", "role": "user", "content": TEXT, "timestamp": 1_800_000_000},
+            {
+                "id": "a",
+                "role": "assistant",
+                "parentId": "u",
+                "content_list": [{"phase": "answer", "content": "# Tea"}],
+            },
+        ]
+        if messages is None
+        else messages
+    )
+    return {"success": True, "data": {"id": chat_id, "chat": {"messages": messages}}}
+
+
+def test_another_chats_json_is_never_this_chats():
+    """The JSON of another chat would make another article's text this one's, or adopt a chat
+    for a send it never got."""
+    assert parse_chat(chat_body("c1"), "c1").first_user_text == TEXT
+    assert parse_chat(chat_body(None), "c1").first_user_text == TEXT  # no id said: nothing to tell
+    with pytest.raises(ChatShapeError) as failed:
+        parse_chat(chat_body("c2"), "c1")
+    assert failed.value.field == "data.id" and "chat c2's" in str(failed.value)
+
+
+@pytest.mark.parametrize(
+    ("messages", "field"),
+    [
+        ({"0": {"role": "user", "content": TEXT}}, "data.chat.messages"),  # another type
+        ("u", "data.chat.messages"),
+        ([{"role": "user", "content": TEXT}, "x"], "data.chat.messages[1]"),
+        ([{"content": TEXT}], "data.chat.messages[0].role"),  # our message, its role dropped
+        ([{"role": 7, "content": TEXT}], "data.chat.messages[0].role"),
+    ],
+)
+def test_a_chat_whose_messages_cannot_be_read_is_no_empty_chat(messages, field):
+    """Read as empty, such a chat would be the proof that the prompt never left: sent again."""
+    with pytest.raises(ChatShapeError) as failed:
+        parse_chat(chat_body("c1", messages), "c1")
+    assert failed.value.field == field
+
+
+def test_a_message_of_a_role_nobody_listed_is_read_past():
+    system = {"id": "s", "role": "system", "content": "be brief"}
+    user, reply = chat_body()["data"]["chat"]["messages"]
+    view = parse_chat(chat_body("c1", [system, {**user, "parentId": "s"}, reply]), "c1")
+    assert [turn.user_text for turn in view.turns] == [TEXT]

@@ -86,11 +86,16 @@ def missing_field(err: ChatShapeError, answer: str, where: str, body: Any = None
     return unknown(error, where, field=field, body=text)
 
 
-def parse_chat(payload: dict) -> ChatView:
-    """Turn a successful `/api/v2/chats/<id>` body into a ChatView. Raises ChatShapeError."""
+def parse_chat(payload: dict, chat_id: str | None = None) -> ChatView:
+    """Turn a successful `/api/v2/chats/<id>` body into a ChatView. Raises ChatShapeError, also
+    when the body names a chat other than `chat_id` (when given): another chat's answer is never
+    this one's, and another chat's messages never prove this one's send."""
     data = payload.get("data") if isinstance(payload, dict) else None
     if not isinstance(data, dict) or not isinstance(data.get("chat"), dict):
         raise ChatShapeError("no data.chat in the chat JSON", field="data.chat")
+    named = data.get("id")
+    if chat_id is not None and named is not None and named != chat_id:
+        raise ChatShapeError(f"the JSON read for chat {chat_id} is chat {str(named)[:60]}'s", field="data.id")
     chat = data["chat"]
     messages, current_id = _messages_of(chat)
     ordered = _conversation_order(messages, current_id)
@@ -121,20 +126,39 @@ def _messages_of(chat: dict) -> tuple[list[dict], str | None]:
     history = chat.get("history") if isinstance(chat.get("history"), dict) else {}
     current_id = history.get("currentId") or chat.get("currentId")
     listed = chat.get("messages")
-    if isinstance(listed, list) and listed:  # 2026-08
-        return [m for m in listed if isinstance(m, dict)], current_id
+    # A field of another type is no empty chat: read as one it would say "never sent".
+    if listed is not None and not isinstance(listed, list):
+        raise ChatShapeError("data.chat.messages is not a list", field="data.chat.messages")
+    if listed:  # 2026-08
+        return _objects(listed, "data.chat.messages"), current_id
     keyed = history.get("messages")
+    if keyed is not None and not isinstance(keyed, dict):
+        raise ChatShapeError(
+            "data.chat.history.messages is not an object", field="data.chat.history.messages"
+        )
     if isinstance(keyed, dict):  # 2026-06 (or 2026-08 with nothing said yet)
         found = []
-        for key, message in keyed.items():
-            if isinstance(message, dict):
-                found.append({"id": key, **message} if "id" not in message else message)
+        for key, message in zip(
+            keyed, _objects(list(keyed.values()), "data.chat.history.messages"), strict=True
+        ):
+            found.append({"id": key, **message} if "id" not in message else message)
         return found, current_id
     if isinstance(listed, list):
         return [], current_id
     raise ChatShapeError(
         "neither data.chat.messages nor data.chat.history.messages", field="data.chat.messages"
     )
+
+
+def _objects(messages: list, where: str) -> list[dict]:
+    """`messages`, each an object with a role (a role nobody listed is read past: `system`), or
+    ChatShapeError naming the first that is not: a message dropped unread could be ours."""
+    for number, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise ChatShapeError(f"{where}[{number}] is not a message", field=f"{where}[{number}]")
+        if not isinstance(message.get("role"), str):
+            raise ChatShapeError(f"{where}[{number}] has no role", field=f"{where}[{number}].role")
+    return messages
 
 
 def _conversation_order(messages: list[dict], current_id: str | None) -> list[dict]:

@@ -155,7 +155,7 @@ def judge_body(body: Any, chat_id: str, *, engine: str, extra: dict) -> Answer |
     if isinstance(body, ApiUnusable) or classify_api_error(body) is not None:
         return None  # the chat's page reports it as it always has (gone, logged out, quota...)
     try:
-        view = parse_chat(body)
+        view = parse_chat(body, chat_id)
     except ChatShapeError:
         return None
     return judge_read(view, chat_id, engine=engine, extra=extra)

@@ -225,7 +225,7 @@ class QwenEngine:
                 error = classify_api_error(body)
                 if error is not None:
                     raise error
-                view = parse_chat(body)
+                view = parse_chat(body, chat_id)
         except ApiUnusable as err:
             raise TransientError(f"cannot read the chat site's API: {err}", code=Code.API_ERROR) from None
         except ChatShapeError as err:
@@ -693,7 +693,7 @@ class QwenEngine:
             if error is not None:
                 raise error
             try:
-                view = parse_chat(body)
+                view = parse_chat(body, item.chat_id)
             except ChatShapeError as err:
                 raise missing_field(err, f"chat {item.chat_id}'s JSON", Where.CHAT_LIST, body) from None
             first = view.first_user_text
@@ -722,7 +722,9 @@ class QwenEngine:
                 view = None  # no word from the site yet: the stream, or its refusal, is coming
             else:
                 try:
-                    view = parse_chat(fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=self.page_timeout))
+                    view = parse_chat(
+                        fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=self.page_timeout), chat_id
+                    )
                 except (ApiUnusable, ChatShapeError):
                     view = None  # look again: the page or the API may be between two states
             if view is not None and len(view.turns) == number and _same_text(view.turns[-1].user_text, text):
@@ -822,9 +824,10 @@ class QwenEngine:
             return Observation(busy, dom_text=dom.answer_text)
         try:
             read = self._chat_json(page, chat_id)
-            view, loaded_by_page = parse_chat(read.body), read.by_page
+            view, loaded_by_page = parse_chat(read.body, chat_id), read.by_page
         except (ApiUnusable, ChatShapeError) as err:
-            return self._observe_dom_only(dom, selectors, busy, str(err))
+            field = err.field or "?" if isinstance(err, ChatShapeError) else ""
+            return self._observe_dom_only(dom, selectors, busy, str(err), field)
         turn = view.turns[turns_before] if len(view.turns) > turns_before else None
         if turn is not None and turn.error:
             raise TransientError(
@@ -927,7 +930,7 @@ class QwenEngine:
         dom = read_dom_state(page, selectors)
         try:
             read = self._chat_json(page, chat_id)
-            view = parse_chat(read.body)
+            view = parse_chat(read.body, chat_id)
         except (ApiUnusable, ChatShapeError) as err:
             # The page alone cannot pair answers with their messages safely: no guessing.
             raise TransientError(
@@ -936,7 +939,7 @@ class QwenEngine:
         return judge_turns(dom, view, selectors, hidden=(read.hidden, read.hidden_users))
 
     def _observe_dom_only(
-        self, dom: DomState, selectors: Selectors, busy: str | None, why: str
+        self, dom: DomState, selectors: Selectors, busy: str | None, why: str, field: str = ""
     ) -> Observation:
         """The site's JSON is unusable. The page's text is never the article (it is rendered and
         virtualised: docs/qwen-site.md, "Reading an answer"), so a page that shows a finished
@@ -946,11 +949,13 @@ class QwenEngine:
             return Observation(busy, unsure=True)
         if not dom.answer_text.strip():
             return Observation(dom.progress(), stalled=bool(selectors.copy_button))
-        raise TransientError(
+        error = TransientError(
             f"the page shows a finished answer but the site's JSON for it cannot be read ({why}); "
             "the page's text is never taken as the article",
             code=Code.API_ERROR,
         )
+        # A JSON without a field it needs (`field`) is an answer nobody has reported.
+        raise unknown(error, Where.CHAT_JSON, field=field) if field else error
 
 
 class _Live(NamedTuple):
