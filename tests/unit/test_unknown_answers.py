@@ -339,3 +339,36 @@ def test_a_message_of_a_role_nobody_listed_is_read_past():
     user, reply = chat_body()["data"]["chat"]["messages"]
     view = parse_chat(chat_body("c1", [system, {**user, "parentId": "s"}, reply]), "c1")
     assert [turn.user_text for turn in view.turns] == [TEXT]
+
+
+class FakeRoute:
+    """A held completion request, as Playwright's route hands it over."""
+
+    def __init__(self, url: str):
+        self.request = type("Request", (), {"url": url, "method": "POST", "post_data": "{}"})()
+        self.done = ""
+
+    def abort(self):
+        self.done = "aborted"
+
+    def continue_(self):
+        self.done = "let go"
+
+
+def test_a_completion_naming_a_chat_no_site_makes_is_never_let_go():
+    """A new chat answered without its id: the page names `undefined`. Such a chat could never
+    be found again, so its completion is aborted (nothing sent) and the answer is unknown."""
+    from pipeline.engines.qwen.hold import CompletionHold
+
+    named = []
+    for chat, let_go in (("undefined", False), ("null", False), ("0123456789abcdef-0123-4567", True)):
+        hold = CompletionHold(named.append)
+        route = FakeRoute(f"https://chat.qwen.ai/api/v2/chat/completions?chat_id={chat}")
+        hold._handle(route)
+        assert route.done == ("let go" if let_go else "aborted"), chat
+        if not let_go:
+            with pytest.raises(TransientError) as failed:
+                hold.check()
+            assert failed.value.nothing_sent and failed.value.unknown.where == "new_chat"
+            assert chat in failed.value.unknown.seen
+    assert named == ["0123456789abcdef-0123-4567"]

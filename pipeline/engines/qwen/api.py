@@ -18,7 +18,8 @@ from typing import Any, NamedTuple
 from pipeline.engines.base import Code, EngineError, HardError, QuotaSpent, TransientError
 from pipeline.engines.unknown import FIRST_BYTES, unknown
 
-CHAT_URL_RE = re.compile(r"/c/([a-f0-9-]{20,})")
+CHAT_ID_RE = re.compile(r"[a-f0-9-]{20,}")  # a chat id as the site makes them (UUID-like)
+CHAT_URL_RE = re.compile(rf"/c/({CHAT_ID_RE.pattern})")
 
 LOGIN_HINT = "run `qwenpipe login`"
 BOT_MARKERS = ("FAIL_SYS_USER_VALIDATE", "RGV587", "/punish?")
