@@ -116,3 +116,21 @@ def test_an_unknown_page_where_the_chat_should_be_holds_the_account_not_strike_a
     assert done.returncode == 0, done.stderr
     assert taken(sim, text) == 1 and len(unknown_answers(project)) == 1
     assert [e["event"] for e in journal(project)].count("hold") == 1
+
+
+def test_the_chats_page_answered_with_a_gateway_error_is_transient_not_a_hold(sim, project):
+    """The chat's own address answering an HTTP 5xx page is the site failing, not leaving the
+    chat: looked at again after a backoff, journalled as seen, the account not held."""
+    config = project / "config.toml"
+    config.write_text(config.read_text().replace("page_timeout = 15", "page_timeout = 4"))
+    text = prompt(project, "tea", "Write about tea behind a tired gateway.")
+    assert qwenpipe_in_process("generate", "tea", cwd=project).returncode == 42
+    sim.set(fault="chat_page:html_504")
+    failed = qwenpipe_in_process("generate", "tea", cwd=project)
+    assert failed.returncode == 3, failed.stderr
+    (seen,) = unknown_answers(project)
+    assert seen["where"] == "chat_json" and "HTTP 504" in seen["seen"], seen
+    assert "hold" not in [e["event"] for e in journal(project)]
+    done = qwenpipe_in_process("generate", "tea", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert taken(sim, text) == 1

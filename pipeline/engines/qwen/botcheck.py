@@ -18,6 +18,7 @@ was taken: that send stays in doubt.
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
@@ -75,22 +76,42 @@ def foreign_reply(
 
 def unknown_page(page: Any, why: str) -> EngineError:
     """What a page that is not the chat, and none of the pages the site is known to show instead
-    (the sign-in page, a verification, the firewall, a banner), means where the chat should be:
-    an unknown widget, or a redirect to an unknown address. The page has left the chat, as a bot
-    check's does (the design: "whatever the widget"): the account is held (a hold that learns,
-    contract/quota.py), never tried page after page; and it is an unknown answer, journalled."""
+    (the sign-in page, a verification, the firewall, a banner), means where the chat should be.
+
+    A widget nobody has seen at the chat's own address, or a redirect to an unknown address: the
+    page has left the chat, as a bot check's does (the design: "whatever the widget"), so it is
+    one: the account is held (a hold that learns, contract/quota.py), never tried page after
+    page. The chat's own address answered with an HTTP error page (a gateway's 5xx) is the
+    site failing, not leaving: transient. Both are unknown answers, journalled as seen."""
     try:
         url, title = page.url, page.title()
-        text = page.evaluate("() => (document.body && document.body.innerText) || ''")
+        seen = page.evaluate(_PAGE_SEEN_JS)
     except Exception:  # a page gone or hung: the hold stands on what is known
-        url, title, text = getattr(page, "url", ""), "", ""
-    error = HardError(
-        f"an unknown page where the chat should be ({address(url) or '?'}: {why}): the account is "
-        "held as for a bot check; if the site changed its page, run `qwenpipe doctor` and set "
-        f"[qwen.selectors], else {BOT_CHECK_HINT}",
-        code=Code.BOT_CHECK,
-    )
-    return unknown(error, url=address(url), body=f"title {title!r}: {text}")
+        url, title, seen = getattr(page, "url", ""), "", {}
+    text, status = str(seen.get("text") or ""), seen.get("status")
+    where = address(url) or "?"
+    status = status if isinstance(status, int) and status > 0 else None
+    if status is not None and status >= 400 and APP_PATH.match(urlsplit(url).path):
+        error: EngineError = TransientError(
+            f"the chat site answered {where} with HTTP {status} ({title or why})", code=Code.NETWORK
+        )
+    else:
+        error = HardError(
+            f"an unknown page where the chat should be ({where}: {why}): the account is held as "
+            "for a bot check; if the site changed its page, run `qwenpipe doctor` and set "
+            f"[qwen.selectors], else {BOT_CHECK_HINT}",
+            code=Code.BOT_CHECK,
+        )
+    return unknown(error, status=status, url=where, body=f"title {title!r}: {text}")
+
+
+# The app's own addresses: the new chat's page and a chat's (a page elsewhere has left the app).
+APP_PATH = re.compile(r"^/(c/[^/]+)?/?$")
+# What a page shows of itself: its text, and its document's HTTP status (Navigation Timing).
+_PAGE_SEEN_JS = """() => {
+  const nav = performance.getEntriesByType('navigation')[0];
+  return {text: (document.body && document.body.innerText) || '', status: nav ? nav.responseStatus : 0};
+}"""
 
 
 def address(url: str) -> str:
