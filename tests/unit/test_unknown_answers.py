@@ -249,13 +249,26 @@ def test_an_unknown_answer_to_a_look_is_journalled_and_backs_off(project, worksp
     assert [e["where"] for e in events(workspace, UNKNOWN_EVENT)] == ["chat_json"]
 
 
-def test_one_unknown_answer_is_journalled_once(project, workspace, engines, chat):
-    """Seen by the send and again by the step's loop: one event."""
-    clock = Clock()
-    (project / "prompts" / "tea.md").write_text(TEXT, encoding="utf-8")
-    chat.send_error_after_naming = after_click()
-    generate(workspace, "tea", engines, clock=clock)
+def test_one_unknown_answer_is_journalled_once_however_many_handlers_it_passes(workspace):
+    """An error re-raised through two engine calls (a proxy within a proxy) is one answer."""
+    from pipeline.contract.unknown import JournalledChat, journal_unknown
+
+    error = after_click()
+
+    class Raising:
+        def send(self):
+            raise error
+
+    def note(err):
+        journal_unknown(workspace.journal, "tea", "default", err)
+
+    outer = JournalledChat(JournalledChat(Raising(), note), note)
+    for _ in range(2):
+        with pytest.raises(TransientError):
+            outer.send()
     assert len(events(workspace, UNKNOWN_EVENT)) == 1
+    journal_unknown(workspace.journal, "tea", "default", TransientError("known", code=Code.TIMEOUT))
+    assert len(events(workspace, UNKNOWN_EVENT)) == 1, "a known failure is no unknown answer"
 
 
 # -- doctor --------------------------------------------------------------------------------------
