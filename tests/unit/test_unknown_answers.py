@@ -385,3 +385,43 @@ def test_a_completion_naming_a_chat_no_site_makes_is_never_let_go():
             assert failed.value.nothing_sent and failed.value.unknown.where == "new_chat"
             assert chat in failed.value.unknown.seen
     assert named == ["0123456789abcdef-0123-4567"]
+
+
+class FakePage:
+    """What unknown_page reads of a page: its address, title, text and document status."""
+
+    def __init__(self, url, title, status=200, text="Please hold on."):
+        self.url, self._title, self._seen = url, title, {"text": text, "status": status}
+
+    def title(self):
+        return self._title
+
+    def evaluate(self, _script):
+        return self._seen
+
+
+# (address, title, the document's status) -> held (an unknown page) or transient (the site failing)
+PAGES = {
+    "a widget at the new chat's address": ("https://chat.qwen.ai/", "One moment", 200, "held"),
+    "a widget at the chat's address": ("https://chat.qwen.ai/c/abc", "One moment", 200, "held"),
+    "a redirect to an unknown address": ("https://chat.qwen.ai/fuzz/1/moved", "", 404, "held"),
+    "an unknown address answered 200": ("https://chat.qwen.ai/welcome", "Hi", 200, "held"),
+    "the chat's address, HTTP 504": ("https://chat.qwen.ai/c/abc", "504 Gateway Timeout", 504, "transient"),
+    "the chat's address, HTTP 429 untitled": ("https://chat.qwen.ai/c/abc", "", 429, "transient"),
+    "a read's error page drawn by the app": ("https://chat.qwen.ai/", "409 Conflict", 200, "transient"),
+}
+
+
+@pytest.mark.parametrize("name", list(PAGES))
+def test_an_unknown_page_holds_the_account_and_an_error_page_of_the_site_is_transient(name):
+    from pipeline.engines.qwen.botcheck import unknown_page
+
+    url, title, status, expected = PAGES[name]
+    error = unknown_page(FakePage(url, title, status), "no composer after 4 s")
+    assert error.unknown is not None and error.unknown.where == ""
+    if expected == "held":
+        assert isinstance(error, HardError) and error.code == Code.BOT_CHECK
+        assert "unknown page where the chat should be" in str(error)
+    else:
+        assert isinstance(error, TransientError) and error.code == Code.NETWORK
+        assert "HTTP 4" in str(error) or "HTTP 5" in str(error)

@@ -88,10 +88,16 @@ def unknown_page(page: Any, why: str) -> EngineError:
         seen = page.evaluate(_PAGE_SEEN_JS)
     except Exception:  # a page gone or hung: the hold stands on what is known
         url, title, seen = getattr(page, "url", ""), "", {}
+    seen = seen if isinstance(seen, dict) else {}
     text, status = str(seen.get("text") or ""), seen.get("status")
     where = address(url) or "?"
     status = status if isinstance(status, int) and status > 0 else None
-    if status is not None and status >= 400 and APP_PATH.match(urlsplit(url).path):
+    # A gateway's error page the app drew in its own place (a read answered with it) says its
+    # status in its title ("504 Gateway Timeout"), whatever the document's own was.
+    titled = HTTP_ERROR_TITLE.match(title or "")
+    failing = int(titled.group(1)) if titled else status if status and status >= 400 else None
+    if failing is not None and APP_PATH.match(urlsplit(url).path):
+        status = failing
         error: EngineError = TransientError(
             f"the chat site answered {where} with HTTP {status} ({title or why})", code=Code.NETWORK
         )
@@ -107,6 +113,7 @@ def unknown_page(page: Any, why: str) -> EngineError:
 
 # The app's own addresses: the new chat's page and a chat's (a page elsewhere has left the app).
 APP_PATH = re.compile(r"^/(c/[^/]+)?/?$")
+HTTP_ERROR_TITLE = re.compile(r"^\s*([45]\d\d)\b")  # "502 Bad Gateway", as gateways title them
 # What a page shows of itself: its text, and its document's HTTP status (Navigation Timing).
 _PAGE_SEEN_JS = """() => {
   const nav = performance.getEntriesByType('navigation')[0];
