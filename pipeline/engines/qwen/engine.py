@@ -669,6 +669,10 @@ class QwenEngine:
                 hold.check()
                 raise
             page.wait_for_timeout(POLL_SECONDS * 1000)
+        if detect_ui(page, self.selector_sets) is None:  # the page is no longer the app: what is it?
+            raise unknown_page(
+                page, f"the page left the app after the click, no chat address in {self.page_timeout:g} s"
+            )
         raise TransientError(
             f"the prompt was sent but no chat address appeared within {self.page_timeout:g} s "
             "(the chat list is searched before any resend)",
