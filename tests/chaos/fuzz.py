@@ -285,14 +285,25 @@ def check_unknown_journalled(trial: Trial, events) -> None:
 
 
 def run_trial(
-    sim, root: Path, index: int, rng: random.Random, seed: int, max_prompts: int, rate: float
+    sim,
+    root: Path,
+    index: int,
+    rng: random.Random,
+    seed: int,
+    max_prompts: int,
+    rate: float,
+    own_browser: bool,
 ) -> Trial:
     started = time.monotonic()
     trial = plan_trial(index, seed, rng, max_prompts)
     trial.accounts_used = bool(sim.accounts)
     trial.started_at = time.time()
     project = make_project(
-        root / f"f{index:04d}", sim, extra=chaos_common.LOST_CHAT_AFTER, own_browser=True, headless_shell=True
+        root / f"f{index:04d}",
+        sim,
+        extra=chaos_common.LOST_CHAT_AFTER,
+        own_browser=own_browser,
+        headless_shell=True,
     )
     with open(project / "config.toml", "a", encoding="utf-8") as config:
         config.write(chaos.ARTICLE_SECTION)
@@ -405,16 +416,19 @@ def run(
     rate: float = 0.1,
     only: int | None = None,
     fault: str = "",
+    own_browser: bool = True,
 ) -> Summary:
     """`trials` fuzzed trials against one simulator with `accounts` accounts (0: none), each
     trial's site fuzzed at `rate`; `only`: that trial index alone; `fault`: forced at the start
-    of every trial (fuzz.parse_forced), for a case to reproduce."""
+    of every trial (fuzz.parse_forced), for a case to reproduce. `own_browser`: each command
+    launches its own (False: they attach to the test process's shared one, which serves a run
+    without accounts only: tests/shared_browser.py)."""
     names = tuple(f"acct{n}" for n in range(1, accounts + 1))
 
     def trial_of(sim, index: int, rng: random.Random) -> Trial:
         if fault:
             sim.set(fault=fault)
-        return run_trial(sim, root, index, rng, seed, max_prompts, rate)
+        return run_trial(sim, root, index, rng, seed, max_prompts, rate, own_browser)
 
     return chaos_common.run_trials(
         Summary(accounts=accounts),
