@@ -218,15 +218,9 @@ def check(trial: Trial, project: Path, sim, ledger: list[dict]) -> None:
         )
     if count_problem:
         trial.breaks("send_count", count_problem)
+    check_duplicates(trial, events, accepted)
     for slug, text in sorted(trial.slugs.items()):
         took = [entry for entry in accepted if entry["prompt"] == text]
-        resends = sum(1 for e in events if e.slug == slug and e.event == ALLOWED_RESEND)
-        if len(took) > 1 + resends:
-            steps = " ".join(f"{e.event}({e.account or '-'})" for e in events if e.slug == slug)
-            trial.breaks(
-                "duplicate_send",
-                f"{slug}: the site took it {len(took)} times ({resends} allowed); steps: {steps}",
-            )
         if (out / f"{slug}.md.failed").exists():
             trial.dead_letters.append(slug)
         article = out / f"{slug}.md"
@@ -241,6 +235,19 @@ def check(trial: Trial, project: Path, sim, ledger: list[dict]) -> None:
             trial.router_articles += 1
     check_holds(trial, events, ours, sim)
     check_unknown_journalled(trial, events)
+
+
+def check_duplicates(trial: Trial, events, accepted: list[dict]) -> None:
+    """No prompt taken twice by the site, but for each time the journal gave its send up as lost
+    after qwen.lost_chat_after (ALLOWED_RESEND) and sent it again."""
+    for slug, text in sorted(trial.slugs.items()):
+        took = sum(1 for entry in accepted if entry["prompt"] == text)
+        resends = sum(1 for e in events if e.slug == slug and e.event == ALLOWED_RESEND)
+        if took > 1 + resends:
+            steps = " ".join(f"{e.event}({e.account or '-'})" for e in events if e.slug == slug)
+            trial.breaks(
+                "duplicate_send", f"{slug}: the site took it {took} times ({resends} allowed); steps: {steps}"
+            )
 
 
 def check_holds(trial: Trial, events, ours: list[dict], sim) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 
 import pytest
 from test_simulator_http import frontend_headers, raw, send
@@ -289,3 +290,19 @@ def test_html_nnn_forces_that_status():
         ("completion", "html_5xx", 500),
         ("chat_json", "html_4xx", 404),
     ]
+
+
+FUZZ_RATE = 1.0  # for the fuzzed_sim fixture (tests/conftest.py): every request meets a fault
+
+
+def test_the_fuzzed_sim_fixture_fuzzes_at_the_modules_rate_and_sim_turns_it_off(fuzzed_sim, monkeypatch):
+    monkeypatch.setattr(fuzz, "SLOW_SECONDS", (0.1, 0.1))
+    met = len(fuzzed_sim.faults())
+    for _ in range(3):
+        request_step(fuzzed_sim, "login_check", "")
+    assert [f["step"] for f in fuzzed_sim.faults()[met:]] == ["login_check"] * 3
+    assert fuzzed_sim.config()["fuzz"] == int(os.environ.get("QWENPIPE_FUZZ_SEED", "0"))
+
+
+def test_the_sim_fixture_starts_with_fuzzing_off(sim):
+    assert (sim.config()["fuzz"], sim.config()["fault"]) == (None, "")
