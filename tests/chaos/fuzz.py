@@ -410,6 +410,14 @@ def only_reported(invariant: str) -> str:
     return " (reported only)" if invariant in REPORTED_ONLY and not STRICT_UNKNOWN else ""
 
 
+def fault_cases(steps: str) -> list[str]:
+    """Every `step:kind` of the simulator's fault table at `steps` (comma-separated), in order."""
+    from pipeline.simulator.fuzz import FAULTS
+
+    wanted = [step.strip() for step in steps.split(",") if step.strip()]
+    return [f"{step}:{kind}" for step in wanted for kind, fault in FAULTS.items() if step in fault.steps]
+
+
 def run(
     trials: int,
     *,
@@ -424,17 +432,22 @@ def run(
     only: int | None = None,
     fault: str = "",
     own_browser: bool = True,
+    each: str = "",
 ) -> Summary:
     """`trials` fuzzed trials against one simulator with `accounts` accounts (0: none), each
     trial's site fuzzed at `rate`; `only`: that trial index alone; `fault`: forced at the start
-    of every trial (fuzz.parse_forced), for a case to reproduce. `own_browser`: each command
+    of every trial (fuzz.parse_forced), for a case to reproduce; `each` (steps, comma-separated):
+    trial N forces the N-th fault kind that comes at those steps (fault_cases). `own_browser`: each command
     launches its own (False: they attach to the test process's shared one, which serves a run
     without accounts only: tests/shared_browser.py)."""
     names = tuple(f"acct{n}" for n in range(1, accounts + 1))
 
+    cases = fault_cases(each)
+
     def trial_of(sim, index: int, rng: random.Random) -> Trial:
-        if fault:
-            sim.set(fault=fault)
+        forced = ",".join(part for part in (fault, cases[index % len(cases)] if cases else "") if part)
+        if forced:
+            sim.set(fault=forced)
         return run_trial(sim, root, index, rng, seed, max_prompts, rate, own_browser)
 
     return chaos_common.run_trials(
@@ -467,6 +480,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", type=int, help="run only this trial (its index) of the run's seed")
     parser.add_argument("--fault", default="", help="force STEP:KIND[,...] at the start of every trial")
     parser.add_argument(
+        "--each",
+        default="",
+        help="STEP[,...]: trial N forces the N-th fault kind of those steps (with --rate 0: one each)",
+    )
+    parser.add_argument(
         "--strict-unknown", action="store_true", help="an unknown answer not journalled breaks the run"
     )
     args = parser.parse_args(argv)
@@ -492,6 +510,7 @@ def main(argv: list[str] | None = None) -> int:
         rate=args.rate,
         only=args.only,
         fault=args.fault,
+        each=args.each,
     )
     if kept and not kept[-1].failed and kept[-1].problems():  # what is only reported, still shown
         print("\nreported, not counted as broken:\n" + kept[-1].problems())
