@@ -78,7 +78,7 @@ SLOW_SECONDS = (1.0, 6.0)
 HTML_4XX = (400, 403, 404, 409, 429)
 HTML_5XX = (500, 502, 503, 504)
 UNKNOWN_CODES = ("SessionMigrating", "RegionLocked", "ModelRetired", "ShardBusy", "Risk_Review", "E_40917")
-FORCED = re.compile(r"^(?P<step>[a-z_]+):(?P<kind>[a-z_]+?)(?:_(?P<status>[45]\d\d))?$")
+HTML_STATUS = re.compile(r"^html_(?P<status>\d{3})(?P<taken>_taken)?$")
 REASONS = {
     400: "Bad Request",
     403: "Forbidden",
@@ -97,29 +97,29 @@ Response = tuple
 
 def parse_forced(text: str) -> list[tuple[str, str, int | None]]:
     """`step:kind` items (comma-separated) as (step, kind, status); ValueError naming the bad one.
-    `html_500` (`html_NNN`) is html_4xx or html_5xx with that status."""
+    `html_NNN` (and `html_NNN_taken`) is html_4xx / html_5xx (_taken) with that status."""
     out = []
     for item in (part.strip() for part in text.split(",")):
         if not item:
             continue
-        match = FORCED.match(item)
-        step, kind = (match["step"], match["kind"]) if match else (item, "")
-        status = int(match["status"]) if match and match["status"] else None
-        if status is not None and kind == "html":
-            kind = f"html_{status // 100}xx" + ("_taken" if item.endswith("_taken") else "")
-        elif match and match["status"]:  # not html_NNN: the digits were part of the name
-            kind, status = f"{match['kind']}_{match['status']}", None
+        step, _, kind = item.partition(":")
+        status = None
+        pinned = HTML_STATUS.match(kind)
+        if pinned and int(pinned["status"]) in REASONS:
+            status = int(pinned["status"])
+            kind = f"html_{status // 100}xx{pinned['taken'] or ''}"
         if step not in STEPS:
-            raise ValueError(f"fault {item!r}: no step {step!r} (steps: {', '.join(STEPS)})")
+            raise ValueError(f"{item!r}: no step {step!r} (steps: {', '.join(STEPS)})")
         fault = FAULTS.get(kind)
         if fault is None:
-            raise ValueError(f"fault {item!r}: no fault kind {kind!r} (kinds: {', '.join(FAULTS)})")
+            raise ValueError(
+                f"{item!r}: no fault kind {kind!r} (kinds: {', '.join(FAULTS)}; "
+                f"html_NNN for a status of {', '.join(map(str, REASONS))})"
+            )
         if step not in fault.steps:
             raise ValueError(
                 f"fault {item!r}: {kind} does not come at {step} (only at {', '.join(fault.steps)})"
             )
-        if status is not None and status not in REASONS:
-            raise ValueError(f"fault {item!r}: choose a status of {', '.join(map(str, REASONS))}")
         out.append((step, kind, status))
     return out
 

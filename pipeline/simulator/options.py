@@ -169,7 +169,7 @@ class SimulatorOptions:
         try:
             parse_forced(self.fault)
         except ValueError as err:
-            raise UsageProblem(f"--fault {self.fault!r}: {str(err).removeprefix('fault ')}") from None
+            raise UsageProblem(f"--fault {err}") from None
         if not 0 <= self.port <= 65535:
             raise UsageProblem(f"--port {self.port}: choose 1 to 65535, or 0 for any free port")
         for name in ("answer_seconds", "thinking_seconds", "url_delay", "read_lag"):
