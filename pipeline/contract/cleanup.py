@@ -19,7 +19,7 @@ from ..config import ConfigError
 from ..engines.base import Code, EngineBusy, EngineError, HardError
 from ..store.protocol import ChatDeletion, StoreBusy
 from .quota import BOT_CHECK
-from .unknown import JournalledChat, journal_unknown
+from .unknown import JournalledChat, journal_noticed, journal_unknown
 
 AFTER_COLLECT = "after_collect"
 DELETE_CHATS = ("never", AFTER_COLLECT)
@@ -170,8 +170,11 @@ def delete_now(
     except (ConfigError, EngineError) as err:  # its engine cannot be made: the article stays done
         say(f"{deletion.slug}: its chat was not deleted ({err}); a later run tries again")
         return ACCOUNT_STOPPED
+    journal = workspace.journal
     journalled = JournalledChat(
-        engine, lambda err: journal_unknown(workspace.journal, deletion.slug, account, err)
+        engine,
+        lambda err: journal_unknown(journal, deletion.slug, account, err),
+        lambda found: journal_noticed(journal, deletion.slug, account, found),
     )
     return delete(workspace, journalled, deletion, clock=clock, say=say)
 

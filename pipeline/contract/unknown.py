@@ -41,17 +41,35 @@ def journal_unknown(journal: Journal, slug: str, account: str, err: BaseExceptio
     err.journalled = True  # type: ignore[attr-defined]
 
 
-class JournalledChat:
-    """A chat engine whose every call journals the unknown answer an error of it carries
-    (`on_unknown`), then lets the error go on as it was raised."""
+def journal_noticed(journal: Journal, slug: str, account: str, found: UnknownAnswer) -> None:
+    """Journal an unknown answer the engine read past (ChatEngine.noticed): nothing failed."""
+    journal.append(
+        slug,
+        UNKNOWN_EVENT,
+        engine="qwen",
+        account=account or None,
+        where=found.where or "unknown",
+        seen=found.seen,
+    )
 
-    def __init__(self, engine: Any, on_unknown: Callable[[EngineError], None]):
+
+class JournalledChat:
+    """A chat engine whose every call journals the unknown answers it met: the one an error of it
+    carries (`on_error`), then lets the error go on as it was raised; and, after each call, those
+    it read past (`noticed`, handed to `on_noticed`)."""
+
+    def __init__(
+        self,
+        engine: Any,
+        on_error: Callable[[EngineError], None],
+        on_noticed: Callable[[UnknownAnswer], None],
+    ):
         self._engine = engine
-        self._on_unknown = on_unknown
+        self._on_error, self._on_noticed = on_error, on_noticed
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._engine, name)
-        if not callable(value):
+        if not callable(value) or name == "noticed":
             return value
 
         @functools.wraps(value)
@@ -59,8 +77,11 @@ class JournalledChat:
             try:
                 return value(*args, **kwargs)
             except EngineError as err:
-                self._on_unknown(err)
+                self._on_error(err)
                 raise
+            finally:
+                for found in self._engine.noticed():
+                    self._on_noticed(found)
 
         return call
 

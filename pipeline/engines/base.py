@@ -248,6 +248,11 @@ class ChatEngine(Protocol):
         """Start what sending needs (the browser) so that EngineBusy / HardError come before any
         intent marker is written or anything typed."""
 
+    def noticed(self) -> list[UnknownAnswer]:
+        """The answers nobody has reported that the engine read past since the last call (a phase
+        or a role it does not know: nothing failed for them), each once: the contract journals
+        them (contract/unknown.py). An unknown answer that fails a call rides on its error."""
+
     def send(
         self, text: str, choice: ChatChoice | None = None, *, on_chat_id: Callable[[str], None] | None = None
     ) -> str:

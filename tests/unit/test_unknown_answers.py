@@ -17,13 +17,15 @@ from pipeline.contract.step import Status, generate
 from pipeline.contract.unknown import UNKNOWN_EVENT, unknown_since
 from pipeline.engines.base import Code, HardError, TransientError
 from pipeline.engines.qwen.api import (
+    KNOWN_PHASES,
+    KNOWN_STATUSES,
     ChatShapeError,
     chat_list_items,
     classify_api_error,
     missing_field,
     parse_chat,
 )
-from pipeline.engines.qwen.stream import KNOWN_PHASES, KNOWN_STATUSES, parse_stream
+from pipeline.engines.qwen.stream import parse_stream
 from pipeline.engines.unknown import SEEN_CHARS, Where, seen, unknown
 from pipeline.setup.doctor import OK, WARN, Report, check_unknown_answers
 
@@ -259,10 +261,13 @@ def test_one_unknown_answer_is_journalled_once_however_many_handlers_it_passes(w
         def send(self):
             raise error
 
+        def noticed(self):
+            return []
+
     def note(err):
         journal_unknown(workspace.journal, "tea", "default", err)
 
-    outer = JournalledChat(JournalledChat(Raising(), note), note)
+    outer = JournalledChat(JournalledChat(Raising(), note, print), note, print)
     for _ in range(2):
         with pytest.raises(TransientError):
             outer.send()
@@ -425,3 +430,30 @@ def test_an_unknown_page_holds_the_account_and_an_error_page_of_the_site_is_tran
     else:
         assert isinstance(error, TransientError) and error.code == Code.NETWORK
         assert "HTTP 4" in str(error) or "HTTP 5" in str(error)
+
+
+def test_what_the_engine_read_past_is_journalled_once_after_the_call(project, workspace, engines, chat):
+    """An unknown phase in the chat's JSON fails nothing (only the answer phase is the article),
+    but a user can send it in: journalled after the call that met it."""
+    from pipeline.engines.unknown import UnknownAnswer
+
+    clock = Clock()
+    (project / "prompts" / "tea.md").write_text(TEXT, encoding="utf-8")
+    assert generate(workspace, "tea", engines, clock=clock).status is Status.QUEUED
+    chat.noticed_unknown.append(UnknownAnswer("chat_json", "phase 'fuzz_plan'"))
+    assert generate(workspace, "tea", engines, clock=clock).status is Status.WORKING  # still writing
+    (seen,) = events(workspace, UNKNOWN_EVENT)
+    assert (seen["where"], seen["seen"], seen["account"]) == ("chat_json", "phase 'fuzz_plan'", "default")
+    generate(workspace, "tea", engines, clock=clock)
+    assert len(events(workspace, UNKNOWN_EVENT)) == 1
+
+
+def test_a_chat_json_names_the_first_role_or_phase_nobody_reported():
+    body = chat_body()
+    assert parse_chat(body, "c1").unknown == ""
+    body["data"]["chat"]["messages"][1]["content_list"].insert(0, {"phase": "fuzz_cite", "content": "x"})
+    view = parse_chat(body, "c1")
+    assert view.unknown == "phase 'fuzz_cite'" and view.turns[0].answer == "# Tea"
+    other = chat_body()
+    other["data"]["chat"]["messages"].append({"id": "t", "role": "tool", "parentId": "a"})
+    assert parse_chat(other, "c1").unknown == "role 'tool'"

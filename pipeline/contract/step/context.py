@@ -18,7 +18,7 @@ from ..phases import Reason
 from ..prompts import Prompt
 from ..quota import SendBudget
 from ..rotation import sender_of
-from ..unknown import JournalledChat, journal_unknown
+from ..unknown import JournalledChat, journal_noticed, journal_unknown
 from ..workspace import Engines, Workspace
 
 
@@ -94,8 +94,11 @@ class Context:
     def chat(self, account: str) -> JournalledChat:
         """The chat engine of `account`, as every handler calls it: an unknown answer one of its
         errors carries is journalled on its way up (contract/unknown.py)."""
+        journal = self.ws.journal
         return JournalledChat(
-            self.engines.chat(account), lambda err: journal_unknown(self.ws.journal, self.slug, account, err)
+            self.engines.chat(account),
+            lambda err: journal_unknown(journal, self.slug, account, err),
+            lambda found: journal_noticed(journal, self.slug, account, found),
         )
 
     def named(self, fields: dict) -> dict:

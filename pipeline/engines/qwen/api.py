@@ -53,6 +53,8 @@ class ChatView:
     # Each turn's stored completion status alone, in turn order: True finished, False not (or no
     # reply yet), None when the answer carries none (then only the page's signals can tell).
     stored: tuple[bool | None, ...] = ()
+    # What the chat holds that nobody has reported, read past: a phase, a role ("" when none).
+    unknown: str = ""
 
     @property
     def first_user_text(self) -> str | None:
@@ -110,7 +112,41 @@ def parse_chat(payload: dict, chat_id: str | None = None) -> ChatView:
         model=model,
         created=created if created is not None else epoch_seconds(first),
         stored=tuple(stored),
+        unknown=_unknown_in(messages),
     )
+
+
+KNOWN_ROLES = frozenset({"user", "assistant", "system"})
+# The phases and the answer's statuses public clients have reported (docs/qwen-site.md): any
+# other is read past (only the answer phase is the article) and named if the answer then fails.
+KNOWN_PHASES = frozenset(
+    {
+        "think",
+        "thinking",
+        "thinking_summary",
+        "answer",
+        "web_search",
+        "search_result",
+        "tool_call",
+        "code_interpreter",
+        "fetch_page",
+        "generate_image",
+    }
+)
+KNOWN_STATUSES = frozenset({"typing", "finished", "error"})
+
+
+def _unknown_in(messages: list[dict]) -> str:
+    """The first role, or phase of a message's content, nobody has reported; "" when none."""
+    for message in messages:
+        if message.get("role") not in KNOWN_ROLES:
+            return f"role {str(message.get('role'))[:40]!r}"
+        parts = message.get("content_list")
+        for part in parts if isinstance(parts, list) else ():
+            phase = part.get("phase") if isinstance(part, dict) else None
+            if phase is not None and phase not in KNOWN_PHASES:
+                return f"phase {str(phase)[:40]!r}"
+    return ""
 
 
 def epoch_seconds(value: Any) -> float | None:

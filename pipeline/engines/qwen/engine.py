@@ -69,7 +69,7 @@ from pipeline.engines.qwen.refusals import after_refusal
 from pipeline.engines.qwen.selectors import Selectors, merge_overrides
 from pipeline.engines.qwen.steady import API_STABLE_SECONDS, Steadiness
 from pipeline.engines.qwen.stream import PageTraffic, StreamRead
-from pipeline.engines.unknown import Where, unknown
+from pipeline.engines.unknown import UnknownAnswer, Where, seen, unknown
 from pipeline.redact import mask
 
 if TYPE_CHECKING:  # the sections' types only: engines do not import the config
@@ -167,6 +167,9 @@ class QwenEngine:
         # chat id -> (turns, last answer, when): the last answer was seen complete and stable.
         self._confirmed: dict[str, tuple[int, str, float]] = {}
         self._live: _Live | None = None  # the page of the last send, still reading its stream
+        # Unknown answers read past (an unknown phase): handed over once each (`noticed`).
+        self._noticed: list[UnknownAnswer] = []
+        self._noticed_before: set[UnknownAnswer] = set()
 
     # -- the ChatEngine protocol -------------------------------------------------------------
 
@@ -174,6 +177,18 @@ class QwenEngine:
     def launches(self) -> int:
         """Browsers this engine launched (one given to it is its owner's to count)."""
         return self.session.launched if self._owns_session else 0
+
+    def noticed(self) -> list[UnknownAnswer]:
+        """The unknown answers read past since the last call (a phase or a role nobody has
+        reported, in a stream or a chat's JSON), each once per engine: nothing failed for them."""
+        found, self._noticed = self._noticed, []
+        return found
+
+    def _notice(self, where: str, what: str) -> None:
+        found = UnknownAnswer(where, seen(what=what))
+        if what and found not in self._noticed_before:
+            self._noticed_before.add(found)
+            self._noticed.append(found)
 
     def prepare(self) -> None:
         """Start the browser now: a busy profile (EngineBusy) or a missing browser (HardError)
@@ -226,6 +241,7 @@ class QwenEngine:
                 if error is not None:
                     raise error
                 view = parse_chat(body, chat_id)
+                self._notice(Where.CHAT_JSON, view.unknown)
         except ApiUnusable as err:
             raise TransientError(f"cannot read the chat site's API: {err}", code=Code.API_ERROR) from None
         except ChatShapeError as err:
@@ -314,6 +330,7 @@ class QwenEngine:
                     )
                     # A stream that said something nobody has reported before it broke off.
                     raise unknown(cut, Where.STREAM, what=read.unknown) if read.unknown else cut
+                self._notice(Where.STREAM, read.unknown)
                 if not read.answer.strip():
                     return None  # an empty answer: the chat's page says what it means
                 if read.model is None:
@@ -829,6 +846,7 @@ class QwenEngine:
         try:
             read = self._chat_json(page, chat_id)
             view, loaded_by_page = parse_chat(read.body, chat_id), read.by_page
+            self._notice(Where.CHAT_JSON, view.unknown)
         except (ApiUnusable, ChatShapeError) as err:
             field = err.field or "?" if isinstance(err, ChatShapeError) else ""
             return self._observe_dom_only(dom, selectors, busy, str(err), field)
@@ -935,6 +953,7 @@ class QwenEngine:
         try:
             read = self._chat_json(page, chat_id)
             view = parse_chat(read.body, chat_id)
+            self._notice(Where.CHAT_JSON, view.unknown)
         except (ApiUnusable, ChatShapeError) as err:
             # The page alone cannot pair answers with their messages safely: no guessing.
             raise TransientError(

@@ -15,27 +15,11 @@ import json
 import re
 from typing import Any, NamedTuple
 
+from pipeline.engines.qwen.api import KNOWN_PHASES, KNOWN_STATUSES
 from pipeline.engines.qwen.headers import is_ours
 from pipeline.engines.qwen.watcher import PageWatcher
 
 COMPLETIONS_PATH = "/api/v2/chat/completions"
-# The phases and the answer's statuses public clients have reported (docs/qwen-site.md): any
-# other is read past (only the answer phase is the article) and named if the answer then fails.
-KNOWN_PHASES = frozenset(
-    {
-        "think",
-        "thinking",
-        "thinking_summary",
-        "answer",
-        "web_search",
-        "search_result",
-        "tool_call",
-        "code_interpreter",
-        "fetch_page",
-        "generate_image",
-    }
-)
-KNOWN_STATUSES = frozenset({"typing", "finished", "error"})
 CHAT_JSON_PATH = re.compile(r"/api/v2/chats/([a-f0-9-]{20,})(?:\?|$)")
 
 
