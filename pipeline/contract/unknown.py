@@ -4,9 +4,9 @@ docs/reliability.md, "The unknown").
 Every call the contract makes of a chat engine goes through `JournalledChat`: an engine error
 that carries an unknown answer is journalled there (`unknown_answer`: where, what was seen, the
 account), once, before any handler decides what it means. What it means is decided by where it
-was met (`sent_in_doubt` and the step's loop): after the click it is in doubt, before it the
-failure it was raised as (transient with backoff; a page where the chat should be holds the
-account, as a bot check does).
+was met: after the click it is in doubt (contract/step/send.py), before it the failure it was
+raised as (transient with backoff; a page where the chat should be holds the account, as a bot
+check does).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from ..engines.base import EngineBusy, EngineError
+from ..engines.base import EngineError
 from ..engines.unknown import UnknownAnswer
 from .journal import Journal
 
@@ -84,20 +84,6 @@ class JournalledChat:
                     self._on_noticed(found)
 
         return call
-
-
-def sent_in_doubt(err: EngineError, sending: bool, no_look: frozenset) -> bool:
-    """Whether `err`, raised while a send's intent marker stands with no URL (`sending`), leaves
-    that send in doubt: it carries an unknown answer, the engine did not prove nothing left the
-    browser, and it is no refusal of the account (`no_look`: those stay what they are, and
-    hold it). An unknown answer after the click proves neither a send nor none."""
-    return (
-        sending
-        and err.unknown is not None
-        and not err.nothing_sent
-        and not isinstance(err, EngineBusy)
-        and err.code not in no_look
-    )
 
 
 DAY = 86400.0

@@ -457,3 +457,23 @@ def test_a_chat_json_names_the_first_role_or_phase_nobody_reported():
     other = chat_body()
     other["data"]["chat"]["messages"].append({"id": "t", "role": "tool", "parentId": "a"})
     assert parse_chat(other, "c1").unknown == "role 'tool'"
+
+
+def test_a_foreign_reply_after_the_click_holds_the_account_and_leaves_the_send_in_doubt_not_routed(
+    project, workspace, engines, chat, router
+):
+    """The send answered with an HTML 5xx that names no verification: the page left the chat (a
+    bot check's kind: the account rests) and the site may have taken the prompt (in doubt). The
+    router does not write it meanwhile: the chat may hold it, and that would pay twice."""
+    clock = Clock()
+    (project / "prompts" / "tea.md").write_text(TEXT, encoding="utf-8")
+    reply = HardError(
+        "the send was answered with text/html, not the site's stream or JSON", code=Code.BOT_CHECK
+    )
+    chat.send_error_after_naming = unknown(reply, Where.COMPLETION, status=503, content_type="text/html")
+    outcome = generate(workspace, "tea", engines, clock=clock)
+    assert outcome.status is Status.WORKING and outcome.reason == "in_doubt", outcome.message
+    assert router.history == [] and counted(workspace) == 1
+    held = workspace.chat_quota.held(clock.now, "default")
+    assert held is not None and held.kind == "bot check"
+    assert events(workspace).count("hold") == 1 and "hard" not in events(workspace)

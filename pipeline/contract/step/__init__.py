@@ -31,7 +31,6 @@ from ..phases import Action, Decision, Failure, Files, Reason, Record, backoff_d
 from ..prompts import Prompt, check_request_size, check_slug, load_prompt
 from ..quota import SendBudget, host_accounts, sends_today
 from ..rotation import capacity, standings
-from ..unknown import sent_in_doubt
 from ..workspace import Engines, Workspace
 from . import (
     adopt,
@@ -75,7 +74,6 @@ from .moves import (
     Transient,
     Write,
 )
-from .proof import NO_LOOK
 from .replay import replay
 
 __all__ = [
@@ -316,24 +314,10 @@ class Step:
                 if caught:
                     raise
                 caught = True
-                result = self.failure_move(err)
+                result = next(kind(err) for error, kind in FAILURES if isinstance(err, error))
             if isinstance(result, Outcome):
                 return result
             move = result
-
-    def failure_move(self, err: EngineBusy | TransientError | HardError) -> Move:
-        """The move an engine's failure makes: its kind's (Busy, Transient, Hard), unless it is an
-        unknown answer met after the click of a send whose marker stands with no URL: that send
-        is in doubt (contract/unknown.py), counted and looked at again, never sent again at once."""
-        step = self.context
-        sending = step.article.sending.exists() and not step.article.url.exists()
-        if sent_in_doubt(err, sending, NO_LOOK):
-            where = err.unknown.where if err.unknown else ""
-            return InDoubt(
-                step.account or step.sender(),
-                f"the site answered the send ({where}) with something unknown: {err}",
-            )
-        return next(kind(err) for error, kind in FAILURES if isinstance(err, error))
 
     def decide(self, ask: Ask) -> Decision:
         """What the article's next step is, from its files as they are now (the chat URL is read
