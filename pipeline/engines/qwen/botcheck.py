@@ -74,6 +74,19 @@ def foreign_reply(
     return unknown(error, Where.COMPLETION, status=status, content_type=kind, body=body, url=location or None)
 
 
+def gateway_error(page: Any) -> bool:
+    """Whether the page is a gateway's error page where the app should be (a 5xx or a 429 for
+    the document, or such a page the app drew in its own place): no waiting makes it the app."""
+    try:
+        title, seen = page.title(), page.evaluate(_PAGE_SEEN_JS)
+    except Exception:  # navigating, or gone: the next look tells
+        return False
+    status = seen.get("status") if isinstance(seen, dict) else None
+    titled = HTTP_ERROR_TITLE.match(title or "")
+    failing = int(titled.group(1)) if titled else status if isinstance(status, int) else 0
+    return (failing >= 500 or failing == 429) and bool(APP_PATH.match(urlsplit(page.url).path))
+
+
 def unknown_page(page: Any, why: str) -> EngineError:
     """What a page that is not the chat, and none of the pages the site is known to show instead
     (the sign-in page, a verification, the firewall, a banner), means where the chat should be.

@@ -48,7 +48,7 @@ from pipeline.engines.qwen.api import (
     missing_field,
     parse_chat,
 )
-from pipeline.engines.qwen.botcheck import BotChecks, left_chat, reply_refusal, unknown_page
+from pipeline.engines.qwen.botcheck import BotChecks, gateway_error, left_chat, reply_refusal, unknown_page
 from pipeline.engines.qwen.browser import BrowserSession
 from pipeline.engines.qwen.choices import apply_choice
 from pipeline.engines.qwen.history import History, whole
@@ -579,6 +579,8 @@ class QwenEngine:
                 if self.keep_login is not None:
                     self.keep_login(page)
                 return selectors
+            if gateway_error(page):  # the site failing: transient at once, no page_timeout's wait
+                raise unknown_page(page, "a gateway's error page")
             if time.monotonic() >= deadline:
                 # Not the chat, and none of the pages the site is known to show instead: an
                 # unknown page where the chat should be holds the account (botcheck.py).
