@@ -477,3 +477,21 @@ def test_a_foreign_reply_after_the_click_holds_the_account_and_leaves_the_send_i
     held = workspace.chat_quota.held(clock.now, "default")
     assert held is not None and held.kind == "bot check"
     assert events(workspace).count("hold") == 1 and "hard" not in events(workspace)
+
+
+def test_unknown_answers_on_looks_at_a_sent_chat_never_hand_it_to_the_router(
+    project, workspace, engines, chat, router
+):
+    """Past qwen.max_attempts (3 here) of them the chat is still looked at, backing off: the chat
+    may hold the answer, and the router writing it too would pay twice. Known failures still
+    hand it over."""
+    clock = Clock()
+    (project / "prompts" / "tea.md").write_text(TEXT, encoding="utf-8")
+    assert generate(workspace, "tea", engines, clock=clock).status is Status.QUEUED
+    for _ in range(5):
+        chat.enqueue_check(after_click(Where.CHAT_JSON))
+        outcome = generate(workspace, "tea", engines, clock=clock)
+        assert outcome.status is Status.WORKING and outcome.reason == "backoff", outcome.message
+    assert router.history == [] and workspace.store.article("tea").attempts == 5
+    chat.enqueue_check(TransientError("timed out", code=Code.TIMEOUT))
+    assert generate(workspace, "tea", engines, clock=clock).engine == "router"

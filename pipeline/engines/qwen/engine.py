@@ -339,7 +339,10 @@ class QwenEngine:
                 return Answer(read.answer, self.name, model=read.model, extra=extra)
             if read is not None:  # Unreadable
                 return None
-            progress = read_dom_state(page, live.selectors).progress()
+            dom = read_dom_state(page, live.selectors)
+            if not (dom.composer or dom.assistant_turns):
+                return None  # the page is no longer the app (replaced): the chat's own page decides
+            progress = dom.progress()
             if on_progress and progress != said and time.monotonic() - said_at >= self.read_interval:
                 on_progress(progress)
                 said, said_at = progress, time.monotonic()
