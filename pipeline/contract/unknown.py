@@ -24,32 +24,23 @@ UNKNOWN_EVENT = "unknown_answer"  # the journal's event (fixed: `doctor` and `re
 
 def journal_unknown(journal: Journal, slug: str, account: str, err: BaseException) -> None:
     """Journal the unknown answer `err` carries (none: nothing), once however often it is seen
-    on its way up. The store masks what it keeps; `seen` is masked and cut already."""
+    on its way up, with the failure it was raised as."""
     found: UnknownAnswer | None = getattr(err, "unknown", None)
     if found is None or getattr(err, "journalled", False):
         return
-    journal.append(
-        slug,
-        UNKNOWN_EVENT,
-        engine="qwen",
-        account=account or None,
-        where=found.where or "unknown",
-        seen=found.seen,
-        code=getattr(err, "code", None),
-        error=str(err),
-    )
+    journal_noticed(journal, slug, account, found, code=getattr(err, "code", None), error=str(err))
     err.journalled = True  # type: ignore[attr-defined]
 
 
-def journal_noticed(journal: Journal, slug: str, account: str, found: UnknownAnswer) -> None:
-    """Journal an unknown answer the engine read past (ChatEngine.noticed): nothing failed."""
+def journal_noticed(
+    journal: Journal, slug: str, account: str, found: UnknownAnswer, **failed: object
+) -> None:
+    """Journal one unknown answer (`failed`: the error it was raised as; none when the engine
+    read past it: ChatEngine.noticed). The store masks what it keeps; `seen` is masked and cut
+    already."""
+    where = found.where or "unknown"
     journal.append(
-        slug,
-        UNKNOWN_EVENT,
-        engine="qwen",
-        account=account or None,
-        where=found.where or "unknown",
-        seen=found.seen,
+        slug, UNKNOWN_EVENT, engine="qwen", account=account or None, where=where, seen=found.seen, **failed
     )
 
 
