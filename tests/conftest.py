@@ -94,14 +94,34 @@ def sim(module_sim, request):
     return module_sim
 
 
+@pytest.fixture
+def fuzzed_sim(sim, request):
+    """The module's simulator in its fuzzing mode (pipeline/simulator/fuzz.py): seeded by the
+    environment's QWENPIPE_FUZZ_SEED (0 without it) at the module's FUZZ_RATE (the simulator's
+    default without it). The seed and the faults met are printed, so a failure shows what to
+    rerun; a test forces one fault instead with `sim.set(fault="STEP:KIND")`."""
+    from pipeline.simulator.fuzz import DEFAULT_RATE
+
+    seed = int(os.environ.get("QWENPIPE_FUZZ_SEED", "0"))
+    sim.set(fuzz=seed, fuzz_rate=getattr(request.module, "FUZZ_RATE", DEFAULT_RATE))
+    met = len(sim.faults())
+    yield sim
+    faults = [f"{f['step']}:{f['kind']} ({f['detail']})" for f in sim.faults()[met:]]
+    print(f"fuzz seed {seed} (QWENPIPE_FUZZ_SEED={seed} reruns it): {', '.join(faults) or 'no fault met'}")
+    sim.set(fuzz=None)
+
+
 def sim_settings(chosen: dict) -> dict:
-    """Every run-time setting of the simulator: `chosen`'s where it names one, else the default."""
+    """Every run-time setting of the simulator: `chosen`'s where it names one, else the default
+    (the fuzzing mode's too: off, none forced)."""
     from dataclasses import asdict
 
     from pipeline.simulator.chats import Settings
+    from pipeline.simulator.fuzz import DEFAULT_RATE
 
     defaults = {**asdict(Settings()), **test_site()}
     defaults.pop("frontend_version")  # the run's own build stays (a test may release a new one)
+    defaults.update(fuzz=None, fuzz_rate=DEFAULT_RATE, fault="")
     return {**defaults, **{key: value for key, value in chosen.items() if key in defaults}}
 
 

@@ -13,6 +13,7 @@ import base64
 import json
 import re
 import time
+import uuid
 from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs
@@ -26,6 +27,7 @@ REQUEST_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
 # Calls the sign-in page makes before there is a frontend session to speak for.
 UNCHECKED_PATHS = ("/api/v1/auths/signin",)
 STOP_PATH = re.compile(r"^/api/v2/chats/([^/?]+)/stop$")
+AUTHS_PATHS = ("/api/v1/auths/", "/api/v1/auths")
 
 # The body is bytes, or an iterator of chunks for a stream (server.py writes each as it comes).
 Response = tuple[int, str, Any, list[tuple[str, str]]]
@@ -266,8 +268,6 @@ def handle(store: chats.ChatStore, method: str, path: str, query: str, body: byt
     if store.checked_everywhere(account):
         return botchecks.page_refusal("punish_page")
     blocked = gate(settings, account)
-    if method == "GET" and path in ("/api/v1/auths/", "/api/v1/auths") and not blocked:
-        return session_user(settings, headers, account)
     if path == "/api/v2/users/status" and blocked == "logged_out":
         return json_response({"success": True, "data": False})
     if blocked:
@@ -275,28 +275,100 @@ def handle(store: chats.ChatStore, method: str, path: str, query: str, body: byt
             # The prompt reached the server: it goes in the ledger as refused.
             store.send(*_send_args(query, body), gate=blocked, choice=send_choice(body), account=account)
         return gated_api(blocked)
-    return _route(store, settings, account, method, path, query, body)
+    return _fuzzed(store, settings, account, method, path, query, body, headers)
 
 
-def _route(store, settings, account, method, path, query, body) -> Response:
+def fuzz_step(method: str, path: str) -> str | None:
+    """The step of the site (fuzz.STEPS) an API request is, or None."""
+    if method == "POST" and path == "/api/v2/chats/new":
+        return "new_chat"
+    if method == "POST" and path == "/api/v2/chat/completions":
+        return "completion"
+    if method == "GET" and path in ("/api/v2/chats", "/api/v2/chats/"):
+        return "chat_list"
+    if method == "GET" and (path == "/api/v2/users/status" or path in AUTHS_PATHS):
+        return "login_check"
+    if CHAT_PATH.match(path) and method in ("GET", "DELETE"):
+        return "chat_json" if method == "GET" else "delete"
+    return None
+
+
+def _fuzzed(store, settings, account, method, path, query, body, headers) -> Response:
+    """The answer to a request that reached the app, or the fault it meets (fuzz.py): a fault the
+    site did not carry out answers instead of it (a send it refused goes in the ledger so); one it
+    did spoils its answer."""
+    step = fuzz_step(method, path)
+    match = CHAT_PATH.match(path)
+    chat_id = _send_args(query, body)[0] if step == "completion" else match.group(1) if match else ""
+    met = store.fuzzer.choose(step, account, chat_id) if step else None
+    if met is None:
+        return _answer(store, settings, account, method, path, query, body, headers)
+    if met.kind == "slow":
+        met.delay()
+    elif not met.taken:
+        if step == "completion":
+            store.refuse_send(
+                *_send_args(query, body), choice=send_choice(body), account=account, fault=met.kind
+            )
+        return met.instead()
+    answer = _answer(store, settings, account, method, path, query, body, headers, fault=met.kind)
+    if met.kind == "slow":
+        return answer
+    return met.spoil(answer, lambda: _other_chat(store, settings, account, chat_id, query, met.rng))
+
+
+def _other_chat(store, settings, account, chat_id: str, query: str, rng) -> dict | None:
+    """The JSON of another chat of `account` than `chat_id` (one made up from this one when it
+    has no other), as GET /api/v2/chats/<chat_id> would answer it."""
+    with store.lock:
+        others = [c for c in store.chats.values() if c.account == account and c.id != chat_id]
+        others = sorted((c for c in others if not store.unseen(c)), key=lambda c: c.touched)
+    view = store.chat_view(rng.choice(others).id, account) if others else None
+    if view is None:
+        view = store.chat_view(chat_id, account)
+        if view is None:
+            return None
+        made_up = []
+        for message in view["messages"]:
+            text = (
+                {"content": "Another question."}
+                if message["role"] == "user"
+                else {"answer": "Another answer."}
+            )
+            made_up.append({**message, "id": str(uuid.uuid4()), **text})
+        view = {**view, "id": str(uuid.uuid4()), "messages": made_up}
+    return _chat_body(settings, view, query)
+
+
+def _chat_body(settings, view: dict, query: str) -> dict:
+    view = shapes.history_page(view, parse_qs(query))
+    return shapes.chat_body(view, settings.api_shape, stream_status=settings.stream_status)
+
+
+def _answer(store, settings, account, method, path, query, body, headers, fault=None) -> Response:
+    """The site's own answer to a request that reached the app; `fault`: the one a send met."""
+    if method == "GET" and path in AUTHS_PATHS:
+        return session_user(settings, headers, account)
+    return _route(store, settings, account, method, path, query, body, fault)
+
+
+def _route(store, settings, account, method, path, query, body, fault=None) -> Response:
     if method == "GET" and path == "/api/v2/users/status":
         return json_response({"success": True, "data": True})
     if method == "POST" and path == "/api/v2/chats/new":
         return json_response({"success": True, "data": {"id": store.new_chat(account)}})
     if method == "POST" and path == "/api/v2/chat/completions":
         chat_id, prompt, parent_id = _send_args(query, body)
-        reply = store.send(chat_id, prompt, parent_id, gate=None, choice=send_choice(body), account=account)
+        reply = store.send(
+            chat_id, prompt, parent_id, gate=None, choice=send_choice(body), account=account, fault=fault
+        )
         if reply is None:
             return html_response(pages.WAF_PAGE)
         if isinstance(reply, botchecks.PageRefusal):
             return botchecks.page_refusal(reply.scenario)
         if settings.stream and reply.get("success") is True:
-            return (
-                200,
-                "text/event-stream; charset=utf-8",
-                stream.completion_stream(store, chat_id, reply),
-                [],
-            )
+            frames = _fuzzed_stream(store, account, chat_id, stream.completion_stream(store, chat_id, reply))
+            return 200, "text/event-stream; charset=utf-8", frames, []
         return json_response(reply)
     if method == "GET" and path in ("/api/v2/chats", "/api/v2/chats/"):
         page = _int(parse_qs(query).get("page", ["1"])[0], 1)
@@ -316,9 +388,15 @@ def _route(store, settings, account, method, path, query, body) -> Response:
             return json_response({"detail": "Not Found"}, headers=[("x-actual-status-code", "404")])
         if view is None:
             return json_response(chats.not_found_body(match.group(1)))
-        view = shapes.history_page(view, parse_qs(query))
-        return json_response(shapes.chat_body(view, settings.api_shape, stream_status=settings.stream_status))
+        return json_response(_chat_body(settings, view, query))
     return json_response({"success": False, "data": {"code": "NOT_FOUND", "details": path}}, status=404)
+
+
+def _fuzzed_stream(store, account, chat_id: str, frames):
+    """The stream's frames, through the fault its first frame meets (chosen when it starts: a
+    completion answered otherwise never streams)."""
+    met = store.fuzzer.choose("stream", account, chat_id)
+    yield from met.spoil_stream(frames) if met else frames
 
 
 def _send_args(query: str, body: bytes) -> tuple[str, str, str | None]:

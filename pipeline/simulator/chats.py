@@ -32,6 +32,7 @@ from pipeline.simulator.botchecks import (
     PageRefusal,
     connect_body,
 )
+from pipeline.simulator.fuzz import Fuzzer
 from pipeline.simulator.sessions import Sessions
 
 SCENARIOS = (
@@ -458,6 +459,7 @@ class ChatStore:
         self.punished: set[str] = set()  # accounts checked everywhere (botchecks.AFTER_SEND)
         self.deleted: list[str] = []  # the chats deleted (DELETE /api/v2/chats/<id>), in order
         self.sessions = Sessions()  # each account's current session (rotating_sessions)
+        self.fuzzer = Fuzzer()  # the unknown answers of the fuzzing mode (fuzz.py)
         self._write_ledger()
 
     # -- settings ---------------------------------------------------------------------------
@@ -735,12 +737,14 @@ class ChatStore:
         gate: str | None,
         choice: dict | None = None,
         account: str | None = ANONYMOUS,
+        fault: str | None = None,
     ) -> dict | PageRefusal | None:
         """Receive one user message from `account` (None: a request logged out). Returns the
         JSON body, None for a WAF page, or a PageRefusal (a bot check answered with a page).
 
         `choice`: what the page chose for it (model id, thinking on/off, web search on/off).
         Every call is a ledger entry: the prompt reached the server even when it is refused.
+        `fault`: the fuzzing mode's fault the request met (its ledger entry names it).
         """
         choice = {**SEND_DEFAULTS, **(choice or {})}
         with self.lock:
@@ -757,15 +761,31 @@ class ChatStore:
             if spent:
                 refused, scenario = spent, "quota"
             if refused is not False:
-                self._record(chat_id, prompt, turn, False, scenario, choice, account)
+                self._record(chat_id, prompt, turn, False, scenario, choice, account, fault)
                 return refused
             empty = settings.empty_answers or account in settings.empty_accounts
             reply = self._accept(chat, prompt, parent_id, per_prompt, turn, settings, choice, empty)
             self._sent[(account, self.day())] = self.sent_today(account) + 1
             if scenario == AFTER_SEND and account is not None:
                 self.punished.add(account)
-            self._record(chat_id, prompt, turn, True, scenario, choice, account)
+            self._record(chat_id, prompt, turn, True, scenario, choice, account, fault)
             return reply
+
+    def refuse_send(
+        self,
+        chat_id: str,
+        prompt: str,
+        parent_id: str | None,
+        *,
+        choice: dict,
+        account: str | None,
+        fault: str,
+    ) -> None:
+        """A send the fuzzing mode's `fault` answered instead of the site: in the ledger, refused."""
+        with self.lock:
+            chat = self.chats.get(chat_id)
+            turn = (chat.user_turns() + 1) if chat else 1
+            self._record(chat_id, prompt, turn, False, "fuzz", {**SEND_DEFAULTS, **choice}, account, fault)
 
     def _refusal(self, chat, chat_id, parent_id, scenario, gate) -> dict | None | bool:
         """Why a send is refused (a body, or None for WAF), or False when it is accepted."""
@@ -836,7 +856,9 @@ class ChatStore:
         scenario: str,
         choice: dict,
         account: str | None,
+        fault: str | None = None,
     ) -> None:
+        extra = {"fault": fault} if fault else {}  # the fuzzing mode's fault the send met
         self._ledger.append(
             {
                 "time": time.time(),
@@ -849,6 +871,7 @@ class ChatStore:
                 "model": choice["model"],  # as the page chose it
                 "thinking": choice["thinking"],
                 "web_search": choice["web_search"],
+                **extra,
             }
         )
         self._write_ledger()

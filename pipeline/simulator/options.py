@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, get_args, get_type_hints
 from pipeline.config import ACCOUNT_NAME
 from pipeline.errors import UsageProblem
 from pipeline.simulator.chats import API_SHAPES, MODELS, SCENARIOS, SITES, UIS, VERSION_RE, Settings
+from pipeline.simulator.fuzz import DEFAULT_RATE, parse_forced
 
 if TYPE_CHECKING:
     from pipeline.simulator.server import Simulator
@@ -114,6 +115,15 @@ class SimulatorOptions:
     late_errors: bool = _option(
         _SETTINGS.late_errors, "a send into a chat still answering is refused CHAT_IN_PROGRESS"
     )
+    fuzz: int | None = _option(
+        None,
+        "fuzzing mode with this seed: at each step the site answers, now and then, what nobody has "
+        "reported yet (an unknown code, an HTML error, a stream cut short...; docs/qwen-site.md)",
+    )
+    fuzz_rate: float = _option(DEFAULT_RATE, "with --fuzz: the chance a request meets a fault")
+    fault: str = _option(
+        "", "force faults, once each at the next request of its step: STEP:KIND[,...] (completion:html_500)"
+    )
 
     def account_names(self, option: str = "accounts") -> tuple[str, ...]:
         """The names a comma-separated option (--accounts, --slider-accounts...) gives."""
@@ -157,6 +167,12 @@ class SimulatorOptions:
             raise UsageProblem(
                 f"--frontend-version {self.frontend_version!r}: give a build number such as 0.2.68"
             )
+        if not (math.isfinite(self.fuzz_rate) and 0 <= self.fuzz_rate <= 1):
+            raise UsageProblem(f"--fuzz-rate {self.fuzz_rate}: choose a probability from 0 to 1")
+        try:
+            parse_forced(self.fault)
+        except ValueError as err:
+            raise UsageProblem(f"--fault {err}") from None
         if not 0 <= self.port <= 65535:
             raise UsageProblem(f"--port {self.port}: choose 1 to 65535, or 0 for any free port")
         for name in ("answer_seconds", "thinking_seconds", "url_delay", "read_lag"):
@@ -216,6 +232,9 @@ class SimulatorOptions:
             candidates=self.candidates,
             parallel_limited_sends=self.parallel_limited_sends,
             late_errors=self.late_errors,
+            fuzz=self.fuzz,
+            fuzz_rate=self.fuzz_rate,
+            fault=self.fault,
         )
         sim.set(**self.site_settings())
         try:

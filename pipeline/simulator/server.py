@@ -26,6 +26,7 @@ from pipeline.simulator.chats import (
     ChatStore,
     Settings,
 )
+from pipeline.simulator.fuzz import DEFAULT_RATE
 
 APP_PATH = re.compile(r"^/(c/[^/]+)?$")
 SETTING_KEYS = {
@@ -69,6 +70,8 @@ SETTING_KEYS = {
 }
 # What /sim/config (and Simulator.set) can also do to the accounts, besides settings.
 ACCOUNT_ACTIONS = {"log_out", "clear_accounts", "solve_slider"}
+# The fuzzing mode's settings (fuzz.py): its seed (None = off), its rate, the faults forced.
+FUZZ_KEYS = {"fuzz", "fuzz_rate", "fault"}
 
 
 class Simulator:
@@ -108,6 +111,9 @@ class Simulator:
         candidates: int = 1,
         parallel_limited_sends: int = 0,
         late_errors: bool = False,
+        fuzz: int | None = None,
+        fuzz_rate: float = DEFAULT_RATE,
+        fault: str = "",
     ):
         settings = Settings(
             scenario=scenario,
@@ -142,6 +148,7 @@ class Simulator:
             late_errors=late_errors,
         )
         self.store = ChatStore(settings, ledger_path, accounts=tuple(accounts))
+        self.store.fuzzer.configure(fuzz=fuzz, fuzz_rate=fuzz_rate, fault=fault)
         for name in (*slider_accounts, *empty_accounts) if self.store.accounts else ():
             self.store.require_account(name)
         self.port = port
@@ -208,6 +215,12 @@ class Simulator:
         with self._router_lock:
             return dict(self._chat_reads)
 
+    def faults(self) -> list[dict]:
+        """Every fault of the fuzzing mode met so far (fuzz.py), in order: its step, kind, account,
+        chat, whether the site carried the request out (`taken`), whether a test forced it, and
+        what exactly it did (`detail`)."""
+        return self.store.fuzzer.ledger()
+
     def header_refusals(self) -> list[tuple[str, str, str]]:
         """Every API request refused for not carrying the frontend's own headers (strict_headers):
         (method, path, why). A client that looks like the frontend makes none."""
@@ -244,6 +257,7 @@ class Simulator:
         router_changes = {k[7:]: v for k, v in changes.items() if k.startswith("router_")}
         own = {k: v for k, v in changes.items() if not k.startswith("router_")}
         actions = {k: own.pop(k) for k in ACCOUNT_ACTIONS & set(own)}
+        fuzzing = {k: own.pop(k) for k in FUZZ_KEYS & set(own)}
         unknown = set(own) - SETTING_KEYS
         if unknown:
             raise ValueError(f"unknown simulator setting(s): {', '.join(sorted(unknown))}")
@@ -259,6 +273,8 @@ class Simulator:
             self.store.log_out(name)
         if actions.get("clear_accounts"):
             self.store.clear_accounts()
+        if fuzzing:
+            self.store.fuzzer.configure(**fuzzing)
         if router_changes:
             router = self.router
             if router is None:
@@ -328,7 +344,7 @@ class Simulator:
 
     def config(self) -> dict:
         settings = self.store.snapshot()
-        return {key: getattr(settings, key) for key in sorted(SETTING_KEYS)}
+        return {**{key: getattr(settings, key) for key in sorted(SETTING_KEYS)}, **self.store.fuzzer.config()}
 
     def health(self) -> dict:
         return {
@@ -452,6 +468,11 @@ class Handler(BaseHTTPRequestHandler):
             return api.html_response("<h1>404 Not Found</h1>", status=404)
         if blocked == "logged_out":
             return 302, "text/html", b"", [("Location", "/auth?action=signin")]
+        met = self.sim.store.fuzzer.choose("chat_page", account, path[3:]) if path.startswith("/c/") else None
+        if met is not None and met.kind == "slow":
+            met.delay()
+        elif met is not None:
+            return met.instead()
         status, kind, html, headers = api.html_response(pages.app_page(settings))
         fresh = api.renewed_token(settings, self.headers)  # the app renews a token near its end
         return status, kind, html, [api.token_cookie(fresh, settings)] if fresh else headers
@@ -487,6 +508,8 @@ class Handler(BaseHTTPRequestHandler):
                 return api.json_response(self.sim.login_state(account))
             except ValueError as err:
                 return api.json_response({"ok": False, "error": str(err)}, status=400)
+        if path == "/sim/faults":
+            return api.json_response(self.sim.faults())
         if path == "/sim/health":
             return api.json_response(self.sim.health())
         if path == "/sim/config" and method == "GET":

@@ -42,10 +42,12 @@ def run_trials(
     progress=None,
     set_up: Callable | None = None,
     clean_up: Callable[[], None] | None = None,
+    indices: list[int] | None = None,
 ):
-    """Run trial_of(sim, index, rng) for index 0 to `trials` - 1, `jobs` at a time, against one
-    simulator with `accounts`; each trial goes into `summary` (then `progress(trial, summary)`).
-    `set_up(sim)` before the first trial; `clean_up()` after the simulator stopped."""
+    """Run trial_of(sim, index, rng) for index 0 to `trials` - 1 (or for `indices`: a trial of a
+    run rerun alone), `jobs` at a time, against one simulator with `accounts`; each trial goes
+    into `summary` (then `progress(trial, summary)`). `set_up(sim)` before the first trial;
+    `clean_up()` after the simulator stopped."""
     from pipeline.simulator import Simulator
 
     lock = threading.Lock()
@@ -70,7 +72,7 @@ def run_trials(
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             try:
-                list(pool.map(one, range(trials)))
+                list(pool.map(one, range(trials) if indices is None else indices))
             except KeyboardInterrupt:
                 # A long run stopped by hand still reports every trial it completed; the
                 # trials under way finish (their commands are reaped) before the table.

@@ -66,7 +66,7 @@ def body(
         {"id": "u1", "role": "user", "parentId": None, "timestamp": 2_000_000_000, "content": "Tea?"},
         reply,
     ]
-    data = {"id": "x", "title": "Tea", "chat": {"messages": messages}}
+    data = {"title": "Tea", "chat": {"messages": messages}}
     if updated_at is not None:
         data["updated_at"] = updated_at
     return {"success": True, "data": data}

@@ -169,7 +169,7 @@ def judge_body(
     if isinstance(body, ApiUnusable) or classify_api_error(body) is not None:
         return None, False  # the chat's page reports it as it always has (gone, logged out, quota...)
     try:
-        view = parse_chat(body)
+        view = parse_chat(body, chat_id)
     except ChatShapeError:
         return None, False
     seen = judge_read(view, chat_id, engine=engine, extra=extra)

@@ -21,6 +21,8 @@ from pipeline.engines.qwen.api import (
 from pipeline.engines.qwen.botcheck import is_sign_in, is_verification, names_verification
 from pipeline.engines.qwen.headers import NoHeaders, headers_for_call, headers_for_calls, watch
 from pipeline.engines.qwen.selectors import FAILURE_TEXTS, FailureTexts, Selectors
+from pipeline.engines.qwen.stream import COMPLETIONS_PATH
+from pipeline.engines.unknown import Where
 
 # Visible text of the page minus the conversation itself, so a prompt or an article that
 # quotes "Something went wrong" is not taken for the site's own banner.
@@ -410,6 +412,16 @@ def fetch_api(page: Any, path: str, *, timeout: float = 30, method: str = "GET")
 TOOK_NOTHING = frozenset({Code.CHAT_IN_PROGRESS, Code.BUSY})
 
 
+NEW_CHAT_PATH = "/api/v2/chats/new"  # where the page makes the chat a first send goes into
+
+
+def _send_step(url: str) -> str:
+    """The step of a send a request of the page is (engines/unknown.py), or ""."""
+    if COMPLETIONS_PATH in url:
+        return Where.COMPLETION
+    return Where.NEW_CHAT if NEW_CHAT_PATH in url else ""
+
+
 class SendReplies:
     """The site's answers to the page's own API calls while a message is being sent.
 
@@ -435,7 +447,8 @@ class SendReplies:
             pass  # a request of a page being closed: nothing to learn from it
 
     def failure(self) -> EngineError | None:
-        """The hard failure (quota, bot check, logged out) a reply reported so far, or None."""
+        """The hard failure (quota, bot check, logged out) a reply reported so far, or the send's
+        unknown answer (engines/unknown.py), or None."""
         while self._unread and self._failure is None:
             request = self._unread.pop(0)
             try:
@@ -450,6 +463,12 @@ class SendReplies:
                 self._failure = error
             elif error is not None and error.code in TOOK_NOTHING:
                 self._refused.append(error)
+            elif error is not None and error.unknown is not None and _send_step(request.url):
+                # The send answered with words nobody has reported: whether the site took the
+                # prompt is unknown, and waiting for a chat address would not tell. Once the
+                # completion was let go it is in doubt; before (the new chat refused), no send.
+                error.unknown = error.unknown.at(_send_step(request.url))
+                self._failure = error
         return self._failure
 
     def refusal(self) -> EngineError | None:
