@@ -51,6 +51,8 @@ class ArticleView:
         "_attached",
         "_done_entry",
         "_prompt_entry",
+        "_url_entry",
+        "_sending_entry",
         "_files",
     )
 
@@ -66,6 +68,8 @@ class ArticleView:
         self._attached = False  # attach_records ran: `record` is the store's
         self._done_entry: os.DirEntry | None = None  # SLUG.md, as listed
         self._prompt_entry: os.DirEntry | None = None  # prompts/SLUG.md, as listed (stat when asked)
+        self._url_entry: os.DirEntry | None = None  # SLUG.md.url, as listed (status stamps it)
+        self._sending_entry: os.DirEntry | None = None  # SLUG.md.sending, as listed
         self._files: ArticleFiles | None = None
 
     def __repr__(self) -> str:
@@ -214,6 +218,10 @@ def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
         elif mark == "done":
             item.done = True
             item._done_entry = entry  # its mtime only when publishing asks (no stat here)
+        elif mark == "sent":
+            item.sent, item._url_entry = True, entry
+        elif mark == "sending":
+            item.sending, item._sending_entry = True, entry
         else:
             setattr(item, mark, True)
     for entry in _entries(prompts_dir):
@@ -284,18 +292,29 @@ def check_waiting_prompts(
 
 def attach_records(views: list[ArticleView], state_dir: Path, store) -> None:
     """Give every view its record from one read of the store (`store` None: a project that
-    never ran), instead of one query per article when its `state` is asked for. An old state
-    file (state/SLUG.json, imported into the store) or a lock (locks/SLUG.lock) that is a link
-    or a FIFO stays that article's problem, found from one listing of each folder."""
+    never ran), instead of one query per article when its `state` is asked for; and its
+    unsafe files (attach_unsafe)."""
+    attach_unsafe(views, state_dir)
+    attach_store_records(views, store)
+
+
+def attach_unsafe(views: list[ArticleView], state_dir: Path) -> None:
+    """An old state file (state/SLUG.json, imported into the store) or a lock (locks/SLUG.lock)
+    that is a link or a FIFO stays that article's problem, found from one listing of each folder."""
     # Its lock (locks/SLUG.lock) a link or a FIFO: its step refuses it (ArticleFiles.check).
     unsafe = {**unsafe_entries(state_dir / "locks", ".lock"), **unsafe_entries(state_dir / "state", ".json")}
-    records = store.articles() if store is not None else {}
-    get = records.get
-    for view in views:  # each record becomes a state only when asked (a done article never is)
-        view._record, view._attached = get(view.slug), True
     if unsafe:
         for view in views:
             view._state_problem = unsafe.get(view.slug, "")
+
+
+def attach_store_records(views: list[ArticleView], store, slugs: list[str] | None = None) -> None:
+    """Give each view its record from one read of the store (of `slugs` only, when given: the
+    views' own)."""
+    records = store.articles(slugs) if store is not None else {}
+    get = records.get
+    for view in views:  # each record becomes a state only when asked (a done article never is)
+        view._record, view._attached = get(view.slug), True
 
 
 def overlay_batch(views: list[ArticleView], store, articles_dir: Path) -> dict[str, str]:
