@@ -425,7 +425,7 @@ def made_rows(views: list[batch.ArticleView], workspace: Workspace, store, conte
         if store
         else None
     )
-    stale = []
+    stale, keep, learned = [], [], []
     if kept is None:
         stale = [(i, view, None) for i, view in enumerate(views)]
     else:
@@ -454,15 +454,18 @@ def made_rows(views: list[batch.ArticleView], workspace: Workspace, store, conte
             workspace.config.qwen.max_prompt_bytes,
             store.prompt_checks(slugs) if store else None,
         )
-        keep = []
         for i, view, key in stale:
             made = build_row(view, summaries.get(view.slug), context, senders.get(view.slug))
             rows[i] = made.row
             if key is not None and kept is not None:
                 keep.append(kept_row(made, key, kept.changes.get(view.slug, 0), kept.context))
-        gone = kept.gone({view.slug for view in views}) if kept is not None else []
-        if store is not None and (learned or keep or gone):
-            remember(store, learned, keep, gone)
+    gone = (
+        kept.gone({view.slug for view in views})
+        if kept is not None and len(kept.rows) > len(views) - len(stale)
+        else []
+    )
+    if store is not None and (learned or keep or gone):
+        remember(store, learned, keep, gone)
     return rows  # type: ignore[return-value]
 
 
