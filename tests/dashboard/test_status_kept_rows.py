@@ -22,6 +22,7 @@ from pipeline.engines.base import Answer, HardError, TransientError
 from pipeline.store.protocol import Event
 
 BODY = "# Tea\n\n" + " ".join("Tea is grown, traded and brewed in many lands." for _ in range(12))
+SETTINGS = "[qwen]\npoll_interval = 30\nmax_attempts = 2\nmax_sends_per_day = 50\n"
 LATER = 60.0  # statuses are asked as of a minute on: the files are older than status_cache.RACY
 
 
@@ -32,7 +33,7 @@ def open_workspace(project) -> Workspace:
 @pytest.fixture
 def batch(project):
     """An article in each state a hand change can move: all written by `generate`."""
-    (project / "config.toml").write_text("[qwen]\npoll_interval = 30\nmax_attempts = 2\n")
+    (project / "config.toml").write_text(SETTINGS)
     ws = open_workspace(project)
     chat, router = FakeChat(), FakeRouter()
     eng = Engines(ws.config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)
@@ -104,7 +105,16 @@ def _append(project, slug, event, **fields):
 
 
 def _config(project, text):
-    (project / "config.toml").write_text(text)
+    (project / "config.toml").write_text(SETTINGS + text)
+
+
+def _sends_elsewhere(project, count):
+    """`count` sends of other articles today (another process's): the daily limit, no setting."""
+    with open_workspace(project) as ws, ws.store.step() as step:
+        for n in range(count):
+            step.append(
+                Event(f"other-{n}", "sending", time.time(), account="default", fields={"engine": "qwen"})
+            )
 
 
 # Each kind of change between two statuses: (name, the change, what the next status must show).
@@ -181,14 +191,12 @@ CHANGES = [
     ),
     (
         "settings changed (base_url)",
-        lambda p: _config(
-            p, "[qwen]\npoll_interval = 30\nmax_attempts = 2\nbase_url = 'https://example.org'\n"
-        ),
+        lambda p: _config(p, "base_url = 'https://example.org'\n"),
         ("generating", "invalid"),
     ),
     (
-        "daily send limit reached",
-        lambda p: _config(p, "[qwen]\npoll_interval = 30\nmax_attempts = 2\nmax_sends_per_day = 1\n"),
+        "daily send limit reached by sends of other articles",
+        lambda p: _sends_elsewhere(p, 50),
         ("pending", "quota"),
     ),
 ]
