@@ -4,8 +4,9 @@ while nothing it was made from has changed: a status reads what changed, not eve
 A kept row is shown again only when each of these is as it was when the row was made:
 - its files as the listing sees them (`files_key`): which of prompts/SLUG.md, SLUG.md,
   SLUG.md.url, SLUG.md.sending and SLUG.md.failed exist, what is wrong with any of them, and,
-  for each file whose content status reads (the chat URL file, the intent marker, an unfinished
-  article's prompt), its inode, size, mtime and ctime in nanoseconds;
+  for each file whose content its row reads (the chat URL file of an article its files say is
+  generating, the intent marker, an unfinished article's prompt), its inode, size, mtime and
+  ctime in nanoseconds;
 - its rows in the store: `status_changes.n`, which the store's own triggers raise on every
   write of the article's articles, summaries and sends rows (store/tables.py), whoever writes;
 - the limits its phase was decided by (`limits_key`), worked out afresh at every status;
@@ -84,8 +85,13 @@ def files_key(view: ArticleView, now: float) -> str | None:
     )
     key = str(flags)
     racy = now - RACY
+    # Only the files whose content its row reads: the chat URL of an article whose files say
+    # it is generating (not done, not dead, its prompt there); the marker (its account); the
+    # prompt of one not done (its check). A done article's SLUG.md.url is never read.
+    waiting = not view.done
+    url = view._url_entry if waiting and not view.dead and view.prompt_mtime is not None else None
     try:
-        for entry in (view._url_entry, view._sending_entry):
+        for entry in (url, view._sending_entry):
             if entry is None:
                 key += "|"
             else:
@@ -95,7 +101,7 @@ def files_key(view: ArticleView, now: float) -> str | None:
                 key += "|" + stamp
     except OSError:
         return None
-    if not view.done and view._prompt_entry is not None:  # the prompt a waiting article checks
+    if waiting and view._prompt_entry is not None:
         info = view._prompt_info
         stamp = _stamp(info, racy) if info is not None else None
         if stamp is None:

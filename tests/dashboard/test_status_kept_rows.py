@@ -144,6 +144,12 @@ CHANGES = [
         ),
         ("generating", "invalid"),
     ),
+    ("chat URL file of a done article edited", lambda p: _url(p, "done").write_text("x\n"), ("done", "done")),
+    (
+        "chat URL file of an orphan edited",
+        lambda p: _url(p, "orphan").write_text("x\n"),
+        ("orphan", "orphan"),
+    ),
     (
         "chat URL file made a symlink",
         lambda p: (_url(p, "generating").unlink(), _url(p, "generating").symlink_to(p / "config.toml")),
