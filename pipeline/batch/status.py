@@ -28,7 +28,7 @@ from ..contract.quota import Hold, held_words, host_accounts, local_day_start, s
 from ..contract.rotation import capacity, sender_of, standings
 from ..contract.workspace import Workspace
 from ..errors import UsageProblem
-from ..store.protocol import Send, StatusRow, StoreBusy, Summary
+from ..store.protocol import Send, StatusRow, StoreBusy, StoreError, Summary
 from . import outbox, status_cache
 from . import scan as batch
 
@@ -471,15 +471,15 @@ def made_rows(views: list[batch.ArticleView], workspace: Workspace, store, conte
 
 def remember(store, learned: list, rows: list[StatusRow], gone: list[str]) -> None:
     """Keep the prompt checks and the rows made now, and forget the rows of articles no longer
-    there, so that the next status reads only what changed. A cache: a busy store skips it,
-    never status."""
+    there, so that the next status reads only what changed. A cache: a store that cannot take
+    it now skips it, never status."""
     try:
         with store.step() as step:
             if learned:
                 step.put_prompt_checks(learned)
             if rows or gone:
                 step.put_status_rows(rows, gone)
-    except StoreBusy:
+    except StoreError:  # busy, or not ours to write (a read-only database): shown all the same
         pass
 
 

@@ -249,3 +249,23 @@ def test_rows_of_articles_gone_are_forgotten(batch):
     (batch / "prompts" / "pending.md").unlink()
     rows_of(batch, now)
     assert "pending" not in kept_slugs(batch)
+
+
+def test_a_store_that_cannot_keep_rows_still_shows_them(batch, monkeypatch):
+    """Keeping rows is a cache: a store that refuses the write (busy, read-only) leaves the
+    status as it is, with nothing kept."""
+    import contextlib
+
+    from pipeline.store.protocol import StoreError
+    from pipeline.store.sqlite import SQLiteStore
+
+    @contextlib.contextmanager
+    def refused(self):
+        raise StoreError("attempt to write a readonly database")
+        yield
+
+    now = time.time() + LATER
+    expected = rows_of(batch, now)
+    forget_kept(batch)
+    monkeypatch.setattr(SQLiteStore, "step", refused)
+    assert rows_of(batch, now) == expected and kept_slugs(batch) == set()
