@@ -197,14 +197,13 @@ def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
     fullmatch = SLUG_RE.fullmatch
     for entry in _entries(articles_dir):
         name = entry.name
-        if name.endswith(".md"):
-            suffix = ".md"
+        if name.endswith(".md"):  # most names: an article
+            slug, mark = name[:-3], "done"
         elif name.endswith(SUFFIXES):
             suffix = name[name.rfind(".md.") :]
+            slug, mark = name[: -len(suffix)], MARKS.get(suffix)
         else:
             continue
-        slug = name[: -len(suffix)]
-        mark = MARKS.get(suffix)
         regular = entry.is_file(follow_symlinks=False)  # from the listing: no stat
         if mark is None and regular:
             continue  # SLUG.md.rejected: the last answer the checks refused, not a state
@@ -226,7 +225,8 @@ def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
             setattr(item, mark, True)
     for entry in _entries(prompts_dir):
         name = entry.name
-        if not name.endswith(".md") or name[0] == "." or is_folder_notes(name):
+        # README.md (9 characters, in any case: no character's lower() changes a length here)
+        if not name.endswith(".md") or name[0] == "." or (len(name) == 9 and is_folder_notes(name)):
             continue  # hidden files (editors' and systems' own) and the folder's README are not prompts
         regular = entry.is_file()
         if not regular and entry.is_dir():
