@@ -430,13 +430,18 @@ def made_rows(views: list[batch.ArticleView], workspace: Workspace, store, conte
         stale = [(i, view, None) for i, view in enumerate(views)]
     else:
         files_key, usable, limits_key = status_cache.files_key, kept.usable, context.limits_key
+        within_wait, qwen = status_cache.within_wait, workspace.config.qwen
         for i, view in enumerate(views):
             key = files_key(view, now)
             found = usable(view.slug, key, now)
-            if found is not None and (
-                found.limits == status_cache.NO_LIMITS
-                or found.limits
-                == limits_key(context.limits_of(found.account, view.sent or view.sending, found.since))
+            if (
+                found is not None
+                and (
+                    found.limits == status_cache.NO_LIMITS
+                    or found.limits
+                    == limits_key(context.limits_of(found.account, view.sent or view.sending, found.since))
+                )
+                and within_wait(found, now, qwen)
             ):
                 rows[i] = shown_row(found, context)
             else:

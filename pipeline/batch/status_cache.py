@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from .. import __version__
+from ..contract.phases import MAX_BACKOFF, backoff_delay
 from ..store.protocol import StatusRow
 
 if TYPE_CHECKING:
@@ -111,6 +112,16 @@ def files_key(view: ArticleView, now: float) -> str | None:
     if problems:
         key += "|" + digest(f"{view.file_problem}\0{view.problem}\0{view._state_problem}")
     return key
+
+
+def within_wait(kept: StatusRow, now: float, qwen) -> bool:
+    """The kept row's next try is no further ahead than its own wait. A farther one means the
+    clock went back since it was made: phases.schedule pulls that time in, so the row is made
+    afresh."""
+    if kept.until == FOREVER:
+        return True
+    longest = backoff_delay(qwen, kept.attempts) if kept.attempts else MAX_BACKOFF
+    return kept.until <= now + longest
 
 
 class KeptRows:

@@ -269,3 +269,19 @@ def test_a_store_that_cannot_keep_rows_still_shows_them(batch, monkeypatch):
     forget_kept(batch)
     monkeypatch.setattr(SQLiteStore, "step", refused)
     assert rows_of(batch, now) == expected and kept_slugs(batch) == set()
+
+
+def test_a_kept_next_try_beyond_its_own_wait_is_made_afresh():
+    """The clock went back since the row was kept: its next try is further ahead than the
+    article's own wait (phases.schedule pulls such a time in), so the kept row is not shown."""
+    from pipeline.batch.status_cache import FOREVER, within_wait
+    from pipeline.config import Qwen
+    from pipeline.store.protocol import StatusRow
+
+    qwen = Qwen(poll_interval=30)
+    kept = StatusRow("a", 0, "c", "f", "l", 1000.0, "backoff", attempts=1)
+    assert within_wait(kept, 1000.0 - 30, qwen), "as far ahead as one attempt's wait: kept"
+    assert not within_wait(kept, 1000.0 - 31, qwen), "further: the clock went back"
+    assert within_wait(kept._replace(until=FOREVER), 0.0, qwen)
+    assert within_wait(kept._replace(attempts=0), 1000.0 - 3600, qwen)
+    assert not within_wait(kept._replace(attempts=0), 1000.0 - 3601, qwen)
