@@ -342,9 +342,11 @@ def collect(
         raise UsageProblem(f"--sort {sort!r}: choose one of {', '.join(SORTS)}")
     files.check_folder(workspace.state_dir / "state")  # read nothing through a link of .qwenpipe
     try:
-        return _collect(workspace, now, wanted, patterns, sort, use_store=True)
+        with batch.no_collections():
+            return _collect(workspace, now, wanted, patterns, sort, use_store=True)
     except StoreBusy as busy:
-        status = _collect(workspace, now, wanted, patterns, sort, use_store=False)
+        with batch.no_collections():
+            status = _collect(workspace, now, wanted, patterns, sort, use_store=False)
         status.store_error = str(busy)
         status.warnings.insert(
             0,
