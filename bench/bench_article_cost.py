@@ -22,6 +22,7 @@ stderr (run_all.py reads it). Not run by the tests.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import shutil
@@ -46,6 +47,9 @@ BROWSERS = {
     "shell": ("chromium-headless-shell", 'headless = true\nexecutable = "{path}"\n'),
     "xvfb": ("chromium", 'headless = false\ndisplay = "xvfb"\nexecutable = "{path}"\n'),
 }
+# Issue 39: CPU per article in a cycle no higher than on main 704c232 (the full Chromium,
+# send_concurrency 1, 20 prompts: 0.80 CPU-s an article, docs/performance.md).
+CPU_PER_ARTICLE_LIMIT = 0.80
 SIM = {"answer_seconds": 2.0, "thinking_seconds": 0.3, "url_delay": 0.2}
 FINISHED_AFTER = SIM["answer_seconds"] + SIM["thinking_seconds"] + 2.0  # the last send's answer, and some
 
@@ -63,8 +67,13 @@ def project(folder: Path, sim, browser: str, path: str, level: int, args: list[s
     return root
 
 
+RUN_ENV = dict(ENV)  # --code: another checkout's package instead (a paired run against it)
+
+
 def qwenpipe(root: Path, *argv: str) -> Cost:
-    return measure([sys.executable, "-m", "pipeline", *argv], cwd=root, env=ENV, output=root / "output.log")
+    return measure(
+        [sys.executable, "-m", "pipeline", *argv], cwd=root, env=RUN_ENV, output=root / "output.log"
+    )
 
 
 def done(root: Path) -> int:
@@ -145,7 +154,11 @@ def main() -> int:
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--browsers", nargs="+", choices=list(BROWSERS), default=list(BROWSERS))
     parser.add_argument("--arg", action="append", default=[], help="a Chromium switch for [browser] args")
+    parser.add_argument("--code", type=Path, help="run the qwenpipe of this checkout (e.g. main's) instead")
     options = parser.parse_args()
+    if options.code:
+        compileall.compile_dir(str(options.code / "pipeline"), quiet=1)  # bytecode, as an install has it
+        RUN_ENV["PYTHONPATH"] = str(options.code.resolve())
     figures = run(options.articles, options.levels, options.browsers, options.arg)
     print(f"load average {figures['load']:.1f} before, {figures['load_after']:.1f} after")
     print(json.dumps(figures), file=sys.stderr)

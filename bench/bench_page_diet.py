@@ -9,6 +9,8 @@ its tree's CPU counted as in bench_article_cost.py (treecost.py):
 - `launch`: the browser started and closed, no page (subtracted from the others);
 - `new-page`: a new page per load, closed after it (what the engine does: one page per call);
 - `one-page`: one page for all loads, navigated again each time ("one page per account");
+- `one-page-blank`: the same, the page sent to about:blank between two loads (the app stopped:
+  no timers, no streams, no frames while it waits for its next use);
 - `route`: a new page per load with a Playwright route that aborts images, fonts and media and
   lets the rest through (every request then pauses in the driver; Playwright turns the HTTP
   cache off for a routed page);
@@ -37,7 +39,7 @@ sys.path[:0] = [str(HERE.parent)]
 from installed import ENV  # noqa: E402
 from treecost import become_subreaper, measure  # noqa: E402
 
-WAYS = ("launch", "new-page", "one-page", "route", "images-off", "held")
+WAYS = ("launch", "new-page", "one-page", "one-page-blank", "route", "images-off", "held")
 BROWSERS = {"full": "chromium", "shell": "chromium-headless-shell"}
 BLOCKED = ("image", "font", "media")
 COMPOSER = "textarea.message-input-textarea, textarea#chat-input"
@@ -57,13 +59,15 @@ def child(way: str, executable: str, url: str, pages: int, hold: float) -> None:
                 lambda route: route.abort() if route.request.resource_type in BLOCKED else route.continue_(),
             )
         count = 0 if way == "launch" else pages
-        page = context.new_page() if way == "one-page" else None
+        page = context.new_page() if way.startswith("one-page") else None
         for _ in range(count):
             mine = page or context.new_page()
             mine.goto(url, wait_until="domcontentloaded")
             mine.wait_for_selector(COMPOSER)
             if way == "held":
                 mine.wait_for_timeout(hold * 1000)
+            if way == "one-page-blank":
+                mine.goto("about:blank")  # the app stopped between two uses
             if page is None:
                 mine.close()
         browser.close()

@@ -446,7 +446,7 @@ class QwenEngine:
         yield attach
 
     def close(self) -> None:
-        self._close_live()
+        self._close_live(reuse=not self._owns_session)  # the session closes with us: no use parking
         if self._owns_session:
             self.session.close()
 
@@ -488,18 +488,18 @@ class QwenEngine:
     def _using(self, page: Any, *, keep: bool = False) -> Iterator[Any]:
         """Work on `page`: Playwright failures become TransientError; the page is closed at the
         end, unless `keep` and the work succeeded."""
-        kept = False
+        kept = done = False
         try:
             with self._errors_as_engine_errors():
                 yield page
-            kept = keep
+            kept, done = keep, True
         except EngineError as err:
             if err.code == Code.BOT_CHECK and err.screenshot is None:
                 err.screenshot = _screenshot(page)  # the user sees what the site showed
             raise
         finally:
             if not kept:
-                self._close_page(page)
+                self._close_page(page, reuse=done)  # a page that failed is never used again
 
     @staticmethod
     @contextmanager
@@ -514,9 +514,14 @@ class QwenEngine:
         except PlaywrightError as err:
             raise TransientError(f"browser or network error: {_first_line(err)}", code=Code.NETWORK) from None
 
-    def _close_page(self, page: Any) -> None:
+    def _close_page(self, page: Any, *, reuse: bool = True) -> None:
+        """Done with `page`: its watchers stopped; parked for the next call (browser.park) when
+        `reuse`, else closed."""
         PageTraffic.stop(page)
         BotChecks.stop(page)
+        if reuse:
+            self.session.park(page)
+            return
         try:
             page.close()
         except Exception:
@@ -526,10 +531,10 @@ class QwenEngine:
         self._close_live()
         self._live = live
 
-    def _close_live(self) -> None:
+    def _close_live(self, *, reuse: bool = True) -> None:
         live, self._live = self._live, None
         if live is not None:
-            self._close_page(live.page)
+            self._close_page(live.page, reuse=reuse)
 
     def _open(self, page: Any, url: str) -> None:
         page.goto(url, wait_until="domcontentloaded", timeout=self.page_timeout * 1000)
