@@ -350,10 +350,10 @@ class BrowserSession:
 
     def park(self, page: Any) -> None:
         """Keep `page`, done with, for the next `new_page` instead of closing it: one tab per
-        account, as a person uses the site. A new tab costs a renderer of its own (in the full
-        Chromium 0.85 CPU-s a load against 0.36 for a tab used again: docs/performance.md). It
-        waits on about:blank (the app stopped: no timers, streams or frames) and forgets the
-        headers it learned, so its next use learns them from its own next load. At most one."""
+        account, as a person uses the site, and cheaper than a new tab per call (about a tenth
+        of an article's CPU in a cycle: docs/performance.md). It waits on about:blank (the app
+        stopped: no timers, streams or frames) and forgets the headers it learned, so its next
+        use learns them from its own next load. At most one."""
         try:
             page.goto("about:blank", timeout=PARK_TIMEOUT_MS)
         except Exception:
