@@ -350,7 +350,7 @@ class BrowserSession:
 
     def park(self, page: Any) -> None:
         """Keep `page`, done with, for the next `new_page` instead of closing it: one tab per
-        account, as a person uses the site, and cheaper than a new tab per call (about a tenth
+        account, as a person uses the site, and cheaper than a new tab per call (about a sixth
         of an article's CPU in a cycle: docs/performance.md). It waits on about:blank (the app
         stopped: no timers, streams or frames) and forgets the headers it learned, so its next
         use learns them from its own next load. At most one."""
