@@ -477,7 +477,7 @@ class QwenEngine:
         yield attach
 
     def close(self) -> None:
-        self._close_live()
+        self._close_live(reuse=not self._owns_session)  # the session closes with us: no use parking
         if self._owns_session:
             self.session.close()
 
@@ -519,13 +519,14 @@ class QwenEngine:
     @contextmanager
     def _using(self, page: Any, where: str, *, keep: bool = False) -> Iterator[Any]:
         """Work on `page`: Playwright failures become TransientError; the page is closed at the
-        end, unless `keep` and the work succeeded. Every unknown answer raised out of it says
-        where it was met (`where`, unless it says so itself): the one place all of them pass."""
-        kept = False
+        end (parked for the next call when the work succeeded), unless `keep` and the work
+        succeeded. Every unknown answer raised out of it says where it was met (`where`, unless it
+        says so itself): the one place all of them pass."""
+        kept = done = False
         try:
             with self._errors_as_engine_errors():
                 yield page
-            kept = keep
+            kept, done = keep, True
         except EngineError as err:
             if err.unknown is not None:
                 err.unknown = err.unknown.at(where)
@@ -534,7 +535,7 @@ class QwenEngine:
             raise
         finally:
             if not kept:
-                self._close_page(page)
+                self._close_page(page, reuse=done)  # a page that failed is never used again
 
     @staticmethod
     @contextmanager
@@ -549,9 +550,14 @@ class QwenEngine:
         except PlaywrightError as err:
             raise TransientError(f"browser or network error: {_first_line(err)}", code=Code.NETWORK) from None
 
-    def _close_page(self, page: Any) -> None:
+    def _close_page(self, page: Any, *, reuse: bool = True) -> None:
+        """Done with `page`: its watchers stopped; parked for the next call (browser.park) when
+        `reuse`, else closed."""
         PageTraffic.stop(page)
         BotChecks.stop(page)
+        if reuse:
+            self.session.park(page)
+            return
         try:
             page.close()
         except Exception:
@@ -561,10 +567,10 @@ class QwenEngine:
         self._close_live()
         self._live = live
 
-    def _close_live(self) -> None:
+    def _close_live(self, *, reuse: bool = True) -> None:
         live, self._live = self._live, None
         if live is not None:
-            self._close_page(live.page)
+            self._close_page(live.page, reuse=reuse)
 
     def _open(self, page: Any, url: str) -> None:
         page.goto(url, wait_until="domcontentloaded", timeout=self.page_timeout * 1000)
