@@ -441,6 +441,12 @@ class MaskedStream:
         return getattr(self._stream, name)
 
 
+def scheme_only(url: str) -> str:
+    """A URL as messages show it when any of it may be a secret (a notify URL holds its token
+    in its path): its scheme alone."""
+    return f"{url.split('://', 1)[0]}://..." if "://" in url else "a notify URL"
+
+
 __all__ = [
     "ARTICLE_RUN",
     "MIN_RUN",
@@ -458,6 +464,7 @@ __all__ = [
     "masked_json",
     "register",
     "registered",
+    "scheme_only",
     "url_tokens",
     "Verbatim",
 ]

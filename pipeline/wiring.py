@@ -25,8 +25,8 @@ def qwen_engine(config: Config) -> ChatEngine:
     from .contract.quota import trace_path
     from .engines.qwen.engine import QwenEngine  # Playwright is imported only when a chat is needed
     from .engines.qwen.selectors import SelectorError
-    from .setup.login import LoginRefresh
-    from .setup.profile import lock_browser_profile
+    from .signin.profile import lock_browser_profile
+    from .signin.refresh import LoginRefresh
 
     account = account_named(config, config_account(config))
     trace = trace_path(config.articles_dir / STATE_DIR, account.name) if config.browser.trace else None

@@ -171,7 +171,7 @@ class LoginInfo:
 
     @classmethod
     def read(cls, state_file: Path) -> LoginInfo:
-        from ..setup.login import state_token_expiry
+        from ..signin.saved import state_token_expiry
 
         return cls(state_file, state_token_expiry(state_file))
 
@@ -655,7 +655,7 @@ def login_warning(login: LoginInfo | None, now: float) -> str | None:
     """The saved token expires within two days, or has expired: the chat will stop working."""
     if login is None or login.expires_at is None:
         return None
-    from ..setup.login import duration
+    from ..times import duration
 
     left = login.expires_at - now
     if left <= 0:

@@ -36,8 +36,10 @@ from ..engines.qwen.browser import INSTALL_HINT, find_executable, playwright_dri
 from ..engines.qwen.login import read_settled_login_state
 from ..exitcodes import ExitCode
 from ..redact import mask
-from .login import account_browser, describe_expiry, login_command, state_key, state_token_expiry
-from .profile import browser_session
+from ..signin.profile import browser_session
+from ..signin.saved import login_command, state_token_expiry
+from ..times import describe_expiry
+from .login import account_browser, state_key
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 EXPIRY_WARN_SECONDS = 2 * 86400
@@ -368,9 +370,9 @@ def check_notify(report: Report, config: Config) -> None:
         return
     import apprise
 
-    from ..batch.alerts import shown
+    from ..redact import scheme_only
 
-    bad = [shown(url) for url in urls if not apprise.Apprise().add(url)]
+    bad = [scheme_only(url) for url in urls if not apprise.Apprise().add(url)]
     if bad:
         report.add(
             "notify",
