@@ -169,7 +169,12 @@ def run_cycle(
         )
         workspace.journal.append("*", "cycle_start")
         if shared_batch(workspace.config):  # this host's articles/ from the batch's rows first
-            report.synced = sync(workspace.store, workspace.articles_dir, workspace.config.store.host)
+            report.synced = sync(
+                workspace.store,
+                workspace.articles_dir,
+                workspace.config.store.host,
+                workspace.this_host_store,
+            )
             if report.synced.articles or report.synced.urls or report.synced.uploaded:
                 say(report.synced.line())
             serve(workspace, clock(), again=True)

@@ -448,11 +448,11 @@ def check_store(report: Report, config: Config, now: float) -> None:
 def check_holds(report: Report, config: Config, now: float) -> None:
     """Each account the chat stopped by a bot check or empty answers: a warning saying since when,
     until when and (a bot check) how to end it. Read from the store; nothing is created."""
-    from ..contract.workspace import Workspace
     from ..store.protocol import StoreError
+    from ..wiring import workspace as open_workspace
 
     try:
-        with Workspace(config) as workspace:
+        with open_workspace(config) as workspace:
             if not workspace.has_store:
                 return
             holds = [workspace.chat_quota.held(now, a.name) for a in all_accounts(config)]

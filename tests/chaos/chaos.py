@@ -469,7 +469,7 @@ def check_twin(trial: Trial, folders: list[Path], sim, twin_chat: str | None) ->
 
 
 def check_send_counts(trial: Trial, project: Path, sim, sends: list[dict]) -> None:
-    from pipeline.contract.upgrade import open_sqlite
+    from pipeline.wiring import open_sqlite
 
     texts = set(trial.slugs.values())
     accepted = [entry for entry in sends if entry["prompt"] in texts]
@@ -517,7 +517,7 @@ def article_problem(
 
 
 def check_journal(trial: Trial, project: Path) -> None:
-    from pipeline.contract.upgrade import open_sqlite
+    from pipeline.wiring import open_sqlite
 
     # The journal is in the store: a kill inside a step (mid_journal) leaves nothing of it, so
     # there is no torn line to allow for; every event must read back.

@@ -10,7 +10,9 @@ Every import counts: at module level, inside a function, under `if TYPE_CHECKING
   bottom the shared modules (config, files, console, ...);
 - the simulator imports no engine, nothing of the contract, the store or the commands: only
   itself and the bottom layer;
-- no module imports a private name (`_name`) of another package's module.
+- no module imports a private name (`_name`) of another package's module;
+- the contract names no concrete store: of pipeline/store/ it imports the protocol alone
+  (pipeline/wiring.py opens the store a config gets and hands it in).
 """
 
 from __future__ import annotations
@@ -231,6 +233,41 @@ def test_no_package_of_pipeline_imports_itself_back_in_a_circle():
 def test_each_layer_imports_only_from_the_layers_below_it():
     problems = layer_problems(pipeline_edges())
     assert not problems, "\n".join(problems)
+
+
+STORE_PROTOCOL = "pipeline.store.protocol"
+
+
+def concrete_store_imports(edges: list[Edge]) -> list[str]:
+    """One line per import of pipeline/store/ by the contract other than of its protocol."""
+    return [
+        f"{e.where()}: {e.source} imports {e.target}: the contract knows stores by their protocol "
+        f"({STORE_PROTOCOL}) only; open a store in pipeline/wiring.py and hand it in"
+        for e in edges
+        if top(e.source) == "contract" and top(e.target) == "store" and e.target != STORE_PROTOCOL
+    ]
+
+
+def test_the_contract_names_no_concrete_store():
+    problems = concrete_store_imports(pipeline_edges())
+    assert not problems, "\n".join(problems)
+
+
+def test_an_import_of_a_concrete_store_by_the_contract_is_found(tmp_path):
+    package = tmp_path / "pipeline"
+    for folder in (package, package / "store", package / "contract"):
+        folder.mkdir()
+        (folder / "__init__.py").write_text("")
+    (package / "store" / "protocol.py").write_text("")
+    (package / "store" / "sqlite.py").write_text("")
+    (package / "contract" / "hosts.py").write_text(
+        "from ..store.protocol import Store\ndef f():\n    from ..store.sqlite import SQLiteStore\n"
+    )
+    assert concrete_store_imports(imports(package, "pipeline")) == [
+        f"{package / 'contract/hosts.py'}:3: pipeline.contract.hosts imports pipeline.store.sqlite: the "
+        "contract knows stores by their protocol (pipeline.store.protocol) only; open a store in "
+        "pipeline/wiring.py and hand it in"
+    ]
 
 
 def test_no_module_imports_a_private_name_of_another_package():
