@@ -109,6 +109,8 @@ class Simulator:
         parallel_limited_sends: int = 0,
         late_errors: bool = False,
     ):
+        """A simulator on 127.0.0.1:`port` (0: any free port), its settings (pipeline/simulator/options.py
+        says what each does) as given; started by `start()`."""
         settings = Settings(
             scenario=scenario,
             api_shape=api_shape,
@@ -321,10 +323,6 @@ class Simulator:
                     return None
                 self._router = RouterSim()
             return self._router
-
-    def router_ledger(self) -> list:
-        router = self.router
-        return router.ledger() if router is not None else []
 
     def config(self) -> dict:
         settings = self.store.snapshot()

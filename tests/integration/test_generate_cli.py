@@ -111,13 +111,15 @@ def test_hard_failure_at_send_falls_back_to_the_router(sim, tmp_path, scenario, 
     assert not [e for e in sim.sends() if e["prompt"] == text], "a refused prompt counted as sent"
     assert code in [e.get("code") for e in journal(project)]
     assert not (project / "articles" / "fb.md.sending").exists()
+    from pipeline.store.protocol import DEFAULT_ACCOUNT
     from pipeline.wiring import open_sqlite
 
     with open_sqlite(project / "articles" / ".qwenpipe") as store:
         # The site took nothing, so the day's count (what qwen.max_sends_per_day limits) is 0.
         assert store.send_counts(0).total == 0
         if scenario == "quota":  # the chat is left alone for the hours the site names (data.num = 5)
-            (block,) = store.quota_blocks(0)
+            block = store.quota_block(DEFAULT_ACCOUNT, 0)
+            assert block is not None
             assert block.until - block.since == pytest.approx(5 * 3600)
 
 
