@@ -139,6 +139,10 @@ def run_cycle(
     say: Callable[[str], None] = lambda _m: None,
     clock: Callable[[], float] = time.time,
 ) -> CycleReport:
+    """One cron cycle under the cycle lock (none when another holds it: report.busy_owner):
+    sync a shared batch, plan which articles to step and from which accounts, step them (polls
+    in threads, sends one at a time), then publish what finished, alert and write the metrics.
+    The report says what it did; nothing here raises for an article (each outcome is counted)."""
     report = CycleReport()
     try:
         lock = FileLock(workspace.cycle_lock, purpose="cycle").acquire()

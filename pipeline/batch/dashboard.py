@@ -260,6 +260,9 @@ def rich_status(
     width: int = 200,
     refreshed: str | None = None,
 ) -> RenderableType:
+    """The status screen (`qwenpipe status`, `--watch`): the table of articles (columns as the
+    width allows, `max_rows` of them and a line for the rest), the totals, the batch's lines
+    (sends, quota, last cycle, login) and, with `warnings`, what needs a person."""
     rows, hidden = _limit(status.rows, max_rows)
     shown = column_set(width)
     table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, expand=True, width=width)

@@ -357,6 +357,9 @@ def _collect(
     workspace: Workspace, now: float, wanted: list[str], patterns: list[str], sort: str, *, use_store: bool
 ) -> BatchStatus:
     # A project that never ran has no store: status, a reader, does not create one.
+    """The batch's status at `now`: one row per article (those `wanted` or matching `patterns`,
+    sorted by `sort`), the totals and the batch's lines, read from the files and, with
+    `use_store` and a store there, from the store (never created or written by a reader)."""
     store = workspace.store if workspace.has_store and use_store else None
     summaries = store.summaries() if store else {}
     able = capacity(standings(workspace, now, {}, replan=False)) if store else None  # never writes

@@ -19,6 +19,8 @@ from .common import ConfigOption, workspace_of
 
 
 def register(app: typer.Typer) -> None:
+    """Add the setup commands to `app`: `login` and `doctor`."""
+
     @app.command("login")
     def login_command(
         ctx: typer.Context,

@@ -747,6 +747,8 @@ def _skip_selectors(report: Report, why: str) -> None:
 
 
 def check_router(report: Report, config: Config) -> None:
+    """`doctor`'s router line: skipped when the router is off, else whether it answers, lists the
+    configured model and has its key (asked of the router as a run builds it: wiring.router_health)."""
     from ..wiring import router_health
 
     settings = config.router

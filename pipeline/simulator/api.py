@@ -279,6 +279,8 @@ def handle(store: chats.ChatStore, method: str, path: str, query: str, body: byt
 
 
 def _route(store, settings, account, method, path, query, body) -> Response:
+    """The simulated site's API: the response to one request (method and path), as the
+    reference describes the site's (login status, new chat, completions, a chat's messages)."""
     if method == "GET" and path == "/api/v2/users/status":
         return json_response({"success": True, "data": True})
     if method == "POST" and path == "/api/v2/chats/new":

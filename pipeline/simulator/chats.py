@@ -270,6 +270,8 @@ class Settings:
     late_errors: bool = False
 
     def validated(self) -> Settings:
+        """These settings, each checked (scenario, shape, UI, times, flags, quotas): ValueError
+        naming the first that is out of range; else the settings themselves."""
         checks = [
             (self.scenario in SCENARIOS, f"scenario must be one of {', '.join(SCENARIOS)}"),
             (self.api_shape in API_SHAPES, f"api_shape must be one of {', '.join(API_SHAPES)}"),

@@ -52,3 +52,38 @@ def test_the_enum_rule_finds_a_comparison_by_text():
         "x.py:3: an enum's .value compared with text: compare the members",
     ]
 
+
+LONG = 40  # lines: a function longer than this says what it does in a docstring
+# Held back until issue 40's split of the chat engine (pipeline/engines/qwen/) lands, which
+# rewrites these; the test fails when one is gone, so the list only shrinks.
+NOT_YET = {"pipeline/engines/qwen/browser.py:_launch"}
+
+
+def long_functions_without_docstring(tree: ast.Module, path: Path) -> list[str]:
+    """Every function or method over LONG lines (its def to its last line) with no docstring."""
+    return [
+        f"{path}:{node.lineno}: {node.name} is {node.end_lineno - node.lineno + 1} lines and has no "
+        "docstring: say in one what it does"
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.end_lineno - node.lineno + 1 > LONG
+        and ast.get_docstring(node) is None
+    ]
+
+
+def test_every_function_over_40_lines_has_a_docstring():
+    found = [line for path, tree in parsed() for line in long_functions_without_docstring(tree, path)]
+    held = {f"{line.split(':')[0]}:{line.split(': ')[1].split()[0]}" for line in found}
+    assert held >= NOT_YET, f"now with a docstring, or gone: take {sorted(NOT_YET - held)} off NOT_YET"
+    problems = [
+        line for line in found if f"{line.split(':')[0]}:{line.split(': ')[1].split()[0]}" not in NOT_YET
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_docstring_rule_finds_a_long_function_without_one():
+    body = "".join(f"    x{i} = {i}\n" for i in range(40))
+    tree = ast.parse(f"def long():\n{body}\ndef short():\n    pass\n\ndef told():\n    '''Says.'''\n{body}")
+    assert long_functions_without_docstring(tree, Path("x.py")) == [
+        "x.py:1: long is 41 lines and has no docstring: say in one what it does"
+    ]
