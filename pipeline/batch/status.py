@@ -28,6 +28,8 @@ from ..contract.rotation import capacity, sender_of, standings
 from ..contract.workspace import Workspace
 from ..errors import UsageProblem
 from ..store.protocol import Send, StoreBusy, Summary
+from ..times import clock
+from ..times import short_duration as ago  # the table's narrow durations
 from . import outbox
 from . import scan as batch
 
@@ -690,22 +692,6 @@ def first_line(text: str) -> str:
 
 def iso(ts: float | None) -> str | None:
     return None if ts is None else datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
-
-
-def clock(ts: float) -> str:
-    return datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M")
-
-
-def ago(seconds: float) -> str:
-    """A short duration: 45s, 12m, 3h05m, 2d04h."""
-    seconds = max(int(seconds), 0)
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m"
-    if seconds < 86400:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    return f"{seconds // 86400}d{seconds % 86400 // 3600:02d}h"
 
 
 def _float_or_none(value: object) -> float | None:

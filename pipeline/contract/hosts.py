@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from .. import files
 from ..redact import Verbatim
 from ..store.protocol import Finished, Intent, LeaseLost, Send, Served, Store, StoreError
+from ..times import duration
 from .article import ArticleFiles, write_marker
 from .phases import Limits
 
@@ -321,14 +322,10 @@ def chat_limits(
     last = max(seen.seen if seen else 0.0, since)
     hours = config.store.orphan_hours
     if now - last > hours * 3600:
-        by = f"host {seen.host}, {_ago(now - seen.seen)} ago" if seen else "no host ever"
+        by = f"host {seen.host}, {duration(now - seen.seen)} ago" if seen else "no host ever"
         return limits._replace(
             orphaned=f"its chat's account {sender} has not been served for store.orphan_hours = "
             f"{hours:g} h (last: {by})",
         )
     where = f"host {seen.host}" if seen else "another host"
     return limits._replace(elsewhere=f"its chat is on account {sender}, which {where} serves")
-
-
-def _ago(seconds: float) -> str:
-    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"

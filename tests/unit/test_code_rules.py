@@ -87,3 +87,34 @@ def test_the_docstring_rule_finds_a_long_function_without_one():
     assert long_functions_without_docstring(tree, Path("x.py")) == [
         "x.py:1: long is 41 lines and has no docstring: say in one what it does"
     ]
+
+
+TIMES = Path("pipeline/times.py")
+CLOCK_FORMAT = "%Y-%m-%d %H:%M"
+
+
+def clock_formats(tree: ast.Module, path: Path) -> list[str]:
+    """Every `.strftime("%Y-%m-%d %H:%M")` outside pipeline/times.py: a moment as people read it
+    is said by times.clock, once."""
+    return [
+        f"{path}:{node.lineno}: formats a local time itself: use pipeline.times.clock"
+        for node in ast.walk(tree)
+        if path != TIMES
+        and isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "strftime"
+        and any(isinstance(a, ast.Constant) and a.value == CLOCK_FORMAT for a in node.args)
+    ]
+
+
+def test_a_moment_is_formatted_for_people_in_one_place():
+    problems = [line for path, tree in parsed() for line in clock_formats(tree, path)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_clock_rule_finds_a_second_formatter():
+    tree = ast.parse('x = datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M")\n')
+    assert clock_formats(tree, Path("pipeline/contract/quota.py")) == [
+        "pipeline/contract/quota.py:1: formats a local time itself: use pipeline.times.clock"
+    ]
+    assert clock_formats(tree, TIMES) == []

@@ -237,7 +237,7 @@ def test_a_shared_batch_tells_this_hosts_accounts_from_another_hosts_and_from_or
     other = chat_limits(ws, limits, "b", NOW - DAY, NOW, served)
     assert other.elsewhere == "its chat is on account b, which host h2 serves" and not other.orphaned
     gone = chat_limits(ws, limits, "old", NOW - DAY, NOW, served)
-    assert "account old has not been served for store.orphan_hours = 2 h (last: host h3, 3.0 h ago)" in (
+    assert "account old has not been served for store.orphan_hours = 2 h (last: host h3, 3 h 0 min ago)" in (
         gone.orphaned
     )
     fresh = chat_limits(ws, limits, "new", NOW - 60, NOW, served)  # never served: counts from its send
