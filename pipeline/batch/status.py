@@ -27,6 +27,7 @@ from ..contract.quota import Hold, held_words, host_accounts, local_day_start, s
 from ..contract.rotation import capacity, sender_of, standings
 from ..contract.workspace import Workspace
 from ..errors import UsageProblem
+from ..redact import first_line
 from ..store.protocol import Send, StoreBusy, Summary
 from ..times import clock
 from ..times import short_duration as ago  # the table's narrow durations
@@ -684,10 +685,6 @@ def stale_cycle_warning(cycle: LastCycle | None, now: float, poll_interval: floa
     if not cycle.running and cycle.finished is not None and now - cycle.finished > expected:
         return f"no cycle has finished for {ago(now - cycle.finished)} (expected every {ago(CRON_PERIOD)})"
     return None
-
-
-def first_line(text: str) -> str:
-    return text.strip().split("\n", 1)[0].strip() if text else ""
 
 
 def iso(ts: float | None) -> str | None:

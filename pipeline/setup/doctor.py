@@ -35,7 +35,7 @@ from ..engines.base import Code
 from ..engines.qwen.browser import INSTALL_HINT, find_executable, playwright_driver
 from ..engines.qwen.login import read_settled_login_state
 from ..exitcodes import ExitCode
-from ..redact import mask
+from ..redact import first_line
 from ..signin.profile import browser_session
 from ..signin.saved import login_command, state_token_expiry
 from ..times import describe_expiry
@@ -539,7 +539,7 @@ def _check_chat_page(
             check_choices(report, page, selectors, config)
         return logged_in
     except (EngineError, PlaywrightError, UsageProblem) as err:  # UsageProblem: no screen, no Xvfb
-        what = mask(str(getattr(err, "message", "") or err)).strip().splitlines()[0][:200]
+        what = first_line(err)
         report.add(name, FAIL, f"could not open {base_url}: {what}", _open_fix(err, attached))
         return None
     finally:
@@ -709,7 +709,7 @@ def check_choices(report: Report, page: Any, selectors: Any, config: Config) -> 
     try:
         apply_choice(page, selectors, choice)
     except (EngineError, PlaywrightError) as err:
-        detail = mask(str(err)).strip().splitlines()[0][:300]
+        detail = first_line(err, limit=300)
         report.add("page choices", FAIL, detail, "change that setting or [qwen.selectors]")
         return
     report.add("page choices", OK, f"{asked}: set on the new-chat page")

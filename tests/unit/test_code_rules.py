@@ -118,3 +118,55 @@ def test_the_clock_rule_finds_a_second_formatter():
         "pipeline/contract/quota.py:1: formats a local time itself: use pipeline.times.clock"
     ]
     assert clock_formats(tree, TIMES) == []
+
+
+REDACT = Path("pipeline/redact.py")
+# Held back until issue 40's split of the chat engine (pipeline/engines/qwen/) lands.
+FIRST_LINES_NOT_YET = {Path("pipeline/engines/qwen/browser.py"), Path("pipeline/engines/qwen/stream.py")}
+
+
+def _is_first_of_lines(node: ast.AST) -> bool:
+    """`x.splitlines()[0]`, `(x.splitlines() or [...])[0]`, `x.split("\\n", 1)[0]`."""
+    if not (
+        isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value == 0
+    ):
+        return False
+    inner = node.value.values if isinstance(node.value, ast.BoolOp) else [node.value]
+    return any(
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and (
+            call.func.attr == "splitlines"
+            or call.func.attr == "split"
+            and bool(call.args)
+            and getattr(call.args[0], "value", None) == "\n"
+        )
+        for call in inner
+    )
+
+
+def first_lines(tree: ast.Module, path: Path) -> list[str]:
+    """Every first line taken of a text outside pipeline/redact.py: redact.first_line takes it,
+    masked and cut, for every message."""
+    if path == REDACT:
+        return []
+    return [
+        f"{path}:{node.lineno}: takes a first line itself: use pipeline.redact.first_line (masked and cut)"
+        for node in ast.walk(tree)
+        if _is_first_of_lines(node)
+    ]
+
+
+def test_a_first_line_is_taken_in_one_place():
+    found = {path: first_lines(tree, path) for path, tree in parsed()}
+    assert all(found[path] for path in FIRST_LINES_NOT_YET), "now done: take it off FIRST_LINES_NOT_YET"
+    problems = [line for path, lines in found.items() if path not in FIRST_LINES_NOT_YET for line in lines]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_first_line_rule_finds_each_way_of_writing_one():
+    tree = ast.parse(
+        'a = str(err).strip().splitlines()[0]\nb = (t.splitlines() or ["x"])[0]\nc = t.split("\\n", 1)[0]\n'
+    )
+    assert [line.split(":")[1] for line in first_lines(tree, Path("x.py"))] == ["1", "2", "3"]
+    assert first_lines(tree, REDACT) == []
