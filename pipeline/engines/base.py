@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # the section's type only: engines do not import the config
-    from pipeline.config import Qwen
+    from ..config import Qwen
 
 
 class Code(StrEnum):

@@ -17,7 +17,7 @@ from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs
 
-from pipeline.simulator import botchecks, chats, pages, sessions, shapes, stream
+from . import botchecks, chats, pages, sessions, shapes, stream
 
 TOKEN_DAYS = 7
 ANONYMOUS_USER = "sim-user"  # the `id` of a token in a run without accounts

@@ -24,15 +24,15 @@ import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pipeline.simulator import answers
-from pipeline.simulator.botchecks import (
+from . import answers
+from .botchecks import (
     AFTER_SEND,
     BOT_CHECK_SCENARIOS,
     PAGE_CHECKS,
     PageRefusal,
     connect_body,
 )
-from pipeline.simulator.sessions import Sessions
+from .sessions import Sessions
 
 SCENARIOS = (
     "ok",

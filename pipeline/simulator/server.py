@@ -16,8 +16,8 @@ from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from pipeline.simulator import answers, api, botchecks, pages
-from pipeline.simulator.chats import (
+from . import answers, api, botchecks, pages
+from .chats import (
     ANONYMOUS,
     CONTENT_SCENARIOS,
     DEFAULT_UI,
@@ -318,7 +318,7 @@ class Simulator:
         with self._router_lock:
             if self._router is None:
                 try:
-                    from pipeline.simulator.router import RouterSim
+                    from .router import RouterSim
                 except ImportError:
                     return None
                 self._router = RouterSim()
