@@ -4,6 +4,7 @@ moment or a length of time says it through here, so each reads the same everywhe
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import datetime
 
 
@@ -35,13 +36,15 @@ def short_duration(seconds: float) -> str:
     return f"{seconds // 86400}d{seconds % 86400 // 3600:02d}h"
 
 
-def describe_expiry(expires: float | None, now: float | None = None) -> str:
+def describe_expiry(
+    expires: float | None, now: float | None = None, *, length: Callable[[float], str] = duration
+) -> str:
     """A saved login's end: "expires 2026-11-02 14:00 (in 6 days 23 h)", "expired ... (2 h 5 min
-    ago)", or why it is not known."""
+    ago)", or why it is not known; `length` says the time left (short_duration in a table)."""
     if expires is None:
         return "token expiry not readable"
     now = time.time() if now is None else now
     left = expires - now
     if left <= 0:
-        return f"expired {clock(expires)} ({duration(-left)} ago)"
-    return f"expires {clock(expires)} (in {duration(left)})"
+        return f"expired {clock(expires)} ({length(-left)} ago)"
+    return f"expires {clock(expires)} (in {length(left)})"

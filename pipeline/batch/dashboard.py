@@ -19,7 +19,7 @@ from rich.text import Text
 
 from ..contract.quota import Hold
 from ..exitcodes import ExitCode
-from ..times import clock, short_duration
+from ..times import clock, describe_expiry, short_duration
 from .status import (
     STATES,
     AccountLine,
@@ -214,10 +214,7 @@ def login_line(status: BatchStatus) -> str | None:
     login = status.login
     if login is None or login.expires_at is None:
         return None
-    left = login.expires_at - status.now
-    if left <= 0:
-        return f"chat login: expired {clock(login.expires_at)} ({short_duration(-left)} ago)"
-    return f"chat login: expires {clock(login.expires_at)} (in {short_duration(left)})"
+    return f"chat login: {describe_expiry(login.expires_at, status.now, length=short_duration)}"
 
 
 def plain_status(
