@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from pipeline.contract.quota import local_day_start, next_local_midnight
-from pipeline.store.protocol import DEFAULT_ACCOUNT, ArticleRecord, Event, Intent, QuotaBlock
+from pipeline.store.protocol import ArticleRecord, Event, Intent, QuotaBlock
 from pipeline.store.sqlite import SQLiteStore
 
 TARGETS = {"cold": 0.5, "warm": 0.3}
@@ -75,7 +75,7 @@ def load(store: SQLiteStore) -> int:
     store.prompt_checks()
     store.first_sends()
     store.send_counts(local_day_start(now), next_local_midnight(now))
-    store.quota_block(DEFAULT_ACCOUNT, now)
+    store.quota_blocks(now)
     return len({*records, *summaries})
 
 

@@ -358,6 +358,9 @@ class Store(Protocol):
     def quota_block(self, account: str, now: float) -> QuotaBlock | None:
         """The account's quota block while it lasts (until > now), else None."""
 
+    def quota_blocks(self, now: float) -> list[QuotaBlock]:
+        """Every account's quota block that lasts past `now`."""
+
     def claim_lease(self, slug: str, owner: str, seconds: float, now: float) -> bool:
         """Take the article's lease (free, expired, or already ours) until now + seconds."""
 

@@ -193,6 +193,14 @@ class SQLStore:
         )
         return QuotaBlock(*rows[0]) if rows else None
 
+    def quota_blocks(self, now: float) -> list[QuotaBlock]:
+        rows = self._rows(
+            "SELECT account, until, reason, since FROM quota_blocks"
+            f"{self._where('until > ?')} ORDER BY account",
+            (now,),
+        )
+        return [QuotaBlock(*row) for row in rows]
+
     def meta(self, key: str) -> str | None:
         rows = self._rows(f"SELECT value FROM meta{self._where('key = ?')}", (key,))
         return rows[0][0] if rows else None

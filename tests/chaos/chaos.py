@@ -418,7 +418,7 @@ def check(trial: Trial, project: Path, sim) -> None:
 
 
 def recovery_lost(project: Path) -> Counter:
-    from pipeline.contract.upgrade import open_sqlite
+    from pipeline.wiring import open_sqlite
 
     with open_sqlite(articles_dir(project) / ".qwenpipe") as store:
         return chaos_common.recovery_lost(store)
@@ -457,7 +457,7 @@ def check_twin(trial: Trial, folders: list[Path], sim, twin_chat: str | None) ->
         ours = folder / f"{first_slug}.md.url"
         if ours.exists() and twin_chat in ours.read_text(encoding="utf-8"):
             trial.problems.append(f"{first_slug} in {folder}: adopted the twin workspace's chat {twin_chat}")
-    from pipeline.contract.upgrade import open_sqlite
+    from pipeline.wiring import open_sqlite
 
     with open_sqlite(articles_dir(trial.twin) / ".qwenpipe") as store:
         problem = chaos_common.send_count_problem(

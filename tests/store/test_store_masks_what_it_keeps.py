@@ -109,7 +109,7 @@ def everything_read(store, slug: str = "tea", name: str = "acct") -> str:
         store.sends(),
         store.summaries(),
         store.prompt_checks(),
-        store.quota_block(name, 0.0),
+        store.quota_blocks(0.0),
         store.finished([slug]),
         store.served(),
         store.chat_deletions(),

@@ -149,13 +149,10 @@ def test_a_send_after_a_quota_block_two_days_ahead_waits_hours_not_days(project,
 
 def test_status_reads_a_quota_block_left_ahead_without_rewriting_it(project, workspace):
     from pipeline.batch.status import collect
-    from pipeline.store.protocol import DEFAULT_ACCOUNT
 
     ahead = time.time() + 2 * 86400
     workspace.chat_quota.block(ahead, 5 * 3600, "RateLimited")
-    before = workspace.store.quota_block(DEFAULT_ACCOUNT, 0)
+    before = workspace.store.quota_blocks(0)
     status = collect(workspace)
     assert status.sends_stopped  # blocked for its own five hours from now...
-    assert (
-        before is not None and workspace.store.quota_block(DEFAULT_ACCOUNT, 0) == before
-    )  # ...and status, a reader, wrote nothing
+    assert workspace.store.quota_blocks(0) == before  # ...and status, a reader, wrote nothing
