@@ -104,7 +104,7 @@ def build(root: Path, articles: int, lines: int) -> Path:
 
 
 def import_once(root: Path) -> float:
-    from pipeline.contract.upgrade import open_sqlite
+    from pipeline.wiring import open_sqlite
 
     started = time.perf_counter()
     open_sqlite(root / "articles" / ".qwenpipe").close()

@@ -1,3 +1,3 @@
-from pipeline.entry import main
+from .entry import main
 
 main()

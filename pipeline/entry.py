@@ -106,11 +106,11 @@ def answered_status(config: str | None, query: dict) -> bool:
     from .batch import status  # noqa: F401 (imported before the freeze)
     from .cli.status import print_status
     from .config import load
-    from .contract.workspace import Workspace
+    from .wiring import workspace as open_workspace
 
     freeze_imports()
     try:
-        with Workspace(load(config)) as workspace:
+        with open_workspace(load(config)) as workspace:
             print_status(workspace, query, as_json=True)
     except (Exception, KeyboardInterrupt):
         return False
@@ -141,12 +141,12 @@ def run_cycle(config: str | None, cron_exit: bool = False) -> int:
     from .batch import cycle  # noqa: F401 (imported before the freeze)
     from .cli.running import cron_exit_of, cycle_command, exit_code_of
     from .config import load
-    from .contract.workspace import Workspace
+    from .wiring import workspace as open_workspace
 
     freeze_imports()
 
     def run() -> int:
-        with Workspace(load(config)) as workspace:
+        with open_workspace(load(config)) as workspace:
             return cycle_command(workspace, cron_exit=cron_exit)
 
     code = exit_code_of(run)

@@ -453,6 +453,26 @@ class MaskedStream:
         return getattr(self._stream, name)
 
 
+LINE_LIMIT = 200  # characters: what one line of a message shows of an error
+
+
+def first_line(what: BaseException | str, limit: int = LINE_LIMIT) -> str:
+    """The first line of an error's message (or of a text) as one line of a message shows it:
+    masked (no registered secret, password in a URL or login token), stripped and cut to
+    `limit` characters. An error with no words is named by its type; a text with none is ""."""
+    text = str(getattr(what, "message", "") or what) if isinstance(what, BaseException) else what or ""
+    line = next((line.strip() for line in mask_tokens(mask(text)).splitlines() if line.strip()), "")
+    if not line and isinstance(what, BaseException):
+        return type(what).__name__
+    return line[:limit]
+
+
+def scheme_only(url: str) -> str:
+    """A URL as messages show it when any of it may be a secret (a notify URL holds its token
+    in its path): its scheme alone."""
+    return f"{url.split('://', 1)[0]}://..." if "://" in url else "a notify URL"
+
+
 __all__ = [
     "ARTICLE_RUN",
     "MIN_RUN",
@@ -468,8 +488,10 @@ __all__ = [
     "mask_zip",
     "mask_tokens",
     "masked_json",
+    "first_line",
     "register",
     "registered",
+    "scheme_only",
     "url_tokens",
     "Verbatim",
 ]

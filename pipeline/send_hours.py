@@ -16,6 +16,8 @@ from functools import lru_cache
 from typing import NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from .times import clock
+
 EXAMPLE = '"07:00-22:00 Europe/Berlin"'
 _RANGE = re.compile(r"(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s+(\S+)")
 
@@ -49,8 +51,7 @@ class SendHours(NamedTuple):
         return now  # not reached: a day has a start in it
 
     def words(self, now: float) -> str:
-        when = datetime.fromtimestamp(self.next_start(now)).astimezone().strftime("%Y-%m-%d %H:%M")
-        return f"sends only {self.text} (send_hours): it waits until {when}"
+        return f"sends only {self.text} (send_hours): it waits until {clock(self.next_start(now))}"
 
 
 @lru_cache(maxsize=64)

@@ -1,20 +1,80 @@
-"""One place wires the engines: which chat and router engines a config gets, and how they are
-built (the chat's browser profile lock and its login refresh included).
+"""One place wires the store and the engines: which store and which chat and router engines a
+config gets, and how they are built (the chat's browser profile lock and its login refresh
+included).
 
-The contract knows engines only by their protocol (engines/base.py) and is handed the factories
-made here (`engines(config)`, a contract.workspace.Engines); tests hand it fakes instead. Engine
-code is imported only when an engine is built: a cycle with nothing to do loads none.
+The contract knows stores and engines only by their protocols (store/protocol.py,
+engines/base.py) and is handed the factories made here (`workspace(config)` with STORES, a
+contract.workspace.Stores; `engines(config)`, a contract.workspace.Engines); tests hand it
+others instead. Store and engine code is imported only when one is opened or built: a cycle
+with nothing to do loads no engine.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from . import files
 from .config import Config, ConfigError
-from .contract.workspace import Engines
+from .contract.upgrade import import_once
+from .contract.workspace import Engines, Stores, Workspace
 from .engines.base import ChatEngine, DirectEngine
 from .files import STATE_DIR
+
+if TYPE_CHECKING:
+    from .store.protocol import Store
+    from .store.sqlite import SQLiteStore
+
+
+def batch_store(config: Config) -> Store:
+    """The batch's store: the PostgreSQL store of [store] url, as this host (a batch several
+    hosts share), else the SQLite file in articles/.qwenpipe (open_sqlite)."""
+    if config.store.url:
+        from .store.postgres import PostgresStore
+
+        return PostgresStore.open(config.store.url, host=config.store.host)
+    return open_sqlite(config.articles_dir / files.STATE_DIR)
+
+
+def open_sqlite(state_dir: Path) -> SQLiteStore:
+    """The SQLite store of `state_dir` (articles/.qwenpipe), created and migrated on first use,
+    with what an older qwenpipe left there imported, once (contract/upgrade.py)."""
+    from .store.sqlite import SQLiteStore
+
+    store = SQLiteStore.open(state_dir)
+    try:
+        import_once(store, state_dir)
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def this_host_store(state_dir: Path) -> Store | None:
+    """This host's own SQLite store in `state_dir`, as it is (none created, nothing migrated or
+    imported), or None when it has none: what it sent before its batch was shared."""
+    from .store.dbfile import DB_NAME
+
+    database = state_dir / DB_NAME
+    if not database.is_file():
+        return None
+    from .store.sqlite import SQLiteStore
+
+    return SQLiteStore(database)
+
+
+STORES = Stores(batch=batch_store, this_host=this_host_store)
+
+
+def workspace(config: Config, store: Store | None = None) -> Workspace:
+    """The workspace of a config, its store opened on first use (STORES), or `store` (one the
+    caller made). A batch several hosts share needs psycopg: without it, exit 2 now."""
+    if config.store.url and store is None:
+        from .store import require_driver
+
+        require_driver()
+    return Workspace(config, STORES, store=store)
 
 
 def qwen_engine(config: Config) -> ChatEngine:
@@ -25,8 +85,8 @@ def qwen_engine(config: Config) -> ChatEngine:
     from .contract.quota import trace_path
     from .engines.qwen.engine import QwenEngine  # Playwright is imported only when a chat is needed
     from .engines.qwen.selectors import SelectorError
-    from .setup.login import LoginRefresh
-    from .setup.profile import lock_browser_profile
+    from .signin.profile import lock_browser_profile
+    from .signin.refresh import LoginRefresh
 
     account = account_named(config, config_account(config))
     trace = trace_path(config.articles_dir / STATE_DIR, account.name) if config.browser.trace else None

@@ -10,6 +10,7 @@ from project_files import add_prompt, snapshot, write_config  # noqa: F401 - re-
 
 from pipeline.config import load
 from pipeline.contract.workspace import Engines, Workspace
+from pipeline.wiring import workspace as open_workspace
 
 
 @pytest.fixture(autouse=True)
@@ -45,7 +46,7 @@ def outside(tmp_path) -> Path:
 
 @pytest.fixture
 def workspace(project) -> Iterator[Workspace]:
-    with Workspace(load(project / "config.toml")) as opened:
+    with open_workspace(load(project / "config.toml")) as opened:
         yield opened
 
 

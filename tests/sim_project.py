@@ -87,7 +87,7 @@ def read_article(path: Path) -> tuple[dict, str]:
 
 def journal(folder: Path) -> list[dict]:
     """Every journal event of the project's store, oldest first (as `qwenpipe log --json` prints them)."""
-    from pipeline.contract.upgrade import open_sqlite
+    from pipeline.wiring import open_sqlite
 
     with open_sqlite(folder / "articles" / ".qwenpipe") as store:
         return [event.to_entry() for event in store.events()]

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..contract.quota import BOT_CHECK, local_day_start
-from ..redact import mask, mask_tokens
+from ..redact import mask, mask_tokens, scheme_only
 from .outbox import MAX_PENDING, STATE_FILE, Ledger, Message
 from .status import BatchStatus, logged_out_warning
 
@@ -39,11 +39,6 @@ if TYPE_CHECKING:
 def url_id(url: str) -> str:
     """A URL's name in notify.json: its hash (a URL may hold a bot token)."""
     return hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
-
-
-def shown(url: str) -> str:
-    """A URL as messages show it: its scheme alone (the rest may hold a token)."""
-    return f"{url.split('://', 1)[0]}://..." if "://" in url else "a notify URL"
 
 
 def clean(text: str) -> str:
@@ -202,11 +197,11 @@ def send_one(apprise, url: str, message: Message) -> str | None:
     box = apprise.Apprise()
     with apprise.LogCapture(level=logging.WARNING, fmt="%(message)s") as log:
         if not box.add(url):
-            return f"{shown(url)} is not a URL Apprise knows"
+            return f"{scheme_only(url)} is not a URL Apprise knows"
         kind = getattr(apprise.NotifyType, severity(message.key))
         delivered = box.notify(title=message.title, body=message.body, notify_type=kind)
         said = [line.strip() for line in log.getvalue().splitlines() if line.strip()]
     if delivered:
         return None
-    words = said[-1].replace(url, shown(url)) if said else "not delivered"
-    return clean(f"{shown(url)}: {words}")
+    words = said[-1].replace(url, scheme_only(url)) if said else "not delivered"
+    return clean(f"{scheme_only(url)}: {words}")

@@ -50,6 +50,7 @@ from ..engines.base import Code
 from ..errors import SetupProblem, UsageProblem
 from ..exitcodes import ExitCode
 from ..files import FileLock, LockBusy
+from ..redact import first_line
 from ..store.protocol import DEFAULT_ACCOUNT, StoreBusy
 from .scan import ArticleView, attach_records, scan
 
@@ -139,6 +140,10 @@ def run_cycle(
     say: Callable[[str], None] = lambda _m: None,
     clock: Callable[[], float] = time.time,
 ) -> CycleReport:
+    """One cron cycle under the cycle lock (none when another holds it: report.busy_owner):
+    sync a shared batch, plan which articles to step and from which accounts, step them (polls
+    in threads, sends one at a time), then publish what finished, alert and write the metrics.
+    The report says what it did; nothing here raises for an article (each outcome is counted)."""
     report = CycleReport()
     try:
         lock = FileLock(workspace.cycle_lock, purpose="cycle").acquire()
@@ -169,7 +174,12 @@ def run_cycle(
         )
         workspace.journal.append("*", "cycle_start")
         if shared_batch(workspace.config):  # this host's articles/ from the batch's rows first
-            report.synced = sync(workspace.store, workspace.articles_dir, workspace.config.store.host)
+            report.synced = sync(
+                workspace.store,
+                workspace.articles_dir,
+                workspace.config.store.host,
+                workspace.this_host_store,
+            )
             if report.synced.articles or report.synced.urls or report.synced.uploaded:
                 say(report.synced.line())
             serve(workspace, clock(), again=True)
@@ -253,7 +263,7 @@ def _tell(
     try:
         status = collect(workspace, now)
     except Exception as err:  # the store held, a folder gone: the next cycle tells it
-        say(f"cycle: nothing notified or measured: the batch cannot be read ({_first_line(err)})")
+        say(f"cycle: nothing notified or measured: the batch cannot be read ({first_line(err)})")
         return
     pending = 0
     if config.notify.urls:
@@ -262,7 +272,7 @@ def _tell(
             since = time.time() - report.seconds - 1
             pending = alerts.tell(workspace, status, since=since, now=now, say=say)
         except Exception as err:
-            say(f"notify: not sent ({_first_line(err)}); the next cycle tries again")
+            say(f"notify: not sent ({first_line(err)}); the next cycle tries again")
     if textfile:
         ending = _ending(report, stopped)
         data = metrics.render(
@@ -271,7 +281,7 @@ def _tell(
         try:
             metrics.write(config.resolve(textfile), data)
         except (OSError, SetupProblem) as err:
-            say(f"metrics: {textfile} not written ({_first_line(err)}); the next cycle writes it again")
+            say(f"metrics: {textfile} not written ({first_line(err)}); the next cycle writes it again")
 
 
 def _ending(report: CycleReport, stopped: BaseException | None) -> dict:
@@ -285,7 +295,7 @@ def _ending(report: CycleReport, stopped: BaseException | None) -> dict:
         code = ExitCode.INTERRUPTED
     else:
         code = ExitCode.FAILED
-    return {"exit_code": int(code), "summary": f"cycle: stopped early: {_first_line(stopped)}"}
+    return {"exit_code": int(code), "summary": f"cycle: stopped early: {first_line(stopped)}"}
 
 
 def _store_carried(previous: dict) -> dict:
@@ -304,7 +314,7 @@ def _store_record(previous: dict, stopped: BaseException | None, now: float) -> 
     return {
         "store_failures": count + 1,
         "store_failing_since": since if isinstance(since, (int, float)) else now,
-        "store_error": _first_line(stopped),
+        "store_error": first_line(stopped),
     }
 
 
@@ -491,7 +501,7 @@ def _share_browser(
             shared[account] = sharing.enter_context(engines.chat(account).shared_session())
         except Exception as err:  # a busy profile, no browser...: each article's step reports it
             whose = "" if account == DEFAULT_ACCOUNT else f" (account {account})"
-            say(f"cycle: {what} at a time{whose} ({_first_line(err)})")
+            say(f"cycle: {what} at a time{whose} ({first_line(err)})")
             shared[account] = None
     return shared
 
@@ -620,7 +630,7 @@ def _poll_side_by_side(
                 mine.chat(account).prepare()  # attach before taking any article
             except Exception as err:
                 with guard:
-                    failures.append(_first_line(err))
+                    failures.append(first_line(err))
                 return  # its articles stay queued: another worker, or the sequential loop, takes them
             while not stop.is_set():
                 try:
@@ -683,7 +693,7 @@ def _collect_first(steps: CycleSteps, account: str, polls: list[ArticleView]) ->
             except StopIteration:
                 break
             except Exception as err:  # the chat's page failed: every chat left has its own page say how
-                steps.say(f"cycle: looking at each chat's page ({_first_line(err)})")
+                steps.say(f"cycle: looking at each chat's page ({first_line(err)})")
                 break
             progress = getattr(result, "progress", None)
             if progress and progress.startswith("writing") and progress == urls[url].state.progress:
@@ -745,11 +755,6 @@ def _may_poll_side_by_side(workspace: Workspace, view: ArticleView) -> bool:
         return len(load_prompt(workspace.prompts_dir, view.slug).turns) == 1
     except Exception:
         return False  # the sequential loop reports a bad prompt
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
 
 
 def _count(report: CycleReport, slug: str, outcome) -> None:

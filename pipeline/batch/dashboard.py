@@ -19,6 +19,7 @@ from rich.text import Text
 
 from ..contract.quota import Hold
 from ..exitcodes import ExitCode
+from ..times import clock, describe_expiry, short_duration
 from .status import (
     STATES,
     AccountLine,
@@ -26,8 +27,6 @@ from .status import (
     BatchStatus,
     LastCycle,
     Row,
-    ago,
-    clock,
     login_warning,
 )
 
@@ -90,10 +89,10 @@ def cells(row: Row, now: float, *, compact: bool = False) -> tuple[str, ...]:
         state,
         row.engine or "-",
         f"{row.account or '-'}@{row.host}" if row.host else row.account or "-",  # a shared batch
-        ago(row.age_seconds) if row.age_seconds is not None else "-",
+        short_duration(row.age_seconds) if row.age_seconds is not None else "-",
         str(row.attempts),
         str(row.hard_failures),
-        f"in {ago(row.next_try - now)}" if row.next_try else "-",
+        f"in {short_duration(row.next_try - now)}" if row.next_try else "-",
         _shorten(row.last_error or "-", ERROR_WIDTH),
         row.chat_url or "-",
     )
@@ -196,16 +195,16 @@ def cycle_line(cycle: LastCycle | None, now: float) -> str:
     if cycle.problem:
         return f"last cycle: unknown ({cycle.problem})"
     if cycle.gone and cycle.started is not None:
-        since = f"{clock(cycle.started)} ({ago(now - cycle.started)} ago, pid {cycle.pid})"
+        since = f"{clock(cycle.started)} ({short_duration(now - cycle.started)} ago, pid {cycle.pid})"
         return f"last cycle: started {since}, stopped without finishing (its process is gone)"
     if cycle.running and cycle.started is not None:
-        since = f"{clock(cycle.started)} ({ago(now - cycle.started)} ago, pid {cycle.pid})"
+        since = f"{clock(cycle.started)} ({short_duration(now - cycle.started)} ago, pid {cycle.pid})"
         return f"last cycle: running since {since}"
     if cycle.finished is None:
         return "last cycle: none finished"
     summary = f": {cycle.summary}" if cycle.summary else ""
     return (
-        f"last cycle: finished {clock(cycle.finished)} ({ago(now - cycle.finished)} ago), "
+        f"last cycle: finished {clock(cycle.finished)} ({short_duration(now - cycle.finished)} ago), "
         f"exit {cycle.exit_code}{summary}"
     )
 
@@ -215,10 +214,7 @@ def login_line(status: BatchStatus) -> str | None:
     login = status.login
     if login is None or login.expires_at is None:
         return None
-    left = login.expires_at - status.now
-    if left <= 0:
-        return f"chat login: expired {clock(login.expires_at)} ({ago(-left)} ago)"
-    return f"chat login: expires {clock(login.expires_at)} (in {ago(left)})"
+    return f"chat login: {describe_expiry(login.expires_at, status.now, length=short_duration)}"
 
 
 def plain_status(
@@ -260,6 +256,9 @@ def rich_status(
     width: int = 200,
     refreshed: str | None = None,
 ) -> RenderableType:
+    """The status screen (`qwenpipe status`, `--watch`): the table of articles (columns as the
+    width allows, `max_rows` of them and a line for the rest), the totals, the batch's lines
+    (sends, quota, last cycle, login) and, with `warnings`, what needs a person."""
     rows, hidden = _limit(status.rows, max_rows)
     shown = column_set(width)
     table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, expand=True, width=width)

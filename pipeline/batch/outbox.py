@@ -8,8 +8,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import files
-from ..contract.quota import clock
 from ..errors import SetupProblem
+from ..times import clock
 
 STATE_FILE = "notify.json"  # under articles/.qwenpipe/
 MAX_PENDING = 100  # messages kept for delivery; the oldest are dropped beyond (said in status)

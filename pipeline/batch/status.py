@@ -28,7 +28,10 @@ from ..contract.quota import Hold, held_words, host_accounts, local_day_start, s
 from ..contract.rotation import capacity, sender_of, standings
 from ..contract.workspace import Workspace
 from ..errors import UsageProblem
+from ..redact import first_line
 from ..store.protocol import Send, StatusRow, StoreBusy, StoreError, Summary
+from ..times import clock
+from ..times import short_duration as ago  # the table's narrow durations
 from . import outbox, status_cache
 from . import scan as batch
 
@@ -172,7 +175,7 @@ class LoginInfo:
 
     @classmethod
     def read(cls, state_file: Path) -> LoginInfo:
-        from ..setup.login import state_token_expiry
+        from ..signin.saved import state_token_expiry
 
         return cls(state_file, state_token_expiry(state_file))
 
@@ -360,6 +363,9 @@ def _collect(
     workspace: Workspace, now: float, wanted: list[str], patterns: list[str], sort: str, *, use_store: bool
 ) -> BatchStatus:
     # A project that never ran has no store: status, a reader, does not create one.
+    """The batch's status at `now`: one row per article (those `wanted` or matching `patterns`,
+    sorted by `sort`), the totals and the batch's lines, read from the files and, with
+    `use_store` and a store there, from the store (never created or written by a reader)."""
     store = workspace.store if workspace.has_store and use_store else None
     able = capacity(standings(workspace, now, {}, replan=False)) if store else None  # never writes
     status = BatchStatus(
@@ -792,7 +798,7 @@ def login_warning(login: LoginInfo | None, now: float) -> str | None:
     """The saved token expires within two days, or has expired: the chat will stop working."""
     if login is None or login.expires_at is None:
         return None
-    from ..setup.login import duration
+    from ..times import duration
 
     left = login.expires_at - now
     if left <= 0:
@@ -818,28 +824,8 @@ def stale_cycle_warning(cycle: LastCycle | None, now: float, poll_interval: floa
     return None
 
 
-def first_line(text: str) -> str:
-    return text.strip().split("\n", 1)[0].strip() if text else ""
-
-
 def iso(ts: float | None) -> str | None:
     return None if ts is None else datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
-
-
-def clock(ts: float) -> str:
-    return datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M")
-
-
-def ago(seconds: float) -> str:
-    """A short duration: 45s, 12m, 3h05m, 2d04h."""
-    seconds = max(int(seconds), 0)
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m"
-    if seconds < 86400:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    return f"{seconds // 86400}d{seconds % 86400 // 3600:02d}h"
 
 
 def _float_or_none(value: object) -> float | None:

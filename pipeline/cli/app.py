@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import sys
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -22,6 +22,9 @@ from . import status as cli_status
 from . import store as cli_store
 from .common import ConfigOption, workspace_of
 from .running import cron_exit_of, cycle_command, exit_code_of, progress, watchdog
+
+if TYPE_CHECKING:
+    from ..contract.step import Status
 
 
 def _usage_name(argument) -> str:
@@ -84,12 +87,16 @@ def main_options(
     ctx.obj = {"config": config, "cdp": cdp}
 
 
-STATUS_EXIT = {
-    "done": ExitCode.DONE,
-    "queued": ExitCode.QUEUED,
-    "working": ExitCode.WORKING,
-    "failed": ExitCode.FAILED,
-}
+def status_exit(status: Status) -> ExitCode:
+    """The exit code of a step's outcome (the file contract's: 0 done, 42 queued, 3 working, 1 failed)."""
+    from ..contract.step import Status  # the contract is loaded only by a command that steps
+
+    return {
+        Status.DONE: ExitCode.DONE,
+        Status.QUEUED: ExitCode.QUEUED,
+        Status.WORKING: ExitCode.WORKING,
+        Status.FAILED: ExitCode.FAILED,
+    }[status]
 
 
 @app.command()
@@ -105,8 +112,8 @@ def generate(
     config: ConfigOption = None,
 ) -> None:
     """Move one article along the contract: 0 done, 42 sent, 3 still working, 1 failed, 2 bad input."""
+    from ..contract.step import Status, wait_limit
     from ..contract.step import generate as run_contract
-    from ..contract.step import wait_limit
     from ..wiring import ENGINE_CHOICES
     from ..wiring import engines as wired
 
@@ -128,14 +135,14 @@ def generate(
     except KeyboardInterrupt:
         say(_interrupted(workspace, slug))
         raise typer.Exit(ExitCode.INTERRUPTED) from None
-    if outcome.status.value == "done":
+    if outcome.status is Status.DONE:
         out().print(str(workspace.article(slug).md), markup=False)
     say(outcome.message)
-    if outcome.status.value == "done":
+    if outcome.status is Status.DONE:
         from ..publishing.publish import publish_done
 
         publish_done(workspace, [(slug, None)], say=say)  # a step after done: never the exit code
-    raise typer.Exit(STATUS_EXIT[outcome.status.value])
+    raise typer.Exit(status_exit(outcome.status))
 
 
 @contextlib.contextmanager

@@ -17,12 +17,12 @@ def workspace_of(ctx: typer.Context, config: str | None = None):
     the global `--cdp` applied. Its store is closed when the command ends, however it ends: a
     program that runs several commands keeps no database of one open into the next."""
     from ..config import load
-    from ..contract.workspace import Workspace
+    from ..wiring import workspace as open_workspace
 
     loaded = load(config or ctx.obj.get("config"))
     cdp = ctx.obj.get("cdp")
     if cdp is not None:
         loaded = loaded.with_override("browser", "cdp_url", cdp, "--cdp")
-    workspace = Workspace(loaded)
+    workspace = open_workspace(loaded)
     ctx.call_on_close(workspace.close)
     return workspace

@@ -29,6 +29,8 @@ AllowSimilar = Annotated[
 
 
 def register(app: typer.Typer) -> None:
+    """Add the prompt commands to `app`: `new`, `import` and `publish`."""
+
     @app.command("new")
     def new_command(
         ctx: typer.Context,

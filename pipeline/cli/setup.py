@@ -19,6 +19,8 @@ from .common import ConfigOption, workspace_of
 
 
 def register(app: typer.Typer) -> None:
+    """Add the setup commands to `app`: `login` and `doctor`."""
+
     @app.command("login")
     def login_command(
         ctx: typer.Context,
@@ -45,12 +47,12 @@ def register(app: typer.Typer) -> None:
             LoginFailed,
             account_to_log_in,
             bot_check_hold,
-            describe_expiry,
             end_bot_check,
             import_state,
             run_login,
             state_key,
         )
+        from ..times import describe_expiry
 
         if not 0 < timeout <= 86400:  # also refuses nan, which would wait forever
             raise UsageProblem(f"--timeout {timeout}: must be more than 0 and at most 86400 seconds")

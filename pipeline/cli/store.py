@@ -48,5 +48,7 @@ def register(app: typer.Typer) -> None:
                 f"{workspace.config.describe()} (on one machine, articles/ is already the record)"
             )
         files.ensure_folder(workspace.articles_dir)
-        done = sync(workspace.store, workspace.articles_dir, workspace.config.store.host)
+        done = sync(
+            workspace.store, workspace.articles_dir, workspace.config.store.host, workspace.this_host_store
+        )
         say(done.line())

@@ -24,9 +24,12 @@ from dataclasses import dataclass
 
 from .. import files
 from ..redact import Verbatim
-from ..store.protocol import Finished, Intent, LeaseLost, Send, Served, StoreError
+from ..store.protocol import Finished, Intent, LeaseLost, Send, Served, Store, StoreError
+from ..times import duration
 from .article import ArticleFiles, write_marker
 from .phases import Limits
+
+LocalStore = Callable[[], "Store | None"]  # opens this host's own SQLite store, if it has one
 
 ORPHAN_NOTE = "the router writes it"
 
@@ -145,10 +148,11 @@ def marker_of(send: Send) -> dict:
     return marker
 
 
-def sync_article(store, article: ArticleFiles, host: str) -> None:
+def sync_article(store, article: ArticleFiles, host: str, this_host: LocalStore) -> None:
     """Bring one article's files in line with the batch before a step: its finished row, else
     its first send's URL or intent. What only this host knows (SLUG.md written, a URL whose
-    recording a kill cut off) goes to the batch."""
+    recording a kill cut off) goes to the batch. `this_host`: opens this host's own SQLite
+    store, if it has one (Workspace.this_host_store)."""
     slug = article.slug
     finished = store.finished([slug]).get(slug)
     if finished is not None:
@@ -160,7 +164,7 @@ def sync_article(store, article: ArticleFiles, host: str) -> None:
         return
     first = next((s for s in store.sends(slug) if s.turn == 1), None)
     if first is None:
-        _upload_sent(store, article, host)
+        _upload_sent(store, article, host, this_host)
         return
     if first.chat_url:
         if not article.url.exists():
@@ -174,9 +178,10 @@ def sync_article(store, article: ArticleFiles, host: str) -> None:
         write_marker(article.sending, marker_of(first))
 
 
-def sync(store, articles_dir, host: str) -> Synced:
+def sync(store, articles_dir, host: str, this_host: LocalStore) -> Synced:
     """Every finished article and every sent chat of the batch, written into `articles_dir`
-    (only what is missing: a listing of the batch, then the documents this host lacks)."""
+    (only what is missing: a listing of the batch, then the documents this host lacks).
+    `this_host`: opens this host's own SQLite store, if it has one (Workspace.this_host_store)."""
     done = store.finished()
     synced = Synced()
     present = _names(articles_dir)
@@ -203,18 +208,18 @@ def sync(store, articles_dir, host: str) -> Synced:
             synced.uploaded += _upload_finished(store, ArticleFiles(slug, articles_dir), host)
         slug = name[: -len(".md.url")] if name.endswith(".md.url") else ""
         if slug and slug not in sent and slug not in done and f"{slug}.md" not in present:
-            synced.uploaded += _upload_sent(store, ArticleFiles(slug, articles_dir), host)
+            synced.uploaded += _upload_sent(store, ArticleFiles(slug, articles_dir), host, this_host)
     return synced
 
 
-def _upload_sent(store, article: ArticleFiles, host: str) -> int:
+def _upload_sent(store, article: ArticleFiles, host: str, this_host: LocalStore) -> int:
     """This host's SLUG.md.url, which the batch lacks (sent before the store was shared): its
     send becomes the batch's, from the account this host's own SQLite store names (else
     `default`), so that no host sends the prompt again and only its account polls the chat."""
     url = _local_url(article)
     if not url:
         return 0
-    account, sha, when = _local_send(article)
+    account, sha, when = _local_send(article, this_host)
     intent = Intent(1, when or time.time(), sha, account, 0, owner_token(host))
     with store.step() as step:
         if any(s.turn == 1 for s in store.sends(article.slug)):
@@ -224,17 +229,15 @@ def _upload_sent(store, article: ArticleFiles, host: str) -> int:
     return 1
 
 
-def _local_send(article: ArticleFiles) -> tuple[str, str, float]:
+def _local_send(article: ArticleFiles, this_host: LocalStore) -> tuple[str, str, float]:
     """(account, prompt hash, time) of the article's first send in this host's SQLite store."""
     from ..store.protocol import DEFAULT_ACCOUNT
 
-    database = article.folder / ".qwenpipe" / "qwenpipe.db"
-    if not database.is_file():
-        return DEFAULT_ACCOUNT, "", 0.0
-    from ..store.sqlite import SQLiteStore
-
     try:
-        with SQLiteStore(database) as local:
+        local = this_host()
+        if local is None:
+            return DEFAULT_ACCOUNT, "", 0.0
+        with local:
             first = next((s for s in local.sends(article.slug) if s.turn == 1), None)
     except StoreError:
         return DEFAULT_ACCOUNT, "", 0.0
@@ -319,14 +322,10 @@ def chat_limits(
     last = max(seen.seen if seen else 0.0, since)
     hours = config.store.orphan_hours
     if now - last > hours * 3600:
-        by = f"host {seen.host}, {_ago(now - seen.seen)} ago" if seen else "no host ever"
+        by = f"host {seen.host}, {duration(now - seen.seen)} ago" if seen else "no host ever"
         return limits._replace(
             orphaned=f"its chat's account {sender} has not been served for store.orphan_hours = "
             f"{hours:g} h (last: {by})",
         )
     where = f"host {seen.host}" if seen else "another host"
     return limits._replace(elsewhere=f"its chat is on account {sender}, which {where} serves")
-
-
-def _ago(seconds: float) -> str:
-    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"

@@ -19,12 +19,12 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..engines.base import Code
 from ..store.protocol import DEFAULT_ACCOUNT
+from ..times import clock
 from .journal import Journal
 
 if TYPE_CHECKING:
@@ -104,10 +104,6 @@ def planned(block, now: float) -> tuple[float, float]:
     if since > now:
         return now + min(max(until - since, 0.0), LONGEST_BLOCK), now
     return until, block.since
-
-
-def clock(ts: float) -> str:
-    return datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M")
 
 
 @dataclass

@@ -7,8 +7,8 @@ lines are skipped as they always were) and written in one step: a run killed mid
 nothing imported, and the next run imports it all. The old files are left as they are.
 A second import adds nothing: the step first claims the store's `legacy_import` key.
 
-The workspace runs it when it opens its SQLite store (`open_sqlite`): the store itself knows
-nothing of the files above it.
+The wiring runs it when it opens a workspace's SQLite store (pipeline/wiring.py, `open_sqlite`):
+the store itself knows nothing of the files above it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .. import files
 from ..errors import SetupProblem
@@ -36,24 +35,7 @@ from .article import ArticleState
 from .journal import read_lines
 from .quota import LONGEST_BLOCK
 
-if TYPE_CHECKING:
-    from ..store.sqlite import SQLiteStore
-
 IMPORT_KEY = "legacy_import"  # the store's meta key that says the old files were imported
-
-
-def open_sqlite(state_dir: Path) -> SQLiteStore:
-    """The SQLite store of `state_dir` (articles/.qwenpipe), created and migrated on first use,
-    with what an older qwenpipe left there imported, once."""
-    from ..store.sqlite import SQLiteStore
-
-    store = SQLiteStore.open(state_dir)
-    try:
-        import_once(store, state_dir)
-    except BaseException:
-        store.close()
-        raise
-    return store
 
 
 @dataclass(frozen=True)

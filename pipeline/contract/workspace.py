@@ -1,5 +1,6 @@
 """Where things are (from the config), the store, and the engines, created only when first needed
-(by the factories handed in: pipeline/wiring.py's)."""
+(by the factories handed in: pipeline/wiring.py's). The contract knows stores only by their
+protocol (store/protocol.py): which store a config gets is the wiring's business."""
 
 from __future__ import annotations
 
@@ -21,27 +22,39 @@ if TYPE_CHECKING:
     from ..store.protocol import Store
 
 
+@dataclass(frozen=True)
+class Stores:
+    """How a workspace opens its stores (pipeline/wiring.py's STORES; tests may hand others).
+
+    `batch`: the batch's store for a config, created and migrated as needed (the PostgreSQL
+    store of [store] url, else the SQLite file in articles/.qwenpipe);
+    `this_host`: this host's own SQLite store in a state folder (articles/.qwenpipe), when there
+    is one, opened as it is (None when there is none): what a host sent before its batch was
+    shared."""
+
+    batch: Callable[[Config], Store]
+    this_host: Callable[[Path], Store | None]
+
+
 class Workspace:
     """One batch's places (from the config) and its store.
 
-    The store is opened once, on first use (the PostgreSQL store of [store] url, as this host,
-    else the SQLite file in articles/.qwenpipe, with what an older qwenpipe left there imported),
-    and shared by every reader and writer of the workspace, its threads included: one
-    connection. The workspace owns it: `close()` (or leaving `with Workspace(...)`) closes it.
-    `store`: a store to use instead (one the caller made, e.g. `SQLiteStore(IN_MEMORY)`); the
-    workspace closes it too."""
+    The store is opened once, on first use (by `stores.batch`), and shared by every reader and
+    writer of the workspace, its threads included: one connection. The workspace owns it:
+    `close()` (or leaving `with Workspace(...)`) closes it. `store`: a store to use instead (one
+    the caller made, e.g. `SQLiteStore(IN_MEMORY)`); the workspace closes it too. A workspace is
+    made by pipeline/wiring.py's `workspace(config)`, which hands it the stores."""
 
-    def __init__(self, config: Config, store: Store | None = None):
+    def __init__(self, config: Config, stores: Stores | None = None, *, store: Store | None = None):
+        if stores is None and store is None:
+            raise TypeError("a Workspace needs its stores or a store: make it with pipeline.wiring.workspace")
         self.config = config
+        self.stores = stores
         self._store = store
         self._opening = threading.Lock()
         # Known before anything is read or written, so every sink masks them, even in a
         # command that never talks to the router (status, show).
         register_all(config)
-        if config.store.url and store is None:  # a batch several hosts share: psycopg, or exit 2 now
-            from ..store import require_driver
-
-            require_driver()
 
     def __repr__(self) -> str:
         return f"Workspace({self.config.describe()})"
@@ -70,13 +83,13 @@ class Workspace:
         return store
 
     def _open_store(self) -> Store:
-        if self.config.store.url:  # a batch several hosts share: its store is the server's
-            from ..store.postgres import PostgresStore
+        if self.stores is None:
+            raise TypeError(f"{self!r} was handed one store, closed since: it has no other to open")
+        return self.stores.batch(self.config)
 
-            return PostgresStore.open(self.config.store.url, host=self.config.store.host)
-        from .upgrade import open_sqlite
-
-        return open_sqlite(self.state_dir)
+    def this_host_store(self) -> Store | None:
+        """This host's own SQLite store, when there is one (Stores.this_host); the caller closes it."""
+        return self.stores.this_host(self.state_dir) if self.stores is not None else None
 
     def close(self) -> None:
         """Close the store, if it was opened (a later use opens it again)."""

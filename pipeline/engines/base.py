@@ -15,10 +15,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from pipeline.engines.unknown import UnknownAnswer
+from .unknown import UnknownAnswer
 
 if TYPE_CHECKING:  # the section's type only: engines do not import the config
-    from pipeline.config import Qwen
+    from ..config import Qwen
 
 
 class Code(StrEnum):

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from pipeline.engines.base import Answer, Code, HardError
-from pipeline.engines.router_errors import (
+from ..redact import mask
+from .base import Answer, Code, HardError
+from .router_errors import (
     RouterFailure,
     classify_error_in_ok,
     classify_status,
@@ -28,10 +29,9 @@ from pipeline.engines.router_errors import (
     one_line,
     parse_error_body,
 )
-from pipeline.redact import mask
 
 if TYPE_CHECKING:  # the section's type only: engines do not import the config
-    from pipeline.config import Router
+    from ..config import Router
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ class RouterEngine:
         self.max_retries = settings.max_retries
         self.max_retry_wait = float(settings.max_retry_wait)
         # Imported here: the engines load without the config (known_secrets reads it).
-        from pipeline.known_secrets import router_key_found
+        from ..known_secrets import router_key_found
 
         found = router_key_found(settings, env)  # registered: every sink masks it from now on
         self._key = _Secret(found.value)

@@ -17,8 +17,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pipeline.engines.base import Code
-from pipeline.redact import mask
+from ..redact import mask
+from .base import Code
 
 MAX_QUOTE = 200
 

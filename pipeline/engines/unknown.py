@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TypeVar
 
-from pipeline.redact import mask, mask_tokens
+from ..redact import mask, mask_tokens
 
 SEEN_CHARS = 300  # what is kept of one unknown answer: enough to tell it, short enough to read
 FIRST_BYTES = 160  # what is kept of its body

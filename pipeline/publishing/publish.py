@@ -172,6 +172,8 @@ def publish_one(config: Config, journal, slug: str, folder: Path) -> Result:
 
 
 def _publish_locked(config: Config, journal, slug: str, folder: Path) -> Result:
+    """Publish one done article into `folder` (the publish lock held): its page written when
+    its source changed, the journal told; UsageProblem when it is not done or not UTF-8."""
     settings = config.publish
     articles = config.articles_dir
     source = articles / f"{slug}.md"

@@ -35,9 +35,11 @@ from ..engines.base import Code
 from ..engines.qwen.browser import INSTALL_HINT, find_executable, playwright_driver
 from ..engines.qwen.login import read_settled_login_state
 from ..exitcodes import ExitCode
-from ..redact import mask
-from .login import account_browser, describe_expiry, login_command, state_key, state_token_expiry
-from .profile import browser_session
+from ..redact import first_line
+from ..signin.profile import browser_session
+from ..signin.saved import login_command, state_token_expiry
+from ..times import describe_expiry
+from .login import account_browser, state_key
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 EXPIRY_WARN_SECONDS = 2 * 86400
@@ -369,9 +371,9 @@ def check_notify(report: Report, config: Config) -> None:
         return
     import apprise
 
-    from ..batch.alerts import shown
+    from ..redact import scheme_only
 
-    bad = [shown(url) for url in urls if not apprise.Apprise().add(url)]
+    bad = [scheme_only(url) for url in urls if not apprise.Apprise().add(url)]
     if bad:
         report.add(
             "notify",
@@ -447,11 +449,11 @@ def check_store(report: Report, config: Config, now: float) -> None:
 def check_holds(report: Report, config: Config, now: float) -> None:
     """Each account the chat stopped by a bot check or empty answers: a warning saying since when,
     until when and (a bot check) how to end it. Read from the store; nothing is created."""
-    from ..contract.workspace import Workspace
     from ..store.protocol import StoreError
+    from ..wiring import workspace as open_workspace
 
     try:
-        with Workspace(config) as workspace:
+        with open_workspace(config) as workspace:
             if not workspace.has_store:
                 return
             holds = [workspace.chat_quota.held(now, a.name) for a in all_accounts(config)]
@@ -567,7 +569,7 @@ def _check_chat_page(
             check_choices(report, page, selectors, config)
         return logged_in
     except (EngineError, PlaywrightError, UsageProblem) as err:  # UsageProblem: no screen, no Xvfb
-        what = mask(str(getattr(err, "message", "") or err)).strip().splitlines()[0][:200]
+        what = first_line(err)
         report.add(name, FAIL, f"could not open {base_url}: {what}", _open_fix(err, attached))
         return None
     finally:
@@ -737,7 +739,7 @@ def check_choices(report: Report, page: Any, selectors: Any, config: Config) -> 
     try:
         apply_choice(page, selectors, choice)
     except (EngineError, PlaywrightError) as err:
-        detail = mask(str(err)).strip().splitlines()[0][:300]
+        detail = first_line(err, limit=300)
         report.add("page choices", FAIL, detail, "change that setting or [qwen.selectors]")
         return
     report.add("page choices", OK, f"{asked}: set on the new-chat page")
@@ -775,6 +777,8 @@ def _skip_selectors(report: Report, why: str) -> None:
 
 
 def check_router(report: Report, config: Config) -> None:
+    """`doctor`'s router line: skipped when the router is off, else whether it answers, lists the
+    configured model and has its key (asked of the router as a run builds it: wiring.router_health)."""
     from ..wiring import router_health
 
     settings = config.router

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -28,13 +27,15 @@ from urllib.parse import urljoin, urlsplit
 from ..accounts import Account, account_named, all_accounts
 from ..config import Browser, Config
 from ..engines.qwen.tokens import jwt_exp_claim, jwt_expiry, plausible_time, state_tokens, token_expiry
-from ..errors import SetupProblem, UsageProblem
+from ..errors import UsageProblem
 from ..files import TooLarge, UnsafeFile, atomic_write, read_bytes
 from ..redact import Verbatim
-from .profile import browser_session
+from ..signin.profile import browser_session
+from ..signin.saved import MAX_LOGIN_FILE_BYTES, domain_matches, login_command, save_state
+from ..times import clock
 
 # The browser's own modules (engines.qwen.browser, .login, .display) are imported where a
-# browser is used: `status` reads saved logins here (state_token_expiry) and must not load them.
+# browser is used.
 HEADLESS_ENV = "QWENPIPE_LOGIN_HEADLESS"  # "1": sign in without a window (tests, scripted setups)
 SIGNIN_PATH = "/auth?action=signin"
 POLL_SECONDS = 0.5
@@ -69,11 +70,6 @@ def account_to_log_in(config: Config, name: str | None) -> Account:
             f"name the one to sign in with --account NAME"
         )
     return accounts[0]
-
-
-def login_command(account: Account) -> str:
-    """The command that signs this account in again."""
-    return f"qwenpipe login --account {account.name}" if account.configured else "qwenpipe login"
 
 
 def state_key(account: Account) -> str:
@@ -140,126 +136,6 @@ def wait_for_login(page: Any, base_url: str, timeout: float, *, poll: float = PO
                 f"not signed in after {timeout:g} s; run `qwenpipe login` again (--timeout S for more time)"
             )
         time.sleep(poll)
-
-
-def save_state(context: Any, path: Path, *, only_for: str | None = None) -> float | None:
-    """Write the context's storage state to `path` (mode 0600; a new folder 0700); its token's expiry.
-
-    `only_for` (a base URL) keeps just that site's cookies and storage: a user's own browser
-    holds the logins of every site they use, and those have no business in our file.
-    """
-    path = Path(path)
-    if not path.parent.exists():
-        path.parent.mkdir(mode=0o700, parents=True)
-    atomic_write(path, Verbatim(json.dumps(context_state(context, only_for), indent=1)), mode=0o600)
-    return state_token_expiry(path)
-
-
-def context_state(context: Any, only_for: str | None = None) -> dict:
-    """The context's storage state; with `only_for` (a base URL) just that site's part."""
-    from ..engines.qwen.login import site_origin
-
-    state = context.storage_state()
-    if only_for:
-        host = urlsplit(only_for).hostname or ""
-        state = {
-            "cookies": [c for c in state.get("cookies", []) if _domain_matches(c.get("domain", ""), host)],
-            "origins": [o for o in state.get("origins", []) if o.get("origin") == site_origin(only_for)],
-        }
-    return state
-
-
-def state_token_expiry(state_path: Path) -> float | None:
-    """When the login saved in a storage-state file expires: its session (the `token` cookie),
-    else the latest token in its localStorage (tokens.token_expiry).
-
-    Read from the file, so `status` can warn days ahead without starting a browser; None for a
-    file that cannot be read or holds no readable token, whatever it contains.
-    """
-    if not Path(state_path).is_file():
-        return None  # missing, a folder, or a FIFO that would block the read forever
-    try:
-        # Bounded as an import is (TooLarge is a SetupProblem): a FIFO never hangs `status`.
-        state = json.loads(read_bytes(state_path, follow=True, limit=MAX_LOGIN_FILE_BYTES))
-    except (OSError, ValueError, RecursionError, SetupProblem):  # RecursionError: [[[[... too deep
-        return None
-    return token_expiry(state)
-
-
-# -- keeping it fresh ----------------------------------------------------------------------------
-
-
-class LoginRefresh:
-    """Keeps one account's saved login (its storage_state) from running out on a server.
-
-    Called by the engine with each page that shows the chat app; acts once per run. When the
-    saved token ends within `login.refresh_hours`, it asks the site for a renewed one (the page
-    renews it too) and, when the browser then holds a token that lives longer, saves the state
-    (mode 0600, atomically) and says so. Never raises: a refresh that fails leaves the file as
-    it was, says why, and the run goes on (the send is never held up by it).
-
-    `account`: whose login (one LoginRefresh per account, given to that account's engine);
-    without it, the login [browser] names (the `default` account's, or the account a config
-    made for one account's engine is for).
-    """
-
-    def __init__(
-        self,
-        config: Config,
-        *,
-        say: Callable[[str], None],
-        clock: Callable[[], float] = time.time,
-        account: Account | None = None,
-    ):
-        self.path = account.storage_state if account else config.resolve(config.browser.storage_state)
-        self.again = login_command(account) if account else "qwenpipe login"
-        self.window = float(config.login.refresh_hours) * 3600
-        self.base_url = str(config.qwen.base_url).rstrip("/")
-        self.only_for = self.base_url if config.browser.cdp_url else None
-        self.timeout = float(config.qwen.page_timeout)
-        self.say, self.clock = say, clock
-        self._lock = threading.Lock()  # a cycle's poll threads share one
-        self._done = False
-
-    def __call__(self, page: Any) -> None:
-        with self._lock:
-            if self._done:
-                return
-            self._done = True
-            before = state_token_expiry(self.path)
-            if self.window <= 0 or before is None or before - self.clock() > self.window:
-                return
-            self._refresh(page, before)
-
-    def _refresh(self, page: Any, before: float) -> None:
-        from playwright.sync_api import Error as PlaywrightError
-
-        from ..engines.qwen.login import renew_login
-
-        try:
-            renewal = renew_login(page, self.base_url, self.timeout)
-            held = token_expiry(context_state(page.context, self.only_for))
-            after = (
-                save_state(page.context, self.path, only_for=self.only_for) if (held or 0) > before else None
-            )
-        except (PlaywrightError, OSError, SetupProblem) as err:
-            why = str(getattr(err, "message", "") or err).strip().splitlines()
-            self.say(
-                f"could not refresh the saved chat login ({why[0] if why else type(err).__name__}); "
-                f"it {describe_expiry(before)}, {self.path} is unchanged"
-            )
-            return
-        if after is not None and after > before:
-            self.say(
-                f"the chat login was renewed: {self.path} now {describe_expiry(after)} "
-                f"(it was to end {_when(before)})"
-            )
-        else:
-            why = renewal.problem or "the site gave no newer token"
-            self.say(
-                f"could not refresh the saved chat login ({why}); "
-                f"it {describe_expiry(before)}: if it runs out, run `{self.again}`"
-            )
 
 
 # -- the flows -----------------------------------------------------------------------------------
@@ -414,11 +290,11 @@ def import_state(config: Config, account: Account, source: Path, *, now: float |
     expires = token_expiry(state)
     if expires is not None and expires <= now:
         raise UsageProblem(
-            f"{source}: its login token expired on {_when(expires)}; sign in again and export anew"
+            f"{source}: its login token expired on {clock(expires)}; sign in again and export anew"
         )
     notes = []
     host = urlsplit(str(config.qwen.base_url)).hostname or ""
-    if not any(_domain_matches(c.get("domain", ""), host) for c in state["cookies"]):
+    if not any(domain_matches(c.get("domain", ""), host) for c in state["cookies"]):
         notes.append(f"none of its cookies is for {host} (qwen.base_url): is it the right export?")
     path = account.storage_state
     if not path.parent.exists():
@@ -455,7 +331,6 @@ def apply_to_profile(config: Config, account: Account, path: Path) -> str | None
 
 # -- reading login files -------------------------------------------------------------------------
 
-MAX_LOGIN_FILE_BYTES = 16_000_000  # a storage state is a few kB; a browser's whole localStorage a few MB
 SAME_SITE = {"no_restriction": "None", "none": "None", "lax": "Lax", "strict": "Strict"}
 COOKIE_EXPORT_HINT = (
     'expected a Playwright storage state (an object with "cookies" and "origins", '
@@ -574,36 +449,3 @@ def _require_cookie_fields(source: Path, number: int, cookie: Any, *, expiry_key
             f"{source}: cookie #{number} ({cookie['name']}) has {expiry_key} = {expires!r:.40}, which is "
             "not a time (seconds since 1970 before the year 3000, or -1 for a session cookie)"
         )
-
-
-def _domain_matches(domain: str, host: str) -> bool:
-    domain = domain.lstrip(".").lower()
-    return bool(domain) and (host == domain or host.endswith("." + domain))
-
-
-def _when(ts: float) -> str:
-    from datetime import datetime
-
-    return datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M")
-
-
-def describe_expiry(expires: float | None, now: float | None = None) -> str:
-    """ "expires 2026-11-02 14:00 (in 6 days 23 h)", or why it is not known."""
-    if expires is None:
-        return "token expiry not readable"
-    now = time.time() if now is None else now
-    left = expires - now
-    if left <= 0:
-        return f"expired {_when(expires)} ({duration(-left)} ago)"
-    return f"expires {_when(expires)} (in {duration(left)})"
-
-
-def duration(seconds: float) -> str:
-    """A person's duration: "6 days 23 h", "1 day 4 h", "5 h 12 min", "12 min"."""
-    seconds = max(int(seconds), 0)
-    days, hours, minutes = seconds // 86400, seconds % 86400 // 3600, seconds % 3600 // 60
-    if days:
-        return f"{days} day{'s' if days != 1 else ''} {hours} h"
-    if hours:
-        return f"{hours} h {minutes} min"
-    return f"{minutes} min"

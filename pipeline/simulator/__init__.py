@@ -11,7 +11,7 @@ def __getattr__(name: str):
     # The server (http.server and the page code) loads only when a simulator is wanted: the
     # command line reads the simulator's options at every start, cron's `cycle` included.
     if name == "Simulator":
-        from pipeline.simulator.server import Simulator
+        from .server import Simulator
 
         return Simulator
     raise AttributeError(f"module 'pipeline.simulator' has no attribute {name!r}")

@@ -8,9 +8,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pipeline.errors import UsageProblem
-from pipeline.exitcodes import ExitCode
-from pipeline.simulator.options import SimulatorOptions, option_specs, serve
+from ..errors import UsageProblem
+from ..exitcodes import ExitCode
+from .options import SimulatorOptions, option_specs, serve
 
 
 def parse_args(argv: list[str] | None = None) -> SimulatorOptions:

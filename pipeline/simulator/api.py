@@ -18,7 +18,7 @@ from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs
 
-from pipeline.simulator import botchecks, chats, pages, sessions, shapes, stream
+from . import botchecks, chats, pages, sessions, shapes, stream
 
 TOKEN_DAYS = 7
 ANONYMOUS_USER = "sim-user"  # the `id` of a token in a run without accounts
@@ -353,6 +353,9 @@ def _answer(store, settings, account, method, path, query, body, headers, fault=
 
 
 def _route(store, settings, account, method, path, query, body, fault=None) -> Response:
+    """The simulated site's API: the response to one request (method and path), as the
+    reference describes the site's (login status, new chat, completions, a chat's messages);
+    `fault`: the fuzz fault a send met."""
     if method == "GET" and path == "/api/v2/users/status":
         return json_response({"success": True, "data": True})
     if method == "POST" and path == "/api/v2/chats/new":

@@ -24,16 +24,16 @@ import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pipeline.simulator import answers
-from pipeline.simulator.botchecks import (
+from . import answers
+from .botchecks import (
     AFTER_SEND,
     BOT_CHECK_SCENARIOS,
     PAGE_CHECKS,
     PageRefusal,
     connect_body,
 )
-from pipeline.simulator.fuzz import Fuzzer
-from pipeline.simulator.sessions import Sessions
+from .fuzz import Fuzzer
+from .sessions import Sessions
 
 SCENARIOS = (
     "ok",
@@ -271,6 +271,8 @@ class Settings:
     late_errors: bool = False
 
     def validated(self) -> Settings:
+        """These settings, each checked (scenario, shape, UI, times, flags, quotas): ValueError
+        naming the first that is out of range; else the settings themselves."""
         checks = [
             (self.scenario in SCENARIOS, f"scenario must be one of {', '.join(SCENARIOS)}"),
             (self.api_shape in API_SHAPES, f"api_shape must be one of {', '.join(API_SHAPES)}"),

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args, get_type_hints
 
-from pipeline.config import ACCOUNT_NAME
-from pipeline.errors import UsageProblem
-from pipeline.simulator.chats import API_SHAPES, MODELS, SCENARIOS, SITES, UIS, VERSION_RE, Settings
-from pipeline.simulator.fuzz import DEFAULT_RATE, parse_forced
+from ..config import ACCOUNT_NAME
+from ..errors import UsageProblem
+from .chats import API_SHAPES, MODELS, SCENARIOS, SITES, UIS, VERSION_RE, Settings
+from .fuzz import DEFAULT_RATE, parse_forced
 
 if TYPE_CHECKING:
-    from pipeline.simulator.server import Simulator
+    from .server import Simulator
 
 DEFAULT_PORT = 8765
 MAX_SECONDS = 3600.0
@@ -197,7 +197,7 @@ class SimulatorOptions:
 
     def start(self) -> Simulator:
         """A running simulator; UsageProblem when the port cannot be had (in use, not allowed)."""
-        from pipeline.simulator.server import Simulator
+        from .server import Simulator
 
         sim = Simulator(
             port=self.port,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pipeline.simulator.chats import BX_V, MODELS, PAGE_SETTLE, Settings
+from .chats import BX_V, MODELS, PAGE_SETTLE, Settings
 
 STATIC = Path(__file__).parent / "static"
 CONTENT_TYPES = {

@@ -306,7 +306,7 @@ class RouterSim:
 def _answer(prompt: str) -> str:
     """The article for `prompt`: the shared simulator's answer_for when it exists, else our own."""
     try:
-        from pipeline.simulator.answers import answer_for
+        from .answers import answer_for
     except ImportError:
         return fallback_answer(prompt)
     return answer_for(prompt, 1)  # same prompt, same article: a router has no chat history

@@ -16,8 +16,8 @@ from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from pipeline.simulator import answers, api, botchecks, pages
-from pipeline.simulator.chats import (
+from . import answers, api, botchecks, pages
+from .chats import (
     ANONYMOUS,
     CONTENT_SCENARIOS,
     DEFAULT_UI,
@@ -26,7 +26,7 @@ from pipeline.simulator.chats import (
     ChatStore,
     Settings,
 )
-from pipeline.simulator.fuzz import DEFAULT_RATE
+from .fuzz import DEFAULT_RATE
 
 APP_PATH = re.compile(r"^/(c/[^/]+)?$")
 SETTING_KEYS = {
@@ -115,6 +115,8 @@ class Simulator:
         fuzz_rate: float = DEFAULT_RATE,
         fault: str = "",
     ):
+        """A simulator on 127.0.0.1:`port` (0: any free port), its settings (pipeline/simulator/options.py
+        says what each does) as given; started by `start()`."""
         settings = Settings(
             scenario=scenario,
             api_shape=api_shape,
@@ -332,15 +334,11 @@ class Simulator:
         with self._router_lock:
             if self._router is None:
                 try:
-                    from pipeline.simulator.router import RouterSim
+                    from .router import RouterSim
                 except ImportError:
                     return None
                 self._router = RouterSim()
             return self._router
-
-    def router_ledger(self) -> list:
-        router = self.router
-        return router.ledger() if router is not None else []
 
     def config(self) -> dict:
         settings = self.store.snapshot()

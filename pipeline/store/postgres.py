@@ -20,7 +20,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from ..redact import Verbatim
+from ..redact import Verbatim, first_line
 from . import pg_schema
 from .protocol import Finished, StoreBusy, StoreError, StoreUnreachable
 from .sql import FINISHED_COLUMNS, Dialect, SQLStep, SQLStore
@@ -122,7 +122,7 @@ class PostgresStore(SQLStore):
         import psycopg
         from psycopg import errors
 
-        text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        text = first_line(err)
         if isinstance(err, StoreError):
             return err
         if isinstance(err, errors.LockNotAvailable):

@@ -418,7 +418,7 @@ def check(trial: Trial, project: Path, sim) -> None:
 
 
 def recovery_lost(project: Path) -> Counter:
-    from pipeline.contract.upgrade import open_sqlite
+    from pipeline.wiring import open_sqlite
 
     with open_sqlite(articles_dir(project) / ".qwenpipe") as store:
         return chaos_common.recovery_lost(store)
@@ -457,7 +457,7 @@ def check_twin(trial: Trial, folders: list[Path], sim, twin_chat: str | None) ->
         ours = folder / f"{first_slug}.md.url"
         if ours.exists() and twin_chat in ours.read_text(encoding="utf-8"):
             trial.problems.append(f"{first_slug} in {folder}: adopted the twin workspace's chat {twin_chat}")
-    from pipeline.contract.upgrade import open_sqlite
+    from pipeline.wiring import open_sqlite
 
     with open_sqlite(articles_dir(trial.twin) / ".qwenpipe") as store:
         problem = chaos_common.send_count_problem(
@@ -469,7 +469,7 @@ def check_twin(trial: Trial, folders: list[Path], sim, twin_chat: str | None) ->
 
 
 def check_send_counts(trial: Trial, project: Path, sim, sends: list[dict]) -> None:
-    from pipeline.contract.upgrade import open_sqlite
+    from pipeline.wiring import open_sqlite
 
     texts = set(trial.slugs.values())
     accepted = [entry for entry in sends if entry["prompt"] in texts]
@@ -517,7 +517,7 @@ def article_problem(
 
 
 def check_journal(trial: Trial, project: Path) -> None:
-    from pipeline.contract.upgrade import open_sqlite
+    from pipeline.wiring import open_sqlite
 
     # The journal is in the store: a kill inside a step (mid_journal) leaves nothing of it, so
     # there is no torn line to allow for; every event must read back.

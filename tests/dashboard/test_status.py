@@ -19,6 +19,7 @@ from pipeline.config import load
 from pipeline.contract.step import Status, generate
 from pipeline.contract.workspace import Engines, Workspace
 from pipeline.engines.base import Answer, HardError, QuotaSpent, TransientError
+from pipeline.wiring import workspace as open_workspace
 
 ROW_FIELDS = [
     "slug",
@@ -71,7 +72,7 @@ def router_answer() -> Answer:
 def make_workspace(project, extra: str = "") -> Workspace:
     # poll_interval 30 so that a transient failure leaves a next try in the future.
     (project / "config.toml").write_text(f"[qwen]\npoll_interval = 30\nmax_attempts = 3\n{extra}")
-    return Workspace(load(project / "config.toml"))
+    return open_workspace(load(project / "config.toml"))
 
 
 @pytest.fixture
@@ -332,7 +333,7 @@ def test_no_stale_cycle_warning_when_nothing_is_left_to_do(project):
 def test_slow_polls_stretch_the_expected_cycle_gap(project):
     ws = make_workspace(project)
     (project / "config.toml").write_text("[qwen]\npoll_interval = 3600\n")
-    ws = Workspace(load(project / "config.toml"))
+    ws = open_workspace(load(project / "config.toml"))
     add_prompt(project, "tea")
     now = time.time()
     write_cycle(ws, started=now - 7300, finished=now - 7200, exit_code=0, summary="", pid=1)

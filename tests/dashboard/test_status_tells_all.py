@@ -24,6 +24,7 @@ from pipeline.contract.phases import backoff_delay
 from pipeline.contract.step import Status, generate
 from pipeline.contract.workspace import Engines, Workspace
 from pipeline.engines.base import TransientError
+from pipeline.wiring import workspace as open_workspace
 
 DAY = 86400.0
 
@@ -32,7 +33,7 @@ def spaced(project) -> Workspace:
     (project / "config.toml").write_text(
         "[qwen]\npoll_interval = 30\nmax_attempts = 5\n[article]\nmin_words = 0\n"
     )
-    return Workspace(load(project / "config.toml"))
+    return open_workspace(load(project / "config.toml"))
 
 
 def rows(ws, now=None) -> dict:
@@ -70,7 +71,7 @@ URL_FILES = {
 
 @pytest.mark.parametrize("what", list(URL_FILES))
 def test_a_chat_url_file_its_step_refuses_is_invalid_with_the_problem_not_generating(project, what):
-    ws = Workspace(load(project / "config.toml"))
+    ws = open_workspace(load(project / "config.toml"))
     add_prompt(project, "tea")
     add_prompt(project, "coffee", "Write about coffee.")
     url = project / "articles" / "tea.md.url"
@@ -92,7 +93,7 @@ def test_a_chat_url_file_its_step_refuses_is_invalid_with_the_problem_not_genera
 
 @pytest.mark.parametrize("kind", ["dangling link", "link to a file", "fifo"])
 def test_an_article_lock_that_is_not_a_file_shows_invalid_naming_it_and_is_not_sent(project, outside, kind):
-    ws = Workspace(load(project / "config.toml"))
+    ws = open_workspace(load(project / "config.toml"))
     add_prompt(project, "tea")
     locks = project / "articles" / ".qwenpipe" / "locks"
     locks.mkdir(parents=True)

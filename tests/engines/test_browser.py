@@ -19,7 +19,7 @@ from pipeline.engines.qwen.browser import (
     load_storage_state,
 )
 from pipeline.engines.qwen.tokens import jwt_expiry
-from pipeline.setup.login import state_token_expiry
+from pipeline.signin.saved import state_token_expiry
 
 
 def fake_executable(folder, name):

@@ -11,8 +11,8 @@ import pytest
 from sim_project import add_accounts, journal, make_project, prompt, read_article, senders
 from tests_cli_helpers import qwenpipe_in_process
 
-from pipeline.contract.upgrade import open_sqlite
 from pipeline.simulator import Simulator
+from pipeline.wiring import open_sqlite
 
 pytestmark = pytest.mark.browser
 

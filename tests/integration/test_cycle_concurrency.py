@@ -123,16 +123,16 @@ def test_a_cycle_that_cannot_share_its_browser_polls_one_at_a_time(sim, tmp_path
     """No DevTools port announced: one line says so, and the sequential loop does the work."""
     from pipeline import config as config_module
     from pipeline.batch.cycle import run_cycle
-    from pipeline.contract.workspace import Workspace
     from pipeline.engines.qwen.browser import BrowserSession
     from pipeline.wiring import engines as wired
+    from pipeline.wiring import workspace as open_workspace
 
     project = make_project(tmp_path, sim, extra="concurrency = 4")
     texts = {f"b{i}": prompt(project, f"b{i}", f"Write article {i} about one browser.") for i in range(3)}
     assert qwenpipe_in_process("cycle", cwd=project, timeout=180).returncode == 42
     monkeypatch.chdir(project)
     monkeypatch.setattr(BrowserSession, "cdp_endpoint", lambda self, timeout=5.0: None)
-    workspace = Workspace(config_module.load(project / "config.toml"))
+    workspace = open_workspace(config_module.load(project / "config.toml"))
     said: list[str] = []
     launches = BrowserSession.launches
     with wired(workspace.config) as engines:

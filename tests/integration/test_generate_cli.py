@@ -111,13 +111,15 @@ def test_hard_failure_at_send_falls_back_to_the_router(sim, tmp_path, scenario, 
     assert not [e for e in sim.sends() if e["prompt"] == text], "a refused prompt counted as sent"
     assert code in [e.get("code") for e in journal(project)]
     assert not (project / "articles" / "fb.md.sending").exists()
-    from pipeline.contract.upgrade import open_sqlite
+    from pipeline.store.protocol import DEFAULT_ACCOUNT
+    from pipeline.wiring import open_sqlite
 
     with open_sqlite(project / "articles" / ".qwenpipe") as store:
         # The site took nothing, so the day's count (what qwen.max_sends_per_day limits) is 0.
         assert store.send_counts(0).total == 0
         if scenario == "quota":  # the chat is left alone for the hours the site names (data.num = 5)
-            (block,) = store.quota_blocks(0)
+            block = store.quota_block(DEFAULT_ACCOUNT, 0)
+            assert block is not None
             assert block.until - block.since == pytest.approx(5 * 3600)
 
 
@@ -153,9 +155,9 @@ def test_chat_gone_at_poll_is_looked_at_again_then_falls_back_once_lost(sim, tmp
     from dataclasses import replace
 
     from pipeline.config import load
-    from pipeline.contract.workspace import Workspace
+    from pipeline.wiring import workspace as open_workspace
 
-    with Workspace(load(project / "config.toml")) as ws:  # the send, an hour older
+    with open_workspace(load(project / "config.toml")) as ws:  # the send, an hour older
         record = ws.store.article("gone")
         with ws.store.step() as step:
             step.put_article(replace(record, sent_at=record.sent_at - 3600, next_try=0.0))

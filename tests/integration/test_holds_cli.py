@@ -17,9 +17,9 @@ from tests_cli_helpers import qwenpipe_in_process
 from pipeline.accounts import account_named
 from pipeline.config import load
 from pipeline.contract.quota import next_local_midnight
-from pipeline.contract.workspace import Workspace
 from pipeline.setup.login import end_bot_check, run_login
 from pipeline.simulator import Simulator
+from pipeline.wiring import workspace as open_workspace
 
 pytestmark = pytest.mark.browser
 
@@ -151,7 +151,7 @@ def test_the_login_window_shows_the_slider_and_sliding_it_ends_the_hold(fresh, t
     sim.set(slider_accounts=["a"])
     prompt(project, "held", "Write about the slider page.")
     assert qwenpipe_in_process("generate", "held", "--account", "a", cwd=project).returncode == 0
-    workspace = Workspace(load(project / "config.toml"))
+    workspace = open_workspace(load(project / "config.toml"))
     hold = workspace.chat_quota.held(time.time(), "a")
     assert hold is not None and "_____tmd_____/punish" in hold.reason
 

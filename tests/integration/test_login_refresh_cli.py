@@ -14,7 +14,7 @@ from sim_project import make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.batch.status import iso
-from pipeline.setup.login import state_token_expiry
+from pipeline.signin.saved import state_token_expiry
 from pipeline.simulator.api import make_token
 
 # Its projects launch their own browser (tests/sim_project.py):

@@ -122,7 +122,7 @@ def test_times_a_clock_jump_left_days_ahead_are_re_planned_by_generate_and_cycle
     assert qwenpipe_in_process("cycle", cwd=project).returncode == 42
     from dataclasses import replace
 
-    from pipeline.contract.upgrade import open_sqlite
+    from pipeline.wiring import open_sqlite
 
     def shift(slug, **fields):
         with open_sqlite(project / "articles" / ".qwenpipe") as store, store.step() as step:

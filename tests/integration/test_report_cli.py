@@ -19,9 +19,9 @@ from sim_project import make_project, prompt
 from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.config import load
-from pipeline.contract.workspace import Workspace
 from pipeline.engines.qwen.stream import COMPLETIONS_PATH
 from pipeline.redact import MASK, MIN_RUN
+from pipeline.wiring import workspace as open_workspace
 
 pytestmark = pytest.mark.browser
 
@@ -101,7 +101,7 @@ def test_a_report_bundles_the_run_and_its_trace_with_no_secret_in_any_form(sim, 
     # What the report reads beside the run: an unknown answer of the last day (of another
     # article: every slug's are bundled), a bot check's page, a sidecar an older version wrote
     # unmasked.
-    with Workspace(load(config)) as workspace:
+    with open_workspace(load(config)) as workspace:
         workspace.journal.append(
             "pan", "unknown_answer", where="chat_json", seen='{"code": "Zq9"}', account="default"
         )

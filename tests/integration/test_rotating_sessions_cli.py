@@ -13,11 +13,11 @@ import pytest
 from sim_project import add_accounts, journal, make_project, prompt, read_article, senders
 from tests_cli_helpers import qwenpipe_in_process
 
-from pipeline.batch.status import clock
-from pipeline.setup.login import state_token_expiry
+from pipeline.signin.saved import state_token_expiry
 from pipeline.simulator import Simulator
 from pipeline.simulator.api import token_payload
 from pipeline.simulator.sessions import ACCESS_SECONDS
+from pipeline.times import clock
 
 pytestmark = pytest.mark.browser
 

@@ -32,10 +32,11 @@ import pipeline.contract.step
 import pipeline.files
 from pipeline.config import load
 from pipeline.contract.step import Status, generate, replay
-from pipeline.contract.workspace import Engines, Workspace
+from pipeline.contract.workspace import Engines
 from pipeline.engines.base import Answer, FoundChat, Generating, HardError, QuotaSpent, TransientError
 from pipeline.errors import UsageProblem
 from pipeline.files import FileLock
+from pipeline.wiring import workspace as open_workspace
 
 SLUGS = ("alpha", "beta")
 MAX_ATTEMPTS = 3
@@ -235,7 +236,7 @@ class ContractModel(RuleBasedStateMachine):
         for slug in SLUGS:
             self.texts[slug] = f"Write about {slug} for the model test."
             (self.root / "prompts" / f"{slug}.md").write_text(self.texts[slug])
-        self.ws = Workspace(load(self.root / "config.toml"))
+        self.ws = open_workspace(load(self.root / "config.toml"))
         self.site = FakeSite()
         self.chat = ModelChat(self.site, self.kill)
         self.router = ModelRouter(self.kill)
@@ -531,7 +532,7 @@ class AccountsContractModel(ContractModel):
             state = self.root / ".qwenpipe" / "accounts" / name / "state.json"
             state.parent.mkdir(parents=True)
             state.write_text("{}")
-        self.ws = Workspace(load(self.root / "config.toml"))
+        self.ws = open_workspace(load(self.root / "config.toml"))
         self.sites = {name: FakeSite(prefix=name) for name in ACCOUNTS}
         for site in self.sites.values():
             site.clock = lambda: self.now

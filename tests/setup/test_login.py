@@ -16,9 +16,9 @@ from pipeline.accounts import all_accounts
 from pipeline.batch.status import collect
 from pipeline.cli.app import run
 from pipeline.config import load
-from pipeline.contract.workspace import Workspace
 from pipeline.setup.login import run_login
 from pipeline.simulator.api import make_token
+from pipeline.wiring import workspace as open_workspace
 
 # Its projects launch their own browser (tests/sim_project.py):
 # the saved login and the profile a launch uses.
@@ -233,7 +233,7 @@ def status_with_token(project, expires_in: float):
     state.parent.mkdir(parents=True, exist_ok=True)
     now = time.time()
     state.write_text(json.dumps(storage_state(make_token(now + expires_in - 7 * DAY))))
-    return collect(Workspace(load(project / "config.toml")), now=now)
+    return collect(open_workspace(load(project / "config.toml")), now=now)
 
 
 def test_status_warns_when_the_login_expires_within_two_days(project):
@@ -256,7 +256,7 @@ def test_status_is_quiet_about_a_login_with_days_left(project):
 
 
 def test_status_without_a_saved_login_has_a_null_expiry(project):
-    doc = collect(Workspace(load(project / "config.toml"))).to_json()
+    doc = collect(open_workspace(load(project / "config.toml"))).to_json()
     assert doc["login"] == {"state_file": str(project / ".qwenpipe" / "state.json"), "expires_at": None}
     assert not [w for w in doc["warnings"] if "login" in w]
 

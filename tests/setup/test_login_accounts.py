@@ -14,7 +14,9 @@ from sim_project import add_accounts, make_project
 from pipeline.accounts import account_named
 from pipeline.cli.app import run
 from pipeline.config import load
-from pipeline.setup.login import LoginRefresh, run_login, state_token_expiry
+from pipeline.setup.login import run_login
+from pipeline.signin.refresh import LoginRefresh
+from pipeline.signin.saved import state_token_expiry
 from pipeline.simulator import Simulator
 from pipeline.simulator.api import make_token, token_payload
 

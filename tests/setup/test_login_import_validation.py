@@ -175,7 +175,7 @@ def test_import_reads_only_a_regular_file_of_bounded_size_without_hanging(tmp_pa
     """A FIFO used to hang the import, /dev/zero to eat all memory: refused at once, exit 2."""
     import os
 
-    from pipeline.setup.login import MAX_LOGIN_FILE_BYTES
+    from pipeline.signin.saved import MAX_LOGIN_FILE_BYTES
 
     (tmp_path / "prompts").mkdir()
     source = tmp_path / "export.json"

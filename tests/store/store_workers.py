@@ -71,8 +71,8 @@ def die_inside_a_step(place: Place, ready, how: str) -> None:
 
 def import_and_die(state_dir: str) -> None:
     """Import a legacy workspace, killed (os._exit) at its last write, inside the transaction."""
-    from pipeline.contract.upgrade import open_sqlite
     from pipeline.store.sqlite import SQLiteStep
+    from pipeline.wiring import open_sqlite
 
     def die(*_args: object) -> None:
         os._exit(1)
@@ -83,7 +83,7 @@ def import_and_die(state_dir: str) -> None:
 
 def open_at_once(state_dir: str, start) -> None:
     """Open (and so upgrade) a legacy workspace at the same moment as other processes."""
-    from pipeline.contract.upgrade import open_sqlite
+    from pipeline.wiring import open_sqlite
 
     start.wait()
     open_sqlite(state_dir).close()

@@ -17,10 +17,10 @@ from pipeline.contract import upgrade
 from pipeline.contract.article import ArticleState
 from pipeline.contract.journal import Journal, read_lines
 from pipeline.contract.quota import local_day_start, next_local_midnight, sends_today
-from pipeline.contract.upgrade import open_sqlite
 from pipeline.store.dbfile import DB_NAME
 from pipeline.store.protocol import DEFAULT_ACCOUNT, Event
 from pipeline.store.sqlite import SQLiteStore
+from pipeline.wiring import open_sqlite
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "legacy_workspace"
 SPAWN = multiprocessing.get_context("spawn")

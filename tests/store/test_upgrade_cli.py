@@ -17,7 +17,7 @@ from tests_cli_helpers import spawn
 from pipeline.batch.status import collect, collect_story
 from pipeline.config import load
 from pipeline.contract.journal import read_lines
-from pipeline.contract.workspace import Workspace
+from pipeline.wiring import workspace as open_workspace
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 BEFORE = json.loads((FIXTURES / "legacy_status.json").read_text())
@@ -47,7 +47,7 @@ def test_status_json_on_an_old_workspace_says_what_it_said_before(legacy):
 
 
 def test_status_at_the_time_of_the_old_one_gives_the_same_sends_quota_and_ages(legacy):
-    with Workspace(load(legacy / "config.toml")) as workspace:
+    with open_workspace(load(legacy / "config.toml")) as workspace:
         status = collect(workspace, THEN).to_json()
     assert status["sends"] == BEFORE["sends"] and status["chat_quota"] == BEFORE["chat_quota"]
     for row, old in zip(status["articles"], BEFORE["articles"], strict=True):
@@ -60,7 +60,7 @@ def test_status_at_the_time_of_the_old_one_gives_the_same_sends_quota_and_ages(l
 
 @pytest.mark.parametrize("slug", ["chat-done", "multi-turn", "dead", "interrupted", "quota-hit"])
 def test_show_on_an_old_workspace_tells_each_journal_step_of_the_article(legacy, slug):
-    with Workspace(load(legacy / "config.toml")) as workspace:
+    with open_workspace(load(legacy / "config.toml")) as workspace:
         story = collect_story(workspace, slug)
     shown = [{k: v for k, v in e.items() if k not in ("seq", "account")} for e in story.entries]
     assert shown == old_lines(legacy, slug) and shown
@@ -105,7 +105,7 @@ def test_log_follow_prints_a_step_written_after_it_started(legacy):
     try:
         first = [json.loads(process.stdout.readline()) for _ in old_lines(legacy, "router-done")]
         assert [e["event"] for e in first] == [e["event"] for e in old_lines(legacy, "router-done")]
-        with Workspace(load(legacy / "config.toml")) as workspace:
+        with open_workspace(load(legacy / "config.toml")) as workspace:
             workspace.journal.append("router-done", "note", why="test")
             workspace.journal.append("other", "note")
         later = json.loads(process.stdout.readline() or "{}")  # waits until --follow prints it

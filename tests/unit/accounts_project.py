@@ -7,7 +7,8 @@ from fakes import FakeChat, FakeRouter
 from project_files import write_config
 
 from pipeline.config import load
-from pipeline.contract.workspace import Engines, Workspace
+from pipeline.contract.workspace import Engines
+from pipeline.wiring import workspace as open_workspace
 
 
 def accounts_project(project, config: str):
@@ -15,7 +16,7 @@ def accounts_project(project, config: str):
     `[accounts.NAME]` tables the one chat is "default"; the nth account's chat numbers its sends
     from 1000 * n, so no two accounts ever make the same chat URL."""
     write_config(project, config)
-    ws = Workspace(load(project / "config.toml"))
+    ws = open_workspace(load(project / "config.toml"))
     names = [line[10:-1] for line in config.splitlines() if line.startswith("[accounts.")]
     for name in names:
         state = project / ".qwenpipe" / "accounts" / name / "state.json"

@@ -8,7 +8,8 @@ from project_files import add_prompt
 
 from pipeline.batch.cycle import run_cycle
 from pipeline.config import load
-from pipeline.contract.workspace import Engines, Workspace
+from pipeline.contract.workspace import Engines
+from pipeline.wiring import workspace as open_workspace
 
 
 def cycle_project(project, chat, router, slugs: list[str], qwen: str = "", *, sent: bool = False):
@@ -16,7 +17,7 @@ def cycle_project(project, chat, router, slugs: list[str], qwen: str = "", *, se
     no poll spacing and the [qwen] lines `qwen`; a prompt "Write about SLUG." for each of
     `slugs`. `sent`: a first cycle has sent every prompt (asserted)."""
     (project / "config.toml").write_text(f"[article]\nmin_words = 0\n[qwen]\npoll_interval = 0\n{qwen}\n")
-    ws = Workspace(load(project / "config.toml"))
+    ws = open_workspace(load(project / "config.toml"))
     for slug in slugs:
         add_prompt(project, slug, f"Write about {slug}.")
 

@@ -14,8 +14,9 @@ from pipeline.accounts import config_account
 from pipeline.batch.cycle import run_cycle
 from pipeline.config import ConfigError, load
 from pipeline.contract.step import Status, generate
-from pipeline.contract.workspace import Engines, Workspace
+from pipeline.contract.workspace import Engines
 from pipeline.engines.base import ACCOUNT_REFUSALS, Generating, HardError, QuotaSpent, TransientError
+from pipeline.wiring import workspace as open_workspace
 
 BASE = "[qwen]\npoll_interval = 0\nmax_attempts = 3\n[article]\nmin_words = 0\n"
 
@@ -33,7 +34,7 @@ class Accounts:
         self.project = project
         tables = tables or "".join(f"[accounts.{n}]\n" for n in names)
         write_config(project, BASE + tables)
-        self.ws = Workspace(load(project / "config.toml"))
+        self.ws = open_workspace(load(project / "config.toml"))
         for name in names:
             state = project / ".qwenpipe" / "accounts" / name / "state.json"
             state.parent.mkdir(parents=True, exist_ok=True)
@@ -61,7 +62,7 @@ class Accounts:
 
     def reload(self, tables: str) -> None:
         write_config(self.project, BASE + tables)
-        self.ws = Workspace(load(self.project / "config.toml"))
+        self.ws = open_workspace(load(self.project / "config.toml"))
 
 
 def test_a_new_send_goes_to_the_account_with_most_sends_left_ties_in_config_order(project):
@@ -263,7 +264,7 @@ def test_a_pinned_account_with_its_quota_blocked_waits_for_it(project):
     write_config(
         project, BASE.replace("[qwen]", "[router]\nenabled = false\n[qwen]") + "[accounts.a]\n[accounts.b]\n"
     )
-    acc.ws = Workspace(load(project / "config.toml"))
+    acc.ws = open_workspace(load(project / "config.toml"))
     import time
 
     acc.ws.chat_quota.block(time.time(), 3600, "spent", account="b")
@@ -319,7 +320,7 @@ def test_a_cycle_groups_nothing_across_accounts_each_article_stays_with_its_send
 def test_a_cycle_polls_each_accounts_chats_side_by_side_with_that_accounts_engines(project):
     acc = Accounts(project, names=("a", "b"))
     write_config(project, BASE.replace("[qwen]", "[qwen]\nconcurrency = 2") + "[accounts.a]\n[accounts.b]\n")
-    acc.ws = Workspace(load(project / "config.toml"))
+    acc.ws = open_workspace(load(project / "config.toml"))
     for slug in ("p0", "p1", "p2", "p3"):
         add_prompt(project, slug, f"Write about {slug}.")
     for i, slug in enumerate(("p0", "p1", "p2", "p3")):

@@ -129,9 +129,10 @@ def test_rejected_chat_answer_is_kept_beside_and_the_router_writes_the_article(
 ):
     (project / "config.toml").write_text("[qwen]\npoll_interval = 0\n[article]\nmin_words = 20\n")
     from pipeline.config import load
-    from pipeline.contract.workspace import Engines, Workspace
+    from pipeline.contract.workspace import Engines
+    from pipeline.wiring import workspace as open_workspace
 
-    ws = Workspace(load(project / "config.toml"))
+    ws = open_workspace(load(project / "config.toml"))
     eng = Engines(ws.config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)
     add_prompt(project, "tea")
     generate(ws, "tea", eng)

@@ -15,9 +15,10 @@ from pipeline.config import load
 from pipeline.contract.article import ArticleState
 from pipeline.contract.phases import MAX_BACKOFF, schedule
 from pipeline.contract.step import Status, backoff_delay, generate
-from pipeline.contract.workspace import Engines, Workspace
+from pipeline.contract.workspace import Engines
 from pipeline.engines.base import Generating, QuotaSpent, TransientError
 from pipeline.wiring import router_engine
+from pipeline.wiring import workspace as open_workspace
 
 DAY = 86400.0
 POLL = 60.0
@@ -35,7 +36,7 @@ def spaced_project(project, chat, router):
     (project / "config.toml").write_text(
         f"[qwen]\npoll_interval = {POLL:g}\nmax_attempts = 5\n[article]\nmin_words = 0\n"
     )
-    ws = Workspace(load(project / "config.toml"))
+    ws = open_workspace(load(project / "config.toml"))
     return ws, lambda: Engines(ws.config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)
 
 
@@ -131,7 +132,7 @@ def test_a_send_after_a_quota_block_two_days_ahead_waits_hours_not_days(project,
     (project / "config.toml").write_text(
         "[qwen]\npoll_interval = 60\n[router]\nenabled = false\n[article]\nmin_words = 0\n"
     )
-    ws = Workspace(load(project / "config.toml"))
+    ws = open_workspace(load(project / "config.toml"))
     eng = Engines(ws.config, chat_factory=lambda _c: chat, router_factory=router_engine)
     clock = Clock(1_800_000_000.0 + 2 * DAY)
     add_prompt(project, "tea")

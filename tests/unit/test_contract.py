@@ -215,10 +215,11 @@ def test_hard_failure_without_fallback_is_exit_1_then_dead_letter(project, works
         "[qwen]\npoll_interval = 0\nmax_attempts = 2\n[router]\nenabled = false\n"
     )
     from pipeline.config import load
-    from pipeline.contract.workspace import Engines, Workspace
+    from pipeline.contract.workspace import Engines
     from pipeline.wiring import router_engine
+    from pipeline.wiring import workspace as open_workspace
 
-    ws = Workspace(load(project / "config.toml"))
+    ws = open_workspace(load(project / "config.toml"))
     eng = Engines(ws.config, chat_factory=lambda _c: chat, router_factory=router_engine)
     add_prompt(project, "tea")
     chat.send_error = HardError("the site refused", code="refused")  # no hold: tried again
@@ -286,10 +287,11 @@ def with_poll_interval(project, chat, router, seconds: int):
     """(workspace, engines, now, clock) for the prompt "tea" with [qwen] poll_interval = `seconds`:
     Engines over the fakes, and a clock that reads now[0], which the test moves on."""
     from pipeline.config import load
-    from pipeline.contract.workspace import Engines, Workspace
+    from pipeline.contract.workspace import Engines
+    from pipeline.wiring import workspace as open_workspace
 
     (project / "config.toml").write_text(f"[qwen]\npoll_interval = {seconds}\n")
-    ws = Workspace(load(project / "config.toml"))
+    ws = open_workspace(load(project / "config.toml"))
     eng = Engines(ws.config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)
     add_prompt(project, "tea")
     now = [1_000_000.0]
@@ -434,12 +436,13 @@ def model_project(folder, chat, router, qwen: str):
     from project_files import write_config
 
     from pipeline.config import load
-    from pipeline.contract.workspace import Engines, Workspace
+    from pipeline.contract.workspace import Engines
+    from pipeline.wiring import workspace as open_workspace
 
     write_config(folder, f"[qwen]\npoll_interval = 0\n{qwen}\n[article]\nmin_words = 0\n")
     (folder / "prompts").mkdir()
     (folder / "articles").mkdir()
-    workspace = Workspace(load(folder / "config.toml"))
+    workspace = open_workspace(load(folder / "config.toml"))
     engines = Engines(workspace.config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)
     return workspace, engines
 

@@ -12,11 +12,12 @@ import pipeline.wiring as wiring
 from pipeline.batch import cronexit
 from pipeline.cli.running import cycle_command
 from pipeline.config import load
-from pipeline.contract.workspace import Engines, Workspace
+from pipeline.contract.workspace import Engines
 from pipeline.engines.base import Generating, HardError
 from pipeline.entry import cycle_config
 from pipeline.exitcodes import ExitCode
 from pipeline.files import FileLock
+from pipeline.wiring import workspace as open_workspace
 
 
 @pytest.fixture
@@ -31,7 +32,7 @@ def cron(project, chat, router, monkeypatch):
     def run(config_text: str = "", *, cron_exit: bool = True) -> int:
         if config_text:
             (project / "config.toml").write_text(config_text)
-        return cycle_command(Workspace(load(project / "config.toml")), cron_exit=cron_exit)
+        return cycle_command(open_workspace(load(project / "config.toml")), cron_exit=cron_exit)
 
     return run
 
@@ -93,7 +94,7 @@ def test_an_invalid_prompt_needs_a_person(project, cron):
 
 def test_another_cycle_at_work_is_0_under_cron(project, cron):
     add_prompt(project, "tea")
-    ws = Workspace(load(project / "config.toml"))
+    ws = open_workspace(load(project / "config.toml"))
     ws.state_dir.mkdir(parents=True, exist_ok=True)
     lock = FileLock(ws.cycle_lock, purpose="cycle").acquire()
     try:

@@ -11,16 +11,17 @@ from project_files import add_prompt, snapshot
 
 from pipeline.batch.cycle import run_cycle
 from pipeline.config import load
-from pipeline.contract.workspace import Engines, Workspace
+from pipeline.contract.workspace import Engines
 from pipeline.engines.base import Generating, HardError
 from pipeline.files import FileLock
+from pipeline.wiring import workspace as open_workspace
 
 
 def setup(project, chat, router, extra=""):
     (project / "config.toml").write_text(
         f"[article]\nmin_words = 0\n[qwen]\npoll_interval = 0\nmax_attempts = 3\n{extra}\n"
     )
-    ws = Workspace(load(project / "config.toml"))
+    ws = open_workspace(load(project / "config.toml"))
     created = []
 
     def chat_factory(_config):

@@ -23,9 +23,10 @@ def test_cycle_lines_off_a_terminal_start_with_an_iso_time(project):
 def test_cycle_names_each_invalid_prompt_once_and_sends_the_rest(project, chat, router):
     from pipeline.batch.cycle import run_cycle
     from pipeline.config import load
-    from pipeline.contract.workspace import Engines, Workspace
+    from pipeline.contract.workspace import Engines
+    from pipeline.wiring import workspace as open_workspace
 
-    ws = Workspace(load(project / "config.toml"))
+    ws = open_workspace(load(project / "config.toml"))
     add_prompt(project, "tea")
     add_prompt(project, "My_Post")
     add_prompt(project, "broken", meta="title = ")
@@ -46,10 +47,11 @@ def test_a_logged_out_chat_is_said_plainly_by_the_cycle_and_status(project, chat
     from pipeline.batch.cycle import run_cycle
     from pipeline.batch.status import collect
     from pipeline.config import load
-    from pipeline.contract.workspace import Engines, Workspace
+    from pipeline.contract.workspace import Engines
     from pipeline.engines.base import HardError
+    from pipeline.wiring import workspace as open_workspace
 
-    ws = Workspace(load(project / "config.toml"))
+    ws = open_workspace(load(project / "config.toml"))
     add_prompt(project, "tea")
     add_prompt(project, "coffee", "Write about coffee.")
     chat.send_error = HardError("not logged in to the chat site: run `qwenpipe login`", code="logged_out")
@@ -81,13 +83,14 @@ def test_a_logged_out_chat_is_said_plainly_by_the_cycle_and_status(project, chat
 def test_logged_out_with_the_router_off_says_what_could_not_be_written(project, chat, router):
     from pipeline.batch.cycle import run_cycle
     from pipeline.config import load
-    from pipeline.contract.workspace import Engines, Workspace
+    from pipeline.contract.workspace import Engines
     from pipeline.engines.base import HardError
+    from pipeline.wiring import workspace as open_workspace
 
     (project / "config.toml").write_text(
         "[qwen]\npoll_interval = 0\nmax_attempts = 3\n[article]\nmin_words = 0\n[router]\nenabled = false\n"
     )
-    ws = Workspace(load(project / "config.toml"))
+    ws = open_workspace(load(project / "config.toml"))
     add_prompt(project, "tea")
     chat.send_error = HardError("not logged in", code="logged_out")
     engines = Engines(ws.config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)
@@ -105,11 +108,12 @@ def test_an_article_the_busy_store_held_back_is_counted_as_waiting_for_the_store
     from pipeline.batch.cycle import run_cycle
     from pipeline.config import load
     from pipeline.contract import step
-    from pipeline.contract.workspace import Engines, Workspace
+    from pipeline.contract.workspace import Engines
     from pipeline.store.protocol import StoreBusy
+    from pipeline.wiring import workspace as open_workspace
 
     add_prompt(project, "tea")
-    workspace = Workspace(load(project / "config.toml"))
+    workspace = open_workspace(load(project / "config.toml"))
     engines = Engines(workspace.config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)
 
     def held(_self):
@@ -126,10 +130,11 @@ def test_the_cycle_counts_the_browsers_its_chat_engines_launched(project, chat, 
     process's, so engines that outlive a cycle count once."""
     from pipeline.batch.cycle import run_cycle
     from pipeline.config import load
-    from pipeline.contract.workspace import Engines, Workspace
+    from pipeline.contract.workspace import Engines
     from pipeline.engines.base import Generating
+    from pipeline.wiring import workspace as open_workspace
 
-    ws = Workspace(load(project / "config.toml"))
+    ws = open_workspace(load(project / "config.toml"))
     add_prompt(project, "tea")
 
     def launching(_config):

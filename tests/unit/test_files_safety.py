@@ -14,9 +14,9 @@ import pytest
 from pipeline import files
 from pipeline.cli import app as cli
 from pipeline.contract.journal import Journal
-from pipeline.contract.upgrade import open_sqlite
 from pipeline.errors import SetupProblem
 from pipeline.files import FileLock, UnsafeFile
+from pipeline.wiring import open_sqlite
 
 
 def mode(path) -> int:

@@ -13,8 +13,8 @@ from tests_cli_helpers import qwenpipe_in_process
 from pipeline.batch.history import DAYS, collect_history
 from pipeline.config import load
 from pipeline.contract.quota import day_start
-from pipeline.contract.workspace import Workspace
 from pipeline.store.protocol import Event, Intent
+from pipeline.wiring import workspace as open_workspace
 
 NOW = time.time()  # the command line reads the real clock: the days are those before now
 
@@ -73,7 +73,9 @@ def test_the_chart_reads_without_colour_and_json_gives_the_same_numbers(project)
     last = lines[-1]
     assert "#" in last and "=" in last and " 1+1" in last and " 2/4" in last and " 1" in last
     as_json = qwenpipe_in_process("status", "--history", "--json", cwd=project)
-    assert json.loads(as_json.stdout) == collect_history(Workspace(load(project / "config.toml"))).to_json()
+    assert (
+        json.loads(as_json.stdout) == collect_history(open_workspace(load(project / "config.toml"))).to_json()
+    )
 
 
 def test_history_with_a_pattern_or_watch_is_exit_2_saying_why(project):

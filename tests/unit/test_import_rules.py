@@ -2,13 +2,17 @@
 
 Every import counts: at module level, inside a function, under `if TYPE_CHECKING:`.
 - no circle among pipeline's modules;
+- no circle among its top-level packages and modules (batch, setup, wiring, ...): a package
+  may import another only if that one imports nothing of it back, through any of their modules;
 - layers, each importing only from the layers below it (a layer's packages may import each
   other as long as that makes no circle): the commands (cli, entry, __main__), then what they
   run (batch, setup, publishing, wiring), the contract, the engines and the store, and at the
   bottom the shared modules (config, files, console, ...);
 - the simulator imports no engine, nothing of the contract, the store or the commands: only
   itself and the bottom layer;
-- no module imports a private name (`_name`) of another package's module.
+- no module imports a private name (`_name`) of another package's module;
+- the contract names no concrete store: of pipeline/store/ it imports the protocol alone
+  (pipeline/wiring.py opens the store a config gets and hands it in).
 """
 
 from __future__ import annotations
@@ -24,11 +28,11 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     ("commands", frozenset({"cli", "entry", "__main__"})),
     ("runs", frozenset({"batch", "setup", "publishing", "wiring"})),
     ("contract", frozenset({"contract"})),
-    ("engines and store", frozenset({"engines", "store", "simulator"})),
+    ("engines and store", frozenset({"engines", "store", "simulator", "signin"})),
     (
         "shared",
         frozenset(
-            {"", "config", "files", "console", "redact", "errors", "exitcodes"}
+            {"", "config", "files", "console", "redact", "errors", "exitcodes", "times"}
             | {"accounts", "proxy", "crashpoints", "languages", "known_secrets", "pathguard", "send_hours"}
         ),
     ),
@@ -160,6 +164,16 @@ def layer_problems(edges: list[Edge]) -> list[str]:
     return problems
 
 
+def package_edges(edges: list[Edge]) -> list[Edge]:
+    """The imports between pipeline's top-level packages and modules (each named by itself, e.g.
+    pipeline.batch for every module of batch/): one per import that crosses from one to another."""
+    return [
+        Edge(f"pipeline.{top(e.source)}".rstrip("."), f"pipeline.{top(e.target)}".rstrip("."), e.path, e.line)
+        for e in edges
+        if top(e.source) != top(e.target)
+    ]
+
+
 def circle_problems(edges: list[Edge]) -> list[str]:
     return [
         "import circle among "
@@ -207,9 +221,53 @@ def test_no_module_of_pipeline_imports_itself_back_in_a_circle():
     assert not problems, "\n".join(problems)
 
 
+def test_no_package_of_pipeline_imports_itself_back_in_a_circle():
+    """Every top-level package and module of pipeline/ (enumerated from the files, each a node)
+    imports none that imports it back, however many packages the circle passes through."""
+    edges = pipeline_edges()
+    assert {top(e.source) for e in edges} >= {"batch", "setup", "wiring", "contract", "cli"}
+    problems = circle_problems(package_edges(edges))
+    assert not problems, "\n".join(problems)
+
+
 def test_each_layer_imports_only_from_the_layers_below_it():
     problems = layer_problems(pipeline_edges())
     assert not problems, "\n".join(problems)
+
+
+STORE_PROTOCOL = "pipeline.store.protocol"
+
+
+def concrete_store_imports(edges: list[Edge]) -> list[str]:
+    """One line per import of pipeline/store/ by the contract other than of its protocol."""
+    return [
+        f"{e.where()}: {e.source} imports {e.target}: the contract knows stores by their protocol "
+        f"({STORE_PROTOCOL}) only; open a store in pipeline/wiring.py and hand it in"
+        for e in edges
+        if top(e.source) == "contract" and top(e.target) == "store" and e.target != STORE_PROTOCOL
+    ]
+
+
+def test_the_contract_names_no_concrete_store():
+    problems = concrete_store_imports(pipeline_edges())
+    assert not problems, "\n".join(problems)
+
+
+def test_an_import_of_a_concrete_store_by_the_contract_is_found(tmp_path):
+    package = tmp_path / "pipeline"
+    for folder in (package, package / "store", package / "contract"):
+        folder.mkdir()
+        (folder / "__init__.py").write_text("")
+    (package / "store" / "protocol.py").write_text("")
+    (package / "store" / "sqlite.py").write_text("")
+    (package / "contract" / "hosts.py").write_text(
+        "from ..store.protocol import Store\ndef f():\n    from ..store.sqlite import SQLiteStore\n"
+    )
+    assert concrete_store_imports(imports(package, "pipeline")) == [
+        f"{package / 'contract/hosts.py'}:3: pipeline.contract.hosts imports pipeline.store.sqlite: the "
+        "contract knows stores by their protocol (pipeline.store.protocol) only; open a store in "
+        "pipeline/wiring.py and hand it in"
+    ]
 
 
 def test_no_module_imports_a_private_name_of_another_package():
@@ -254,4 +312,26 @@ def test_the_rules_see_imports_inside_functions_and_under_type_checking(tmp_path
         f"{package / 'contract/quota.py'}:3: pipeline.contract.quota imports _far of "
         "pipeline.engines.base: a private name of another package (make it public there, or ask "
         "pipeline.engines.base for what it does)"
+    ]
+
+
+def test_a_circle_between_packages_is_found_though_no_modules_make_one(tmp_path):
+    """batch.status imports setup.login in a function, setup.doctor imports batch.alerts under
+    TYPE_CHECKING: no circle of modules, one of packages, named with its lines."""
+    package = tmp_path / "pipeline"
+    for folder in (package, package / "batch", package / "setup"):
+        folder.mkdir()
+        (folder / "__init__.py").write_text("")
+    (package / "batch" / "status.py").write_text("def f():\n    from ..setup import login\n")
+    (package / "batch" / "alerts.py").write_text("")
+    (package / "setup" / "login.py").write_text("")
+    (package / "setup" / "doctor.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..batch.alerts import shown\n"
+    )
+    edges = imports(package, "pipeline")
+    assert circle_problems(edges) == []
+    assert circle_problems(package_edges(edges)) == [
+        "import circle among pipeline.batch, pipeline.setup:\n"
+        f"  {package / 'batch/status.py'}:2: pipeline.batch imports pipeline.setup\n"
+        f"  {package / 'setup/doctor.py'}:3: pipeline.setup imports pipeline.batch"
     ]

@@ -20,9 +20,10 @@ from pipeline.config import Qwen, load
 from pipeline.contract.article import ArticleState
 from pipeline.contract.step import Status, generate
 from pipeline.contract.step.proof import NO_LOOK, unreadable, weigh
-from pipeline.contract.workspace import Engines, Workspace
+from pipeline.contract.workspace import Engines
 from pipeline.engines.base import Code, EngineBusy, HardError, TransientError
 from pipeline.wiring import router_engine
+from pipeline.wiring import workspace as open_workspace
 
 TEXT = "Write about tea."
 LOST = 1800.0  # qwen.lost_chat_after's default
@@ -232,7 +233,7 @@ def two_workspaces(tmp_path, chat):
         (root / "articles").mkdir()
         write_config(root, "[qwen]\npoll_interval = 0\n[article]\nmin_words = 0\n[browser]\n" + shared)
         add_prompt(root, "tea")
-        ws = Workspace(load(root / "config.toml"))
+        ws = open_workspace(load(root / "config.toml"))
         spaces.append(
             (root, ws, Engines(ws.config, chat_factory=lambda _c: chat, router_factory=router_engine))
         )

@@ -15,9 +15,10 @@ from project_files import add_prompt, write_config
 from pipeline.config import load
 from pipeline.contract.quota import sends_today
 from pipeline.contract.step import Status, generate, replay
-from pipeline.contract.workspace import Engines, Workspace
+from pipeline.contract.workspace import Engines
 from pipeline.errors import UsageProblem
 from pipeline.wiring import router_engine
+from pipeline.wiring import workspace as open_workspace
 
 TEXT = "Write about tea."
 
@@ -104,7 +105,7 @@ def test_two_workspaces_on_one_account_killed_after_sending_the_same_text_each_a
         (root / "articles").mkdir()
         write_config(root, "[qwen]\npoll_interval = 0\n[article]\nmin_words = 0\n")
         add_prompt(root, "tea")
-        ws = Workspace(load(root / "config.toml"))
+        ws = open_workspace(load(root / "config.toml"))
         spaces.append(
             (root, ws, Engines(ws.config, chat_factory=lambda _c: chat, router_factory=router_engine))
         )
@@ -192,7 +193,7 @@ def test_sends_killed_before_the_prompt_left_do_not_use_the_daily_limit(tmp_path
     (root / "articles").mkdir()
     write_config(root, "[qwen]\npoll_interval = 0\nmax_sends_per_day = 2\n[article]\nmin_words = 0\n")
     add_prompt(root, "tea")
-    ws = Workspace(load(root / "config.toml"))
+    ws = open_workspace(load(root / "config.toml"))
     engines = Engines(ws.config, chat_factory=lambda _c: chat, router_factory=router_engine)
     for _ in range(2):
         killed(ws, "tea", engines, "before_send" if point == "older intent" else point)

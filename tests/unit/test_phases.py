@@ -219,8 +219,8 @@ def test_a_shared_batch_tells_this_hosts_accounts_from_another_hosts_and_from_or
 
     from pipeline.config import load
     from pipeline.contract.hosts import chat_limits
-    from pipeline.contract.workspace import Workspace
     from pipeline.store.protocol import Served
+    from pipeline.wiring import workspace as open_workspace
 
     (tmp_path / "prompts").mkdir()
     write_config(
@@ -228,7 +228,7 @@ def test_a_shared_batch_tells_this_hosts_accounts_from_another_hosts_and_from_or
         '[store]\nurl = "postgresql://q@127.0.0.1:9/db"\nhost_id = "h1"\norphan_hours = 2\n'
         "[accounts.a]\n[accounts.off]\nenabled = false\n",
     )
-    ws = Workspace(load(str(tmp_path / "config.toml")))
+    ws = open_workspace(load(str(tmp_path / "config.toml")))
     served = {"b": Served("b", "h2", NOW - 3600), "old": Served("old", "h3", NOW - 3 * 3600)}
     limits = Limits()
     mine = chat_limits(ws, limits, "a", NOW - DAY, NOW, served)
@@ -237,7 +237,7 @@ def test_a_shared_batch_tells_this_hosts_accounts_from_another_hosts_and_from_or
     other = chat_limits(ws, limits, "b", NOW - DAY, NOW, served)
     assert other.elsewhere == "its chat is on account b, which host h2 serves" and not other.orphaned
     gone = chat_limits(ws, limits, "old", NOW - DAY, NOW, served)
-    assert "account old has not been served for store.orphan_hours = 2 h (last: host h3, 3.0 h ago)" in (
+    assert "account old has not been served for store.orphan_hours = 2 h (last: host h3, 3 h 0 min ago)" in (
         gone.orphaned
     )
     fresh = chat_limits(ws, limits, "new", NOW - 60, NOW, served)  # never served: counts from its send

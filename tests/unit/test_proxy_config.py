@@ -8,9 +8,9 @@ import pytest
 from pipeline import redact
 from pipeline.accounts import account_config, account_named, all_accounts
 from pipeline.config import ConfigError, load, render_default_config
-from pipeline.contract.workspace import Workspace
 from pipeline.proxy import parse
 from pipeline.setup.login import account_browser
+from pipeline.wiring import workspace as open_workspace
 
 SECRET = "pa%40ss-Word-42"  # percent-encoded: the password itself is pa@ss-Word-42
 
@@ -89,7 +89,7 @@ def test_the_workspace_registers_every_proxy_password_for_masking(tmp_path):
     line = f"net::ERR_PROXY at http://alice:{SECRET}@h:8080 (pa@ss-Word-42)"
     # Before: nobody knows the bare password is a secret (a URL's login is masked by its shape).
     assert redact.mask(line) == f"net::ERR_PROXY at http://alice:{redact.MASK}@h:8080 (pa@ss-Word-42)"
-    Workspace(_load(tmp_path, f'[accounts.main]\nproxy = "http://alice:{SECRET}@h:8080"\n'))
+    open_workspace(_load(tmp_path, f'[accounts.main]\nproxy = "http://alice:{SECRET}@h:8080"\n'))
     masked = redact.mask(line)
     assert "pa%40ss" not in masked and "pa@ss" not in masked and masked.count(redact.MASK) == 2
     assert redact.mask("the proxy said: ss-Word-42.") == f"the proxy said: {redact.MASK}."  # a piece

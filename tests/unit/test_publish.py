@@ -16,13 +16,14 @@ from pipeline.batch.cycle import run_cycle
 from pipeline.config import ConfigError, load
 from pipeline.contract.workspace import Engines, Workspace
 from pipeline.publishing.publish import publish_by_hand, publish_done, read_record
+from pipeline.wiring import workspace as open_workspace
 
 BASE = "[qwen]\npoll_interval = 0\nmax_attempts = 3\n[article]\nmin_words = 0\n"
 
 
 def setup(project: Path, publish: str = "") -> Workspace:
     write_config(project, BASE + '[publish]\ndir = "site/content/posts"\n' + publish)
-    return Workspace(load(project / "config.toml"))
+    return open_workspace(load(project / "config.toml"))
 
 
 def page(project: Path, slug: str = "tea", bundle: bool = False) -> Path:
@@ -258,7 +259,7 @@ def test_an_article_finished_by_the_cycle_is_published_in_that_cycle(project, ch
 
 def test_publishing_is_off_by_default_and_publish_says_how_to_turn_it_on(project):
     done_article(project, "tea")
-    ws = Workspace(load(project / "config.toml"))
+    ws = open_workspace(load(project / "config.toml"))
     assert publish_done(ws, [("tea", None)], say=lambda _m: None) == []
     result = qwenpipe("publish", "--all", cwd=project)
     assert (
@@ -316,7 +317,7 @@ def test_a_cycle_reads_done_articles_mtimes_only_when_publishing_is_on(
     """10,000 finished articles: a cycle with publishing off stats none of them."""
     from pipeline.batch import scan
 
-    ws = setup(project) if publishing else Workspace(load(project / "config.toml"))
+    ws = setup(project) if publishing else open_workspace(load(project / "config.toml"))
     for slug in ("tea", "coffee"):
         done_article(project, slug)
     asked = []

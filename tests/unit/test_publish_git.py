@@ -13,7 +13,8 @@ from publish_helpers import done_article
 
 from pipeline.batch.cycle import run_cycle
 from pipeline.config import load
-from pipeline.contract.workspace import Engines, Workspace
+from pipeline.contract.workspace import Engines
+from pipeline.wiring import workspace as open_workspace
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -58,7 +59,7 @@ def test_the_readme_recipe_commits_once_per_publishing_cycle_and_pushes_again_af
     (project / "prompts").mkdir(parents=True)
     (project / "publish-git.sh").write_text(readme_block("publish-git.sh"))
     write_config(project, "[article]\nmin_words = 0\n" + readme_block("publish-git.toml"))
-    ws = Workspace(load(project / "config.toml"))
+    ws = open_workspace(load(project / "config.toml"))
     engines = Engines(ws.config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)
 
     def cycle():

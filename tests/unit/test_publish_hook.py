@@ -14,11 +14,12 @@ from pipeline.config import load
 from pipeline.contract.workspace import Workspace
 from pipeline.publishing import hook
 from pipeline.publishing.publish import publish_by_hand
+from pipeline.wiring import workspace as open_workspace
 
 
 def setup(project: Path, publish: str) -> Workspace:
     write_config(project, f'[publish]\ndir = "site/content/posts"\n{publish}')
-    return Workspace(load(project / "config.toml"))
+    return open_workspace(load(project / "config.toml"))
 
 
 def alive(pid: int) -> bool:

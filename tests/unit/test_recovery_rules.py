@@ -62,13 +62,13 @@ def test_a_chat_article_without_a_model_does_not_take_the_prompts_model(project,
 
 def no_router(project):
     from pipeline.config import load
-    from pipeline.contract.workspace import Workspace
+    from pipeline.wiring import workspace as open_workspace
 
     (project / "config.toml").write_text(
         "[qwen]\npoll_interval = 0\nmax_attempts = 5\nmax_sends_per_day = 1\n"
         "[router]\nenabled = false\n[article]\nmin_words = 0\n"
     )
-    return Workspace(load(project / "config.toml"))
+    return open_workspace(load(project / "config.toml"))
 
 
 def logged_out_before_typing() -> HardError:

@@ -17,11 +17,11 @@ import pytest
 from project_files import add_prompt, snapshot
 
 from pipeline.config import ACCOUNT_KEYS, load
-from pipeline.contract.workspace import Workspace
 from pipeline.errors import UsageProblem
 from pipeline.redact import MASK, MIN_RUN
 from pipeline.setup.report import write_report
 from pipeline.store.protocol import Event
+from pipeline.wiring import workspace as open_workspace
 
 KEY = "Ux5+Gh/Wertz=Pl0+Kmnbv/Cxyal=Sdfg+Hj78/4321=9876+Qwety/Asdfg=Lkjhz"
 PROXY_PASSWORD = "Pr0xy-Passw0rd-77"
@@ -119,7 +119,7 @@ def project(tmp_path, monkeypatch):
 
 def test_a_bundle_holds_the_article_and_no_secret_in_any_form_inside_its_trace_too(project, tmp_path):
     now = time.time()
-    with Workspace(load(project / "config.toml")) as workspace:
+    with open_workspace(load(project / "config.toml")) as workspace:
         journal = workspace.journal
         journal.append("tea", "sending", engine="qwen", error=f"the router said {KEY}")
         journal.append(
@@ -170,7 +170,7 @@ def test_a_bundle_holds_the_article_and_no_secret_in_any_form_inside_its_trace_t
 
 
 def test_without_a_trace_the_bundle_says_how_to_have_one(project, tmp_path):
-    with Workspace(load(project / "config.toml")) as workspace:
+    with open_workspace(load(project / "config.toml")) as workspace:
         bundle = write_report(workspace, "tea", tmp_path / "r.zip")
     assert not any(name.startswith("traces/") for name in bundle.members)
     assert any("[browser] trace = true" in note for note in bundle.notes), bundle.notes
@@ -187,7 +187,7 @@ def test_without_a_trace_the_bundle_says_how_to_have_one(project, tmp_path):
 )
 def test_an_unknown_slug_is_refused_with_the_close_names_and_nothing_written(project, tmp_path, slug, words):
     before = snapshot(tmp_path)
-    with Workspace(load(project / "config.toml")) as workspace, pytest.raises(UsageProblem) as refused:
+    with open_workspace(load(project / "config.toml")) as workspace, pytest.raises(UsageProblem) as refused:
         write_report(workspace, slug, tmp_path / "r.zip")
     assert words in str(refused.value)
     assert snapshot(tmp_path) == before
@@ -210,7 +210,7 @@ def test_the_output_goes_through_the_path_guard_everywhere_the_project_keeps_fil
         '[metrics]\ntextfile = "metrics/m.prom"\n[publish]\ndir = "site"\n'
         + ("[accounts.main]\n" if accounts else "")
     )
-    with Workspace(load(project / "config.toml")) as workspace:
+    with open_workspace(load(project / "config.toml")) as workspace:
         settings = workspace.config.path_settings()
         keys = {s.name for s in settings}
         wanted = {f"browser.{k}" for k in ("profile_dir", "storage_state") if not accounts}
@@ -230,7 +230,10 @@ def test_a_symlink_at_the_output_is_refused_and_left_as_it_is(project, tmp_path)
     target.write_text("mine")
     link = tmp_path / "r.zip"
     os.symlink(target, link)
-    with Workspace(load(project / "config.toml")) as workspace, pytest.raises(UsageProblem, match="symlink"):
+    with (
+        open_workspace(load(project / "config.toml")) as workspace,
+        pytest.raises(UsageProblem, match="symlink"),
+    ):
         write_report(workspace, "tea", link)
     assert link.is_symlink() and target.read_text() == "mine"
 

@@ -9,9 +9,10 @@ from project_files import add_prompt
 
 from pipeline.config import load
 from pipeline.contract.step import generate, wait_words
-from pipeline.contract.workspace import Engines, Workspace
+from pipeline.contract.workspace import Engines
 from pipeline.publishing.templates import slug_from_title
 from pipeline.wiring import router_engine
+from pipeline.wiring import workspace as open_workspace
 
 
 @pytest.mark.parametrize(
@@ -42,7 +43,7 @@ def test_no_wait_is_at_once_and_long_ones_are_rounded():
 
 def test_a_look_due_in_a_fraction_of_a_second_says_1_s(project):
     (project / "config.toml").write_text("[qwen]\npoll_interval = 60\n[article]\nmin_words = 0\n")
-    ws = Workspace(load(project / "config.toml"))
+    ws = open_workspace(load(project / "config.toml"))
     chat = FakeChat()
     eng = Engines(ws.config, chat_factory=lambda _c: chat, router_factory=router_engine)
     add_prompt(project, "tea")

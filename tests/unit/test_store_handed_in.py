@@ -13,15 +13,16 @@ import pytest
 from project_files import add_prompt
 from tests_cli_helpers import qwenpipe_in_process as qwenpipe
 
+from pipeline import wiring
 from pipeline.config import load
-from pipeline.contract import upgrade
 from pipeline.contract.article import ArticleFiles, ArticleState
 from pipeline.contract.journal import Journal
 from pipeline.contract.quota import ChatQuota, sends_today
 from pipeline.contract.step import Status, generate
-from pipeline.contract.workspace import Engines, Workspace
+from pipeline.contract.workspace import Engines
 from pipeline.store.protocol import StoreError
 from pipeline.store.sqlite import IN_MEMORY, SQLiteStore
+from pipeline.wiring import workspace as open_workspace
 
 NOW = 1_800_000_000.0
 
@@ -55,7 +56,7 @@ def test_an_article_record_is_saved_to_and_loaded_from_the_store_given(memory, t
 
 def test_a_workspace_handed_a_store_in_memory_generates_without_a_database_file(project, chat, router):
     add_prompt(project, "tea")
-    with Workspace(load(project / "config.toml"), store=SQLiteStore(IN_MEMORY)) as ws:
+    with open_workspace(load(project / "config.toml"), store=SQLiteStore(IN_MEMORY)) as ws:
         engines = Engines(ws.config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)
         outcome = generate(ws, "tea", engines)
         assert outcome.status is Status.QUEUED and outcome.sent
@@ -66,14 +67,14 @@ def test_a_workspace_handed_a_store_in_memory_generates_without_a_database_file(
 
 def test_a_workspace_opens_its_store_once_for_all_its_threads_and_closes_it(project, monkeypatch):
     opened = []
-    real = upgrade.open_sqlite
+    real = wiring.open_sqlite
 
     def open_sqlite(state_dir):
         opened.append(state_dir)
         return real(state_dir)
 
-    monkeypatch.setattr(upgrade, "open_sqlite", open_sqlite)
-    ws = Workspace(load(project / "config.toml"))
+    monkeypatch.setattr(wiring, "open_sqlite", open_sqlite)
+    ws = open_workspace(load(project / "config.toml"))
     assert opened == [], "opened on first use only"
     start, seen = threading.Barrier(8), []
 

@@ -229,7 +229,7 @@ def _generate_once(
     try:
         if hosts.shared_batch(workspace.config):  # the batch's rows first; then this host's lease
             store, host = workspace.store, workspace.config.store.host
-            hosts.sync_article(store, article, host)
+            hosts.sync_article(store, article, host, workspace.this_host_store)
             if article.md.exists():
                 return Outcome(Status.DONE, slug, f"{article.md} is already done (from the batch)")
             lease = hosts.ArticleLease(store, slug, host, workspace.config.store.lease_seconds, clock)

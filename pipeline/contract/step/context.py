@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime
 from enum import Enum
 
 from ...accounts import all_accounts
@@ -151,10 +150,6 @@ class Context:
 
 def since(started: float) -> float:
     return round(time.monotonic() - started, 3)
-
-
-def clock_words(ts: float) -> str:
-    return datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M")
 
 
 def wait_words(seconds: float) -> str:

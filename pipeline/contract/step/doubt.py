@@ -14,6 +14,9 @@ from .proof import weigh
 
 
 def handle(step: Context, move: InDoubt) -> Outcome | Ask | Hard:
+    """A send in doubt (the marker says sending, no chat URL known): taken as lost and sent again
+    when the site has shown nothing for `lost_chat_after` (or handed on when its attempts are
+    spent), else looked for again later."""
     marker = read_marker(step.article.sending) or {}
     now, lost_after = step.clock(), step.qwen.lost_chat_after
     doubt = weigh(marker, now, step.qwen)

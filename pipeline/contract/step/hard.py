@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from ...engines.base import ACCOUNT_REFUSALS, Code, QuotaSpent
 from ...store.protocol import DEFAULT_ACCOUNT
+from ...times import clock as clock_words
 from ..phases import Failure, Reason
-from .context import Context, Outcome, Status, clock_words, wait_words
+from .context import Context, Outcome, Status, wait_words
 from .holds import hold
 from .moves import Ask, Hard
 

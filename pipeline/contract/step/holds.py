@@ -6,8 +6,9 @@ from __future__ import annotations
 from ... import files
 from ...engines.base import EngineError
 from ...errors import SetupProblem
+from ...times import clock as clock_words
 from ..quota import HOLD_CODES, screenshot_path
-from .context import Context, clock_words
+from .context import Context
 
 
 def hold(step: Context, account: str, err: EngineError) -> bool:

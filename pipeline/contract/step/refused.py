@@ -5,7 +5,8 @@ a hold by every run) and the send is decided again, without it."""
 from __future__ import annotations
 
 from ...engines.base import QuotaSpent
-from .context import Context, clock_words
+from ...times import clock as clock_words
+from .context import Context
 from .holds import hold
 from .moves import Ask, Refused
 

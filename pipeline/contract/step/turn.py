@@ -7,8 +7,9 @@ from dataclasses import replace
 
 from ...engines.base import Code, EngineError
 from ...store.protocol import AlreadySent
+from ...times import clock as clock_words
 from ..phases import Reason
-from .context import Context, Outcome, Status, clock_words, since
+from .context import Context, Outcome, Status, since
 from .intents import record_intent, unsent
 from .moves import Ask, LookTurns
 

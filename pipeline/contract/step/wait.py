@@ -3,9 +3,10 @@ until when."""
 
 from __future__ import annotations
 
+from ...times import clock as clock_words
 from ..phases import CYCLE_LIMIT, DAILY_LIMIT, Reason
 from ..quota import Hold, held_words
-from .context import Context, Outcome, Status, clock_words, wait_words
+from .context import Context, Outcome, Status, wait_words
 from .moves import Ask
 
 

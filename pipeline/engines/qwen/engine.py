@@ -70,7 +70,7 @@ from pipeline.engines.qwen.selectors import Selectors, merge_overrides
 from pipeline.engines.qwen.steady import API_STABLE_SECONDS, Steadiness
 from pipeline.engines.qwen.stream import PageTraffic, StreamRead
 from pipeline.engines.unknown import UnknownAnswer, Where, seen, unknown
-from pipeline.redact import mask
+from pipeline.redact import first_line
 
 if TYPE_CHECKING:  # the sections' types only: engines do not import the config
     from pipeline.config import Browser, Qwen
@@ -1122,8 +1122,7 @@ def _screenshot(page: Any) -> bytes | None:
 
 
 def _first_line(err: BaseException) -> str:
-    text = mask(str(getattr(err, "message", "") or err)).strip()
-    return text.splitlines()[0][:200] if text else type(err).__name__
+    return first_line(err)
 
 
 def _plain_refusal(page: Any) -> EngineError | None:
