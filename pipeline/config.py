@@ -320,6 +320,12 @@ class Browser(Section):
         'the account\'s own exit, e.g. "http://user:pass@host:8080" (http, https, socks5); "" = none',
         may_be_secret=True,
     )
+    trace: bool = key(
+        bool,
+        False,
+        None,
+        "keep a Playwright trace of the last run (.qwenpipe/trace-ACCOUNT.zip) for `qwenpipe report`",
+    )
 
 
 @dataclass(frozen=True)
@@ -789,7 +795,7 @@ class Config:
         store, sidecars and locks are under them), another key's file or folder. ConfigError
         naming the key, its path and the fix."""
         settings = self.path_settings()
-        fixed = [Place("this config file", self.source, folder=False)] if self.source else []
+        fixed = self._own_file()
         keys = [Place(s.name, s.path, s.spec.path.folder) for s in settings]  # type: ignore[union-attr]
         for at, setting in enumerate(settings):
             kind = setting.spec.path
@@ -803,6 +809,20 @@ class Config:
                 else:
                     shown = f"{setting.name} = {setting.value!r} ({setting.path})"
                 raise ConfigError(f"{self.describe()}: {shown} {problem}")
+
+    def path_problem(self, name: str, kind: PathKind, path: Path) -> str | None:
+        """Why `path`, given as `name` (a command's option such as `report --output`), cannot be
+        used as a path of `kind`, or None: the same one guard as every key's (check_paths), so
+        that a command never writes over this config file or into the project's folders, a
+        profile or a saved login."""
+        places = [
+            *self._own_file(),
+            *(Place(s.name, s.path, s.spec.path.folder) for s in self.path_settings()),  # type: ignore[union-attr]
+        ]
+        return _path_problem(name, kind, path, places)
+
+    def _own_file(self) -> list[Place]:
+        return [Place("this config file", self.source, folder=False)] if self.source else []
 
     def _example(self, setting: PathSetting) -> str:
         """A value that would do for `setting`'s key: its default (an account's, by its name)."""

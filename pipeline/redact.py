@@ -11,8 +11,9 @@ The key is registered where it is read (known_secrets.router_key), and so is eve
 workspace knows (proxy passwords, PGPASSWORD, the tokens of notify URLs). Registration only
 adds: a secret is never forgotten. Two boundaries mask, so that no caller has to:
 - what is kept on disk: `mask_kept`, called by the two places every write passes through,
-  files.atomic_write / create_new (every record under `.qwenpipe/`, the sidecars, the metrics)
-  and the store's SQLStep (every bound value of every write, SQLite and PostgreSQL alike);
+  files.atomic_write / create_new (every record under `.qwenpipe/`, the sidecars, the metrics,
+  a zip's members: a browser trace, a report bundle) and the store's SQLStep (every bound value
+  of every write, SQLite and PostgreSQL alike);
 - what leaves the process: the consoles (MaskedStream), the notifications, the JSON commands.
 What the user reads as their own is kept `Verbatim`: an article (refused, not masked, when it
 holds a key: `holds_secret`, contract/checks.py), its published page, a saved login; so are the
@@ -40,7 +41,7 @@ import functools
 import json
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple, TextIO
 from urllib.parse import quote, quote_plus
 
@@ -318,11 +319,14 @@ def mask_kept(data: Any) -> Any:
 
     Text that needed masking and is JSON or TOML (a record) is masked value by value and
     written again in its format, so that a mask never swallows a quote between two strings.
-    `Verbatim` text is kept as it is (a plain str); bytes that are not UTF-8 (a screenshot)
-    hold no text to mask."""
+    `Verbatim` text is kept as it is (a plain str); a zip archive (a Playwright trace, a report
+    bundle) is masked member by member (mask_zip); other bytes that are not UTF-8 (a
+    screenshot) hold no text to mask."""
     if isinstance(data, Verbatim):
         return str(data)
     if isinstance(data, bytes):
+        if is_zip(data):  # a Playwright trace, a report: its members are text like any other
+            return mask_zip(data, mask_kept)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -335,6 +339,51 @@ def mask_kept(data: Any) -> Any:
     if masked == data:  # the common case: nothing secret in it
         return data
     return _masked_record(data) or masked
+
+
+ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a zip's first member, or an empty zip
+
+
+def is_zip(data: bytes) -> bool:
+    """Whether `data` is a zip archive (a Playwright trace, a `qwenpipe report` bundle)."""
+    if not data.startswith(ZIP_MAGIC):
+        return False
+    import io
+    import zipfile
+
+    return zipfile.is_zipfile(io.BytesIO(data))
+
+
+def mask_zip(data: bytes, masking: Callable[[bytes], bytes]) -> bytes:
+    """The zip archive `data` with `masking` applied to each member's bytes (a zip inside is
+    the masking's to open: mask_kept does) and every member's name masked: a trace's network
+    log and DOM snapshots are text that compression hides from a scan of the archive's bytes.
+    `data` itself when nothing changed (nothing is compressed again)."""
+    import io
+    import zipfile
+
+    members = []
+    changed = False
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        for info in archive.infolist():
+            body = archive.read(info)
+            masked, name = masking(body), _mask_text(info.filename)
+            changed = changed or masked != body or name != info.filename
+            members.append((info, name, masked))
+    if not changed:
+        return data
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info, name, body in members:
+            kept = zipfile.ZipInfo(name, info.date_time)
+            kept.compress_type, kept.external_attr = zipfile.ZIP_DEFLATED, info.external_attr
+            archive.writestr(kept, body)
+    return out.getvalue()
+
+
+def registered() -> tuple[str, ...]:
+    """The secrets registered so far (for a sink that masks more than them: `qwenpipe report`)."""
+    return _secrets
 
 
 def _mask_text(text: str) -> str:
@@ -396,6 +445,7 @@ __all__ = [
     "ARTICLE_RUN",
     "MIN_RUN",
     "holds_secret",
+    "is_zip",
     "MASK",
     "MIN_PREFIX",
     "MaskedStream",
@@ -403,9 +453,11 @@ __all__ = [
     "mask_data",
     "mask_kept",
     "mask_passwords",
+    "mask_zip",
     "mask_tokens",
     "masked_json",
     "register",
+    "registered",
     "url_tokens",
     "Verbatim",
 ]

@@ -14,6 +14,7 @@ from typing import Any
 from .config import Config, ConfigError
 from .contract.workspace import Engines
 from .engines.base import ChatEngine, DirectEngine
+from .files import STATE_DIR
 
 
 def qwen_engine(config: Config) -> ChatEngine:
@@ -21,19 +22,23 @@ def qwen_engine(config: Config) -> ChatEngine:
     accounts its browser is a context of the one browser they share (engines.qwen.browser)."""
     from .accounts import account_named, config_account, several
     from .console import say
+    from .contract.quota import trace_path
     from .engines.qwen.engine import QwenEngine  # Playwright is imported only when a chat is needed
     from .engines.qwen.selectors import SelectorError
     from .setup.login import LoginRefresh
     from .setup.profile import lock_browser_profile
 
+    account = account_named(config, config_account(config))
+    trace = trace_path(config.articles_dir / STATE_DIR, account.name) if config.browser.trace else None
     try:
         return QwenEngine(
             config.qwen,
             config.browser,
             root=config.root,
             lock_profile=lock_browser_profile,
-            keep_login=LoginRefresh(config, say=say, account=account_named(config, config_account(config))),
+            keep_login=LoginRefresh(config, say=say, account=account),
             shared_browser=several(config),
+            trace=trace,
         )
     except SelectorError as err:
         raise ConfigError(str(err)) from None

@@ -70,8 +70,20 @@ def module_sim(request):
     dict of Simulator arguments; none: the simulator's defaults). Tests ask for `sim`."""
     from pipeline.simulator import Simulator
 
-    with Simulator(port=0, **getattr(request.module, "SIMULATOR", {})).start() as server:
+    with Simulator(port=0, **{**test_site(), **getattr(request.module, "SIMULATOR", {})}).start() as server:
         yield server
+
+
+def test_site() -> dict:
+    """The settings of the site the suite runs against: QWENPIPE_TEST_SITE names one of the
+    simulator's SITES (README: the suite against the late-2026 site); the page as last seen live
+    without it. A module's own SIMULATOR settings win."""
+    from pipeline.simulator.chats import SITES
+
+    name = os.environ.get("QWENPIPE_TEST_SITE") or "live-2026-08"
+    if name not in SITES:
+        raise pytest.UsageError(f"QWENPIPE_TEST_SITE={name!r}: choose one of {', '.join(SITES)}")
+    return SITES[name]
 
 
 @pytest.fixture
@@ -107,7 +119,7 @@ def sim_settings(chosen: dict) -> dict:
     from pipeline.simulator.chats import Settings
     from pipeline.simulator.fuzz import DEFAULT_RATE
 
-    defaults = asdict(Settings())
+    defaults = {**asdict(Settings()), **test_site()}
     defaults.pop("frontend_version")  # the run's own build stays (a test may release a new one)
     defaults.update(fuzz=None, fuzz_rate=DEFAULT_RATE, fault="")
     return {**defaults, **{key: value for key, value in chosen.items() if key in defaults}}

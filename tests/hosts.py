@@ -27,6 +27,7 @@ if str(HERE / "chaos") not in sys.path:  # the process pieces (own session, reap
 
 import tomli_w  # noqa: E402
 from chaos import article_problem, finish, last_line, qwenpipe_env, reap_group, start  # noqa: E402
+from chaos_common import vanished_sends  # noqa: E402
 from sim_project import add_accounts, make_project  # noqa: E402
 from tests_cli_helpers import qwenpipe  # noqa: E402
 
@@ -227,12 +228,13 @@ class Findings:
     problems: list[str] = field(default_factory=list)
 
 
-def senders(sim, texts, since: int = 0) -> dict[str, list[dict]]:
-    """Prompt text -> the ledger's accepted sends of it (from entry `since` on)."""
+def senders(sim, texts, since: int = 0, others: frozenset[str] = frozenset()) -> dict[str, list[dict]]:
+    """Prompt text -> the ledger's accepted sends of it (from entry `since` on), but those into
+    the chats `others` (another workspace's sends)."""
     wanted = set(texts)
     taken: dict[str, list[dict]] = {text: [] for text in wanted}
     for entry in sim.ledger()[since:]:
-        if entry["accepted"] and entry["prompt"] in wanted:
+        if entry["accepted"] and entry["prompt"] in wanted and entry["chat_id"] not in others:
             taken[entry["prompt"]].append(entry)
     return taken
 
@@ -246,6 +248,9 @@ def check_hosts(
     router_slugs=frozenset(),
     since: int = 0,
     affinity: bool = True,
+    others: frozenset[str] = frozenset(),
+    hidden: frozenset[str] = frozenset(),
+    lost: Counter | None = None,
 ) -> Findings:
     """Every guarantee of issue 18 after the batch is finished and every host has synced:
     each prompt taken by the site at most once (exactly once unless the router wrote it), the
@@ -253,26 +258,37 @@ def check_hosts(
     and the same on every host, its front matter account the ledger's sender; `status --json`
     shows every article done with its account and the host that holds that account; no chat
     read by an account that did not make it (`affinity`: the simulator's counter is for this
-    run alone)."""
+    run alone).
+
+    `others`: chat ids another workspace outside the batch sent (left out); `hidden`: chats the
+    site never shows, and `lost` (slug -> recorded recovery_lost steps): a prompt whose send
+    vanished may have been sent again after a recorded loss, or its article be the router's."""
     found = Findings()
-    taken = senders(sim, prompts.values(), since)
+    taken = senders(sim, prompts.values(), since, others)
     host_of = {host.account: host.host_id for host in hosts}
     try:
         sends, done_steps = db_rows(url)
     except Exception as error:
         found.problems.append(f"the database cannot be read: {type(error).__name__}: {error}")
         sends, done_steps = [], Counter()
-    rows = {}
+    rows, shown = {}, {}
     for slug, turn, account, chat_url in sends:
         rows.setdefault(slug, []).append((turn, account, chat_url))
     for slug, text in sorted(prompts.items()):
-        accepted = taken[text]
-        if len(accepted) > 1:
+        vanished, given_back = vanished_sends(taken[text], hidden, (lost or Counter())[slug])
+        if len(taken[text]) - len(given_back) > 1:
             found.duplicates.append(slug)
-            accounts = [entry["account"] for entry in accepted]
-            found.problems.append(f"{slug}: the site took the prompt {len(accepted)} times (from {accounts})")
-        elif not accepted and slug not in router_slugs:
+            accounts = [entry["account"] for entry in taken[text]]
+            found.problems.append(
+                f"{slug}: the site took the prompt {len(taken[text])} times (from {accounts}; "
+                f"{len(vanished)} into chats it never showed, {len(given_back)} sent again after a "
+                "recorded loss)"
+            )
+        elif not taken[text] and slug not in router_slugs:
             found.problems.append(f"{slug}: the site never took the prompt")
+        accepted = [entry for entry in taken[text] if entry not in vanished]  # the sends it shows
+        shown[text] = accepted
+        routed = router_slugs | ({slug} if vanished else set())
         sender = accepted[0] if accepted else None
         recorded = rows.get(slug, [])
         if sender and [(r[0], r[1]) for r in recorded] != [(1, sender["account"])]:
@@ -286,8 +302,8 @@ def check_hosts(
         if done_steps[slug] > 1:
             found.done_twice.append(slug)
             found.problems.append(f"{slug}: {done_steps[slug]} `done` steps in the database")
-        check_copies(found, hosts, sim, slug, text, accepted, sender, router_slugs)
-    check_status(found, hosts, prompts, taken, host_of)
+        check_copies(found, hosts, sim, slug, text, accepted, sender, routed)
+    check_status(found, hosts, prompts, shown, host_of)
     if affinity:
         found.affinity_violations = sim.affinity_violations()
         if found.affinity_violations:

@@ -1,4 +1,5 @@
-"""`qwenpipe login` and `qwenpipe doctor`: setting a machine up once, and checking it.
+"""`qwenpipe login`, `qwenpipe doctor` and `qwenpipe report`: setting a machine up once,
+checking it, and bundling what a user sends when an article went wrong.
 
 Exit codes as everywhere: 0 fine; 1 failed (not signed in, a doctor check failed); 2 cannot run
 as asked (bad config, bad import file, a window needed and no screen); 3 the browser profile is
@@ -97,3 +98,30 @@ def register(app: typer.Typer) -> None:
         else:
             sys.stdout.write(mask(report.text()))
         raise typer.Exit(report.exit_code)
+
+    @app.command("report")
+    def report_command(
+        ctx: typer.Context,
+        slug: Annotated[str, typer.Argument(help="the article: prompts/SLUG.md", metavar="SLUG")],
+        output: Annotated[
+            Path | None,
+            typer.Option(
+                "--output",
+                "-o",
+                help="the zip to write (default: ./qwenpipe-report-SLUG-TIME.zip)",
+                dir_okay=False,
+                metavar="PATH",
+            ),
+        ] = None,
+        config: ConfigOption = None,
+    ) -> None:
+        """Write one zip to send with a bug report: SLUG's journal, records and files, the last
+        day's unknown answers, screenshots, the last run's trace, versions, the config, every
+        secret masked. Its path on stdout."""
+        from ..console import out, say
+        from ..setup.report import write_report
+
+        workspace = workspace_of(ctx, config)
+        bundle = write_report(workspace, slug, output.absolute() if output else None)
+        out().print(str(bundle.path), markup=False)
+        say(bundle.summary())

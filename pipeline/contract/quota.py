@@ -90,6 +90,11 @@ def screenshot_path(state_dir: Path, account: str) -> Path:
     return state_dir / f"bot-check-{account}.png"
 
 
+def trace_path(state_dir: Path, account: str) -> Path:
+    """Where the Playwright trace of `account`'s last run is kept (0600, `[browser] trace`)."""
+    return state_dir / f"trace-{account}.zip"
+
+
 def planned(block, now: float) -> tuple[float, float]:
     """(until, since) of a store block as it stands at `now`. A block lasts no longer from `now`
     than it was set for (until - since): one recorded under a clock that has since moved back

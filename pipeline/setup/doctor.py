@@ -127,9 +127,16 @@ class Report:
 
 
 def run_doctor(
-    config: Config, *, now: float | None = None, progress: Callable[[str], None] | None = None
+    config: Config,
+    *,
+    now: float | None = None,
+    progress: Callable[[str], None] | None = None,
+    offline: bool = False,
 ) -> Report:
-    """Every check against this config; never raises for what it finds (that is the report)."""
+    """Every check against this config; never raises for what it finds (that is the report).
+    `offline`: the checks of this machine alone, in a second or two: no browser is started and
+    nothing is asked over the network, neither the chat, a proxy nor the router (what
+    `qwenpipe report` bundles)."""
     now = time.time() if now is None else now
     report = Report(config.describe())
     step = progress or (lambda _message: None)
@@ -148,11 +155,14 @@ def run_doctor(
         accounts = all_accounts(config)
         for account in accounts:
             check_profile(report, config, now, account)
-            check_proxy(report, config, account)
-        step("chat page")
-        check_chat(report, config, executable, attached, accounts)
-    step("router")
-    check_router(report, config)
+            if not offline:
+                check_proxy(report, config, account)
+        if not offline:
+            step("chat page")
+            check_chat(report, config, executable, attached, accounts)
+    if not offline:
+        step("router")
+        check_router(report, config)
     check_prompts(report, config)
     check_articles(report, config)
     check_notify(report, config)

@@ -72,6 +72,21 @@ BAD_CHAT_READS = ("error", "shape")
 # their class, a "1/2" pager, the title "Qwen Studio" and the placeholder "Ask Qwen".
 UIS = ("current", "legacy", "late-2026", "live-2026-08", "studio-2026-09")
 DEFAULT_UI = "live-2026-08"  # the page as its author last saw it live
+# The site as it stood at a time docs/qwen-site.md describes, as settings over the defaults (the
+# page as last seen live): `qwenpipe simulate --site NAME`, and the test suite run against it
+# (QWENPIPE_TEST_SITE=NAME, README). "late-2026": the late-autumn page (Qwen Studio), its paged
+# history, its stream and its error codes. Its rotating login (`rotating_sessions`) is not in it:
+# it serves only a signed-in page, and the suite's projects are anonymous unless a test signs
+# them in (those tests set it themselves).
+SITES: dict[str, dict] = {
+    "live-2026-08": {},
+    "late-2026": {
+        "ui": "studio-2026-09",
+        "history_limit": 10,
+        "late_stream": True,
+        "late_errors": True,
+    },
+}
 # The model picker's models: (the id the chat's JSON names, the name the picker shows).
 MODELS = (
     ("qwen3.7-plus", "Qwen3.7-Plus"),

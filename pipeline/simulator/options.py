@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, get_args, get_type_hints
 
 from pipeline.config import ACCOUNT_NAME
 from pipeline.errors import UsageProblem
-from pipeline.simulator.chats import API_SHAPES, MODELS, SCENARIOS, UIS, VERSION_RE, Settings
+from pipeline.simulator.chats import API_SHAPES, MODELS, SCENARIOS, SITES, UIS, VERSION_RE, Settings
 from pipeline.simulator.fuzz import DEFAULT_RATE, parse_forced
 
 if TYPE_CHECKING:
@@ -37,6 +37,9 @@ def _option(default, help: str, choices: tuple[str, ...] = ()):  # noqa: A002 - 
 @dataclass(frozen=True)
 class SimulatorOptions:
     port: int = _option(DEFAULT_PORT, "port on 127.0.0.1 (0 = any free port)")
+    site: str = _option(
+        "live-2026-08", "start from the site as it stood then (options given on their own win)", tuple(SITES)
+    )
     scenario: str = _option(_SETTINGS.scenario, "what the chat site does", SCENARIOS)
     api_shape: str = _option(_SETTINGS.api_shape, "shape of the chat API's JSON", API_SHAPES)
     answer_seconds: float = _option(_SETTINGS.answer_seconds, "how long an answer takes to grow")
@@ -185,6 +188,13 @@ class SimulatorOptions:
                 raise UsageProblem(f"{flag} {hours}: choose {low:g} to {MAX_HOURS:g} hours")
         return self
 
+    def site_settings(self) -> dict:
+        """--site's settings, but where an option was given on its own (not left at its default)."""
+        defaults = {option.name: option.default for option in fields(self)}
+        return {
+            name: value for name, value in SITES[self.site].items() if getattr(self, name) == defaults[name]
+        }
+
     def start(self) -> Simulator:
         """A running simulator; UsageProblem when the port cannot be had (in use, not allowed)."""
         from pipeline.simulator.server import Simulator
@@ -226,6 +236,7 @@ class SimulatorOptions:
             fuzz_rate=self.fuzz_rate,
             fault=self.fault,
         )
+        sim.set(**self.site_settings())
         try:
             return sim.start()
         except OSError as err:

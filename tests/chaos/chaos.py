@@ -26,6 +26,13 @@ A share of the trials (chaos_common.site_fault) also has the site slow to show a
 read-after-write lag of 1-5 s: the chat reads as not found and is not listed): a recovery or a
 poll in that window proves nothing and must not send again nor hand the article to the router.
 
+A share of the trials has chats that vanish while the commands are killed (never shown, though
+the site took their prompts): such a prompt may reach the site again only after a recorded
+`recovery_lost` (counted once, as the rules say), or its article may be the router's; nothing
+else. And a share is twinned: a second workspace on the same login (its profile and saved
+login) sends the first prompt's text while the first workspace's send is interrupted; neither
+may adopt the other's chat, and each article must be its own chat's answer.
+
 With `--accounts N` the simulator has N accounts and each trial's config.toml N
 `[accounts.NAME]` tables, each signed in with `qwenpipe login --account NAME --import` of the
 simulator's login_state; the last account may send only SMALL_QUOTA prompts a day. Then also:
@@ -75,6 +82,9 @@ STALE_AGE = 400  # older than files.clean_stale_temporaries' 300 s
 # The router simulator's answers are short; the word minimum is not what these trials test.
 ARTICLE_SECTION = "\n[article]\nmin_words = 0\n"
 SMALL_QUOTA = 2  # sends a day of the last account with --accounts: it runs out in the first trials
+TWIN_SHARE = 0.15  # of the trials without router prompts: a second workspace sends the same text
+TWIN_SLUG = "twin"
+TWIN_DEADLINE = 60  # seconds of crash-free cycles for the twin's one article
 
 
 @dataclass
@@ -101,7 +111,10 @@ class Trial:
     router_articles: int = 0
     orphans: int = 0  # processes of a killed command still alive after it died
     count_mismatches: list[str] = field(default_factory=list)  # the day's sends unlike the site's
-    site_fault: dict = field(default_factory=dict)  # the simulator's fault for the trial (read_lag)
+    site_fault: dict = field(default_factory=dict)  # the simulator's fault (read_lag, vanish_chats)
+    twin: Path | None = None  # the second workspace on the same login (sends the first text)
+    vanished: int = 0  # sends the site took into chats it never shows
+    resent: int = 0  # sends again after a recorded recovery_lost of a vanished chat
     started_at: float = 0.0  # wall clock: the day whose sends are counted
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
@@ -216,6 +229,8 @@ def plan_trial(index: int, rng: random.Random, kind: str | None = None, max_prom
             # for qwen.bot_check_pause hours (the router writes what comes after it).
             trial.quota = True
         trial.slugs[slug] = text
+    if not with_router and rng.random() < TWIN_SHARE:
+        trial.twin = Path(f"t{index:04d}-twin")  # made under the run's root by run_trial
     return trial
 
 
@@ -236,19 +251,63 @@ def run_trial(
         (project / "prompts" / f"{slug}.md").write_text(text, encoding="utf-8")
     sim.set(url_delay=round(rng.uniform(0.05, 1.5), 2))
     trial.site_fault = chaos_common.site_fault(rng)
+    if trial.twin:
+        first = trial.slugs[min(trial.slugs)]
+        if sim.accounts:  # the first account's login, as `qwenpipe login --account` keeps it
+            login = project / ".qwenpipe" / "accounts" / sim.accounts[0]
+            login = {"profile": login / "profile", "state": login / "state.json", "account": sim.accounts[0]}
+        else:
+            login = {"profile": project / "profile", "state": project / "state.json"}
+        trial.twin = make_twin(root / trial.twin, sim, first, **login)
     try:
         sign_in_accounts(trial, project, sim)
-        sim.set(**trial.site_fault)  # through the kills and the crash-free runs alike
-        break_it(trial, project, rng)
-        heal(trial, project, rng)
-        sim.set(**chaos_common.no_site_fault())
+        # The fault through the kills (and the crash-free runs, but a vanishing); alone on the site.
+        with chaos_common.SITE_FAULTS.held(sim, trial.site_fault):
+            break_it(trial, project, rng)
+            sim.set(**chaos_common.while_healing(trial.site_fault))
+            if trial.twin:
+                heal_twin(trial)
+            heal(trial, project, rng)
         check(trial, project, sim)
     except Exception as error:  # a broken runner must show up as a problem, not a silent pass
         trial.problems.append(f"runner error: {type(error).__name__}: {error}")
-    finally:
-        sim.set(**chaos_common.no_site_fault())
     trial.seconds = time.monotonic() - started
     return trial
+
+
+def make_twin(folder: Path, sim, text: str, *, profile: Path, state: Path, account: str = "") -> Path:
+    """A second workspace on another's login (its `profile` and saved login `state`, as two
+    workspaces of one person on one machine share them; `account`: under [accounts.NAME], else
+    [browser]), with `text` as its one prompt (TWIN_SLUG)."""
+    twin = make_project(
+        folder, sim, extra=chaos_common.LOST_CHAT_AFTER, own_browser=True, headless_shell=True
+    )
+    config = twin / "config.toml"
+    settings = config.read_text(encoding="utf-8") + ARTICLE_SECTION
+    if not account:
+        settings = settings.replace('profile_dir = "profile"', f'profile_dir = "{profile}"')
+        settings = settings.replace('storage_state = "state.json"', f'storage_state = "{state}"')
+    config.write_text(settings, encoding="utf-8")
+    if account:
+        add_accounts(twin, [account], profile_dir=str(profile), storage_state=str(state))
+    (twin / "prompts" / f"{TWIN_SLUG}.md").write_text(text, encoding="utf-8")
+    return twin
+
+
+def heal_twin(trial: Trial) -> None:
+    """The twin's crash-free cycles, between the first workspace's kills and its own healing:
+    its send comes while the first's may be interrupted (a marker with no chat named)."""
+    deadline = time.monotonic() + TWIN_DEADLINE
+    while time.monotonic() < deadline:
+        code, err, _killed, _orphans = qwenpipe(["cycle"], trial.twin)
+        trial.runs += 1
+        if code not in (0, 3, 42) or "Traceback" in err:
+            trial.problems.append(f"twin: cycle exit {code}: {last_line(err)}")
+            return
+        if code == 0 and (articles_dir(trial.twin) / f"{TWIN_SLUG}.md").exists():
+            return
+        time.sleep(0.2)
+    trial.problems.append(f"twin: no article after {TWIN_DEADLINE} s of cycles")
 
 
 def sign_in_accounts(trial: Trial, project: Path, sim) -> None:
@@ -313,14 +372,25 @@ def heal(trial: Trial, project: Path, rng: random.Random) -> None:
 
 def check(trial: Trial, project: Path, sim) -> None:
     out = articles_dir(project)
-    sends = sim.sends()
-    ledger = [entry["prompt"] for entry in sends]
+    hidden = chaos_common.hidden_chats(sim)
+    twin_chat = twin_chat_id(trial, sim)
+    # The twin's send is its own (checked by check_twin): the first workspace's are the rest.
+    sends = [entry for entry in sim.sends() if entry["chat_id"] != twin_chat]
     senders = {entry["prompt"]: entry["account"] for entry in sends}
+    lost = recovery_lost(project)
+    given_back: list[dict] = []  # vanished sends the store gave back before sending again
     for slug, text in sorted(trial.slugs.items()):
-        accepted = ledger.count(text)
-        if accepted > 1:
+        mine = [entry for entry in sends if entry["prompt"] == text]
+        vanished, back = chaos_common.vanished_sends(mine, hidden, lost[slug])
+        trial.vanished += len(vanished)
+        trial.resent += len(back)
+        given_back += back
+        if len(mine) - len(back) > 1:
             trial.duplicates.append(slug)
-            trial.problems.append(f"{slug}: the chat took the prompt {accepted} times")
+            trial.problems.append(
+                f"{slug}: the chat took the prompt {len(mine)} times "
+                f"({len(vanished)} into chats it never showed, {lost[slug]} recorded as lost)"
+            )
         article = out / f"{slug}.md"
         if (out / f"{slug}.md.failed").exists():
             trial.problems.append(f"{slug}: dead-lettered: {(out / f'{slug}.md.failed').read_text()!r}")
@@ -331,16 +401,71 @@ def check(trial: Trial, project: Path, sim) -> None:
         for leftover in (f"{slug}.md.sending",):
             if (out / leftover).exists():
                 trial.problems.append(f"{slug}: {leftover} left beside the finished article")
-        router_ok = slug in trial.router_slugs or trial.quota  # a spent quota or a bot check stops the chat
-        problem = article_problem(article, slug, text, sim, accepted, router_ok, senders.get(text))
+        # A spent quota or a bot check stops the chat; a chat never shown is the router's.
+        router_ok = slug in trial.router_slugs or trial.quota or bool(vanished)
+        shown = len(mine) - len(vanished)
+        problem = article_problem(article, slug, text, sim, shown, router_ok, senders.get(text))
         if problem:
             trial.wrong.append(slug)
             trial.problems.append(f"{slug}: {problem}")
         elif slug in trial.router_slugs:
             trial.router_articles += 1
-    check_send_counts(trial, project, sim, sends)
+    counted = [entry for entry in sends if entry not in given_back]
+    check_send_counts(trial, project, sim, counted)
+    check_twin(trial, [out], sim, twin_chat)
     check_journal(trial, project)
     check_temporaries(trial, project)
+
+
+def recovery_lost(project: Path) -> Counter:
+    from pipeline.contract.upgrade import open_sqlite
+
+    with open_sqlite(articles_dir(project) / ".qwenpipe") as store:
+        return chaos_common.recovery_lost(store)
+
+
+def twin_chat_id(trial: Trial, sim) -> str | None:
+    """The chat the twin's article names (its one send), or None without a twin or article."""
+    if not trial.twin:
+        return None
+    from pipeline.engines.qwen.api import chat_id_from_url
+
+    url = articles_dir(trial.twin) / f"{TWIN_SLUG}.md.url"
+    try:
+        return chat_id_from_url(url.read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return None
+
+
+def check_twin(trial: Trial, folders: list[Path], sim, twin_chat: str | None) -> None:
+    """The twin's article is its own chat's answer, sent once and counted once, and the other
+    workspaces (their articles `folders`) never adopted it (no `.md.url` names the twin's chat)."""
+    if not trial.twin:
+        return
+    first_slug = min(trial.slugs)
+    text = trial.slugs[first_slug]
+    if twin_chat is None:
+        trial.problems.append("twin: no chat named in twin.md.url")
+        return
+    theirs = [e for e in sim.sends() if e["chat_id"] == twin_chat]
+    article = articles_dir(trial.twin) / f"{TWIN_SLUG}.md"
+    problem = article_problem(article, TWIN_SLUG, text, sim, len(theirs), False, theirs[0]["account"])
+    if problem:
+        trial.wrong.append(TWIN_SLUG)
+        trial.problems.append(f"twin: {problem}")
+    for folder in folders:
+        ours = folder / f"{first_slug}.md.url"
+        if ours.exists() and twin_chat in ours.read_text(encoding="utf-8"):
+            trial.problems.append(f"{first_slug} in {folder}: adopted the twin workspace's chat {twin_chat}")
+    from pipeline.contract.upgrade import open_sqlite
+
+    with open_sqlite(articles_dir(trial.twin) / ".qwenpipe") as store:
+        problem = chaos_common.send_count_problem(
+            store, trial.started_at, theirs, per_account=bool(sim.accounts)
+        )
+    if problem:
+        trial.count_mismatches.append(f"twin: {problem}")
+        trial.problems.append(f"twin: {problem}")
 
 
 def check_send_counts(trial: Trial, project: Path, sim, sends: list[dict]) -> None:
@@ -477,6 +602,26 @@ class Summary:
     def account_rows(self) -> list[tuple[str, int]]:
         return [("accounts", self.accounts), ("affinity violations", self.affinity_violations)]
 
+    def site_fault_rows(self) -> list[tuple[str, int]]:
+        """The rows of the site's faults (both runners' tables)."""
+        return [
+            (
+                "trials with the site slow to show new chats",
+                sum(bool(t.site_fault.get("read_lag")) for t in self.trials),
+            ),
+            (
+                "trials with chats that vanish",
+                sum(bool(t.site_fault.get("vanish_chats")) for t in self.trials),
+            ),
+            ("sends into chats never shown", self.total("vanished")),
+            ("of those sent again after a recorded recovery_lost", self.total("resent")),
+            ("trials with a second workspace on the same login", sum(bool(t.twin) for t in self.trials)),
+            (
+                "trials with the bot check as a page",
+                sum(any("punish_page" in x for x in t.slugs.values()) for t in self.trials),
+            ),
+        ]
+
     def table(self) -> str:
         kills = self.kills
         rows = [
@@ -485,11 +630,7 @@ class Summary:
             *((f"kills at {name}", kills[name]) for name in NAMED),
             ("kills at a random moment", kills["random"]),
             ("kills in all", sum(kills.values())),
-            ("trials with the site slow to show new chats", sum(1 for t in self.trials if t.site_fault)),
-            (
-                "trials with the bot check as a page",
-                sum(1 for t in self.trials if any("punish_page" in x for x in t.slugs.values())),
-            ),
+            *self.site_fault_rows(),
             ("commands run", self.total("runs")),
             ("recoveries from the chat list", self.total("recovered")),
             ("router articles", self.total("router_articles")),

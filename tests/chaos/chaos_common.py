@@ -17,6 +17,7 @@ PostgreSQL) each plan, break and check trials their own way, and run them the sa
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import signal
@@ -222,22 +223,102 @@ SEND_STEPS = (
 # A send killed before its chat was named is in doubt until qwen.lost_chat_after (30 min by
 # default): short in the chaos runs, so that their crash-free re-runs see it sent again in time.
 LOST_CHAT_AFTER = "lost_chat_after = 15"
-# The site's faults a trial may add to its kills: a read-after-write lag (a new chat reads as
-# not found, and is not listed, for a few seconds: under LOST_CHAT_AFTER, so that nothing may be
-# sent again for it). The bot check as a page is a prompt token (chaos.ROUTER_TOKENS).
+# The site's faults a trial may add to its kills:
+# - a read-after-write lag (a new chat reads as not found, and is not listed, for a few seconds:
+#   under LOST_CHAT_AFTER, so that nothing may be sent again for it);
+# - chats that vanish: the chats made while the commands are being killed are never shown
+#   (not found, not listed) though the site took their prompts. Such a send may be taken as
+#   lost after LOST_CHAT_AFTER and sent again (the journal's `recovery_lost` says so, and the
+#   day's count gives it back), or its article handed to the router (`fallback`): the rules of
+#   docs/reliability.md allow both, and nothing else.
+# The bot check as a page is a prompt token (chaos.ROUTER_TOKENS).
 READ_LAG_SHARE = 0.3  # of the trials
 READ_LAG_SECONDS = (1.0, 5.0)
+VANISH_SHARE = 0.1  # of the trials
 
 
-def site_fault(rng) -> dict:
-    """The simulator settings of one trial's site fault ({} for none); `no_site_fault` undoes it."""
-    if rng.random() < READ_LAG_SHARE:
+def site_fault(rng, *, vanish: bool = True) -> dict:
+    """The simulator settings of one trial's site fault ({} for none); `no_site_fault` undoes it.
+    `vanish`: chats that vanish are among the faults (a runner whose checks allow for them)."""
+    roll = rng.random()
+    if roll < READ_LAG_SHARE:
         return {"read_lag": round(rng.uniform(*READ_LAG_SECONDS), 1)}
+    if vanish and roll < READ_LAG_SHARE + VANISH_SHARE:
+        return {"vanish_chats": True}
     return {}
 
 
+class SiteFaults:
+    """The simulator's settings are the whole site's: with trials side by side (`--jobs`), one
+    trial's fault would reach the other's sends (a chat made while another trial lets chats
+    vanish is hidden too). A trial with a fault holds the site alone; trials without one share it.
+    Leaving an exclusive hold undoes the fault."""
+
+    def __init__(self) -> None:
+        self._turn = threading.Condition()
+        self._sharing = 0
+        self._alone = False
+        self._waiting_alone = 0
+
+    @contextlib.contextmanager
+    def held(self, sim, fault: dict):
+        alone = bool(fault)
+        with self._turn:
+            if alone:
+                self._waiting_alone += 1
+                self._turn.wait_for(lambda: not self._alone and not self._sharing)
+                self._waiting_alone -= 1
+                self._alone = True
+            else:  # a trial with a fault waiting goes first, so that it is not starved
+                self._turn.wait_for(lambda: not self._alone and not self._waiting_alone)
+                self._sharing += 1
+        try:
+            if alone:
+                sim.set(**fault)
+            yield
+        finally:
+            with self._turn:
+                if alone:
+                    sim.set(**no_site_fault())
+                    self._alone = False
+                else:
+                    self._sharing -= 1
+                self._turn.notify_all()
+
+
+SITE_FAULTS = SiteFaults()  # one simulator a run: one of these
+
+
+def while_healing(fault: dict) -> dict:
+    """The fault as the crash-free runs see it: a read lag stays, chats no longer vanish (those
+    made meanwhile stay hidden)."""
+    return {**fault, "vanish_chats": False} if fault.get("vanish_chats") else fault
+
+
 def no_site_fault() -> dict:
-    return {"read_lag": 0.0}
+    return {"read_lag": 0.0, "vanish_chats": False}
+
+
+def hidden_chats(sim) -> set[str]:
+    """The ids of the chats the simulator never shows (made while vanish_chats was set)."""
+    with sim.store.lock:
+        return {chat_id for chat_id, chat in sim.store.chats.items() if chat.hidden}
+
+
+def recovery_lost(store) -> Counter:
+    """Slug -> the interrupted sends the store's journal records as taken for lost (and sent
+    again)."""
+    return Counter(e.slug for e in store.events() if e.event == "recovery_lost")
+
+
+def vanished_sends(accepted: list[dict], hidden: set[str], lost: int) -> tuple[list[dict], list[dict]]:
+    """(vanished, given back) of one prompt's accepted sends (ledger entries): those into chats
+    the site never shows, and of those the ones the rules allowed to send again: one for each
+    recorded recovery_lost (a loss is not told apart from that of a send the site never took:
+    the allowance is the smaller count). A given-back send is not counted by the
+    store (the rules count the prompt once), so the send counts leave them out."""
+    vanished = [entry for entry in accepted if entry["chat_id"] in hidden]
+    return vanished, vanished[: min(len(vanished), lost)]
 
 
 def send_steps(store) -> str:

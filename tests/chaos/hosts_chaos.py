@@ -51,7 +51,17 @@ if str(HERE.parent) not in sys.path:  # run as a script: make tests/ importable
 
 import chaos_common  # noqa: E402
 import hosts  # noqa: E402
-from chaos import CLEAN_DEADLINE, Summary, Trial, last_line, plan_trial  # noqa: E402
+from chaos import (  # noqa: E402
+    CLEAN_DEADLINE,
+    Summary,
+    Trial,
+    check_twin,
+    heal_twin,
+    last_line,
+    make_twin,
+    plan_trial,
+    twin_chat_id,
+)
 from pg_server import PostgresServer  # noqa: E402
 
 from pipeline.crashpoints import NAMES  # noqa: E402
@@ -72,13 +82,40 @@ class HostTrial(Trial):
     unreachable_runs: int = 0  # cycles run while the server was down (each must exit 3, send nothing)
 
 
-def check_send_counts(trial: HostTrial, url: str, sim) -> None:
-    """The database's count of the day's sends per account (what each host's daily limit reads)
-    against the accounts the site's ledger says sent the trial's prompts."""
+def recovery_lost(url: str) -> Counter:
     from pipeline.store.postgres import PostgresStore
 
-    taken = hosts.senders(sim, trial.slugs.values())
-    accepted = [entry for entries in taken.values() for entry in entries]
+    store = PostgresStore.open(url)
+    try:
+        return chaos_common.recovery_lost(store)
+    finally:
+        store.close()
+
+
+def twin_of(folder: Path, host, sim, trial: HostTrial) -> Path:
+    """The twin workspace (chaos.make_twin) on `host`'s account, its profile and saved login."""
+    login = host.project / ".qwenpipe" / "accounts" / host.account
+    first = trial.slugs[min(trial.slugs)]
+    return make_twin(
+        folder, sim, first, profile=login / "profile", state=login / "state.json", account=host.account
+    )
+
+
+def check_send_counts(
+    trial: HostTrial, url: str, sim, others=frozenset(), hidden=frozenset(), lost=None
+) -> None:
+    """The database's count of the day's sends per account (what each host's daily limit reads)
+    against the accounts the site's ledger says sent the trial's prompts (but another
+    workspace's, `others`, and the vanished sends the rules gave back before sending again)."""
+    from pipeline.store.postgres import PostgresStore
+
+    taken = hosts.senders(sim, trial.slugs.values(), others=others)
+    accepted = []
+    for slug, text in trial.slugs.items():
+        vanished, back = chaos_common.vanished_sends(taken[text], hidden, (lost or Counter())[slug])
+        trial.vanished += len(vanished)
+        trial.resent += len(back)
+        accepted += [entry for entry in taken[text] if entry not in back]
     store = PostgresStore.open(url)
     try:
         problem = chaos_common.send_count_problem(store, trial.started_at, accepted, per_account=True)
@@ -125,10 +162,15 @@ def run_trial(
             return trial
         sim.set(url_delay=round(rng.uniform(0.05, 1.0), 2))
         trial.site_fault = chaos_common.site_fault(rng)
-        sim.set(**trial.site_fault)  # the site slow to show new chats, for the whole trial
-        BREAK[kind](trial, group, server, url, sim, rng, points)
-        heal(trial, group)
-        sim.set(**chaos_common.no_site_fault())
+        if trial.twin:  # a workspace outside the batch on the first host's login
+            trial.twin = twin_of(root / trial.twin, group[0], sim, trial)
+        # A read lag for the whole trial, vanishing chats while breaking; alone on the site.
+        with chaos_common.SITE_FAULTS.held(sim, trial.site_fault):
+            BREAK[kind](trial, group, server, url, sim, rng, points)
+            sim.set(**chaos_common.while_healing(trial.site_fault))
+            if trial.twin:
+                heal_twin(trial)
+            heal(trial, group)
         for host in group:
             synced = hosts.run(host, "sync")
             if synced.returncode != 0:
@@ -136,19 +178,33 @@ def run_trial(
                     f"{host.host_id}: sync exit {synced.returncode}: {last_line(synced.stderr)}"
                 )
         routed = set(trial.slugs) if trial.quota else trial.router_slugs
-        found = hosts.check_hosts(group, sim, url, trial.slugs, router_slugs=routed, affinity=False)
+        twin_chat = twin_chat_id(trial, sim)
+        others = frozenset({twin_chat} if twin_chat else ())
+        hidden = frozenset(chaos_common.hidden_chats(sim))
+        lost = recovery_lost(url)
+        found = hosts.check_hosts(
+            group,
+            sim,
+            url,
+            trial.slugs,
+            router_slugs=routed,
+            affinity=False,
+            others=others,
+            hidden=hidden,
+            lost=lost,
+        )
+        check_twin(trial, [host.articles for host in group], sim, twin_chat)
         trial.duplicates, trial.lost, trial.wrong = found.duplicates, found.lost, found.wrong
         trial.done_twice = found.done_twice
-        unsent = hosts.senders(sim, trial.slugs.values())
+        unsent = hosts.senders(sim, trial.slugs.values(), others=others)
         trial.router_articles = sum(
             not unsent[trial.slugs[slug]] for slug in routed if slug not in found.lost
         )
         trial.problems.extend(found.problems)
-        check_send_counts(trial, url, sim)
+        check_send_counts(trial, url, sim, others, hidden, lost)
     except Exception as error:  # a broken runner must show up as a problem, not a silent pass
         trial.problems.append(f"runner error: {type(error).__name__}: {error}")
     finally:
-        sim.set(**chaos_common.no_site_fault())
         trial.seconds = time.monotonic() - started
     return trial
 
@@ -392,7 +448,7 @@ class HostSummary(Summary):
             *((f"kills at {name}", kills[name]) for name in NAMES),
             ("kills at a random moment", kills["random"]),
             *((name, count) for name, count in sorted(faults.items())),
-            ("trials with the site slow to show new chats", sum(1 for t in self.trials if t.site_fault)),
+            *self.site_fault_rows(),
             ("cycles run while the server was down", self.total("unreachable_runs")),
             ("rounds of cycles", self.total("rounds")),
             ("cycles run", self.total("runs")),

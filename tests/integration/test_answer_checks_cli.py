@@ -33,7 +33,7 @@ def test_rejected_answer_falls_back_to_the_router(sim, tmp_path, scenario, code,
     prompt(project, "bad", f"Write an article about checks [sim:{scenario}].")
     result = run_until_settled(project, "bad")
     assert result.returncode == 0, result.stderr
-    assert reason in result.stderr
+    assert reason in result.stderr, result.stderr
     meta, body = read_article(project / "articles" / "bad.md")
     assert meta["engine"] == "router" and body
     rejected = (project / "articles" / "bad.md.rejected").read_text()

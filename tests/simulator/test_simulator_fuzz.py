@@ -248,6 +248,7 @@ def test_a_forced_fault_comes_once_and_the_ledger_says_what_the_site_did(site, k
 
 def test_a_seed_gives_each_step_the_same_faults_whatever_the_order_of_the_steps(monkeypatch):
     monkeypatch.setattr(fuzz, "SLOW_SECONDS", (0.1, 0.1))
+
     def faults_met(order: list[str]) -> list[tuple]:
         with Simulator(**FAST, fuzz=11, fuzz_rate=0.5).start() as sim:
             for step in order:

@@ -17,6 +17,7 @@ from project_files import add_prompt, write_config
 from test_recovery_rules import Clock, as_older_version
 
 from pipeline.config import Qwen, load
+from pipeline.contract.article import ArticleState
 from pipeline.contract.step import Status, generate
 from pipeline.contract.step.proof import NO_LOOK, unreadable, weigh
 from pipeline.contract.workspace import Engines, Workspace
@@ -320,8 +321,85 @@ def test_a_sent_chat_the_site_does_not_show_yet_is_looked_at_again_not_routed_un
         outcome = generate(ws, "tea", engines(), clock=lambda after=after: t0 + after)
         assert outcome.status is Status.WORKING and not router.history, (after, outcome)
     chat.enqueue_check(answer())  # shown at last: the chat's own answer, nothing paid twice
-    assert generate(ws, "tea", engines(), clock=lambda: t0 + 595).engine == "qwen"
+    assert generate(ws, "tea", engines(), clock=lambda: t0 + 600).engine == "qwen"  # its last look
     add_prompt(project, "milk", "Write about milk.")
     generate(ws, "milk", engines(), clock=lambda: t0)
     chat.enqueue_check(HardError("no such chat", code="chat_not_found"))
     assert generate(ws, "milk", engines(), clock=lambda: t0 + 601).engine == "router"  # lost: routed
+
+
+def test_looks_at_a_chat_the_site_does_not_show_yet_are_no_attempts(project):
+    """Chaos seed 37, trial 50: a chat sent into with the site slow to show it polled "not found"
+    three times in a second, each counted as a transient failure, and qwen.max_attempts (3) handed
+    it to the router though the chat answered moments later. A look that finds the chat not shown
+    yet is no failure of ours: the attempts stay as they were, and the next look waits half the
+    time the chat has been unreadable (at least poll_interval), never past lost_chat_after."""
+    from accounts_project import accounts_project
+    from fakes import answer
+    from project_files import add_prompt
+
+    base = "[qwen]\npoll_interval = 2\nmax_attempts = 2\nlost_chat_after = 600\n[article]\nmin_words = 0\n"
+    ws, chats, router, engines = accounts_project(project, base)
+    add_prompt(project, "tea")
+    t0 = 1_800_000_000.0
+    assert generate(ws, "tea", engines(), clock=lambda: t0).status is Status.QUEUED
+    chat = chats["default"]
+    waits = []
+    for after in (2, 4, 10, 40, 200, 599):
+        chat.enqueue_check(HardError("no such chat", code=Code.CHAT_NOT_FOUND))
+        outcome = generate(ws, "tea", engines(), clock=lambda after=after: t0 + after)
+        assert outcome.status is Status.WORKING and not router.history, (after, outcome)
+        state = ArticleState.load(ws.store, ws.article("tea"))
+        assert state.attempts == 0, (after, state.attempts)
+        waits.append(round(state.next_try - (t0 + after), 1))
+    assert waits == [2, 2, 5, 20, 100, 1], waits
+    assert events(ws).count("not_shown_yet") == 6 and "transient" not in events(ws)
+    chat.enqueue_check(answer())
+    assert generate(ws, "tea", engines(), clock=lambda: t0 + 600).engine == "qwen"
+
+
+# A send that fails after its click (the site may have taken it), at qwen.max_attempts: every
+# way such a send can end. Chaos seed 38, trial 81: an error banner after the third send sent the
+# article to the router at once, though the site had taken the prompt (paid twice).
+AFTER_THE_CLICK = {
+    "taken (the page showed an error)": "taken",
+    "never taken (its named chat read and empty)": "empty",
+    "unreadable until lost": "lost",
+}
+
+
+@pytest.mark.parametrize("end", list(AFTER_THE_CLICK.values()), ids=list(AFTER_THE_CLICK))
+def test_a_send_failing_after_its_click_at_max_attempts_is_looked_for_before_the_router(project, end):
+    from accounts_project import accounts_project
+    from fakes import answer
+
+    base = "[qwen]\npoll_interval = 0\nmax_attempts = 1\nlost_chat_after = 600\n[article]\nmin_words = 0\n"
+    ws, chats, router, engines = accounts_project(project, base)
+    chat = chats["default"]
+    clock = Clock()
+    chat.clock = clock
+    add_prompt(project, "tea")
+    banner = TransientError("the site shows an error: 'Something went wrong'", code=Code.ERROR_BANNER)
+    if end == "empty":
+        chat.send_error_after_naming = banner  # the chat named, the prompt never in it
+    else:
+        chat.crash_after_send = banner  # the prompt in the chat, then the page's error
+    outcome = generate(ws, "tea", engines(), clock=clock)
+    assert outcome.status is Status.WORKING and not router.history, outcome.message
+    assert ws.article("tea").sending.exists() and chat.sends == 1
+    chat.crash_after_send = chat.send_error_after_naming = None
+    url = next(iter(chat.messages))
+    if end == "lost":
+        unreadable_now(chat, url, "not found (404 page / JSON code)")
+        for minutes in (1, 5):
+            clock.now = 1_800_000_000.0 + 60 * minutes
+            assert generate(ws, "tea", engines(), clock=clock).status is Status.WORKING
+        clock.now = 1_800_000_000.0 + 60 + 600  # lost_chat_after since its first look
+    chat.enqueue_check(answer())
+    outcome = generate(ws, "tea", engines(), clock=clock)
+    assert chat.sends == 1, "sent a further time after max_attempts"
+    if end == "taken":  # found, adopted: the chat's own answer, the router never paid
+        assert outcome.engine == "qwen" and not router.history, outcome.message
+    else:  # proven never sent, or lost after lost_chat_after: the router's, nothing sent again
+        assert outcome.engine == "router" and len(router.history) == 1, outcome.message
+        assert counted(ws) == 0

@@ -132,3 +132,44 @@ def test_the_intent_marker_keeps_its_names_so_recovery_finds_the_send(tmp_path):
     write_marker(tmp_path / "tea.md.sending", marker)
     assert read_marker(tmp_path / "tea.md.sending") == marker
     assert MASK in mask_kept(json.dumps(marker))  # what the marker's writer keeps from happening
+
+
+def zipped(members: dict[str, bytes], compression: int = 8) -> bytes:
+    import io
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression) as archive:
+        for name, body in members.items():
+            archive.writestr(name, body)
+    return out.getvalue()
+
+
+def unzipped(data: bytes) -> dict[str, bytes]:
+    import io
+    import zipfile
+
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        return {info.filename: archive.read(info) for info in archive.infolist()}
+
+
+def test_a_zip_is_masked_member_by_member_a_zip_inside_too_and_its_names(tmp_path):
+    """A Playwright trace is a zip whose compressed members hide its network log from a scan of
+    its bytes: the disk's mask opens it (and a trace inside a report bundle), and a write of
+    one through files keeps no key in any member."""
+    png = b"\x89PNG\r\n\x1a\n\xff\xfe" + KEY.encode("utf-16")  # binary: kept as it is
+    trace = zipped({"trace.network": f'{{"Cookie": "k={KEY}", "t": "{TOKEN}"}}\n'.encode(), "a.png": png})
+    bundle = zipped({"trace.zip": trace, f"by-{KEY}.txt": b"plain", "journal.json": b'{"e": 1}'})
+    path = tmp_path / "bundle.zip"
+    files.atomic_write(path, bundle)
+    kept = unzipped(path.read_bytes())
+    assert set(kept) == {"trace.zip", f"by-{MASK}.txt", "journal.json"}
+    inner = unzipped(kept["trace.zip"])
+    assert KEY[:8].encode() not in inner["trace.network"] and b"eyJ" not in inner["trace.network"]
+    assert MASK.encode() in inner["trace.network"] and inner["a.png"] == png
+    assert kept["journal.json"] == b'{"e": 1}'
+
+
+def test_a_zip_holding_no_secret_is_kept_byte_for_byte():
+    clean = zipped({"a.txt": b"nothing secret", "b.json": b"{}"}, compression=0)
+    assert mask_kept(clean) is clean

@@ -1,5 +1,6 @@
 """Handler of an interrupted send in doubt (proof.py says when it is): counted, looked at again
-with backoff, or, once the doubt has lasted qwen.lost_chat_after, given back and sent again."""
+with backoff, or, once the doubt has lasted qwen.lost_chat_after, given back and sent again (the
+router's instead when its failures already reached qwen.max_attempts)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from ..article import read_marker, write_marker
 from ..phases import Reason
 from .context import Context, Outcome, Status, wait_words
 from .intents import give_back
-from .moves import Ask, InDoubt
+from .moves import Ask, Hard, InDoubt, too_many_attempts
 from .proof import weigh
 
 
-def handle(step: Context, move: InDoubt) -> Outcome | Ask:
+def handle(step: Context, move: InDoubt) -> Outcome | Ask | Hard:
     marker = read_marker(step.article.sending) or {}
     now, lost_after = step.clock(), step.qwen.lost_chat_after
     doubt = weigh(marker, now, step.qwen)
@@ -35,6 +36,10 @@ def handle(step: Context, move: InDoubt) -> Outcome | Ask:
             f"(qwen.lost_chat_after = {lost_after:g}; {move.why}): taking it as lost, sending again"
         )
         step.chat_url, step.recovered = None, True
+        if step.state.attempts >= step.qwen.max_attempts and step.state.last_error:
+            return too_many_attempts(
+                step.state.attempts, step.qwen.max_attempts, step.state.last_error
+            )  # not sent a further time
         return Ask()
     write_marker(step.article.sending, {**marker, "doubt_since": doubt.since, "doubt_looks": doubt.looks})
     left = doubt.since + lost_after - now

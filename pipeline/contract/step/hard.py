@@ -8,25 +8,18 @@ before taking it was offered to the next account already: refused.py)."""
 
 from __future__ import annotations
 
-from ...engines.base import ACCOUNT_REFUSALS, Code, QuotaSpent, TransientError
+from ...engines.base import ACCOUNT_REFUSALS, Code, QuotaSpent
 from ...store.protocol import DEFAULT_ACCOUNT
-from ..phases import Failure
-from .context import Context, clock_words
+from ..phases import Failure, Reason
+from .context import Context, Outcome, Status, clock_words, wait_words
 from .holds import hold
-from .moves import Ask, Hard, Transient
+from .moves import Ask, Hard
 
 
-def handle(step: Context, move: Hard) -> Ask | Transient:
+def handle(step: Context, move: Hard) -> Ask | Outcome:
     err, now = move.error, step.clock()
     if not_shown_yet(step, err, now):
-        left = step.state.sent_at + step.qwen.lost_chat_after - now
-        return Transient(
-            TransientError(
-                f"{err}; it was sent {now - step.state.sent_at:.0f} s ago and a new chat may not read "
-                f"yet: looked at again for {left:.0f} s more (qwen.lost_chat_after)",
-                code=Code.CHAT_NOT_FOUND,
-            )
-        )
+        return look_again(step, err, now)
     account = step.account or DEFAULT_ACCOUNT
     waits = ""
     if err.code in ACCOUNT_REFUSALS and step.chat_url:  # status shows it as the article's last error
@@ -46,6 +39,31 @@ def handle(step: Context, move: Hard) -> Ask | Transient:
     if err.code not in ACCOUNT_REFUSALS:
         return Ask(failure=Failure.CHAT, error=err)
     return Ask(failure=Failure.ACCOUNT, error=err, message=waits)
+
+
+def look_again(step: Context, err, now: float) -> Outcome:
+    """A sent chat the site does not show yet is waited for, not failed: the look is no attempt
+    (qwen.max_attempts counts failures of ours; a site slow to show a chat is bounded by
+    qwen.lost_chat_after instead), and the next look comes after half the time the chat has been
+    unreadable (at least poll_interval), never past the moment it would be taken as lost."""
+    sent = step.state.sent_at
+    left = sent + step.qwen.lost_chat_after - now
+    delay = min(max(step.qwen.poll_interval, (now - sent) / 2), left)
+    message = (
+        f"{err}; it was sent {now - sent:.0f} s ago and a new chat may not read yet: looked at "
+        f"again {wait_words(delay)}, for {left:.0f} s more (qwen.lost_chat_after)"
+    )
+    step.state.record_error(now, "qwen", Code.CHAT_NOT_FOUND, message)
+    step.state.next_try = now + delay
+    step.save()
+    step.log(
+        "not_shown_yet",
+        engine="qwen",
+        account=step.account or None,
+        error=str(err),
+        sent_ago=round(now - sent),
+    )
+    return step.outcome(Status.WORKING, f"{step.slug}: {message}", reason=Reason.BACKOFF)
 
 
 def not_shown_yet(step: Context, err, now: float) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...engines.base import Answer, EngineError
+from ...engines.base import Answer, Code, EngineError, HardError
 from ..checks import Verdict
 from ..phases import Decision, Failure
 
@@ -131,6 +131,17 @@ class Hard:
     """The chat failed hard: record it, then fall back or fail."""
 
     error: EngineError
+
+
+def too_many_attempts(attempts: int, limit: int, last: object) -> Hard:
+    """The article failed qwen.max_attempts (`limit`) times in a row: the chat fails hard and the
+    router takes it. Only once no send of it can be on the site unseen (transient.py)."""
+    return Hard(
+        HardError(
+            f"{attempts} transient failures in a row (qwen.max_attempts = {limit}); last: {last}",
+            code=Code.TOO_MANY_ATTEMPTS,
+        )
+    )
 
 
 Move = (

@@ -1,12 +1,14 @@
 """Handler of a transient failure: the article backs off (phases.backoff_delay), or fails hard
-(Hard) after qwen.max_attempts of them in a row."""
+(Hard) after qwen.max_attempts of them in a row; but never while its last send may have reached
+the site (its intent marker is there): that send is looked for first (recovery), and only a
+proof that it was never sent, or its loss after qwen.lost_chat_after, lets the router take the
+article (too_many_attempts)."""
 
 from __future__ import annotations
 
-from ...engines.base import Code, HardError
 from ..phases import Reason, backoff_delay
 from .context import Context, Outcome, Status, wait_words
-from .moves import Hard, Transient
+from .moves import Hard, Transient, too_many_attempts
 
 
 def handle(step: Context, move: Transient) -> Outcome | Hard:
@@ -15,14 +17,8 @@ def handle(step: Context, move: Transient) -> Outcome | Hard:
     step.state.record_error(now, "qwen", err.code, str(err))
     step.log("transient", engine="qwen", attempt=step.state.attempts, error=str(err), code=err.code)
     limit = step.qwen.max_attempts
-    if step.state.attempts >= limit:
-        return Hard(
-            HardError(
-                f"{step.state.attempts} transient failures in a row "
-                f"(qwen.max_attempts = {limit}); last: {err}",
-                code=Code.TOO_MANY_ATTEMPTS,
-            )
-        )
+    if step.state.attempts >= limit and not step.article.sending.exists():
+        return too_many_attempts(step.state.attempts, step.qwen.max_attempts, err)
     delay = backoff_delay(step.qwen, step.state.attempts)
     step.state.next_try = now + delay
     step.save()

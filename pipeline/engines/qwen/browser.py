@@ -25,6 +25,7 @@ from pipeline.engines.qwen.display import NoDisplay, VirtualDisplay, no_display_
 from pipeline.engines.qwen.headers import watch
 from pipeline.engines.qwen.saved_login import Loaded, save_back
 from pipeline.engines.qwen.tokens import listed, local_storage
+from pipeline.engines.qwen.trace import keep_trace, start_trace
 from pipeline.pathguard import absolute
 from pipeline.proxy import parse as parse_proxy
 
@@ -281,6 +282,7 @@ class BrowserSession:
         borrowed: bool = False,
         lock_profile: LockProfile | None = None,
         shared_browser: bool = False,
+        trace: Path | None = None,
     ):
         self.config = browser
         self.root = Path(root) if root else Path.cwd()
@@ -297,6 +299,10 @@ class BrowserSession:
         # shared_browser: one of several accounts: a context of the thread's one browser, made
         # from the account's saved login (storage_state), instead of a persistent profile.
         self.shared_browser = shared_browser
+        # trace: where the Playwright trace of this session's context is kept when it closes
+        # (`[browser] trace`, trace.py); None: not traced.
+        self.trace = trace
+        self._tracing = False
         self._holds_shared = False
         self._release_profile: Any = None
         self._cdp_endpoint: str | None = None
@@ -351,6 +357,8 @@ class BrowserSession:
                 self._holds_shared = True
             else:
                 self._launch()
+            # Never a context of a Chrome the user runs (cdp_url): its other tabs are theirs.
+            self._tracing = self.trace is not None and self._owns_context and start_trace(self._context)
         except PlaywrightError as err:
             self._stop_playwright()
             if self.borrowed:
@@ -477,6 +485,8 @@ class BrowserSession:
         """Close what we opened: the whole browser if we launched it, else only our pages."""
         try:
             if self._context is not None:
+                if self._tracing and self.trace is not None:
+                    keep_trace(self._context, self.trace)  # first: it needs the context open
                 try:
                     self._save_login()
                 except Exception:
@@ -492,6 +502,7 @@ class BrowserSession:
         finally:
             self._pages.clear()
             self._login, self._opened_page = None, False
+            self._tracing = False
             self._context = None
             self._cdp_endpoint = None
             if self._holds_shared:

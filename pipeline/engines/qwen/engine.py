@@ -137,12 +137,14 @@ class QwenEngine:
         lock_profile: LockProfile | None = None,
         keep_login: Callable[[Any], None] | None = None,
         shared_browser: bool = False,
+        trace: Path | None = None,
     ):
         """`qwen` and `browser` are the config's sections; `browser` may be a session to use
         (then never closed here). `lock_profile` guards the profile a launched browser uses.
         `keep_login` is called with every page once it shows the chat app (it keeps the saved
-        login fresh, and must not raise). A bad [qwen.selectors] raises SelectorError (a
-        ValueError naming the key)."""
+        login fresh, and must not raise). `trace`: where a launched session keeps the Playwright
+        trace of its run (trace.py). A bad [qwen.selectors] raises SelectorError (a ValueError
+        naming the key)."""
         self.settings = qwen
         self.base_url = qwen.base_url.rstrip("/")
         self.page_timeout = float(qwen.page_timeout)
@@ -157,7 +159,7 @@ class QwenEngine:
             self.session, self._owns_session = browser, False
         else:
             self.session = BrowserSession(
-                browser, root=root, lock_profile=lock_profile, shared_browser=shared_browser
+                browser, root=root, lock_profile=lock_profile, shared_browser=shared_browser, trace=trace
             )
             self._owns_session = True
         # chat id -> assistant turns on the page before we sent: our answer is the next one.
