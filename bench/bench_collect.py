@@ -1,8 +1,12 @@
 """Collecting finished chats through the site's JSON vs a page per chat, the `--wait` latency, and
 (with --makespan, slow) 50 prompts from nothing to 50 articles (real Chromium, the simulator).
 
-    .venv/bin/python bench/bench_collect.py [--chats 20 200] [--makespan]
+    .venv/bin/python bench/bench_collect.py [--chats 20 200] [--pairs 3] [--makespan]
 
+- one `generate` collecting one finished chat and one `cycle` collecting 20, run in pairs (the
+  machine is shared and noisy: each pair measured back to back), the cycle at the default
+  `qwen.api_reads_per_second` (10) and at the benchmark's; the ratio beside its target (issue 39:
+  at most 1.5x);
 - one cycle collecting N finished chats, `qwen.collect = "api"` (one page, the chats' JSON) and,
   in the same run, `"page"` (a page per chat, `qwen.concurrency = 4`) on 20 of them;
 - `generate --wait`: the time from the answer's stored "finished" to SLUG.md on disk;
@@ -10,7 +14,9 @@
   the next step aside, as under cron), `qwen.send_concurrency` 1 and 3.
 
 The chats to collect are made in the simulator directly (its ChatStore) and their sidecars
-written, so only the collecting is timed. Not run by the tests.
+written, so only the collecting is timed. They are finished long ago by the site's clock (made
+with its clock two minutes back), as a cron cycle finds the chats of an earlier one: each costs
+one JSON read (steady.finished_long_ago). Not run by the tests.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from installed import ENV  # as a user's install runs it (installed.py)
 
@@ -30,6 +37,9 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "tests")]
 
 COLLECT_TARGET = 10.0  # s, 200 chats in one cycle
+TWENTY_TARGET = 1.5  # one cycle collecting 20 finished chats, at most this many times one generate
+LONG_AGO = -120.0  # s: the site's clock while the chats are made, put back to 0 once they finished
+ANSWER_SECONDS = 1.2  # an answer ends a whole second after its send: the stamps tell them apart
 WAIT_TARGET = 1.0  # s, --wait: the page and the stored status agree -> SLUG.md (from_agreement)
 BENCH_READS_PER_SECOND = 100  # 200 chats x 3 stable reads in 10 s needs more than 60 a second
 CONFIG = """[qwen]
@@ -62,8 +72,10 @@ def project(folder: Path, sim, extra: str = "") -> Path:
 
 
 def finished_chats(folder: Path, sim, chats: int, extra: str) -> Path:
-    """A project with `chats` sent prompts whose answers the simulator has finished."""
+    """A project with `chats` sent prompts whose answers the simulator finished long ago by its
+    clock (made with the clock LONG_AGO back, which is put right once they finished)."""
     root = project(folder, sim, extra)
+    sim.set(clock_offset=LONG_AGO)
     for n in range(chats):
         text = f"Write benchmark article {n} ({folder.name})."
         (root / "prompts" / f"p{n:03d}.md").write_text(text, encoding="utf-8")
@@ -74,6 +86,7 @@ def finished_chats(folder: Path, sim, chats: int, extra: str) -> Path:
     while time.monotonic() < deadline:  # every answer stored as finished
         views = [sim.store.chat_view(ident) for ident in sim.chat_ids()]
         if all(m["finished"] for v in views if v for m in v["messages"] if m["role"] == "assistant"):
+            sim.set(clock_offset=0.0)
             return root
         time.sleep(0.1)
     raise RuntimeError("the simulator's answers did not finish")
@@ -96,7 +109,7 @@ def collecting(chat_counts: tuple[int, ...]) -> dict[str, tuple[float, int, dict
     ways = [(n, "api", f"api_reads_per_second = {BENCH_READS_PER_SECOND}") for n in chat_counts]
     ways.append((min(chat_counts), "page", 'collect = "page"\nconcurrency = 4'))
     with (
-        Simulator(port=0, answer_seconds=0.2, thinking_seconds=0.1, url_delay=0.1).start() as sim,
+        Simulator(port=0, answer_seconds=ANSWER_SECONDS, thinking_seconds=0.1, url_delay=0.1).start() as sim,
         tempfile.TemporaryDirectory(prefix="qwenpipe-bench-collect-") as folder,
     ):
         for chats, way, extra in ways:
@@ -107,6 +120,76 @@ def collecting(chat_counts: tuple[int, ...]) -> dict[str, tuple[float, int, dict
             seen = {k: after.get(k, 0) - before.get(k, 0) for k in ("chat_page", "chat_json")}
             figures[f"{way} {chats}"] = (seconds, collected, seen)
     return figures
+
+
+class Pair(NamedTuple):
+    """One back-to-back measure: a generate collecting one chat, then cycles collecting 20."""
+
+    one: float  # s, `qwenpipe generate` of one finished chat (its page: the default way)
+    twenty: float  # s, `qwenpipe cycle` of 20 at the default qwen.api_reads_per_second
+    twenty_fast: float  # s, the same at BENCH_READS_PER_SECOND
+    reads: int  # the simulator's JSON reads of the 20 chats in the default cycle
+
+
+def one_and_twenty(pairs: int, chats: int = 20) -> list[Pair]:
+    """`pairs` pairs, each on chats of its own: one generate collecting one, one cycle collecting
+    `chats` (default rate), one at the benchmark's rate; every command a process of its own."""
+    from pipeline.simulator import Simulator
+
+    measured = []
+    with (
+        Simulator(port=0, answer_seconds=ANSWER_SECONDS, thinking_seconds=0.1, url_delay=0.1).start() as sim,
+        tempfile.TemporaryDirectory(prefix="qwenpipe-bench-twenty-") as folder,
+    ):
+        for n in range(pairs):
+            one = finished_chats(Path(folder) / f"one-{n}", sim, 1, "")
+            twenty = finished_chats(Path(folder) / f"twenty-{n}", sim, chats, "")
+            fast = finished_chats(
+                Path(folder) / f"fast-{n}", sim, chats, f"api_reads_per_second = {BENCH_READS_PER_SECOND}"
+            )
+            started = time.perf_counter()
+            result = qwenpipe(one, "generate", "p000")
+            one_seconds = time.perf_counter() - started
+            assert result.returncode == 0, result.stderr
+            before = sim.requests().get("chat_json", 0)
+            twenty_seconds, collected = timed_cycle(twenty, chats)
+            reads = sim.requests().get("chat_json", 0) - before
+            fast_seconds, collected_fast = timed_cycle(fast, chats)
+            assert collected == collected_fast == chats, (collected, collected_fast)
+            measured.append(Pair(one_seconds, twenty_seconds, fast_seconds, reads))
+    return measured
+
+
+def collect_phase(chats: int = 20, runs: int = 3) -> list[tuple[float, int]]:
+    """(seconds, JSON reads) of the collecting alone: QwenEngine.collect over `chats` finished
+    chats in a browser already running (its page opened and read, nothing written), at the
+    default qwen.api_reads_per_second: what the Chromium launch and the process start, which a
+    loaded machine makes noisy, leave out of the cycle's figure."""
+    from pipeline.config import Browser, Qwen
+    from pipeline.engines.qwen.browser import BrowserSession
+    from pipeline.engines.qwen.engine import QwenEngine
+    from pipeline.simulator import Simulator
+
+    measured = []
+    with (
+        Simulator(port=0, answer_seconds=ANSWER_SECONDS, thinking_seconds=0.1, url_delay=0.1).start() as sim,
+        tempfile.TemporaryDirectory(prefix="qwenpipe-bench-phase-") as folder,
+    ):
+        browser = Browser(
+            profile_dir=str(Path(folder) / "profile"), storage_state=str(Path(folder) / "s.json")
+        )
+        with BrowserSession(browser) as session, QwenEngine(Qwen(base_url=sim.base_url), session) as engine:
+            engine.prepare()
+            for n in range(runs):
+                root = finished_chats(Path(folder) / f"phase-{n}", sim, chats, "")
+                urls = [path.read_text().strip() for path in sorted((root / "articles").glob("*.url"))]
+                before = sim.requests().get("chat_json", 0)
+                started = time.perf_counter()
+                found = dict(engine.collect(urls))
+                seconds = time.perf_counter() - started
+                assert len(found) == chats, f"{len(found)} of {chats} collected"
+                measured.append((seconds, sim.requests().get("chat_json", 0) - before))
+    return measured
 
 
 def wait_latency(runs: int = 3) -> list[float]:
@@ -177,8 +260,33 @@ def makespan(send_concurrency: int, prompts: int = 50, answer: float = 30.0, eve
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chats", type=int, nargs="+", default=[20, 200])
+    parser.add_argument("--pairs", type=int, default=3, help="generate-1 / cycle-20 pairs to run")
     parser.add_argument("--makespan", action="store_true", help="also the 50-prompt makespan (minutes)")
     args = parser.parse_args()
+    load = os.getloadavg()[0]
+    pairs = one_and_twenty(args.pairs)
+    print(
+        f"one generate collecting 1 finished chat vs one cycle collecting 20 (load {load:.1f} at the start)"
+    )
+    for pair in pairs:
+        print(
+            f"  generate 1 {pair.one:5.2f} s   cycle 20 {pair.twenty:5.2f} s ({pair.reads} JSON reads) "
+            f"{pair.twenty / pair.one:4.2f}x   at {BENCH_READS_PER_SECOND} reads/s {pair.twenty_fast:5.2f} s "
+            f"{pair.twenty_fast / pair.one:4.2f}x"
+        )
+    for label, ratios in (
+        ("api_reads_per_second = 10 (default)", [p.twenty / p.one for p in pairs]),
+        (f"api_reads_per_second = {BENCH_READS_PER_SECOND}", [p.twenty_fast / p.one for p in pairs]),
+    ):
+        ratio = statistics.median(ratios)
+        verdict = "yes" if ratio <= TWENTY_TARGET else "NO"
+        print(f"  median {ratio:.2f}x, {label}  target <= {TWENTY_TARGET:g}x: {verdict}")
+    phase = collect_phase()
+    print(
+        f"  the collecting alone, 20 chats in a running browser (api_reads_per_second = 10): "
+        f"{', '.join(f'{s:.2f} s / {r} reads' for s, r in phase)}"
+    )
+    print(f"  (load {os.getloadavg()[0]:.1f} at the end)")
     load = os.getloadavg()[0]
     figures = collecting(tuple(args.chats))
     lags = wait_latency()

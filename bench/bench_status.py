@@ -6,9 +6,12 @@ Builds the batch in a temporary folder (files written directly, in the shapes th
 before the store wrote them: it is the reading that is measured), imports it into the store
 once (the upgrade in place), then times `status --json` in-process and as a subprocess, cold
 (the store just written by another process: 20 new events, the store opened afresh) and warm
-(the same status again). Wall and CPU seconds; targets 0.5 s cold, 0.3 s warm. Beside them,
-the floor: a bare Python process that only lists, stats, reads the tables and writes the same
-document (FLOOR), what this machine gives any design. Not run by the tests.
+(the same status again). Wall and CPU seconds. Beside them, measured in the same run and
+paired (each figure's runs alternate with its peer's): the floor, a bare Python process that
+only lists, stats, reads the tables and writes the same document (FLOOR), what this machine
+gives any design; and `python -c "import typer"`. Targets (issue 39): a warm status as a
+process within 2x the floor, and at 10,000 articles within 2x `import typer`; the older
+absolute ones (issue 13) are shown too. Not run by the tests.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from installed import ENV  # as a user's install runs it (installed.py)
 from timing import options, timed_run, verdict
 
 TARGETS = {"cold": 0.5, "warm": 0.3}  # seconds (issue 13)
+FLOOR_RATIO = 2.0  # a warm status as a process, at most this many times the floor (issue 39)
+TYPER_RATIO = 2.0  # ... and at 10,000 articles, at most this many times `import typer`
 MIX = [  # (share, what the article looks like on disk)
     (0.40, "done"),
     (0.20, "pending"),
@@ -165,6 +170,23 @@ def floor(root: Path) -> tuple[float, float]:
     return timed_run([sys.executable, "-c", FLOOR, str(root)], env=ENV, check=True)[:2]
 
 
+def typer(root: Path) -> tuple[float, float]:
+    return timed_run([sys.executable, "-c", "import typer"], env=ENV, check=True)[:2]
+
+
+def paired(root: Path, repeat: int) -> dict[str, tuple[float, float]]:
+    """The warm status as a process, the floor and `import typer`, their runs alternating (a
+    shared machine's load falls on all three alike): each one's median (wall, CPU)."""
+    runs: dict[str, list] = {"status": [], "floor": [], "typer": []}
+    for _ in range(repeat):
+        for name, measure in (("status", as_subprocess), ("floor", floor), ("typer", typer)):
+            runs[name].append(measure(root))
+    return {
+        name: (statistics.median(f[0] for f in found), statistics.median(f[1] for f in found))
+        for name, found in runs.items()
+    }
+
+
 def timed(measure, root: Path, *, cold: bool, repeat: int) -> tuple[float, float]:
     figures = []
     for _ in range(repeat):
@@ -189,6 +211,7 @@ def main() -> None:
             ("subprocess", "warm", timed(as_subprocess, root, cold=False, repeat=args.repeat)),
         ]
         least = timed(floor, root, cold=False, repeat=args.repeat)
+        side = paired(root, max(args.repeat, 5))
     load = os.getloadavg()[0]
     print(f"\n`status --json`, {args.articles:,} articles, {args.lines:,} journal lines")
     print(f"median of {args.repeat}; {os.cpu_count()} CPUs, load average {load:.1f} while it ran")
@@ -199,6 +222,17 @@ def main() -> None:
         print(f"{how:<12}{when:<8}{seconds:>9.3f}{cpu:>9.3f}  {'<= ' + str(target):>8}  {ok}")
     floor_line = f"{'floor':<12}{'warm':<8}{least[0]:>9.3f}{least[1]:>9.3f}"
     print(f"{floor_line}  (any Python process: list, stat, read, write)")
+    (status, status_cpu), (low, low_cpu), (typer_s, typer_cpu) = side["status"], side["floor"], side["typer"]
+    print(f"\npaired, median of {max(args.repeat, 5)} each (wall / CPU seconds):")
+    print(f"  status --json (warm process) {status:.3f} / {status_cpu:.3f}")
+    print(f"  floor                        {low:.3f} / {low_cpu:.3f}")
+    print(f"  python -c 'import typer'     {typer_s:.3f} / {typer_cpu:.3f}")
+    ratio, ratio_cpu = status / low, status_cpu / low_cpu
+    ok = "yes" if ratio <= FLOOR_RATIO else ("CPU yes" if ratio_cpu <= FLOOR_RATIO else "NO")
+    print(f"  status / floor: {ratio:.2f}x wall, {ratio_cpu:.2f}x CPU  (<= {FLOOR_RATIO:g}x: {ok})")
+    ratio, ratio_cpu = status / typer_s, status_cpu / typer_cpu
+    wanted = f"<= {TYPER_RATIO:g}x at 10,000" if args.articles <= 10_000 else "target at 10,000 only"
+    print(f"  status / import typer: {ratio:.2f}x wall, {ratio_cpu:.2f}x CPU  ({wanted})")
 
 
 if __name__ == "__main__":

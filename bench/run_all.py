@@ -11,6 +11,10 @@
 - one cycle collecting 20 and 200 finished chats through their JSON (qwen.collect = "api") and
   the page-per-chat path measured in the same run (bench_collect.py);
 - the time from the answer's stored "finished" to SLUG.md on disk with `generate --wait`;
+- the cost of an article (bench_article_cost.py): CPU-s per article of a cycle sending 20 prompts
+  and the cycle collecting them, `send_concurrency` 1 and 4, a one-off `generate --wait`, and the
+  peak memory (PSS) of each, whole process tree, for the full Chromium, the headless shell and
+  headed under Xvfb (`--quick`: 5 prompts, the full Chromium, send_concurrency 1);
 - with --makespan (minutes): 50 prompts, 30 s answers, cycles every 60 s, send_concurrency 1, 3.
 
 Loopback only. Not run by the tests. `--quick` uses 1,000 articles and 5 chats (a smoke run).
@@ -32,6 +36,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(HERE), str(ROOT / "tests")]
 
+import bench_article_cost  # noqa: E402
 import bench_collect  # noqa: E402
 import bench_concurrent_polls as polls  # noqa: E402
 import bench_cycle  # noqa: E402
@@ -110,6 +115,43 @@ def polling(chats: int) -> dict[str, float]:
         figures["generates"] = polls.timed_generates(many, chats)
 
     return figures
+
+
+def article_cost_rows(quick: bool) -> list[tuple[str, str, str, bool | None]]:
+    """bench_article_cost's figures: CPU-s an article (the full Chromium's at send_concurrency 1
+    against the figure it must not exceed, issue 39), peak PSS, generate --wait."""
+    articles, levels, browsers = (
+        (5, [1], ["full"]) if quick else (20, [1, 4], list(bench_article_cost.BROWSERS))
+    )
+    figures = bench_article_cost.run(articles, levels, browsers, [])
+    rows: list[tuple[str, str, str, bool | None]] = []
+    limit = bench_article_cost.CPU_PER_ARTICLE_LIMIT
+    for browser, mine in figures["browsers"].items():
+        for level, cycle in mine["levels"].items():
+            send, collect = cycle["send"], cycle["collect"]
+            per = (send["cpu"] + collect["cpu"]) / articles
+            gate = browser == "full" and level == 1 and not quick  # 5 articles share the launch less
+            target = f"<= {limit:g} (issue 39)" if gate else "(reported)"
+            rows.append(
+                (
+                    f"CPU-s an article, {articles} sent + collected, {browser}, send_concurrency {level}",
+                    f"{per:.2f}",
+                    target,
+                    per <= limit if gate else None,
+                )
+            )
+            peak = max(send["pss_mib"], collect["pss_mib"])
+            rows.append(
+                (
+                    f"  peak PSS of those cycles ({browser}, {level} at once)",
+                    f"{peak:.0f} MiB",
+                    "(reported)",
+                    None,
+                )
+            )
+        wait = mine["wait"]
+        rows.append((f"one-off generate --wait ({browser})", f"{wait['cpu']:.2f} CPU-s", "(reported)", None))
+    return rows
 
 
 def main() -> None:
@@ -202,6 +244,7 @@ def main() -> None:
     rows.append(
         ("peak RSS, its largest child (driver/browser)", f"{poll['rss_child']:.0f} MB", "(reported)", None)
     )
+    rows.extend(article_cost_rows(args.quick))
 
     print(f"\nqwenpipe benchmarks ({os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f})")
     width = max(len(r[0]) for r in rows)

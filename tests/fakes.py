@@ -89,6 +89,13 @@ class FakeChat:
         if self.prepare_error:
             raise self.prepare_error
 
+    # Unknown answers the engine read past (ChatEngine.noticed): a test puts them here.
+    noticed_unknown: list = field(default_factory=list)
+
+    def noticed(self) -> list:
+        found, self.noticed_unknown[:] = list(self.noticed_unknown), []
+        return found
+
     send_together: threading.Barrier | None = None  # each send waits here for the others
     sending: int = 0  # sends running right now (from any thread)
     most_sending: int = 0  # the most that ever ran at once

@@ -7,8 +7,10 @@ files are read only for unfinished articles.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,8 @@ class ArticleView:
         "_attached",
         "_done_entry",
         "_prompt_entry",
+        "_url_entry",
+        "_sending_entry",
         "_files",
     )
 
@@ -66,6 +70,8 @@ class ArticleView:
         self._attached = False  # attach_records ran: `record` is the store's
         self._done_entry: os.DirEntry | None = None  # SLUG.md, as listed
         self._prompt_entry: os.DirEntry | None = None  # prompts/SLUG.md, as listed (stat when asked)
+        self._url_entry: os.DirEntry | None = None  # SLUG.md.url, as listed (status stamps it)
+        self._sending_entry: os.DirEntry | None = None  # SLUG.md.sending, as listed
         self._files: ArticleFiles | None = None
 
     def __repr__(self) -> str:
@@ -178,6 +184,21 @@ SUFFIXES = (".md", ".md.url", ".md.sending", ".md.failed", ".md.rejected")  # no
 MARKS = {".md": "done", ".md.url": "sent", ".md.sending": "sending", ".md.failed": "dead"}
 
 
+@contextlib.contextmanager
+def no_collections() -> Iterator[None]:
+    """No garbage collection within: a scan, or a status, of 100,000 articles makes hundreds of
+    thousands of objects that all live to its end, and the collector would walk them again and
+    again (a sixth of a scan, a third of a status). They make no cycle worth collecting before
+    then; the collector runs as it did before once the block ends (an exception too)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
     """Every article known from prompts/ or articles/: the finished ones (SLUG.md) first, by
     slug, then the others oldest prompt first, then by slug (the order sends go in).
@@ -189,18 +210,23 @@ def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
     (ArticleView.check_prompt). Only the prompts of unfinished articles are stat'ed (their
     age orders the sends): a batch of 10,000 finished articles costs two folder listings.
     """
+    with no_collections():
+        return _scan(prompts_dir, articles_dir)
+
+
+def _scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
+    """scan's work, the collector paused."""
     views: dict[str, ArticleView] = {}
     fullmatch = SLUG_RE.fullmatch
     for entry in _entries(articles_dir):
         name = entry.name
-        if name.endswith(".md"):
-            suffix = ".md"
+        if name.endswith(".md"):  # most names: an article
+            slug, mark = name[:-3], "done"
         elif name.endswith(SUFFIXES):
             suffix = name[name.rfind(".md.") :]
+            slug, mark = name[: -len(suffix)], MARKS.get(suffix)
         else:
             continue
-        slug = name[: -len(suffix)]
-        mark = MARKS.get(suffix)
         regular = entry.is_file(follow_symlinks=False)  # from the listing: no stat
         if mark is None and regular:
             continue  # SLUG.md.rejected: the last answer the checks refused, not a state
@@ -214,11 +240,16 @@ def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
         elif mark == "done":
             item.done = True
             item._done_entry = entry  # its mtime only when publishing asks (no stat here)
+        elif mark == "sent":
+            item.sent, item._url_entry = True, entry
+        elif mark == "sending":
+            item.sending, item._sending_entry = True, entry
         else:
             setattr(item, mark, True)
     for entry in _entries(prompts_dir):
         name = entry.name
-        if not name.endswith(".md") or name[0] == "." or is_folder_notes(name):
+        # README.md (9 characters, in any case: no character's lower() changes a length here)
+        if not name.endswith(".md") or name[0] == "." or (len(name) == 9 and is_folder_notes(name)):
             continue  # hidden files (editors' and systems' own) and the folder's README are not prompts
         regular = entry.is_file()
         if not regular and entry.is_dir():
@@ -284,18 +315,29 @@ def check_waiting_prompts(
 
 def attach_records(views: list[ArticleView], state_dir: Path, store) -> None:
     """Give every view its record from one read of the store (`store` None: a project that
-    never ran), instead of one query per article when its `state` is asked for. An old state
-    file (state/SLUG.json, imported into the store) or a lock (locks/SLUG.lock) that is a link
-    or a FIFO stays that article's problem, found from one listing of each folder."""
+    never ran), instead of one query per article when its `state` is asked for; and its
+    unsafe files (attach_unsafe)."""
+    attach_unsafe(views, state_dir)
+    attach_store_records(views, store)
+
+
+def attach_unsafe(views: list[ArticleView], state_dir: Path) -> None:
+    """An old state file (state/SLUG.json, imported into the store) or a lock (locks/SLUG.lock)
+    that is a link or a FIFO stays that article's problem, found from one listing of each folder."""
     # Its lock (locks/SLUG.lock) a link or a FIFO: its step refuses it (ArticleFiles.check).
     unsafe = {**unsafe_entries(state_dir / "locks", ".lock"), **unsafe_entries(state_dir / "state", ".json")}
-    records = store.articles() if store is not None else {}
-    get = records.get
-    for view in views:  # each record becomes a state only when asked (a done article never is)
-        view._record, view._attached = get(view.slug), True
     if unsafe:
         for view in views:
             view._state_problem = unsafe.get(view.slug, "")
+
+
+def attach_store_records(views: list[ArticleView], store, slugs: list[str] | None = None) -> None:
+    """Give each view its record from one read of the store (of `slugs` only, when given: the
+    views' own)."""
+    records = store.articles(slugs) if store is not None else {}
+    get = records.get
+    for view in views:  # each record becomes a state only when asked (a done article never is)
+        view._record, view._attached = get(view.slug), True
 
 
 def overlay_batch(views: list[ArticleView], store, articles_dir: Path) -> dict[str, str]:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from .. import files
 from ..accounts import all_accounts
@@ -27,8 +28,8 @@ from ..contract.quota import Hold, held_words, host_accounts, local_day_start, s
 from ..contract.rotation import capacity, sender_of, standings
 from ..contract.workspace import Workspace
 from ..errors import UsageProblem
-from ..store.protocol import Send, StoreBusy, Summary
-from . import outbox
+from ..store.protocol import Send, StatusRow, StoreBusy, StoreError, Summary
+from . import outbox, status_cache
 from . import scan as batch
 
 SCHEMA_VERSION = 1
@@ -341,9 +342,11 @@ def collect(
         raise UsageProblem(f"--sort {sort!r}: choose one of {', '.join(SORTS)}")
     files.check_folder(workspace.state_dir / "state")  # read nothing through a link of .qwenpipe
     try:
-        return _collect(workspace, now, wanted, patterns, sort, use_store=True)
+        with batch.no_collections():
+            return _collect(workspace, now, wanted, patterns, sort, use_store=True)
     except StoreBusy as busy:
-        status = _collect(workspace, now, wanted, patterns, sort, use_store=False)
+        with batch.no_collections():
+            status = _collect(workspace, now, wanted, patterns, sort, use_store=False)
         status.store_error = str(busy)
         status.warnings.insert(
             0,
@@ -358,7 +361,6 @@ def _collect(
 ) -> BatchStatus:
     # A project that never ran has no store: status, a reader, does not create one.
     store = workspace.store if workspace.has_store and use_store else None
-    summaries = store.summaries() if store else {}
     able = capacity(standings(workspace, now, {}, replan=False)) if store else None  # never writes
     status = BatchStatus(
         now=now,
@@ -378,26 +380,16 @@ def _collect(
     limits = status.limits
     if able and able.off:
         limits = limits._replace(account_off=able.off)
-    senders = store.first_sends() if store else {}
     views = batch.scan(workspace.prompts_dir, workspace.articles_dir)
     shared = store is not None and shared_batch(workspace.config)
     hosts = batch.overlay_batch(views, store, workspace.articles_dir) if shared else {}
     served = store.served() if shared else None
-    batch.attach_records(views, workspace.state_dir, store)
-    learned = batch.check_waiting_prompts(
-        views,
-        workspace.prompts_dir,
-        workspace.config.qwen.max_prompt_bytes,
-        store.prompt_checks() if store else None,
-    )
-    if learned and store:
-        remember_prompt_checks(store, learned)
+    batch.attach_unsafe(views, workspace.state_dir)
     qwen = workspace.config.qwen
     context = RowContext(
         str(workspace.articles_dir), workspace, limits, now, served, shared, qwen.poll_interval, qwen.base_url
     )
-    summary, sender = summaries.get, senders.get
-    rows = [build_row(view, summary(view.slug), context, sender(view.slug)) for view in views]
+    rows = made_rows(views, workspace, store, context)
     for row in rows:
         row.host = hosts.get(row.slug) or None
     for row in rows:
@@ -425,13 +417,76 @@ def _collect(
     return status
 
 
-def remember_prompt_checks(store, learned: list) -> None:
-    """Keep the prompt checks made now, so that the next status reads only changed prompts. A
-    cache: a busy store skips it, never status."""
+def made_rows(views: list[batch.ArticleView], workspace: Workspace, store, context: RowContext) -> list[Row]:
+    """Every view's row, in their order: the row the store kept where nothing it was made from
+    changed (status_cache), else made afresh from the store's rows of those articles alone,
+    and kept for the next status."""
+    now, rows = context.now, [None] * len(views)
+    kept = (
+        status_cache.KeptRows.read(store, status_cache.context_key(workspace, context.shared))
+        if store
+        else None
+    )
+    stale, keep, learned = [], [], []
+    if kept is None:
+        stale = [(i, view, None) for i, view in enumerate(views)]
+    else:
+        files_key, usable, limits_key = status_cache.files_key, kept.usable, context.limits_key
+        within_wait, qwen = status_cache.within_wait, workspace.config.qwen
+        for i, view in enumerate(views):
+            key = files_key(view, now)
+            found = usable(view.slug, key, now)
+            if (
+                found is not None
+                and (
+                    found.limits == status_cache.NO_LIMITS
+                    or found.limits
+                    == limits_key(context.limits_of(found.account, view.sent or view.sending, found.since))
+                )
+                and within_wait(found, now, qwen)
+            ):
+                rows[i] = shown_row(found, context)
+            else:
+                stale.append((i, view, key))
+    if stale:
+        # A few changed articles: the store's rows of those alone; most of them: every row.
+        slugs = [view.slug for _, view, _ in stale] if len(stale) * 4 < len(views) else None
+        fresh = [view for _, view, _ in stale]
+        summaries = store.summaries(slugs) if store else {}
+        senders = store.first_sends(slugs) if store else {}
+        batch.attach_store_records(fresh, store, slugs)
+        learned = batch.check_waiting_prompts(
+            fresh,
+            workspace.prompts_dir,
+            workspace.config.qwen.max_prompt_bytes,
+            store.prompt_checks(slugs) if store else None,
+        )
+        for i, view, key in stale:
+            made = build_row(view, summaries.get(view.slug), context, senders.get(view.slug))
+            rows[i] = made.row
+            if key is not None and kept is not None:
+                keep.append(kept_row(made, key, kept.changes.get(view.slug, 0), kept.context))
+    gone = (
+        kept.gone({view.slug for view in views})
+        if kept is not None and len(kept.rows) > len(views) - len(stale)
+        else []
+    )
+    if store is not None and (learned or keep or gone):
+        remember(store, learned, keep, gone)
+    return rows  # type: ignore[return-value]
+
+
+def remember(store, learned: list, rows: list[StatusRow], gone: list[str]) -> None:
+    """Keep the prompt checks and the rows made now, and forget the rows of articles no longer
+    there, so that the next status reads only what changed. A cache: a store that cannot take
+    it now skips it, never status."""
     try:
         with store.step() as step:
-            step.put_prompt_checks(learned)
-    except StoreBusy:
+            if learned:
+                step.put_prompt_checks(learned)
+            if rows or gone:
+                step.put_status_rows(rows, gone)
+    except StoreError:  # busy, or not ours to write (a read-only database): shown all the same
         pass
 
 
@@ -439,9 +494,21 @@ NO_SUMMARY = Summary("")
 DONE, INVALID = Phase.DONE.value, Phase.INVALID.value  # plain strings: rows hold the values
 
 
+class Made(NamedTuple):
+    """A row made afresh, and what keeping it needs: the key of the limits its phase was
+    decided by (status_cache.NO_LIMITS: none), until when the clock leaves it as it is, when its
+    chat's limits count from (0: the time of the look), and what its age counts from."""
+
+    row: Row
+    limits: str = status_cache.NO_LIMITS
+    until: float = status_cache.FOREVER
+    since: float = 0.0
+    sent_at: float | None = None
+
+
 def build_row(
     view: batch.ArticleView, summary: Summary | None, context: RowContext, first_send: Send | None
-) -> Row:
+) -> Made:
     """One article's row. Done articles are described by the store alone (no file read). Its
     account: the one its chat is on (its first send's, or its intent marker's)."""
     journal = summary or NO_SUMMARY
@@ -455,14 +522,15 @@ def build_row(
     phase = phase_of(seen)
     if phase is Phase.INVALID:
         row.state, row.last_error = INVALID, view.why_invalid
-        return row
+        return Made(row)
     if journal.turns > 1:  # a done multi-turn article: its "done" step says how many
         row.turns = journal.turns
+    made = Made(row)
     if phase is not Phase.DONE:
         record = view.record
         if view.file_problem:  # its old state file is a link or a FIFO: its problem alone
             row.state, row.last_error = INVALID, view.file_problem
-            return row
+            return Made(row)
         now = context.now
         if phase is Phase.GENERATING:  # the file is read only where the store has no URL
             sent_to = first_send.chat_url if first_send is not None else ""
@@ -474,7 +542,7 @@ def build_row(
             refused = context.refused_url(view.slug)
             if refused:
                 row.state, row.last_error, row.chat_url = INVALID, refused, None
-                return row
+                return Made(row)
         # The times as its next step plans them: one the clock left ahead (it went back since)
         # is never shown further off than its own wait (phases.schedule; the step saves it).
         planned = schedule(record, context.poll_interval, now, spaced=False)
@@ -482,18 +550,69 @@ def build_row(
         sent_at = record.sent_at or sent_at
         if int(record.turns or 1) > 1:
             row.turn, row.turns = int(record.turn or 1), int(record.turns)
-        limits = context.limits
-        if row.account and context.workspace is not None and (view.sent or view.sending):
-            limits = context.chat_limits(row.account, first_send.intent_at if first_send else now)
-            if limits.orphaned:  # said here before the next cycle's router takes it over
-                row.last_error = f"{limits.orphaned}; the router writes it next"
-        elif (view.sent or view.sending) and limits.account_off:
-            limits = limits._replace(account_off="")
+        since = first_send.intent_at if first_send else 0.0
+        limits = context.limits_of(row.account, view.sent or view.sending, since)
+        if limits.orphaned:  # said here before the next cycle's router takes it over
+            row.last_error = f"{limits.orphaned}; the router writes it next"
         failing = not journal.last_event or journal.last_event in FAILURE_EVENTS
         known = Record.of(record, failing=failing)._replace(next_try=planned.next_try)
         row.state = phase_of(seen, known, limits, now).value
-    row.age_seconds = int(context.now - sent_at) if sent_at and phase is not Phase.PENDING else None
-    return row
+        # Shown as it is until its backoff ends; a time the clock left ahead (pulled in to now
+        # plus its wait) moves with the clock: made afresh each time.
+        until = (
+            now
+            if planned.replanned
+            else (planned.next_try if planned.next_try > now else status_cache.FOREVER)
+        )
+        made = Made(row, context.limits_key(limits), until, since)
+    aged = bool(sent_at) and phase is not Phase.PENDING
+    row.age_seconds = int(context.now - sent_at) if aged else None
+    return made._replace(sent_at=sent_at if aged else None)
+
+
+def kept_row(made: Made, files: str, change: int, context_key: str) -> StatusRow:
+    """What the store keeps of a row made afresh (status_cache)."""
+    row = made.row
+    return StatusRow(
+        row.slug,
+        change,
+        context_key,
+        files,
+        made.limits,
+        made.until,
+        row.state,
+        row.engine,
+        row.attempts,
+        row.hard_failures,
+        row.next_try,
+        row.last_error,
+        row.chat_url,
+        row.turn,
+        row.turns,
+        row.account,
+        made.sent_at,
+        made.since,
+    )
+
+
+def shown_row(kept: StatusRow, context: RowContext) -> Row:
+    """The row a kept one shows now: its age counted to now."""
+    sent_at = kept.sent_at
+    return Row(
+        kept.slug,
+        kept.state,
+        kept.engine,
+        None if sent_at is None else int(context.now - sent_at),
+        kept.attempts,
+        kept.hard_failures,
+        kept.next_try,
+        kept.last_error,
+        kept.chat_url,
+        kept.turn,
+        kept.turns,
+        f"{context.articles}/{kept.slug}.md",
+        kept.account,
+    )
 
 
 @dataclass
@@ -511,6 +630,24 @@ class RowContext:
     poll_interval: float = 60.0
     base_url: str = ""
     _by_account: dict = field(default_factory=dict)
+    _keys: dict = field(default_factory=dict)
+
+    def limits_of(self, account: str | None, sent: bool, since: float) -> Limits:
+        """The limits an article's phase is decided by: its chat account's when it was sent (or
+        is being sent) from one, else the batch's. `since`: its send's intent (0: now)."""
+        limits = self.limits
+        if account and self.workspace is not None and sent:
+            return self.chat_limits(account, since or self.now)
+        if sent and limits.account_off:
+            return limits._replace(account_off="")
+        return limits
+
+    def limits_key(self, limits: Limits) -> str:
+        """status_cache.limits_key, worked out once per distinct limits."""
+        found = self._keys.get(limits)
+        if found is None:
+            found = self._keys[limits] = status_cache.limits_key(limits)
+        return found
 
     def chat_limits(self, account: str, since: float) -> Limits:
         """hosts.chat_limits for an article of `account` sent at `since`. `since` matters only

@@ -19,6 +19,7 @@ from ..config import ConfigError
 from ..engines.base import Code, EngineBusy, EngineError, HardError
 from ..store.protocol import ChatDeletion, StoreBusy
 from .quota import BOT_CHECK
+from .unknown import JournalledChat, journal_noticed, journal_unknown
 
 AFTER_COLLECT = "after_collect"
 DELETE_CHATS = ("never", AFTER_COLLECT)
@@ -169,7 +170,13 @@ def delete_now(
     except (ConfigError, EngineError) as err:  # its engine cannot be made: the article stays done
         say(f"{deletion.slug}: its chat was not deleted ({err}); a later run tries again")
         return ACCOUNT_STOPPED
-    return delete(workspace, engine, deletion, clock=clock, say=say)
+    journal = workspace.journal
+    journalled = JournalledChat(
+        engine,
+        lambda err: journal_unknown(journal, deletion.slug, account, err),
+        lambda found: journal_noticed(journal, deletion.slug, account, found),
+    )
+    return delete(workspace, journalled, deletion, clock=clock, say=say)
 
 
 def can_delete_now(workspace, account: str, now: float) -> bool:

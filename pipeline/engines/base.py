@@ -15,6 +15,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from pipeline.engines.unknown import UnknownAnswer
+
 if TYPE_CHECKING:  # the section's type only: engines do not import the config
     from pipeline.config import Qwen
 
@@ -84,6 +86,8 @@ class Code(StrEnum):
     NO_ACCOUNT = "no_account"
     TOO_MANY_ATTEMPTS = "too_many_attempts"
     IN_DOUBT = "in_doubt"  # an interrupted send neither found nor proven unsent (contract/step/proof.py)
+    # the site's answers nobody has seen yet (engines/unknown.py)
+    MISSING_FIELD = "missing_field"  # an answer without a field the engine needs
 
 
 # What an account meets before it takes a prompt: refused so, the prompt went nowhere, and another
@@ -102,6 +106,9 @@ class EngineError(Exception):
     # What the page looked like when the engine met this failure (a PNG), when it is one the
     # user has to see for themselves (a bot check): the contract keeps it in `.qwenpipe/`.
     screenshot: bytes | None = None
+    # Set when what the site answered is none of the answers the engine knows (engines/unknown.py):
+    # where it was met and what was seen; the contract journals it (`unknown_answer`).
+    unknown: UnknownAnswer | None = None
 
     def __init__(self, message: str, *, code: str | None = None):
         super().__init__(message)
@@ -240,6 +247,11 @@ class ChatEngine(Protocol):
     def prepare(self) -> None:
         """Start what sending needs (the browser) so that EngineBusy / HardError come before any
         intent marker is written or anything typed."""
+
+    def noticed(self) -> list[UnknownAnswer]:
+        """The answers nobody has reported that the engine read past since the last call (a phase
+        or a role it does not know: nothing failed for them), each once: the contract journals
+        them (contract/unknown.py). An unknown answer that fails a call rides on its error."""
 
     def send(
         self, text: str, choice: ChatChoice | None = None, *, on_chat_id: Callable[[str], None] | None = None

@@ -169,6 +169,7 @@ def run_doctor(
     check_metrics(report, config)
     check_store(report, config, now)
     check_holds(report, config, now)
+    check_unknown_answers(report, config, now)
     return report
 
 
@@ -462,6 +463,35 @@ def check_holds(report: Report, config: Config, now: float) -> None:
         account = next(a for a in all_accounts(config) if a.name == hold.account)
         fix = f"run `{login_command(account)}` on a desktop" if hold.kind == "bot check" else ""
         report.add(checked_as("hold", account), WARN, hold.words(), fix, until=hold.until)
+
+
+def check_unknown_answers(report: Report, config: Config, now: float) -> None:
+    """The answers of the site nobody has seen that the journal recorded in the last day
+    (contract/unknown.py): a warning with the count per step and the newest one, never a
+    failure (each cost at most a delay). Read from the store; nothing is created."""
+    from ..contract.unknown import DAY, unknown_since
+    from ..contract.workspace import Workspace
+    from ..store.protocol import StoreError
+
+    try:
+        with Workspace(config) as workspace:
+            if not workspace.has_store:
+                return
+            seen = unknown_since(workspace.journal, now - DAY)
+    except (StoreError, ConfigError, OSError):
+        return  # the store's own check (or the articles check) says what is wrong
+    if not seen.total or seen.newest is None:
+        report.add("unknown answers", OK, "none in the last day")
+        return
+    per_where = ", ".join(f"{count} at {where}" for where, count in seen.counts.items())
+    newest = seen.newest
+    when = str(newest.get("time", ""))[:19].replace("T", " ")
+    detail = (
+        f"{seen.total} in the last day ({per_where}); the newest at {when}, {newest.get('where')} of "
+        f"{newest.get('slug') or '-'} (account {newest.get('account') or '-'}): {newest.get('seen')}"
+    )
+    fix = "the site may have changed: `qwenpipe report SLUG` bundles them to send in"
+    report.add("unknown answers", WARN, detail, fix, counts=seen.counts, newest=newest)
 
 
 def _mode(path: Path) -> int:

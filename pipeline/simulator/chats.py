@@ -204,6 +204,10 @@ class Settings:
     # Answers stop just short of their end (still generating) until this is set back to False:
     # a test decides when they finish, whatever the speed of the machine.
     hold_answers: bool = False
+    # The chat's JSON says an answer finished (`done`, status "finished") this many seconds
+    # before its last words are stored: a stored flag ahead of the text, which no client trusts
+    # alone (docs/qwen-site.md, "Reading an answer"). The stream is not affected.
+    finish_early: float = 0.0
     # Login tokens: how long one the site hands out lives, and how close to its end a token is
     # renewed (a fresh one in a Set-Cookie) on a page load and on GET /api/v1/auths/ (0 = never).
     token_hours: float = 168.0
@@ -276,6 +280,7 @@ class Settings:
                 "times must be >= 0",
             ),
             (abs(self.clock_offset) < 10 * 365 * 86400, "clock_offset must be within 10 years"),
+            (0 <= self.finish_early <= 3600, "finish_early must be 0 to 3600 seconds"),
             (0 < self.token_hours <= 24 * 365, "token_hours must be more than 0 and at most 8760"),
             (0 <= self.renew_hours <= 24 * 365, "renew_hours must be 0 to 8760"),
             (isinstance(self.hold_answers, bool), "hold_answers must be true or false"),
@@ -358,10 +363,16 @@ class Message:
     stopped_at: float | None = None
     model: str = DEFAULT_MODEL  # the model that answers (its id)
     empty: bool = False  # Settings.empty_answers: it finishes with no text (content null)
+    # The site's clock at its last stored change, kept once it changes no more (a later move of
+    # the clock, clock_offset, does not move a stamp the site already made).
+    last_stamp: float | None = None
+    released: float | None = None  # when hold_answers let it finish (monotonic), if it held it
 
-    def progress(self, now: float, held: bool = False) -> dict:
+    def progress(self, now: float, held: bool = False, early: float = 0.0) -> dict:
         """What the chat holds for this assistant message at monotonic time `now`; `held`
-        (Settings.hold_answers): an answer that would be complete waits one word short of it."""
+        (Settings.hold_answers): an answer that would be complete waits one word short of it;
+        `early` (Settings.finish_early): the stored flags say finished that long before the text
+        is all there. `written`: seconds from its start to the last change stored so far."""
         clock = min(now, self.stopped_at) if self.stopped_at is not None else now
         elapsed = clock - self.started
         thinking_done = elapsed >= self.thinking_seconds
@@ -383,6 +394,12 @@ class Message:
         think_words = answers.split_words(self.thinking)
         think_share = 1.0 if thinking_done else elapsed / max(self.thinking_seconds, 1e-9)
         finished = done and (elapsed >= end + FINISH_LAG or self.stopped_at is not None)
+        written = clock - self.started if self.stopped_at is not None else min(elapsed, end + FINISH_LAG)
+        if self.released is not None and self.stopped_at is None:
+            written = max(written, min(elapsed, self.released - self.started))  # its last word came then
+        whole = not (held or self.cut_short or self.stopped_at is not None)  # an answer to its end
+        if early > 0 and whole and not finished and thinking_done and elapsed >= end - early:
+            done = finished = True  # the flags ahead of the text: it is still being written
         return {
             "thinking": "".join(think_words[: int(len(think_words) * think_share)]),
             "thinking_done": thinking_done,
@@ -391,6 +408,7 @@ class Message:
             "done": done,
             "finished": finished,
             "error": dict(ERROR_OBJECT) if done and self.cut_short else None,
+            "written": max(written, 0.0),
         }
 
 
@@ -447,6 +465,18 @@ class ChatStore:
     # -- settings ---------------------------------------------------------------------------
     def configure(self, **changes) -> Settings:
         with self.lock:
+            now = time.monotonic()
+            if "clock_offset" in changes:  # what was stored before keeps the stamp it had then
+                for chat in self.chats.values():
+                    self._updated_at(chat, now)
+            if self.settings.hold_answers and changes.get("hold_answers") is False:
+                for chat in self.chats.values():  # the held answers' last words are stored now
+                    for message in chat.messages:
+                        if (
+                            message.role == "assistant"
+                            and not self._progress(message, now, stored=False)["done"]
+                        ):
+                            message.released = now
             self.settings = replace(self.settings, **changes).validated()
             if "scenario" in changes or "slider_accounts" in changes:
                 self.solved.clear()  # a slider put up (again) waits for its own solving
@@ -601,9 +631,26 @@ class ChatStore:
                 "id": chat.id,
                 "title": title,
                 "created_at": chat.created,
-                "updated_at": chat.updated,
+                "updated_at": self._updated_at(chat, now),
                 "messages": views,
             }
+
+    def _updated_at(self, chat: Chat, now: float) -> int:
+        """When the site last stored a change to the chat, by its clock (whole seconds): a send,
+        or an answer's last stored words or status."""
+        written = [int(self._write_stamp(m, now)) for m in chat.messages if m.role == "assistant"]
+        return max([chat.updated, *written])
+
+    def _write_stamp(self, message: Message, now: float) -> float:
+        """The site's clock at `message`'s last stored change; kept once it is finished (nothing
+        of it changes again), so that a later clock_offset does not move it."""
+        if message.last_stamp is not None:
+            return message.last_stamp
+        seen = self._progress(message, now, stored=False)
+        stamp = self.site_clock() - (now - (message.started + seen["written"]))
+        if seen["finished"]:
+            message.last_stamp = stamp
+        return stamp
 
     def _message_view(self, message: Message, now: float) -> dict:
         view = {
@@ -621,8 +668,10 @@ class ChatStore:
             view["thinking_enabled"] = bool(message.thinking)
         return view
 
-    def _progress(self, message: Message, now: float) -> dict:
-        return message.progress(now, held=self.settings.hold_answers)
+    def _progress(self, message: Message, now: float, stored: bool = True) -> dict:
+        """`stored`: as the chat's JSON holds it (finish_early applies), not as the stream sends it."""
+        early = self.settings.finish_early if stored else 0.0
+        return message.progress(now, held=self.settings.hold_answers, early=early)
 
     def message_progress(self, chat_id: str, message_id: str) -> dict | None:
         """Where one assistant message stands now (Message.progress, its model, whether it
@@ -632,7 +681,7 @@ class ChatStore:
             message = next((m for m in chat.messages if m.id == message_id), None) if chat else None
             if message is None or self.opens_as_missing(chat):
                 return None
-            seen = self._progress(message, time.monotonic())
+            seen = self._progress(message, time.monotonic(), stored=False)
             return {**seen, "model": message.model, "thinking_enabled": bool(message.thinking)}
 
     def list_chats(self, page: int, per_page: int = 10, account: str = ANONYMOUS) -> list[dict]:
@@ -650,7 +699,7 @@ class ChatStore:
             "id": chat.id,
             "title": title,
             "created_at": chat.created,
-            "updated_at": chat.updated,
+            "updated_at": view["updated_at"] if view else chat.updated,
             "chat_type": "t2t",
         }
 
@@ -674,7 +723,7 @@ class ChatStore:
         with self.lock:
             chat = self._owned(chat_id, account)
             last = chat.last_assistant() if chat else None
-            if last is None or self._progress(last, time.monotonic())["done"]:
+            if last is None or self._progress(last, time.monotonic(), stored=False)["done"]:
                 return False
             last.stopped_at = time.monotonic()
             return True
@@ -752,7 +801,7 @@ class ChatStore:
         if chat is None or (chat.messages and self.opens_as_missing(chat)):
             return not_found_body(parent_id or chat_id)
         last = chat.last_assistant()
-        if last is not None and not self._progress(last, time.monotonic())["done"]:
+        if last is not None and not self._progress(last, time.monotonic(), stored=False)["done"]:
             return dict(CHAT_IN_PROGRESS_BODY if self.settings.late_errors else IN_PROGRESS_BODY)
         expected_parent = chat.messages[-1].id if chat.messages else None
         if parent_id != expected_parent:

@@ -12,6 +12,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Sequence
+from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -40,6 +41,7 @@ SETTING_KEYS = {
     "require_auth_header",
     "clock_offset",
     "hold_answers",
+    "finish_early",
     "token_hours",
     "renew_hours",
     "serve_model",
@@ -155,6 +157,7 @@ class Simulator:
         self._router = None
         self._router_lock = threading.Lock()
         self._requests: Counter[str] = Counter()  # see requests()
+        self._chat_reads: Counter[str] = Counter()  # see chat_reads()
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self) -> Simulator:
@@ -200,9 +203,17 @@ class Simulator:
         with self._router_lock:
             return dict(self._requests)
 
-    def count_request(self, kind: str) -> None:
+    def count_request(self, kind: str, chat_id: str | None = None) -> None:
         with self._router_lock:
             self._requests[kind] += 1
+            if kind == "chat_json" and chat_id:
+                self._chat_reads[chat_id] += 1
+
+    def chat_reads(self) -> dict[str, int]:
+        """GET /api/v2/chats/<id> served so far, by chat id (the page's own loads and a
+        client's reads alike): how often each chat was read."""
+        with self._router_lock:
+            return dict(self._chat_reads)
 
     def faults(self) -> list[dict]:
         """Every fault of the fuzzing mode met so far (fuzz.py), in order: its step, kind, account,
@@ -373,6 +384,11 @@ class Handler(BaseHTTPRequestHandler):
     def sim(self) -> Simulator:
         return self.server.sim
 
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """The Date header by the site's clock (clock_offset included), as the real site's
+        servers stamp it: the clock its `updated_at` and `timestamp` are read against."""
+        return formatdate(self.sim.store.site_clock() if timestamp is None else timestamp, usegmt=True)
+
     def _dispatch(self, method: str) -> None:
         url = urlsplit(self.path)
         length = int(self.headers.get("Content-Length") or 0)
@@ -389,8 +405,9 @@ class Handler(BaseHTTPRequestHandler):
             if url.path.startswith("/static/"):
                 return self._static(url.path[len("/static/") :])
             if url.path.startswith("/api/"):
-                if method == "GET" and api.CHAT_PATH.match(url.path):
-                    self.sim.count_request("chat_json")
+                read = api.CHAT_PATH.match(url.path)
+                if method == "GET" and read:
+                    self.sim.count_request("chat_json", read.group(1))
                 if method == "DELETE" and api.CHAT_PATH.match(url.path):
                     self.sim.count_request("chat_delete")
                 return self._send(

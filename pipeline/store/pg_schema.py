@@ -24,6 +24,8 @@ MIGRATIONS: tuple[str, ...] = (
     tables.script(tables.POSTGRES, *tables.DELETIONS),
     # 3 -> 4: an intent names its chat before the prompt leaves the browser.
     tables.SENDS_CHAT_ID,
+    # 4 -> 5: what status shows of each article, and the counter that says when it is stale.
+    tables.script(tables.POSTGRES, *tables.STATUS) + tables.status_triggers(tables.POSTGRES),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 INIT_COMMAND = "qwenpipe store init"

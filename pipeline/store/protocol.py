@@ -200,6 +200,31 @@ class PromptCheck(NamedTuple):
     problem: str = ""  # empty: the prompt loads
 
 
+class StatusRow(NamedTuple):
+    """What `status` showed of one article, kept to be shown again while nothing it was made
+    from changed (batch/status_cache.py says what each key holds). The row's own fields are
+    status.Row's; `sent_at` is what its age counts from (None: no age shown)."""
+
+    slug: str
+    change: int  # the article's status_changes.n (Store.status_changes) when it was made
+    context: str  # the workspace's settings it was made under
+    files: str  # its files as the listing saw them (names, kinds, stamps)
+    limits: str  # the limits its phase was decided by
+    until: float  # it may change by the clock alone from then on
+    state: str
+    engine: str | None = None
+    attempts: int = 0
+    hard_failures: int = 0
+    next_try: float | None = None
+    last_error: str | None = None
+    chat_url: str | None = None
+    turn: int | None = None
+    turns: int | None = None
+    account: str | None = None
+    sent_at: float | None = None
+    since: float = 0.0  # when its chat's limits count from (its send's intent; 0: the look's time)
+
+
 class QuotaBlock(NamedTuple):
     """The site said an account's daily quota is spent: no sends from it until `until`."""
 
@@ -310,6 +335,10 @@ class Step(Protocol):
     def put_prompt_checks(self, checks: list[PromptCheck]) -> None:
         """Remember prompt checks (replacing the earlier ones of the same slugs)."""
 
+    def put_status_rows(self, rows: list[StatusRow], gone: list[str] = ()) -> None:
+        """Keep what status showed of these articles (replacing what it kept of them), and
+        forget what it kept of the articles `gone`."""
+
     def put_finished(self, finished: Finished) -> bool:
         """Record the finished article (its whole document); False, and nothing changed, when
         the article is already recorded finished (the first one stays the batch's)."""
@@ -332,24 +361,31 @@ class Store(Protocol):
     def events(self, slug: str | None = None, *, after: int = 0, since: float = 0.0) -> Iterator[Event]:
         """Events with seq > `after` and ts >= `since`, oldest first; one article's with `slug`."""
 
-    def summaries(self) -> dict[str, Summary]:
-        """Every article's Summary (articles without events have none)."""
+    def summaries(self, slugs: list[str] | None = None) -> dict[str, Summary]:
+        """Every article's Summary (articles without events have none); `slugs`: of these only."""
 
-    def prompt_checks(self) -> dict[str, PromptCheck]:
-        """The remembered prompt checks, by slug."""
+    def prompt_checks(self, slugs: list[str] | None = None) -> dict[str, PromptCheck]:
+        """The remembered prompt checks, by slug; `slugs`: of these only."""
+
+    def status_rows(self) -> dict[str, StatusRow]:
+        """What status kept of each article (Step.put_status_rows), by slug."""
+
+    def status_changes(self, slugs: list[str] | None = None) -> dict[str, int]:
+        """Slug -> how many writes of its articles, summaries and sends rows the store has seen
+        (raised by the store itself; an article never written has none); `slugs`: these only."""
 
     def article(self, slug: str) -> ArticleRecord | None:
         """The article's record, None when the store knows nothing of it."""
 
-    def articles(self) -> dict[str, ArticleRecord]:
-        """Every article's record."""
+    def articles(self, slugs: list[str] | None = None) -> dict[str, ArticleRecord]:
+        """Every article's record; `slugs`: of these only."""
 
     def sends(self, slug: str | None = None) -> list[Send]:
         """The article's sends, by turn; every article's (by slug, then turn) with no slug."""
 
-    def first_sends(self) -> dict[str, Send]:
+    def first_sends(self, slugs: list[str] | None = None) -> dict[str, Send]:
         """Every article's first send (turn 1), by slug: what status and the plan read of
-        10,000 articles (an article's later turns are its own step's)."""
+        10,000 articles (an article's later turns are its own step's); `slugs`: of these only."""
 
     def send_counts(self, start: float, end: float = float("inf")) -> SendCounts:
         """Sends with start <= ts < end (a local day: quota.local_day_start and the next one),

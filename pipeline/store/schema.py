@@ -44,6 +44,8 @@ MIGRATIONS: tuple[str, ...] = (
     tables.script(tables.SQLITE, *tables.DELETIONS),
     # 4 -> 5: an intent names its chat before the prompt leaves the browser.
     tables.SENDS_CHAT_ID,
+    # 5 -> 6: what status shows of each article, and the counter that says when it is stale.
+    tables.script(tables.SQLITE, *tables.STATUS) + tables.status_triggers(tables.SQLITE),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -41,6 +41,7 @@ from .protocol import (
     Send,
     SendCounts,
     Served,
+    StatusRow,
     StoreError,
     Summary,
     dumps,
@@ -55,7 +56,9 @@ SEND_COLUMNS = f"{INTENT_COLUMNS}, sent_at, chat_url, chat_id"
 EVENT_COLUMNS = "seq, ts, slug, event, pid, account, fields"
 FINISHED_COLUMNS = "slug, engine, account, host, ts"
 DELETION_COLUMNS = "chat_url, slug, account, since, deleted_at, tries, last_error"
+STATUS_COLUMNS = ", ".join(StatusRow._fields)
 NO_URL = "chat_url = ''"  # an intent: a send the site has not taken yet
+CHUNK = 500  # slugs bound in one read: SQLite's limit on bound values, well under
 
 
 class Dialect(NamedTuple):
@@ -101,6 +104,16 @@ class Dialect(NamedTuple):
             return self.insert(table, columns, "INSERT OR IGNORE")
         return f"{self.insert(table, columns)} ON CONFLICT ({self._conflict(key)}) DO NOTHING"
 
+    def among(self, column: str, count: int) -> str:
+        """A condition: `column` is one of `count` bound values (a server binds them as one list)."""
+        if self.or_replace:
+            return f"{column} IN ({', '.join('?' * count)})"
+        return f"{column} = ANY(?)"
+
+    def bound(self, values: list) -> tuple:
+        """The bound values of `among`."""
+        return tuple(values) if self.or_replace else ([str(value) for value in values],)
+
     def _conflict(self, key: str) -> str:
         return ", ".join([*self.key, key])
 
@@ -125,6 +138,20 @@ class SQLStore:
     def _where(self, condition: str = "") -> str:
         return self._dialect.where(condition)
 
+    def _rows_of(self, sql: str, slugs: list[str] | None, condition: str = "") -> list[tuple]:
+        """The rows of `sql` + its where (`condition`, and the slug among `slugs` unless None),
+        read a chunk of slugs at a time."""
+        if slugs is None:
+            return self._rows(f"{sql}{self._where(condition)}")
+        rows: list[tuple] = []
+        dialect, also = self._dialect, f" AND {condition}" if condition else ""
+        for start in range(0, len(slugs), CHUNK):
+            chunk = slugs[start : start + CHUNK]
+            rows += self._rows(
+                f"{sql}{self._where(dialect.among('slug', len(chunk)) + also)}", dialect.bound(chunk)
+            )
+        return rows
+
     def events(self, slug: str | None = None, *, after: int = 0, since: float = 0.0) -> Iterator[Event]:
         condition, params = "seq > ? AND ts >= ?", [after, since]
         if slug is not None:
@@ -135,27 +162,37 @@ class SQLStore:
         )
         return iter([event_of(row) for row in rows])
 
-    def summaries(self) -> dict[str, Summary]:
-        rows = self._rows(
-            f"SELECT slug, last_event, sent_ts, chat_url, engine, turns FROM summaries{self._where()}"
+    def summaries(self, slugs: list[str] | None = None) -> dict[str, Summary]:
+        rows = self._rows_of(
+            "SELECT slug, last_event, sent_ts, chat_url, engine, turns FROM summaries", slugs
         )
         return {row[0]: Summary(*row) for row in rows}
 
-    def prompt_checks(self) -> dict[str, PromptCheck]:
-        rows = self._rows(f"SELECT slug, stamp, problem FROM prompt_checks{self._where()}")
+    def prompt_checks(self, slugs: list[str] | None = None) -> dict[str, PromptCheck]:
+        rows = self._rows_of("SELECT slug, stamp, problem FROM prompt_checks", slugs)
         return {row[0]: PromptCheck(*row) for row in rows}
+
+    def status_rows(self) -> dict[str, StatusRow]:
+        new = tuple.__new__  # 100,000 rows: the named tuple's own __new__ is the slow way
+        return {
+            row[0]: new(StatusRow, row)
+            for row in self._rows_of(f"SELECT {STATUS_COLUMNS} FROM status_rows", None)
+        }
+
+    def status_changes(self, slugs: list[str] | None = None) -> dict[str, int]:
+        return dict(self._rows_of("SELECT slug, n FROM status_changes", slugs))
 
     def article(self, slug: str) -> ArticleRecord | None:
         with self._connected() as conn:
             return read_article(conn, self._dialect, slug)
 
-    def articles(self) -> dict[str, ArticleRecord]:
+    def articles(self, slugs: list[str] | None = None) -> dict[str, ArticleRecord]:
         by_slug: dict[str, list[tuple]] = {}
-        for row in self._rows(f"SELECT {SEND_COLUMNS} FROM sends{self._where(NO_URL)}"):
+        for row in self._rows_of(f"SELECT {SEND_COLUMNS} FROM sends", slugs, NO_URL):
             by_slug.setdefault(row[0], []).append(row)
         records = {
             row[0]: article_of(row, open_intent(by_slug.get(row[0], [])))
-            for row in self._rows(f"SELECT {ARTICLE_COLUMNS} FROM articles{self._where()}")
+            for row in self._rows_of(f"SELECT {ARTICLE_COLUMNS} FROM articles", slugs)
         }
         for slug, intents in by_slug.items():
             records.setdefault(slug, ArticleRecord(slug, intent=open_intent(intents)))
@@ -170,8 +207,8 @@ class SQLStore:
             )
         return [Send(*row) for row in rows]
 
-    def first_sends(self) -> dict[str, Send]:
-        rows = self._rows(f"SELECT {SEND_COLUMNS} FROM sends{self._where('turn = 1')}")
+    def first_sends(self, slugs: list[str] | None = None) -> dict[str, Send]:
+        rows = self._rows_of(f"SELECT {SEND_COLUMNS} FROM sends", slugs, "turn = 1")
         return {row[0]: Send(*row) for row in rows}
 
     def send_counts(self, start: float, end: float = float("inf")) -> SendCounts:
@@ -437,6 +474,23 @@ class SQLStep:
             raise LeaseLost(
                 f"{slug}: the lease of {owner} expired or was taken over; stopping before any send"
             )
+
+    def put_status_rows(self, rows: list[StatusRow], gone: list[str] = ()) -> None:
+        for start in range(0, len(gone), CHUNK):
+            chunk = list(gone[start : start + CHUNK])
+            self._run(
+                f"DELETE FROM status_rows{self._where(self._dialect.among('slug', len(chunk)))}",
+                self._dialect.keyed(*self._dialect.bound([Verbatim(slug) for slug in chunk])),
+            )
+        self._run_many(
+            self._dialect.replace("status_rows", STATUS_COLUMNS, "slug"),
+            # Its keys are compared as written: bound as they are, like names (a masked key
+            # would never match again); its shown fields are masked as every kept value is.
+            [
+                self._dialect.keyed(*named(*row[:5]), *row[5:15], *named(row.account), *row[16:])
+                for row in rows
+            ],
+        )
 
     def put_finished(self, finished: Finished) -> bool:
         slug, engine, account, host, ts, document = astuple(finished)

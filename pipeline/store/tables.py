@@ -174,6 +174,73 @@ CHAT_DELETIONS = Table(
 )
 CHAT_DELETIONS_BY_SLUG = Index("chat_deletions_by_slug", "chat_deletions", "slug")
 
+# What `status` shows of each article, kept between runs (batch/status_cache.py): valid while
+# the article's files (`files`), the limits it was judged by (`limits`), the workspace's settings
+# (`context`) and its store rows (`change`: status_changes.n when it was built) are as they were,
+# and the time is before `until`.
+STATUS_ROWS = Table(
+    "status_rows",
+    (
+        "slug TEXT",
+        "change INTEGER NOT NULL",
+        "context TEXT NOT NULL",
+        "files TEXT NOT NULL",
+        "limits TEXT NOT NULL",
+        "until REAL NOT NULL",
+        "state TEXT NOT NULL",
+        "engine TEXT",
+        "attempts INTEGER NOT NULL DEFAULT 0",
+        "hard_failures INTEGER NOT NULL DEFAULT 0",
+        "next_try REAL",
+        "last_error TEXT",
+        "chat_url TEXT",
+        "turn INTEGER",
+        "turns INTEGER",
+        "account TEXT",
+        "sent_at REAL",
+        "since REAL NOT NULL DEFAULT 0",
+    ),
+    key=("slug",),
+)
+# A counter per article, raised by the store itself (triggers) on every write of the rows a
+# status row is made from (articles, summaries, sends): no writer can forget it.
+STATUS_CHANGES = Table("status_changes", ("slug TEXT", "n INTEGER NOT NULL"), key=("slug",))
+STATUS_SOURCES = ("articles", "summaries", "sends")
+STATUS = (STATUS_ROWS, STATUS_CHANGES)
+
 FIRST = (META, EVENTS, EVENTS_BY_SLUG, EVENTS_BY_KIND, ARTICLES, SENDS, QUOTA_BLOCKS, LEASES)
 SHARED = (FINISHED, SERVED)  # what several hosts share (see protocol.py)
 DELETIONS = (CHAT_DELETIONS, CHAT_DELETIONS_BY_SLUG)  # finished articles' chats to delete (qwen.delete_chats)
+
+
+def status_triggers(dialect: str) -> str:
+    """The triggers that raise an article's status_changes.n on every insert, update and delete
+    of its rows in STATUS_SOURCES (both its old and its new slug)."""
+    if dialect == POSTGRES:
+        bump = (
+            "INSERT INTO status_changes (batch, slug, n) VALUES ({row}.batch, {row}.slug, 1) "
+            "ON CONFLICT (batch, slug) DO UPDATE SET n = status_changes.n + 1;"
+        )
+        body = (
+            "CREATE FUNCTION qwenpipe_status_change() RETURNS trigger AS $$\nBEGIN\n"
+            f"    IF TG_OP <> 'INSERT' THEN {bump.format(row='OLD')} END IF;\n"
+            f"    IF TG_OP <> 'DELETE' THEN {bump.format(row='NEW')} END IF;\n"
+            "    RETURN NULL;\nEND;\n$$ LANGUAGE plpgsql;\n"
+        )
+        return body + "".join(
+            f"CREATE TRIGGER {table}_status AFTER INSERT OR UPDATE OR DELETE ON {table} "
+            "FOR EACH ROW EXECUTE FUNCTION qwenpipe_status_change();\n"
+            for table in STATUS_SOURCES
+        )
+    bump = (
+        "INSERT INTO status_changes (slug, n) VALUES ({row}.slug, 1) "
+        "ON CONFLICT (slug) DO UPDATE SET n = n + 1;"
+    )
+    rows = {"INSERT": ("NEW",), "UPDATE": ("OLD", "NEW"), "DELETE": ("OLD",)}
+    return "".join(
+        f"CREATE TRIGGER {table}_{op.lower()}_status AFTER {op} ON {table} BEGIN "
+        + " ".join(bump.format(row=row) for row in which)
+        + " END;\n"
+        for table in STATUS_SOURCES
+        for op, which in rows.items()
+    )

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from email.utils import formatdate
 
 import pytest
 
 from pipeline.engines.base import Answer, Generating
 from pipeline.engines.qwen.collect import API_STABLE_SECONDS, UNSTEADY_READS, ChatCollector, Pacer
+from pipeline.engines.qwen.steady import settled_after
 
 BASE = "https://chat.qwen.ai"
 ARTICLE = "# Tea\n\nTea is a drink made from leaves.\n"
@@ -37,8 +39,15 @@ def url(n: int) -> str:
     return f"{BASE}/c/{chat_id(n)}"
 
 
-def body(answer: str | None = ARTICLE, *, status: str | None = "finished", done: bool | None = True) -> dict:
-    """A 2026-08 chat: one prompt and its answer with the stored status given (None: absent)."""
+def body(
+    answer: str | None = ARTICLE,
+    *,
+    status: str | None = "finished",
+    done: bool | None = True,
+    updated_at: int | None = None,
+) -> dict:
+    """A 2026-08 chat: one prompt and its answer with the stored status given (None: absent),
+    sent at 2_000_000_000 by the site's clock and last changed at `updated_at` (None: not said)."""
     reply = {
         "id": "a1",
         "role": "assistant",
@@ -57,7 +66,10 @@ def body(answer: str | None = ARTICLE, *, status: str | None = "finished", done:
         {"id": "u1", "role": "user", "parentId": None, "timestamp": 2_000_000_000, "content": "Tea?"},
         reply,
     ]
-    return {"success": True, "data": {"id": "x", "title": "Tea", "chat": {"messages": messages}}}
+    data = {"title": "Tea", "chat": {"messages": messages}}
+    if updated_at is not None:
+        data["updated_at"] = updated_at
+    return {"success": True, "data": data}
 
 
 class FakeRequest:
@@ -236,3 +248,48 @@ def test_every_read_carries_the_pages_own_headers_with_a_request_id_of_its_own()
     )
     ids = [h["x-request-id"] for h in page.headers_sent]
     assert len(set(ids)) == len(ids)
+
+
+def read_at(b: dict, site_now: float) -> dict:
+    """A read's outcome with the Date header the site answered it with."""
+    return {**ok(b), "date": formatdate(site_now, usegmt=True)}
+
+
+def test_chats_the_site_stored_finished_long_ago_are_read_once_each_and_side_by_side():
+    clock = Clock()
+    old = body(updated_at=2_000_000_030)  # finished half a minute after the send
+    site_now = 2_000_000_030 + settled_after(3)
+    page = FakePage(clock, {chat_id(n): [read_at(old, site_now)] for n in range(20)})
+    results = collector(page, clock, per_second=10).collect([url(n) for n in range(20)])
+    assert all(isinstance(r, Answer) and r.markdown == ARTICLE for r in results.values())
+    assert sorted(ident for _, ident in page.log) == sorted(chat_id(n) for n in range(20))  # once each
+    times = [t for t, _ in page.log]
+    assert times[-1] - times[0] == pytest.approx(0.1 * 19)  # at the pace, no slot left idle
+
+
+@pytest.mark.parametrize(
+    ("updated_at", "date"),
+    [
+        pytest.param(2_000_000_030, 2_000_000_031, id="changed-a-second-ago"),
+        pytest.param(2_000_000_030, None, id="no-date-header"),
+        pytest.param(2_000_000_030, 2_000_000_034, id="changed-four-seconds-ago"),
+        pytest.param(2_000_000_900, 2_000_000_600, id="stamped-in-the-future"),
+    ],
+)
+def test_a_finished_answer_not_known_to_be_old_still_needs_the_stability_reads(updated_at, date):
+    clock = Clock()
+    read = ok(body(updated_at=updated_at)) if date is None else read_at(body(updated_at=updated_at), date)
+    page = FakePage(clock, {chat_id(1): [read]})
+    assert isinstance(collector(page, clock).collect([url(1)])[url(1)], Answer)
+    assert len(page.log) == 3  # stable_reads reads, as ever
+
+
+def test_text_that_moves_under_a_finished_status_is_never_taken_from_one_read():
+    # The site says "finished", but stamps the chat as it stores each new word: its text moves.
+    clock = Clock()
+    moving = [
+        read_at(body("word " * n, updated_at=2_000_000_100 + n), 2_000_000_100 + n) for n in range(1, 20)
+    ]
+    page = FakePage(clock, {chat_id(1): moving})
+    assert collector(page, clock).collect([url(1)]) == {}  # left to its page
+    assert len(page.log) == 3 + UNSTEADY_READS

@@ -68,7 +68,12 @@ def test_a_failed_delete_leaves_the_article_done_and_the_next_cycle_deletes_the_
     assert done.returncode == 0, done.stderr  # the article is done whatever the delete did
     assert (project / "articles" / "moths.md").exists()
     chat = chat_of(project, "moths")
-    assert chat in sim.chat_ids() and events(project, "moths")[-2:] == ["done", "delete_failed"]
+    # the site's `internal_error` is a code nobody has reported: journalled as seen (issue 37)
+    assert chat in sim.chat_ids() and events(project, "moths")[-3:] == [
+        "done",
+        "unknown_answer",
+        "delete_failed",
+    ]
     assert "a later run tries again" in done.stderr
 
     cycle = qwenpipe_in_process("cycle", cwd=project)

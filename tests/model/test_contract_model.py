@@ -106,6 +106,9 @@ class ModelChat:
     def prepare(self) -> None:
         pass
 
+    def noticed(self) -> list:
+        return []  # the model's site says nothing nobody has seen
+
     def send(self, text: str, choice=None, *, on_chat_id=None) -> str:
         mode, self.send_mode = self.send_mode, "ok"
         if mode == "crash_before_site":

@@ -48,6 +48,9 @@ class FuzzChat:
     base_url = "https://chat.qwen.ai"
     launches = 0
 
+    def noticed(self) -> list:  # it answers nothing it does not know
+        return []
+
     def __init__(self) -> None:
         self.messages: dict[str, list[str]] = {}
 

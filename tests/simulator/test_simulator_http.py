@@ -6,6 +6,7 @@ import http.client
 import json
 import time
 import uuid
+from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
 import pytest
@@ -590,3 +591,38 @@ def test_a_vanished_chat_is_never_shown_though_its_prompt_was_taken(sim):
 def test_read_lag_must_be_seconds(sim, bad):
     with pytest.raises(ValueError, match="read_lag"):
         sim.set(read_lag=bad)
+
+
+# -- the site's clock: the Date header, and when a chat last changed -------------------------------
+def test_the_date_header_is_the_sites_clock(sim):
+    sim.set(clock_offset=-3600.0)
+    _, headers, _ = raw(sim, "GET", "/api/v2/chats/?page=1&exclude_project=true")
+    assert abs(parsedate_to_datetime(headers["Date"]).timestamp() - (time.time() - 3600)) < 5
+
+
+def test_updated_at_is_the_answers_last_stored_change_and_keeps_its_stamp_when_the_clock_moves(sim):
+    sim.set(answer_seconds=1.2, clock_offset=-120.0)
+    chat_id, _ = send(sim, PROMPT)
+    sent_at = assistant(get_json(sim, f"/api/v2/chats/{chat_id}"))["timestamp"]
+    body = finished(sim, chat_id)
+    assert body["data"]["updated_at"] > sent_at  # the answer ended a whole second after the send
+    sim.set(clock_offset=0.0)
+    again = get_json(sim, f"/api/v2/chats/{chat_id}")["data"]
+    assert again["updated_at"] == body["data"]["updated_at"] < time.time() - 100
+    listed_item = get_json(sim, "/api/v2/chats/?page=1&exclude_project=true")["data"][0]
+    assert listed_item["updated_at"] == again["updated_at"]
+
+
+def test_finish_early_says_finished_while_the_text_still_grows_and_stamps_each_change(sim):
+    sim.set(answer_seconds=20.0, finish_early=600.0)
+    chat_id, _ = send(sim, PROMPT)
+
+    def read():
+        return assistant(get_json(sim, f"/api/v2/chats/{chat_id}"))
+
+    first = wait_for(lambda: (m := read())["content"] and m)
+    assert first["done"] is True and answer_item(first)["status"] == "finished"
+    later = wait_for(lambda: len((m := read())["content"]) > len(first["content"]) and m)
+    assert later["content"].startswith(first["content"])  # the text moved under "finished"
+    now = time.time()
+    assert now - 3 <= get_json(sim, f"/api/v2/chats/{chat_id}")["data"]["updated_at"] <= now + 1

@@ -23,6 +23,7 @@ from pipeline.store.protocol import (
     Intent,
     PromptCheck,
     QuotaBlock,
+    StatusRow,
 )
 from pipeline.store.sqlite import SQLiteStep
 
@@ -39,6 +40,7 @@ WRITES = {
     "append",
     "put_article",
     "put_prompt_checks",
+    "put_status_rows",
     "record_intent",
     "name_chat",
     "record_sent",
@@ -92,6 +94,14 @@ def write_everywhere(store, text: str, slug: str = "tea", name: str = "acct") ->
             )
         )
         step.put_prompt_checks([PromptCheck(slug, text, text)])
+        # A kept status row: its shown text masked, its keys and its account (a name) as they are.
+        step.put_status_rows(
+            [
+                StatusRow(
+                    slug, 0, "ctx", "3|", "-", 9.0, "done", text, last_error=text, chat_url=CHAT, account=name
+                )
+            ]
+        )
         step.record_intent(slug, Intent(1, 3.0, text, account=name, owner=name, chat_id=""))
         step.name_chat(slug, 1, CHAT.rpartition("/")[2])
         step.record_sent(slug, 1, CHAT, 4.0)
@@ -109,6 +119,7 @@ def everything_read(store, slug: str = "tea", name: str = "acct") -> str:
         store.sends(),
         store.summaries(),
         store.prompt_checks(),
+        store.status_rows(),
         store.quota_blocks(0.0),
         store.finished([slug]),
         store.served(),

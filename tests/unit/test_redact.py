@@ -375,3 +375,20 @@ def test_a_secret_of_exactly_min_run_characters_is_masked_inside_a_word_and_url_
     assert len(secret) == MIN_RUN
     assert mask(f"x{secret}y", [secret]) == f"x{MASK}y", "a run of MIN_RUN characters is the key"
     assert mask(quote(secret, safe=""), [secret]) == MASK, "its URL-encoded form too"
+
+
+def test_the_password_hint_without_its_regex_agrees_with_it_for_every_character():
+    """masked_json's fast look for a password (redact._password_hinted) finds one exactly where
+    the regex does: for each letter of `password`, every character IGNORECASE takes for it is
+    either one whose lower() is that letter or one of the folding characters the look sends to
+    the regex; and on texts with each such character in each place, both agree."""
+    everything = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    for letter in set("password"):
+        taken = re.findall(f"(?i){letter}", everything)
+        assert all(c.lower() == letter or c in redact._PASSWORD_FOLDS for c in taken), letter
+        for at in [i for i, c in enumerate("password") if c == letter]:
+            for c in taken:
+                text = f'{{"x": "a {"password"[:at]}{c}{"password"[at + 1 :]} b"}}'
+                assert redact._password_hinted(text) is (redact._PASSWORD_HINT.search(text) is not None)
+    for text in ("https://u:p@host/x", "https://chat.qwen.ai/c/1", "no hint here", "PassWord", "a@b"):
+        assert redact._password_hinted(text) is (redact._PASSWORD_HINT.search(text) is not None)

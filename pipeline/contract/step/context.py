@@ -18,6 +18,7 @@ from ..phases import Reason
 from ..prompts import Prompt
 from ..quota import SendBudget
 from ..rotation import sender_of
+from ..unknown import JournalledChat, journal_noticed, journal_unknown
 from ..workspace import Engines, Workspace
 
 
@@ -89,6 +90,16 @@ class Context:
 
     def log(self, event: str, **fields: object) -> None:
         self.ws.journal.append(self.slug, event, **self.named(fields))
+
+    def chat(self, account: str) -> JournalledChat:
+        """The chat engine of `account`, as every handler calls it: an unknown answer one of its
+        errors carries is journalled on its way up (contract/unknown.py)."""
+        journal = self.ws.journal
+        return JournalledChat(
+            self.engines.chat(account),
+            lambda err: journal_unknown(journal, self.slug, account, err),
+            lambda found: journal_noticed(journal, self.slug, account, found),
+        )
 
     def named(self, fields: dict) -> dict:
         """An event's fields with the chat account it was about: a chat step (engine "qwen") that

@@ -13,7 +13,7 @@ from .moves import Collect, Look
 
 def handle(step: Context, move: Look) -> Outcome | Collect:
     started = time.monotonic()
-    chat = step.engines.chat(step.sender())
+    chat = step.chat(step.sender())
     if step.wait:
         result = chat.wait(
             step.chat_url,

@@ -26,7 +26,7 @@ def handle(step: Context, move: Ask) -> Adopt | NeverSent | Search | InDoubt:
     url = chat_url(step.qwen.base_url, chat_id, step.article.sending)
     step.say(f"{step.slug}: an earlier send was interrupted; opening the chat it named: {url}")
     try:
-        messages = step.engines.chat(account).user_messages(url)
+        messages = step.chat(account).user_messages(url)
     except EngineError as err:
         if not unreadable(err):
             raise

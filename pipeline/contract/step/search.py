@@ -19,7 +19,7 @@ def handle(step: Context, move: Search) -> Adopt | InDoubt:
         f"{step.slug}: an earlier send was interrupted; looking for its chat in account {account}'s chat list"
     )
     sent_sha = marker.get("prompt_sha256")
-    chat = step.engines.chat(account)
+    chat = step.chat(account)
     edited = isinstance(sent_sha, str) and sent_sha and sent_sha != step.prompt.sha256
     try:
         # what was sent (its hash), not the edited text

@@ -15,6 +15,7 @@ from ..article import write_marker
 from .context import Context, Outcome, Status, since
 from .intents import name_chat, record_intent, unsent
 from .moves import Ask, Move, Refused, look
+from .unknown_sent import in_doubt
 
 
 def handle(step: Context, move: Ask) -> Outcome | Move:
@@ -27,7 +28,7 @@ def handle(step: Context, move: Ask) -> Outcome | Move:
     if account is None:  # every account this run found unusable: its refusal stands
         raise step.skipped_error(step.only) or HardError("no chat account may send", code=Code.NO_ACCOUNT)
     step.account = account
-    chat = step.engines.chat(account)
+    chat = step.chat(account)
     chat.prepare()  # a busy or missing browser stops us before the marker
     now = step.clock()
     probe = step.ws.chat_quota.probing(now, account)
@@ -39,13 +40,8 @@ def handle(step: Context, move: Ask) -> Outcome | Move:
     # browser (name_chat), and what tells its chat from any other without it (adoptable_chat).
     marker = {"time": now, "pid": os.getpid(), "prompt_sha256": step.prompt.sha256, "account": account}
     write_marker(step.article.sending, marker)
-    step.log(
-        "sending",
-        engine="qwen",
-        account=account,
-        attempt=step.state.attempts + 1,
-        prompt_sha256=step.prompt.sha256,
-    )
+    attempt = step.state.attempts + 1
+    step.log("sending", engine="qwen", account=account, attempt=attempt, prompt_sha256=step.prompt.sha256)
     step.say(f"{step.slug}: sending the prompt to the chat (account {account})")
     started = time.monotonic()
     if step.lease is not None:
@@ -60,6 +56,8 @@ def handle(step: Context, move: Ask) -> Outcome | Move:
             unsent(step, err)
         if took_nothing and err.code in ACCOUNT_REFUSALS and may_rotate:
             return Refused(account, err)
+        if not took_nothing and err.unknown is not None:  # an answer nobody has seen: in doubt
+            return in_doubt(step, account, err)
         raise
     step.crash("after_send")
     # The URL is the proof of the send: it goes to disk before anything else happens.

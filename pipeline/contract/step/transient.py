@@ -17,7 +17,10 @@ def handle(step: Context, move: Transient) -> Outcome | Hard:
     step.state.record_error(now, "qwen", err.code, str(err))
     step.log("transient", engine="qwen", attempt=step.state.attempts, error=str(err), code=err.code)
     limit = step.qwen.max_attempts
-    if step.state.attempts >= limit and not step.article.sending.exists():
+    # An answer nobody has seen, met looking at a sent chat: the chat may well hold the answer,
+    # so it is looked at again (backing off), never handed to the router (that pays twice).
+    waits = err.unknown is not None and bool(step.chat_url)
+    if step.state.attempts >= limit and not waits and not step.article.sending.exists():
         return too_many_attempts(step.state.attempts, step.qwen.max_attempts, err)
     delay = backoff_delay(step.qwen, step.state.attempts)
     step.state.next_try = now + delay

@@ -34,7 +34,7 @@ def handle(step: Context, move: Ask) -> Outcome | Ask | LookTurns:
     if step.lease is not None:
         step.lease.check()
     try:
-        step.engines.chat(step.account).send_turn(step.chat_url, step.prompt.turns[number - 1])
+        step.chat(step.account).send_turn(step.chat_url, step.prompt.turns[number - 1])
     except EngineError as err:
         if err.nothing_sent:
             unsent(step, err, turn=number)

@@ -13,7 +13,7 @@ from .moves import Ask, Collect, LookTurns
 
 
 def handle(step: Context, move: LookTurns) -> Outcome | Ask | Collect:
-    chat = step.engines.chat(step.sender())
+    chat = step.chat(step.sender())
     total = len(step.prompt.turns)
     deadline = move.deadline if move.deadline is not None else time.monotonic() + step.qwen.answer_timeout
     if move.after_turn:  # a turn was just sent: look again in a moment

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from pipeline.engines.base import Code, EngineError, HardError, QuotaSpent, TransientError
+from pipeline.engines.unknown import FIRST_BYTES, unknown
 
-CHAT_URL_RE = re.compile(r"/c/([a-f0-9-]{20,})")
+CHAT_ID_RE = re.compile(r"[a-f0-9-]{20,}")  # a chat id as the site makes them (UUID-like)
+CHAT_URL_RE = re.compile(rf"/c/({CHAT_ID_RE.pattern})")
 
 LOGIN_HINT = "run `qwenpipe login`"
 BOT_MARKERS = ("FAIL_SYS_USER_VALIDATE", "RGV587", "/punish?")
@@ -48,9 +50,15 @@ class ChatView:
     turns: list[Turn]
     model: str | None = None
     created: float | None = None  # epoch seconds by the site's clock; None when it does not say
+    # The newest time the site stamped on the chat (its `updated_at`, a message's `timestamp`),
+    # when that is later than the last send; None when nothing was stamped after the send (the
+    # site says nothing of when the answer last changed: steady.finished_long_ago).
+    last_write: float | None = None
     # Each turn's stored completion status alone, in turn order: True finished, False not (or no
     # reply yet), None when the answer carries none (then only the page's signals can tell).
     stored: tuple[bool | None, ...] = ()
+    # What the chat holds that nobody has reported, read past: a phase, a role ("" when none).
+    unknown: str = ""
 
     @property
     def first_user_text(self) -> str | None:
@@ -64,14 +72,37 @@ class ChatView:
 
 
 class ChatShapeError(ValueError):
-    """The payload is not a chat in any shape we know (the site changed: fall back to the DOM)."""
+    """The payload is not a chat (or a chat list) in any shape we know: `field` names what it
+    lacks (the site changed: an unknown answer, engines/unknown.py)."""
+
+    def __init__(self, message: str, *, field: str = ""):
+        super().__init__(message)
+        self.field = field
 
 
-def parse_chat(payload: dict) -> ChatView:
-    """Turn a successful `/api/v2/chats/<id>` body into a ChatView. Raises ChatShapeError."""
+def missing_field(err: ChatShapeError, answer: str, where: str, body: Any = None) -> TransientError:
+    """What a body without a field the engine needs means: a clear error naming the field and the
+    answer it was missing from (`answer`: "chat <id>'s JSON", "the chat list, page 2"), marked as
+    an unknown answer met at `where`. Transient: the look (or the search) is made again later,
+    and never reads a missing list as an empty one."""
+    field = err.field or "?"
+    error = TransientError(
+        f"{answer} has no field {field} ({err}): the site changed", code=Code.MISSING_FIELD
+    )
+    text = json.dumps(body, ensure_ascii=False)[:FIRST_BYTES] if body is not None else None
+    return unknown(error, where, field=field, body=text)
+
+
+def parse_chat(payload: dict, chat_id: str | None = None) -> ChatView:
+    """Turn a successful `/api/v2/chats/<id>` body into a ChatView. Raises ChatShapeError, also
+    when the body names a chat other than `chat_id` (when given): another chat's answer is never
+    this one's, and another chat's messages never prove this one's send."""
     data = payload.get("data") if isinstance(payload, dict) else None
     if not isinstance(data, dict) or not isinstance(data.get("chat"), dict):
-        raise ChatShapeError("no data.chat in the chat JSON")
+        raise ChatShapeError("no data.chat in the chat JSON", field="data.chat")
+    named = data.get("id")
+    if chat_id is not None and named is not None and named != chat_id:
+        raise ChatShapeError(f"the JSON read for chat {chat_id} is chat {str(named)[:60]}'s", field="data.id")
     chat = data["chat"]
     messages, current_id = _messages_of(chat)
     ordered = _conversation_order(messages, current_id)
@@ -85,7 +116,54 @@ def parse_chat(payload: dict) -> ChatView:
         model=model,
         created=created if created is not None else epoch_seconds(first),
         stored=tuple(stored),
+        last_write=_last_write(data.get("updated_at"), ordered),
+        unknown=_unknown_in(messages),
     )
+
+
+def _last_write(updated_at: Any, ordered: list[dict]) -> float | None:
+    """The newest stamp on the chat, if it is later than the last user message's (the send):
+    a stamp of the send itself says nothing of when the answer stopped changing."""
+    sent = next((m.get("timestamp") for m in reversed(ordered) if m.get("role") == "user"), None)
+    sent_at = epoch_seconds(sent)
+    stamps = [epoch_seconds(updated_at), *(epoch_seconds(m.get("timestamp")) for m in ordered)]
+    known = [stamp for stamp in stamps if stamp is not None]
+    if sent_at is None or not known or max(known) <= sent_at:
+        return None
+    return max(known)
+
+
+KNOWN_ROLES = frozenset({"user", "assistant", "system"})
+# The phases and the answer's statuses public clients have reported (docs/qwen-site.md): any
+# other is read past (only the answer phase is the article) and named if the answer then fails.
+KNOWN_PHASES = frozenset(
+    {
+        "think",
+        "thinking",
+        "thinking_summary",
+        "answer",
+        "web_search",
+        "search_result",
+        "tool_call",
+        "code_interpreter",
+        "fetch_page",
+        "generate_image",
+    }
+)
+KNOWN_STATUSES = frozenset({"typing", "finished", "error"})
+
+
+def _unknown_in(messages: list[dict]) -> str:
+    """The first role, or phase of a message's content, nobody has reported; "" when none."""
+    for message in messages:
+        if message.get("role") not in KNOWN_ROLES:
+            return f"role {str(message.get('role'))[:40]!r}"
+        parts = message.get("content_list")
+        for part in parts if isinstance(parts, list) else ():
+            phase = part.get("phase") if isinstance(part, dict) else None
+            if phase is not None and phase not in KNOWN_PHASES:
+                return f"phase {str(phase)[:40]!r}"
+    return ""
 
 
 def epoch_seconds(value: Any) -> float | None:
@@ -102,18 +180,39 @@ def _messages_of(chat: dict) -> tuple[list[dict], str | None]:
     history = chat.get("history") if isinstance(chat.get("history"), dict) else {}
     current_id = history.get("currentId") or chat.get("currentId")
     listed = chat.get("messages")
-    if isinstance(listed, list) and listed:  # 2026-08
-        return [m for m in listed if isinstance(m, dict)], current_id
+    # A field of another type is no empty chat: read as one it would say "never sent".
+    if listed is not None and not isinstance(listed, list):
+        raise ChatShapeError("data.chat.messages is not a list", field="data.chat.messages")
+    if listed:  # 2026-08
+        return _objects(listed, "data.chat.messages"), current_id
     keyed = history.get("messages")
+    if keyed is not None and not isinstance(keyed, dict):
+        raise ChatShapeError(
+            "data.chat.history.messages is not an object", field="data.chat.history.messages"
+        )
     if isinstance(keyed, dict):  # 2026-06 (or 2026-08 with nothing said yet)
         found = []
-        for key, message in keyed.items():
-            if isinstance(message, dict):
-                found.append({"id": key, **message} if "id" not in message else message)
+        for key, message in zip(
+            keyed, _objects(list(keyed.values()), "data.chat.history.messages"), strict=True
+        ):
+            found.append({"id": key, **message} if "id" not in message else message)
         return found, current_id
     if isinstance(listed, list):
         return [], current_id
-    raise ChatShapeError("neither data.chat.messages nor data.chat.history.messages")
+    raise ChatShapeError(
+        "neither data.chat.messages nor data.chat.history.messages", field="data.chat.messages"
+    )
+
+
+def _objects(messages: list, where: str) -> list[dict]:
+    """`messages`, each an object with a role (a role nobody listed is read past: `system`), or
+    ChatShapeError naming the first that is not: a message dropped unread could be ours."""
+    for number, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise ChatShapeError(f"{where}[{number}] is not a message", field=f"{where}[{number}]")
+        if not isinstance(message.get("role"), str):
+            raise ChatShapeError(f"{where}[{number}] has no role", field=f"{where}[{number}].role")
+    return messages
 
 
 def _conversation_order(messages: list[dict], current_id: str | None) -> list[dict]:
@@ -220,7 +319,10 @@ def _error_text(error: Any) -> str | None:
 def classify_api_error(payload: Any) -> EngineError | None:
     """The failure a `/api/v2/...` body reports, or None for a success."""
     if not isinstance(payload, dict):
-        return TransientError("the chat API answered with something that is not JSON", code=Code.API_ERROR)
+        error = TransientError(
+            "the chat API answered with something that is not a JSON object", code=Code.API_ERROR
+        )
+        return unknown(error, body=json.dumps(payload, ensure_ascii=False)[:FIRST_BYTES])
     if payload.get("success") is True:
         return None
     text = json.dumps(payload, ensure_ascii=False)
@@ -263,7 +365,9 @@ def classify_api_error(payload: Any) -> EngineError | None:
         )
     if _means_logged_out(code, details):
         return HardError(f"not logged in to the chat site: {LOGIN_HINT}", code=Code.LOGGED_OUT)
-    return TransientError(f"the chat API failed: {code or 'no code'} {details}".strip(), code=Code.API_ERROR)
+    # None of the site's words we know: an unknown answer (its step names it: engines/unknown.py).
+    error = TransientError(f"the chat API failed: {code or 'no code'} {details}".strip(), code=Code.API_ERROR)
+    return unknown(error, code=code or None, body=text[:FIRST_BYTES])
 
 
 def is_stale_headers(payload: Any) -> bool:
@@ -318,11 +422,17 @@ class ListedChat(NamedTuple):
 
 def chat_list_items(payload: Any) -> list[ListedChat]:
     """One page of `/api/v2/chats/?page=N`, newest first as the site lists them. Items on the
-    real site carry `created_at` / `updated_at` (epoch seconds); without them `created` is None."""
-    if not isinstance(payload, dict) or not isinstance(payload.get("data"), list):
-        return []
-    return [
-        ListedChat(str(item["id"]), epoch_seconds(item.get("created_at")))
-        for item in payload["data"]
-        if isinstance(item, dict) and item.get("id")
-    ]
+    real site carry `created_at` / `updated_at` (epoch seconds); without them `created` is None.
+
+    A page without its `data` list, or an item without its `id`, raises ChatShapeError: read as
+    an empty page it would mean "no such chat", and that is what lets a prompt be sent again."""
+    listed = payload.get("data") if isinstance(payload, dict) else None
+    if not isinstance(listed, list):
+        raise ChatShapeError("no data list in the chat list", field="data")
+    items = []
+    for number, item in enumerate(listed):
+        chat_id = item.get("id") if isinstance(item, dict) else None
+        if not isinstance(chat_id, str) or not chat_id:
+            raise ChatShapeError(f"item {number} of the chat list has no id", field=f"data[{number}].id")
+        items.append(ListedChat(chat_id, epoch_seconds(item.get("created_at"))))
+    return items

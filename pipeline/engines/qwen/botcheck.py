@@ -18,6 +18,7 @@ was taken: that send stays in doubt.
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
@@ -26,6 +27,7 @@ from pipeline.engines.qwen.api import BOT_MARKERS
 from pipeline.engines.qwen.selectors import FAILURE_TEXTS
 from pipeline.engines.qwen.stream import COMPLETIONS_PATH, PageTraffic
 from pipeline.engines.qwen.watcher import PageWatcher
+from pipeline.engines.unknown import Where, unknown
 
 # Any address with one of these is the site's verification, not its chat (Alibaba's punish
 # pages live under /_____tmd_____/; "captcha" names the older and the newer puzzles alike).
@@ -55,15 +57,81 @@ def bot_check(detail: str) -> HardError:
     )
 
 
-def foreign_reply(kind: str, body: str, location: str = "", went: str = "") -> EngineError:
+def foreign_reply(
+    kind: str, body: str, location: str = "", went: str = "", status: int | None = None
+) -> EngineError:
     """What a completion answered with neither the stream nor JSON means: the firewall's page
     (transient, as anywhere), else a bot check. `went`: the verification address the page went
-    to since (named in the message: `qwenpipe login` shows that page to solve it)."""
+    to since (named in the message: `qwenpipe login` shows that page to solve it). A reply that
+    names no verification is also an unknown answer (engines/unknown.py): journalled as seen."""
     if FAILURE_TEXTS.waf_marker in body:
         return TransientError("the site answered the send with its firewall (WAF) page", code=Code.WAF)
     what = f"redirected to {location}" if location else f"answered with {kind or 'no content type'}"
     then = f"; the page went to {address(went)}" if went else ""
-    return bot_check(f"the send was {what}, not the site's stream or JSON{then}")
+    error = bot_check(f"the send was {what}, not the site's stream or JSON{then}")
+    if names_verification(body, location) or went:
+        return error
+    return unknown(error, Where.COMPLETION, status=status, content_type=kind, body=body, url=location or None)
+
+
+def gateway_error(page: Any) -> bool:
+    """Whether the page is a gateway's error page where the app should be (a 5xx or a 429 for
+    the document, or such a page the app drew in its own place): no waiting makes it the app."""
+    try:
+        title, seen = page.title(), page.evaluate(_PAGE_SEEN_JS)
+    except Exception:  # navigating, or gone: the next look tells
+        return False
+    status = seen.get("status") if isinstance(seen, dict) else None
+    titled = HTTP_ERROR_TITLE.match(title or "")
+    failing = int(titled.group(1)) if titled else status if isinstance(status, int) else 0
+    return (failing >= 500 or failing == 429) and bool(APP_PATH.match(urlsplit(page.url).path))
+
+
+def unknown_page(page: Any, why: str) -> EngineError:
+    """What a page that is not the chat, and none of the pages the site is known to show instead
+    (the sign-in page, a verification, the firewall, a banner), means where the chat should be.
+
+    A widget nobody has seen at the chat's own address, or a redirect to an unknown address: the
+    page has left the chat, as a bot check's does (the design: "whatever the widget"), so it is
+    one: the account is held (a hold that learns, contract/quota.py), never tried page after
+    page. The chat's own address answered with an HTTP error page (a gateway's 5xx) is the
+    site failing, not leaving: transient. Both are unknown answers, journalled as seen."""
+    try:
+        url, title = page.url, page.title()
+        seen = page.evaluate(_PAGE_SEEN_JS)
+    except Exception:  # a page gone or hung: the hold stands on what is known
+        url, title, seen = getattr(page, "url", ""), "", {}
+    seen = seen if isinstance(seen, dict) else {}
+    text, status = str(seen.get("text") or ""), seen.get("status")
+    where = address(url) or "?"
+    status = status if isinstance(status, int) and status > 0 else None
+    # A gateway's error page the app drew in its own place (a read answered with it) says its
+    # status in its title ("504 Gateway Timeout"), whatever the document's own was.
+    titled = HTTP_ERROR_TITLE.match(title or "")
+    failing = int(titled.group(1)) if titled else status if status and status >= 400 else None
+    if failing is not None and APP_PATH.match(urlsplit(url).path):
+        status = failing
+        error: EngineError = TransientError(
+            f"the chat site answered {where} with HTTP {status} ({title or why})", code=Code.NETWORK
+        )
+    else:
+        error = HardError(
+            f"an unknown page where the chat should be ({where}: {why}): the account is held as "
+            "for a bot check; if the site changed its page, run `qwenpipe doctor` and set "
+            f"[qwen.selectors], else {BOT_CHECK_HINT}",
+            code=Code.BOT_CHECK,
+        )
+    return unknown(error, status=status, url=where, body=f"title {title!r}: {text}")
+
+
+# The app's own addresses: the new chat's page and a chat's (a page elsewhere has left the app).
+APP_PATH = re.compile(r"^/(c/[^/]+)?/?$")
+HTTP_ERROR_TITLE = re.compile(r"^\s*([45]\d\d)\b")  # "502 Bad Gateway", as gateways title them
+# What a page shows of itself: its text, and its document's HTTP status (Navigation Timing).
+_PAGE_SEEN_JS = """() => {
+  const nav = performance.getEntriesByType('navigation')[0];
+  return {text: (document.body && document.body.innerText) || '', status: nav ? nav.responseStatus : 0};
+}"""
 
 
 def address(url: str) -> str:
@@ -91,7 +159,7 @@ def reply_refusal(page: Any) -> EngineError | None:
     for reply in checks.replies:
         went = next((visit.url for visit in checks.visited if visit.order > reply.order), "")
         if FAILURE_TEXTS.waf_marker not in bodies and (went or names_verification(bodies, reply.location)):
-            return foreign_reply(reply.kind, bodies, reply.location, went)
+            return foreign_reply(reply.kind, bodies, reply.location, went, reply.status)
     return None
 
 
@@ -105,7 +173,7 @@ def left_chat(page: Any) -> EngineError | None:
     if checks.replies:
         first = checks.replies[0]
         bodies = "\n".join(PageTraffic.of(page).plain_texts())
-        return foreign_reply(first.kind, bodies, first.location, went)
+        return foreign_reply(first.kind, bodies, first.location, went, first.status)
     if went:
         return bot_check(f"the page went to {address(went)}")
     return None
@@ -118,6 +186,7 @@ class Reply(NamedTuple):
     kind: str
     location: str
     order: int
+    status: int | None = None
 
 
 class Visit(NamedTuple):
@@ -159,9 +228,10 @@ class BotChecks(PageWatcher):
                 return
             kind = (response.headers.get("content-type") or "").lower()
             if 300 <= response.status < 400:
-                self.replies.append(Reply(kind, response.headers.get("location") or "?", next(self._order)))
+                location = response.headers.get("location") or "?"
+                self.replies.append(Reply(kind, location, next(self._order), response.status))
             elif "event-stream" not in kind and "json" not in kind:
-                self.replies.append(Reply(kind, "", next(self._order)))
+                self.replies.append(Reply(kind, "", next(self._order), response.status))
         except Exception:
             pass  # a response of a page being closed: nothing to learn from it
 

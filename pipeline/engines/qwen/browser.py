@@ -257,6 +257,8 @@ def _local_storage_script(origin: str, items: dict[str, str]) -> str:
     )
 
 
+PARK_TIMEOUT_MS = 5000  # about:blank needs no network: a page that takes longer is closed instead
+
 # In a profile: its mtime says when the login file was last loaded into it (or saved from it).
 LOADED_MARKER = "qwenpipe-state-loaded"
 
@@ -310,6 +312,7 @@ class BrowserSession:
         self._context = None
         self._owns_context = False
         self._pages: list[Any] = []
+        self._spare: Any = None  # a page of ours on about:blank, for the next use (`park`)
         # The account's login file as the context was opened from it: written back from what the
         # context holds when a run that opened a page ends (saved_login.py).
         self._login: Loaded | None = None
@@ -331,19 +334,41 @@ class BrowserSession:
         return self._context
 
     def new_page(self) -> Any:
-        """A new page; if the browser died since the last one (a crash mid-cycle), start again once."""
+        """A page for one use: the one parked by the last use if there is one, else a new one;
+        if the browser died since the last one (a crash mid-cycle), start again once."""
         from playwright.sync_api import Error as PlaywrightError
 
         self._pages = [p for p in self._pages if not p.is_closed()]
-        try:
-            page = self.context.new_page()
-        except PlaywrightError:
-            self.close()
-            page = self.context.new_page()
-        watch(page)  # learn the headers of the page's own API calls from its first request on
-        self._pages.append(page)
+        page, self._spare = self._spare, None
+        if page is None or page.is_closed():
+            try:
+                page = self.context.new_page()
+            except PlaywrightError:
+                self.close()
+                page = self.context.new_page()
+            self._adopt(page)
         self._opened_page = True
         return page
+
+    def _adopt(self, page: Any) -> None:
+        watch(page)  # learn the headers of the page's own API calls from its first request on
+        self._pages.append(page)
+
+    def park(self, page: Any) -> None:
+        """Keep `page`, done with, for the next `new_page` instead of closing it: one tab per
+        account, as a person uses the site, and cheaper than a new tab per call (about a sixth
+        of an article's CPU in a cycle: docs/performance.md). It waits on about:blank (the app
+        stopped: no timers, streams or frames) and forgets the headers it learned, so its next
+        use learns them from its own next load. At most one."""
+        try:
+            page.goto("about:blank", timeout=PARK_TIMEOUT_MS)
+        except Exception:
+            _close_quietly(page)  # a page that will not leave (or is gone): closed, as before
+            return
+        watch(page).forget()
+        spare, self._spare = self._spare, page
+        if spare is not None and spare is not page:
+            _close_quietly(spare)
 
     def _start(self) -> None:
         from playwright.sync_api import Error as PlaywrightError
@@ -429,6 +454,9 @@ class BrowserSession:
         self._owns_context = True
         BrowserSession.launches += 1
         self.launched += 1
+        for first in self._context.pages[:1]:  # the tab Chromium opens with a profile: our first
+            self._adopt(first)
+            self._spare = first
         state = self._path(self.config.storage_state)
         self._login = Loaded.of(state)
         loaded = profile / LOADED_MARKER
@@ -501,6 +529,7 @@ class BrowserSession:
             pass  # a browser that already died is closed enough
         finally:
             self._pages.clear()
+            self._spare = None
             self._login, self._opened_page = None, False
             self._tracing = False
             self._context = None
@@ -563,6 +592,13 @@ def read_devtools_endpoint(profile: Path, *, timeout: float = 5.0) -> str | None
         if time.monotonic() >= deadline:
             return None
         time.sleep(0.05)
+
+
+def _close_quietly(page: Any) -> None:
+    try:
+        page.close()
+    except Exception:
+        pass  # the browser went away; nothing left to close
 
 
 def _first_line(err: BaseException) -> str:

@@ -8,6 +8,10 @@ no burst). Each decided chat is handed to the caller while the next batch is bei
 writing of one chat's article and the reading of the others overlap.
 
 The JSON decides a chat when it can:
+- complete at the first read: the stored completion status says finished, without error, and
+  the site's own clock (the read's Date header) says the chat last changed well before the time
+  the stability reads would span (steady.finished_long_ago: a chat finished long ago, the usual
+  case of a cron cycle, costs one read);
 - complete: the stored completion status says finished, without error, AND the answer's
   markdown read the same `qwen.stable_reads` times in a row, reads of one chat at least
   API_STABLE_SECONDS apart (never the flag alone: a flag set before the last chunk landed
@@ -32,8 +36,8 @@ from typing import Any
 
 from pipeline.engines.base import Answer, EngineError, Generating
 from pipeline.engines.qwen.api import ChatShapeError, chat_id_from_url, classify_api_error, parse_chat
-from pipeline.engines.qwen.page import ApiUnusable, fetched_bodies, start_fetches
-from pipeline.engines.qwen.steady import API_STABLE_SECONDS, Steadiness
+from pipeline.engines.qwen.page import ApiUnusable, fetched_reads, start_fetches
+from pipeline.engines.qwen.steady import API_STABLE_SECONDS, Steadiness, finished_long_ago, site_time
 
 # Reads of a chat whose status says finished while its text still changes, before its page decides.
 UNSTEADY_READS = 3
@@ -125,16 +129,23 @@ class ChatCollector:
             urls, paths, key = under_way.popleft()
             decided: list[tuple[str, Answer | Generating]] = []
             refused = False
-            for url, body in zip(
-                urls, fetched_bodies(self.page, key, paths, timeout=self.timeout), strict=True
+            for url, read in zip(
+                urls, fetched_reads(self.page, key, paths, timeout=self.timeout), strict=True
             ):
-                if isinstance(body, EngineError):
+                if isinstance(read.body, EngineError):
                     refused = True  # the site refuses reading (WAF, bot check): pages tell the rest
                     break
                 reads[url] = reads.get(url, 0) + 1
-                seen = judge_body(body, chat_id_from_url(url), engine=self.engine, extra=self.extra)
+                seen, settled = judge_body(
+                    read.body,
+                    chat_id_from_url(url),
+                    engine=self.engine,
+                    extra=self.extra,
+                    site_now=site_time(read.date),
+                    stable_reads=self.stable_reads,
+                )
                 counting = steady.setdefault(url, Steadiness(self.stable_reads))
-                if isinstance(seen, Answer) and counting.steady(seen.markdown):
+                if isinstance(seen, Answer) and (settled or counting.steady(seen.markdown)):
                     decided.append((url, seen))
                 elif isinstance(seen, Answer) and reads[url] < self.stable_reads + UNSTEADY_READS:
                     again.append(url)  # read it again two batches on
@@ -149,16 +160,21 @@ class ChatCollector:
             yield from decided
 
 
-def judge_body(body: Any, chat_id: str, *, engine: str, extra: dict) -> Answer | Generating | None:
+def judge_body(
+    body: Any, chat_id: str, *, engine: str, extra: dict, site_now: float | None, stable_reads: int
+) -> tuple[Answer | Generating | None, bool]:
     """One read of one chat: a candidate Answer (stored status finished), Generating, or None
-    when the JSON cannot decide."""
+    when the JSON cannot decide; and whether that Answer is complete from this read alone (the
+    site, by its clock `site_now`, stored it finished long ago: steady.finished_long_ago)."""
     if isinstance(body, ApiUnusable) or classify_api_error(body) is not None:
-        return None  # the chat's page reports it as it always has (gone, logged out, quota...)
+        return None, False  # the chat's page reports it as it always has (gone, logged out, quota...)
     try:
-        view = parse_chat(body)
+        view = parse_chat(body, chat_id)
     except ChatShapeError:
-        return None
-    return judge_read(view, chat_id, engine=engine, extra=extra)
+        return None, False
+    seen = judge_read(view, chat_id, engine=engine, extra=extra)
+    settled = isinstance(seen, Answer) and finished_long_ago(view, site_now, stable_reads=stable_reads)
+    return seen, settled
 
 
 def judge_read(view, chat_id: str, *, engine: str = "qwen", extra: dict | None = None):

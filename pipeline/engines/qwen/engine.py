@@ -45,9 +45,10 @@ from pipeline.engines.qwen.api import (
     chat_id_from_url,
     chat_list_items,
     classify_api_error,
+    missing_field,
     parse_chat,
 )
-from pipeline.engines.qwen.botcheck import BotChecks, left_chat, reply_refusal
+from pipeline.engines.qwen.botcheck import BotChecks, gateway_error, left_chat, reply_refusal, unknown_page
 from pipeline.engines.qwen.browser import BrowserSession
 from pipeline.engines.qwen.choices import apply_choice
 from pipeline.engines.qwen.history import History, whole
@@ -68,6 +69,7 @@ from pipeline.engines.qwen.refusals import after_refusal
 from pipeline.engines.qwen.selectors import Selectors, merge_overrides
 from pipeline.engines.qwen.steady import API_STABLE_SECONDS, Steadiness
 from pipeline.engines.qwen.stream import PageTraffic, StreamRead
+from pipeline.engines.unknown import UnknownAnswer, Where, seen, unknown
 from pipeline.redact import mask
 
 if TYPE_CHECKING:  # the sections' types only: engines do not import the config
@@ -167,6 +169,9 @@ class QwenEngine:
         # chat id -> (turns, last answer, when): the last answer was seen complete and stable.
         self._confirmed: dict[str, tuple[int, str, float]] = {}
         self._live: _Live | None = None  # the page of the last send, still reading its stream
+        # Unknown answers read past (an unknown phase): handed over once each (`noticed`).
+        self._noticed: list[UnknownAnswer] = []
+        self._noticed_before: set[UnknownAnswer] = set()
 
     # -- the ChatEngine protocol -------------------------------------------------------------
 
@@ -174,6 +179,18 @@ class QwenEngine:
     def launches(self) -> int:
         """Browsers this engine launched (one given to it is its owner's to count)."""
         return self.session.launched if self._owns_session else 0
+
+    def noticed(self) -> list[UnknownAnswer]:
+        """The unknown answers read past since the last call (a phase or a role nobody has
+        reported, in a stream or a chat's JSON), each once per engine: nothing failed for them."""
+        found, self._noticed = self._noticed, []
+        return found
+
+    def _notice(self, where: str, what: str) -> None:
+        found = UnknownAnswer(where, seen(what=what))
+        if what and found not in self._noticed_before:
+            self._noticed_before.add(found)
+            self._noticed.append(found)
 
     def prepare(self) -> None:
         """Start the browser now: a busy profile (EngineBusy) or a missing browser (HardError)
@@ -189,7 +206,7 @@ class QwenEngine:
         `nothing_sent` (the prompt never left the browser)."""
         submit = _Submit()
         hold = CompletionHold(on_chat_id)
-        with submit, self._page(keep=True) as page:
+        with submit, self._page(Where.NEW_CHAT, keep=True) as page:
             self._open(page, self.base_url + "/")
             selectors = self._ready_to_type(page)
             apply_choice(page, selectors, choice or ChatChoice())
@@ -215,8 +232,9 @@ class QwenEngine:
         says there is no such chat. Raises when the chat cannot be read (None and [] both mean
         "never sent": they are never guessed)."""
         chat_id = self._chat_id(chat_url)
+        body = None
         try:
-            with self._page() as page:
+            with self._page(Where.CHAT_JSON) as page:
                 self._open(page, self.chat_url(chat_id))
                 self._wait_for_app(page)
                 self._check_login_api(page)
@@ -224,11 +242,12 @@ class QwenEngine:
                 error = classify_api_error(body)
                 if error is not None:
                     raise error
-                view = parse_chat(body)
+                view = parse_chat(body, chat_id)
+                self._notice(Where.CHAT_JSON, view.unknown)
         except ApiUnusable as err:
             raise TransientError(f"cannot read the chat site's API: {err}", code=Code.API_ERROR) from None
         except ChatShapeError as err:
-            raise TransientError(f"cannot read chat {chat_id}: {err}", code=Code.API_ERROR) from None
+            raise missing_field(err, f"chat {chat_id}'s JSON", Where.CHAT_JSON, body) from None
         except HardError as err:
             if err.code == Code.CHAT_NOT_FOUND:  # the page or its JSON says so
                 return None
@@ -238,7 +257,7 @@ class QwenEngine:
     def check(self, chat_url: str) -> Answer | Generating:
         """Look at the chat once (plus the stability reads): Answer, Generating, or raise."""
         chat_id = self._chat_id(chat_url)
-        with self._page() as page:
+        with self._page(Where.CHAT_JSON) as page:
             self._open(page, self.chat_url(chat_id))
             selectors = self._wait_for_app(page)
             return self._watch(page, selectors, chat_id, deadline=self._deadline(self.page_timeout))
@@ -252,7 +271,7 @@ class QwenEngine:
 
         if self.collect_from != "api" or not chat_urls:
             return
-        with self._page() as page:
+        with self._page(Where.CHAT_JSON) as page:
             self._open(page, self.base_url + "/")
             selectors = self._wait_for_app(page)
             collector = ChatCollector(
@@ -274,11 +293,11 @@ class QwenEngine:
             self._close_page(live.page)
             live = None
         if live is not None:
-            with self._using(live.page) as page:
+            with self._using(live.page, Where.STREAM) as page:
                 answer = self._wait_for_stream(page, live, deadline, on_progress)
                 if answer is not None:
                     return answer
-        with self._page() as page:
+        with self._page(Where.CHAT_JSON) as page:
             self._open(page, self.chat_url(chat_id))
             selectors = self._wait_for_app(page)
             result = self._watch(
@@ -307,10 +326,13 @@ class QwenEngine:
                         f"the site reports an error in the answer: {read.error}", code=Code.ANSWER_ERROR
                     )
                 if not read.finished:
-                    raise TransientError(
+                    cut = TransientError(
                         "the answer stopped before the site marked it finished (cut short)",
                         code=Code.CUT_SHORT,
                     )
+                    # A stream that said something nobody has reported before it broke off.
+                    raise unknown(cut, Where.STREAM, what=read.unknown) if read.unknown else cut
+                self._notice(Where.STREAM, read.unknown)
                 if not read.answer.strip():
                     return None  # an empty answer: the chat's page says what it means
                 if read.model is None:
@@ -319,7 +341,10 @@ class QwenEngine:
                 return Answer(read.answer, self.name, model=read.model, extra=extra)
             if read is not None:  # Unreadable
                 return None
-            progress = read_dom_state(page, live.selectors).progress()
+            dom = read_dom_state(page, live.selectors)
+            if not (dom.composer or dom.assistant_turns):
+                return None  # the page is no longer the app (replaced): the chat's own page decides
+            progress = dom.progress()
             if on_progress and progress != said and time.monotonic() - said_at >= self.read_interval:
                 on_progress(progress)
                 said, said_at = progress, time.monotonic()
@@ -330,7 +355,7 @@ class QwenEngine:
         """Every turn of the chat in order; the last is complete only when the page and the API
         agree and its answer stayed unchanged over `stable_reads` reads. Never sends anything."""
         chat_id = self._chat_id(chat_url)
-        with self._page() as page:
+        with self._page(Where.CHAT_JSON) as page:
             self._open(page, self.chat_url(chat_id))
             selectors = self._wait_for_app(page)
             return self._read_turns(page, selectors, chat_id)
@@ -344,7 +369,7 @@ class QwenEngine:
         """
         chat_id = self._chat_id(chat_url)
         submit = _Submit()
-        with submit, self._page() as page:
+        with submit, self._page(Where.CHAT_JSON) as page:
             self._open(page, self.chat_url(chat_id))
             selectors = self._wait_for_app(page)
             chat = self._read_turns(page, selectors, chat_id)
@@ -376,14 +401,18 @@ class QwenEngine:
         """
         wanted = _first_message_is(text, sha256)
         found: list[FoundChat] = []
-        with self._page() as page:
+        with self._page(Where.CHAT_LIST) as page:
             self._open(page, self.base_url + "/")
             self._wait_for_app(page)
             self._check_login_api(page)
             for number in range(1, CHAT_LIST_PAGES + 1):
-                listed = chat_list_items(
-                    self._api(page, f"/api/v2/chats/?page={number}&exclude_project=true")
-                )
+                body = self._api(page, f"/api/v2/chats/?page={number}&exclude_project=true")
+                try:
+                    listed = chat_list_items(body)
+                except ChatShapeError as err:
+                    raise missing_field(
+                        err, f"the chat list (page {number})", Where.CHAT_LIST, body
+                    ) from None
                 if not listed:
                     break
                 for item, view in self._chats_starting_with(page, listed, wanted):
@@ -397,7 +426,7 @@ class QwenEngine:
         has made its own API calls, with their headers). Reads nothing of the chat. True when
         the site deleted it now, False when it no longer had it (already deleted)."""
         chat_id = self._chat_id(chat_url)
-        with self._page() as page:
+        with self._page(Where.DELETE) as page:
             self._open(page, self.base_url + "/")
             self._wait_for_app(page)
             path = f"/api/v2/chats/{chat_id}"
@@ -448,7 +477,7 @@ class QwenEngine:
         yield attach
 
     def close(self) -> None:
-        self._close_live()
+        self._close_live(reuse=not self._owns_session)  # the session closes with us: no use parking
         if self._owns_session:
             self.session.close()
 
@@ -462,7 +491,7 @@ class QwenEngine:
 
     def check_login(self) -> None:
         """Raise the HardError/TransientError that would stop a send; return when all is well."""
-        with self._page() as page:
+        with self._page(Where.LOGIN_CHECK) as page:
             self._open(page, self.base_url + "/")
             self._ready_to_type(page)
 
@@ -472,10 +501,11 @@ class QwenEngine:
     # -- pages -------------------------------------------------------------------------------
 
     @contextmanager
-    def _page(self, *, keep: bool = False) -> Iterator[Any]:
+    def _page(self, where: str, *, keep: bool = False) -> Iterator[Any]:
         """A fresh page for one call, closed at its end unless `keep` and the call succeeded;
         Playwright failures become TransientError. The page left open before (a send's) is
-        closed first: one page of ours at a time."""
+        closed first: one page of ours at a time. `where`: the step of the site the call is
+        (engines/unknown.py), named on an unknown answer that does not name its own."""
         self._close_live()
         page = None
         with self._errors_as_engine_errors():
@@ -483,25 +513,29 @@ class QwenEngine:
             page.set_default_timeout(self.page_timeout * 1000)
             PageTraffic.of(page)  # note the page's own requests from its first one
             BotChecks.of(page)  # and where it goes: a bot check is the page leaving the chat
-        with self._using(page, keep=keep) as used:
+        with self._using(page, where, keep=keep) as used:
             yield used
 
     @contextmanager
-    def _using(self, page: Any, *, keep: bool = False) -> Iterator[Any]:
+    def _using(self, page: Any, where: str, *, keep: bool = False) -> Iterator[Any]:
         """Work on `page`: Playwright failures become TransientError; the page is closed at the
-        end, unless `keep` and the work succeeded."""
-        kept = False
+        end (parked for the next call when the work succeeded), unless `keep` and the work
+        succeeded. Every unknown answer raised out of it says where it was met (`where`, unless it
+        says so itself): the one place all of them pass."""
+        kept = done = False
         try:
             with self._errors_as_engine_errors():
                 yield page
-            kept = keep
+            kept, done = keep, True
         except EngineError as err:
+            if err.unknown is not None:
+                err.unknown = err.unknown.at(where)
             if err.code == Code.BOT_CHECK and err.screenshot is None:
                 err.screenshot = _screenshot(page)  # the user sees what the site showed
             raise
         finally:
             if not kept:
-                self._close_page(page)
+                self._close_page(page, reuse=done)  # a page that failed is never used again
 
     @staticmethod
     @contextmanager
@@ -516,9 +550,14 @@ class QwenEngine:
         except PlaywrightError as err:
             raise TransientError(f"browser or network error: {_first_line(err)}", code=Code.NETWORK) from None
 
-    def _close_page(self, page: Any) -> None:
+    def _close_page(self, page: Any, *, reuse: bool = True) -> None:
+        """Done with `page`: its watchers stopped; parked for the next call (browser.park) when
+        `reuse`, else closed."""
         PageTraffic.stop(page)
         BotChecks.stop(page)
+        if reuse:
+            self.session.park(page)
+            return
         try:
             page.close()
         except Exception:
@@ -528,10 +567,10 @@ class QwenEngine:
         self._close_live()
         self._live = live
 
-    def _close_live(self) -> None:
+    def _close_live(self, *, reuse: bool = True) -> None:
         live, self._live = self._live, None
         if live is not None:
-            self._close_page(live.page)
+            self._close_page(live.page, reuse=reuse)
 
     def _open(self, page: Any, url: str) -> None:
         page.goto(url, wait_until="domcontentloaded", timeout=self.page_timeout * 1000)
@@ -551,13 +590,13 @@ class QwenEngine:
                 if self.keep_login is not None:
                     self.keep_login(page)
                 return selectors
+            if gateway_error(page):  # the site failing: transient at once, no page_timeout's wait
+                raise unknown_page(page, "a gateway's error page")
             if time.monotonic() >= deadline:
+                # Not the chat, and none of the pages the site is known to show instead: an
+                # unknown page where the chat should be holds the account (botcheck.py).
                 names = ", ".join(s.composer for s in self.selector_sets)
-                raise TransientError(
-                    f"the chat page shows no composer ({names}) after {self.page_timeout:g} s; "
-                    "if the site changed, run `qwenpipe doctor` and set [qwen.selectors]",
-                    code=Code.PAGE_CHANGED,
-                )
+                raise unknown_page(page, f"no composer ({names}) after {self.page_timeout:g} s")
             page.wait_for_timeout(POLL_SECONDS * 1000)
 
     def _ready_to_type(self, page: Any) -> Selectors:
@@ -660,6 +699,10 @@ class QwenEngine:
                 hold.check()
                 raise
             page.wait_for_timeout(POLL_SECONDS * 1000)
+        if detect_ui(page, self.selector_sets) is None:  # the page is no longer the app: what is it?
+            raise unknown_page(
+                page, f"the page left the app after the click, no chat address in {self.page_timeout:g} s"
+            )
         raise TransientError(
             f"the prompt was sent but no chat address appeared within {self.page_timeout:g} s "
             "(the chat list is searched before any resend)",
@@ -684,9 +727,9 @@ class QwenEngine:
             if error is not None:
                 raise error
             try:
-                view = parse_chat(body)
+                view = parse_chat(body, item.chat_id)
             except ChatShapeError as err:
-                raise TransientError(f"cannot read chat {item.chat_id}: {err}", code=Code.API_ERROR) from None
+                raise missing_field(err, f"chat {item.chat_id}'s JSON", Where.CHAT_LIST, body) from None
             first = view.first_user_text
             if first is not None and wanted(first):
                 yield item, view
@@ -713,7 +756,9 @@ class QwenEngine:
                 view = None  # no word from the site yet: the stream, or its refusal, is coming
             else:
                 try:
-                    view = parse_chat(fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=self.page_timeout))
+                    view = parse_chat(
+                        fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=self.page_timeout), chat_id
+                    )
                 except (ApiUnusable, ChatShapeError):
                     view = None  # look again: the page or the API may be between two states
             if view is not None and len(view.turns) == number and _same_text(view.turns[-1].user_text, text):
@@ -813,9 +858,11 @@ class QwenEngine:
             return Observation(busy, dom_text=dom.answer_text)
         try:
             read = self._chat_json(page, chat_id)
-            view, loaded_by_page = parse_chat(read.body), read.by_page
+            view, loaded_by_page = parse_chat(read.body, chat_id), read.by_page
+            self._notice(Where.CHAT_JSON, view.unknown)
         except (ApiUnusable, ChatShapeError) as err:
-            return self._observe_dom_only(dom, selectors, busy, str(err))
+            field = err.field or "?" if isinstance(err, ChatShapeError) else ""
+            return self._observe_dom_only(dom, selectors, busy, str(err), field)
         turn = view.turns[turns_before] if len(view.turns) > turns_before else None
         if turn is not None and turn.error:
             raise TransientError(
@@ -918,7 +965,8 @@ class QwenEngine:
         dom = read_dom_state(page, selectors)
         try:
             read = self._chat_json(page, chat_id)
-            view = parse_chat(read.body)
+            view = parse_chat(read.body, chat_id)
+            self._notice(Where.CHAT_JSON, view.unknown)
         except (ApiUnusable, ChatShapeError) as err:
             # The page alone cannot pair answers with their messages safely: no guessing.
             raise TransientError(
@@ -927,7 +975,7 @@ class QwenEngine:
         return judge_turns(dom, view, selectors, hidden=(read.hidden, read.hidden_users))
 
     def _observe_dom_only(
-        self, dom: DomState, selectors: Selectors, busy: str | None, why: str
+        self, dom: DomState, selectors: Selectors, busy: str | None, why: str, field: str = ""
     ) -> Observation:
         """The site's JSON is unusable. The page's text is never the article (it is rendered and
         virtualised: docs/qwen-site.md, "Reading an answer"), so a page that shows a finished
@@ -937,11 +985,13 @@ class QwenEngine:
             return Observation(busy, unsure=True)
         if not dom.answer_text.strip():
             return Observation(dom.progress(), stalled=bool(selectors.copy_button))
-        raise TransientError(
+        error = TransientError(
             f"the page shows a finished answer but the site's JSON for it cannot be read ({why}); "
             "the page's text is never taken as the article",
             code=Code.API_ERROR,
         )
+        # A JSON without a field it needs (`field`) is an answer nobody has reported.
+        raise unknown(error, Where.CHAT_JSON, field=field) if field else error
 
 
 class _Live(NamedTuple):

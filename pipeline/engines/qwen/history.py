@@ -64,6 +64,6 @@ def whole(page: Any, chat_id: str, body: dict, by_page: bool, *, timeout: float)
     full = fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=timeout)
     if is_page(full):
         raise ApiUnusable("the whole chat read holds only part of its history (a page)")
-    parse_chat(full)  # ChatShapeError when it is no chat we can read: the caller says so
+    parse_chat(full, chat_id)  # ChatShapeError when it is no chat we can read: the caller says so
     hidden = {role: max(_count(full, role) - _count(body, role), 0) for role in ("assistant", "user")}
     return History(full, by_page, hidden["assistant"], hidden["user"])

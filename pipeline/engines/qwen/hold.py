@@ -20,7 +20,9 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from pipeline.engines.base import Code, EngineError, HardError
+from pipeline.engines.base import Code, EngineError, HardError, TransientError
+from pipeline.engines.qwen.api import CHAT_ID_RE
+from pipeline.engines.unknown import Where, unknown
 
 COMPLETIONS_ROUTE = "**/api/v2/chat/completions*"
 
@@ -79,6 +81,18 @@ class CompletionHold:
                     "the page's completion request names no chat (the site changed how it sends); "
                     "it was not let go: a crash after it could not be told from no send",
                     code=Code.UNNAMED_CHAT,
+                )
+            if not CHAT_ID_RE.fullmatch(chat_id):
+                # The page made its chat from an answer nobody has seen (a new chat without its
+                # id): a chat of that name could never be found again. Not let go: no send.
+                raise unknown(
+                    TransientError(
+                        f"the page's completion request names no chat id it could have had from "
+                        f"the site ({chat_id[:40]!r}): the new chat's answer was not one we know",
+                        code=Code.MISSING_FIELD,
+                    ),
+                    Where.NEW_CHAT,
+                    what=f"the completion named chat {chat_id[:40]!r}",
                 )
             if self.on_chat_id is not None:
                 self.on_chat_id(chat_id)

@@ -19,6 +19,7 @@ from pipeline.engines.qwen.headers import NoHeaders, headers_for_call
 from pipeline.engines.qwen.page import evaluate, refusal_in
 from pipeline.engines.qwen.selectors import CURRENT
 from pipeline.engines.qwen.tokens import jwt_expiry
+from pipeline.engines.unknown import Where
 
 STATUS_PATH = "/api/v2/users/status"
 SETTLE_PAUSE = 0.25  # between reads while the page is still on its way somewhere
@@ -53,6 +54,7 @@ class LoginSeen:
     login_form: bool = False  # the sign-in form is shown
     status: bool | None = None  # what the site's status API says; None when it said nothing
     refusal: EngineError | None = None  # the status API answered with a firewall or bot check
+    unknown: EngineError | None = None  # ... or with an answer nobody has seen (engines/unknown.py)
 
     @property
     def definite(self) -> bool:
@@ -72,6 +74,8 @@ class LoginSeen:
         answer from the site the page's own signals (checked by the engine) have to do."""
         if self.refusal is not None:
             return self.refusal
+        if self.unknown is not None:  # before the click: transient, tried again after a backoff
+            return self.unknown
         if self.status is False:
             return HardError(f"not logged in to the chat site: {LOGIN_HINT}", code=Code.LOGGED_OUT)
         return None
@@ -85,17 +89,21 @@ def read_login_state(page: Any, timeout: float = 10) -> LoginSeen:
         headers = None  # the page said nothing to the site yet: its own signals decide
     arg = {"statusPath": STATUS_PATH, "loginSelector": CURRENT.login, "ms": int(timeout * 1000)}
     seen = evaluate(page, _LOGIN_STATE_JS, {**arg, "headers": headers})
-    refusal = None
+    refusal = unknown = None
     if "json" in seen:
         error = classify_api_error(seen["json"])
         refusal = error if error is not None and error.code == Code.BOT_CHECK else None
+        unknown = error if error is not None and error.unknown is not None else None
     elif "text" in seen:
         refusal = refusal_in(seen["text"])
+    if unknown is not None:
+        unknown.unknown = unknown.unknown.at(Where.LOGIN_CHECK)
     return LoginSeen(
         url=str(seen.get("url", "")),
         login_form=bool(seen.get("login_form")),
         status=is_logged_in_status(seen.get("json")),
         refusal=refusal,
+        unknown=unknown,
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import secrets
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pipeline.engines.base import Code, EngineError, HardError, QuotaSpent, TransientError
 from pipeline.engines.qwen.api import (
@@ -21,6 +21,8 @@ from pipeline.engines.qwen.api import (
 from pipeline.engines.qwen.botcheck import is_sign_in, is_verification, names_verification
 from pipeline.engines.qwen.headers import NoHeaders, headers_for_call, headers_for_calls, watch
 from pipeline.engines.qwen.selectors import FAILURE_TEXTS, FailureTexts, Selectors
+from pipeline.engines.qwen.stream import COMPLETIONS_PATH
+from pipeline.engines.unknown import Where
 
 # Visible text of the page minus the conversation itself, so a prompt or an article that
 # quotes "Something went wrong" is not taken for the site's own banner.
@@ -91,8 +93,9 @@ _READ_JS = """async (path, ms, wait, headers, method) => {
     const actual = r.headers.get('x-actual-status-code');
     if (actual === '404') return {missing: true};
     // The JSON goes back as text (parsed by Python): a parsed object crosses Playwright's pipe
-    // value by value, and for 200 chats that costs more than reading them.
-    try { JSON.parse(body); return {json_text: body}; }
+    // value by value, and for 200 chats that costs more than reading them. The Date header is
+    // the site's clock at the read (steady.finished_long_ago).
+    try { JSON.parse(body); return {json_text: body, date: r.headers.get('date')}; }
     catch (e) { return {text: body.slice(0, 4000), status: r.status, url: r.url}; }
   } catch (e) { return {error: String(e)}; }
 }"""
@@ -328,30 +331,43 @@ def start_fetches(
     page: Any, paths: list[str], *, timeout: float = 30, gap: float = 0, delay: float = 0
 ) -> str:
     """fetch_bodies started in the page and left running: the first read `delay` seconds from
-    now, one every `gap`. Returns at once; `fetched_bodies` (with the key returned) waits for
+    now, one every `gap`. Returns at once; `fetched_reads` (with the key returned) waits for
     them. Between the two the caller is free: the page reads meanwhile."""
     key = secrets.token_hex(8)
     try:
         headers = headers_for_calls(page, len(paths), wait=min(timeout, LEARN_WAIT_SECONDS))
     except NoHeaders:
-        return key  # nothing started: fetched_bodies finds nothing under the key (ApiUnusable)
+        return key  # nothing started: fetched_reads finds nothing under the key (ApiUnusable)
     arg = {"paths": paths, "ms": int(timeout * 1000), "gap": gap * 1000, "delay": max(0.0, delay) * 1000}
     return page.evaluate(_START_FETCH_JS, {**arg, "key": key, "headers": headers})
 
 
-def fetched_bodies(page: Any, key: str, paths: list[str], *, timeout: float = 30) -> list[Any]:
-    """What the reads `start_fetches` started (`key`, for `paths`) gave, as fetch_bodies gives it;
-    every one ApiUnusable when the page lost them (it navigated away)."""
+class Fetched(NamedTuple):
+    """One read `start_fetches` started: its body (as fetch_bodies gives it), and the HTTP Date
+    header the site answered it with (None when it sent none, or the read was made again)."""
+
+    body: Any
+    date: str | None
+
+
+def fetched_reads(page: Any, key: str, paths: list[str], *, timeout: float = 30) -> list[Fetched]:
+    """What the reads `start_fetches` started (`key`, for `paths`) gave; every body ApiUnusable
+    when the page lost them (it navigated away)."""
     results = page.evaluate(_COLLECT_FETCH_JS, key)
     if results is None:
-        return [ApiUnusable(f"{path}: the page navigated away during the read") for path in paths]
-    bodies = _bodies(paths, results)
-    stale = [i for i, body in enumerate(bodies) if is_stale_headers(body)]
+        return [
+            Fetched(ApiUnusable(f"{path}: the page navigated away during the read"), None) for path in paths
+        ]
+    reads = [
+        Fetched(body, result.get("date"))
+        for body, result in zip(_bodies(paths, results), results, strict=True)
+    ]
+    stale = [i for i, read in enumerate(reads) if is_stale_headers(read.body)]
     if stale and relearn_headers(page, timeout=timeout):
         again = _read_now(page, [paths[i] for i in stale], timeout=timeout, gap=0)
         for i, body in zip(stale, again, strict=True):
-            bodies[i] = body
-    return bodies
+            reads[i] = Fetched(body, None)
+    return reads
 
 
 def _bodies(paths: list[str], results: list[dict]) -> list[Any]:
@@ -396,6 +412,16 @@ def fetch_api(page: Any, path: str, *, timeout: float = 30, method: str = "GET")
 TOOK_NOTHING = frozenset({Code.CHAT_IN_PROGRESS, Code.BUSY})
 
 
+NEW_CHAT_PATH = "/api/v2/chats/new"  # where the page makes the chat a first send goes into
+
+
+def _send_step(url: str) -> str:
+    """The step of a send a request of the page is (engines/unknown.py), or ""."""
+    if COMPLETIONS_PATH in url:
+        return Where.COMPLETION
+    return Where.NEW_CHAT if NEW_CHAT_PATH in url else ""
+
+
 class SendReplies:
     """The site's answers to the page's own API calls while a message is being sent.
 
@@ -421,7 +447,8 @@ class SendReplies:
             pass  # a request of a page being closed: nothing to learn from it
 
     def failure(self) -> EngineError | None:
-        """The hard failure (quota, bot check, logged out) a reply reported so far, or None."""
+        """The hard failure (quota, bot check, logged out) a reply reported so far, or the send's
+        unknown answer (engines/unknown.py), or None."""
         while self._unread and self._failure is None:
             request = self._unread.pop(0)
             try:
@@ -436,6 +463,12 @@ class SendReplies:
                 self._failure = error
             elif error is not None and error.code in TOOK_NOTHING:
                 self._refused.append(error)
+            elif error is not None and error.unknown is not None and _send_step(request.url):
+                # The send answered with words nobody has reported: whether the site took the
+                # prompt is unknown, and waiting for a chat address would not tell. Once the
+                # completion was let go it is in doubt; before (the new chat refused), no send.
+                error.unknown = error.unknown.at(_send_step(request.url))
+                self._failure = error
         return self._failure
 
     def refusal(self) -> EngineError | None:

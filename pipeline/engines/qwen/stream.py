@@ -15,6 +15,7 @@ import json
 import re
 from typing import Any, NamedTuple
 
+from pipeline.engines.qwen.api import KNOWN_PHASES, KNOWN_STATUSES
 from pipeline.engines.qwen.headers import is_ours
 from pipeline.engines.qwen.watcher import PageWatcher
 
@@ -29,6 +30,7 @@ class StreamRead(NamedTuple):
     finished: bool  # a `status: "finished"` in phase "answer" came
     error: str | None  # an error frame, in words
     model: str | None  # the model the site named, when a frame names one
+    unknown: str = ""  # the first phase or answer status nobody has reported, as seen ("")
 
 
 def parse_stream(text: str) -> StreamRead:
@@ -41,7 +43,7 @@ def parse_stream(text: str) -> StreamRead:
     stores and the page shows first (`response_index` 0, else the first created), and a frame of
     the other is never part of it, its `finished` included."""
     answer: list[str] = []
-    finished, error, model = False, None, None
+    finished, error, model, unknown = False, None, None, ""
     kept: str | None = None  # the response_id of the candidate read
     for line in text.splitlines():
         if not line.startswith("data:"):
@@ -68,11 +70,22 @@ def parse_stream(text: str) -> StreamRead:
             change = choice.get("delta") if isinstance(choice, dict) else None
             if not isinstance(change, dict):
                 continue
+            unknown = unknown or _unknown_in(change)
             if change.get("phase") == "answer":  # the thinking phases are never the article
                 content = change.get("content")
                 answer.append(content if isinstance(content, str) else "")
                 finished = finished or change.get("status") == "finished"
-    return StreamRead("".join(answer), finished, error, model)
+    return StreamRead("".join(answer), finished, error, model, unknown)
+
+
+def _unknown_in(change: dict) -> str:
+    """A frame's phase, or its answer's status, that nobody has reported, in words; else ""."""
+    phase, status = change.get("phase"), change.get("status")
+    if phase is not None and phase not in KNOWN_PHASES:
+        return f"phase {str(phase)[:40]!r}"
+    if phase == "answer" and status is not None and status not in KNOWN_STATUSES:
+        return f"status {str(status)[:40]!r} in phase 'answer'"
+    return ""
 
 
 def _words(error: Any) -> str:
