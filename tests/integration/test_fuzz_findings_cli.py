@@ -1,8 +1,6 @@
 """What the fuzz runs found (docs/reliability.md, "Fifteenth session: the site fuzzed"), each
-reproduced with one fault forced (`sim.set(fault="STEP:KIND")`, pipeline/simulator/fuzz.py).
-
-Marked xfail(strict=True) until branch `unknown` (issue 37 item 3) fixes the driver: the test
-then passes, strict xfail fails, and the mark comes off."""
+reproduced with one fault forced (`sim.set(fault="STEP:KIND")`, pipeline/simulator/fuzz.py):
+both broke on main before branch `unknown` (issue 37 item 3) was merged, both hold since."""
 
 from __future__ import annotations
 
