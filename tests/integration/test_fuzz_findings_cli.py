@@ -13,9 +13,6 @@ pytestmark = pytest.mark.browser
 SIMULATOR = {"answer_seconds": 0.4, "thinking_seconds": 0.1, "url_delay": 0.1}  # conftest.py `sim`
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 37: the chat JSON a page loaded is taken without checking its id"
-)
 def test_the_json_of_another_chat_is_never_written_as_the_article(sim, tmp_path):
     project = make_project(tmp_path, sim)
     prompt(project, "earlier", "Write an article about night trains (an earlier chat).")
@@ -36,9 +33,6 @@ def test_the_json_of_another_chat_is_never_written_as_the_article(sim, tmp_path)
     assert body == sim.expected_answer(text).strip()
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 37: an HTML answer to a send the site took is a bot check, then the router"
-)
 def test_a_send_the_site_took_then_answered_with_an_html_500_is_never_paid_again(sim, tmp_path):
     project = make_project(tmp_path, sim)
     text = prompt(project, "gateway", "Write an article about tide pools (the gateway gave up).")
