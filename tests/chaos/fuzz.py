@@ -489,6 +489,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     STRICT_UNKNOWN = args.strict_unknown
+    if args.only is not None:
+        args.trials = 1  # the heading counts the trials run
 
     def details(trial: Trial) -> str:
         return f"{len(trial.faults)} faults"

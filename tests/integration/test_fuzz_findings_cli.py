@@ -1,0 +1,45 @@
+"""What the fuzz runs found (docs/reliability.md, "Fifteenth session: the site fuzzed"), each
+reproduced with one fault forced (`sim.set(fault="STEP:KIND")`, pipeline/simulator/fuzz.py):
+both broke on main before branch `unknown` (issue 37 item 3) was merged, both hold since."""
+
+from __future__ import annotations
+
+import pytest
+from sim_project import make_project, prompt, read_article
+from tests_cli_helpers import qwenpipe_in_process
+
+pytestmark = pytest.mark.browser
+
+SIMULATOR = {"answer_seconds": 0.4, "thinking_seconds": 0.1, "url_delay": 0.1}  # conftest.py `sim`
+
+
+def test_the_json_of_another_chat_is_never_written_as_the_article(sim, tmp_path):
+    project = make_project(tmp_path, sim)
+    prompt(project, "earlier", "Write an article about night trains (an earlier chat).")
+    assert qwenpipe_in_process("generate", "earlier", "--wait", cwd=project).returncode == 0
+    text = prompt(project, "later", "Write an article about paper maps (the chat read later).")
+    assert qwenpipe_in_process("generate", "later", cwd=project).returncode == 42
+    sim.set(fault="chat_json:other_chat")  # the first read of the chat answers the earlier one's
+
+    for _ in range(5):
+        if (
+            qwenpipe_in_process("cycle", cwd=project).returncode == 0
+            and (project / "articles" / "later.md").exists()
+        ):
+            break
+
+    assert [f["kind"] for f in sim.faults()][-1:] == ["other_chat"]
+    _meta, body = read_article(project / "articles" / "later.md")
+    assert body == sim.expected_answer(text).strip()
+
+
+def test_a_send_the_site_took_then_answered_with_an_html_500_is_never_paid_again(sim, tmp_path):
+    project = make_project(tmp_path, sim)
+    text = prompt(project, "gateway", "Write an article about tide pools (the gateway gave up).")
+    sim.set(fault="completion:html_5xx_taken")  # the site takes and counts it, then answers HTTP 500 HTML
+
+    qwenpipe_in_process("generate", "gateway", cwd=project)
+
+    assert [e["accepted"] for e in sim.ledger() if e["prompt"] == text] == [True]
+    article = project / "articles" / "gateway.md"
+    assert not article.exists() or read_article(article)[0]["engine"] == "qwen"  # in doubt, not the router
