@@ -205,7 +205,7 @@ def heal(trial: Trial, project: Path) -> None:
 
 def check(trial: Trial, project: Path, sim, ledger: list[dict]) -> None:
     """Every invariant, over the trial's part of the site's ledger."""
-    from pipeline.contract.upgrade import open_sqlite
+    from pipeline.wiring import open_sqlite
 
     out = chaos.articles_dir(project)
     texts = set(trial.slugs.values())

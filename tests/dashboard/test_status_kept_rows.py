@@ -20,6 +20,7 @@ from pipeline.contract.step import Status, generate
 from pipeline.contract.workspace import Engines, Workspace
 from pipeline.engines.base import Answer, HardError, TransientError
 from pipeline.store.protocol import Event
+from pipeline.wiring import workspace
 
 BODY = "# Tea\n\n" + " ".join("Tea is grown, traded and brewed in many lands." for _ in range(12))
 SETTINGS = "[qwen]\npoll_interval = 30\nmax_attempts = 2\nmax_sends_per_day = 50\n"
@@ -27,7 +28,7 @@ LATER = 60.0  # statuses are asked as of a minute on: the files are older than s
 
 
 def open_workspace(project) -> Workspace:
-    return Workspace(load(project / "config.toml"))
+    return workspace(load(project / "config.toml"))
 
 
 @pytest.fixture
