@@ -111,14 +111,14 @@ started = time.process_time()
 from pipeline import files
 from pipeline.batch import cycle, scan
 from pipeline.config import load
-from pipeline.contract.workspace import Workspace
+from pipeline.wiring import workspace as open_workspace
 parts = [("imports", time.process_time() - started)]
 def part(name, work):
     begun = time.process_time()
     found = work()
     parts.append((name, time.process_time() - begun))
     return found
-workspace = part("workspace (config, store)", lambda: Workspace(load(None)))
+workspace = part("workspace (config, store)", lambda: open_workspace(load(None)))
 folders = (workspace.articles_dir, workspace.state_dir, workspace.state_dir / "state")
 part("sweep of leftovers", lambda: [files.clean_stale_temporaries(f) for f in folders])
 views = part("scan of both folders", lambda: scan.scan(workspace.prompts_dir, workspace.articles_dir))

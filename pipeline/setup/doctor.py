@@ -472,11 +472,11 @@ def check_unknown_answers(report: Report, config: Config, now: float) -> None:
     (contract/unknown.py): a warning with the count per step and the newest one, never a
     failure (each cost at most a delay). Read from the store; nothing is created."""
     from ..contract.unknown import DAY, unknown_since
-    from ..contract.workspace import Workspace
     from ..store.protocol import StoreError
+    from ..wiring import workspace as open_workspace
 
     try:
-        with Workspace(config) as workspace:
+        with open_workspace(config) as workspace:
             if not workspace.has_store:
                 return
             seen = unknown_since(workspace.journal, now - DAY)

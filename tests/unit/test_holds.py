@@ -245,3 +245,23 @@ def test_a_failed_probe_is_a_further_strike(project):
     generate(ws, "milk", engines(), clock=lambda: after)
     hold = ws.chat_quota.held(after, "default")
     assert hold.kind == BOT_CHECK and hold.until == after + 1.0 * HOUR
+
+
+def test_an_account_held_is_not_struck_again_by_what_its_sent_chats_meet(project):
+    """Fuzz seed 200, trial 5: an account held for a bot check had its sent chat read again, met
+    the check again and took a second strike (a second `hold` step). What a held account meets is
+    the check it is held for: no new strike, no new step, the hold as it was."""
+    ws, chats, router, engines = setup(project, extra="bot_check_pause = 6\nbot_check_pause_first = 0.5\n")
+    chat = chats["default"]
+    add_prompt(project, "tea")
+    assert generate(ws, "tea", engines(), clock=lambda: NOW).status is Status.QUEUED
+    ws.chat_quota.hold(
+        NOW + 10, "bot_check", "slider", "default", bot_check_pause=6, bot_check_pause_first=0.5
+    )
+    held = ws.chat_quota.held(NOW + 10, "default")
+    for minutes in (1, 2):
+        check = HardError("the page left the chat for a bot check", code="bot_check")
+        chat.enqueue_check(check)
+        generate(ws, "tea", engines(), clock=lambda minutes=minutes: NOW + 60 * minutes)
+    assert events(ws, "tea").count("hold") == 0, events(ws, "tea")
+    assert ws.chat_quota.held(NOW + 180, "default") == held

@@ -16,10 +16,18 @@ def hold(step: Context, account: str, err: EngineError) -> bool:
     hours, doubled on each strike up to qwen.bot_check_pause: quota.py; or until
     `qwenpipe login --account NAME`) or an empty answer (until local midnight). The hold and
     its journal step ("hold") come first; the page the bot check showed is kept after, as an
-    extra (keep_screenshot). False for any other error (nothing held)."""
+    extra (keep_screenshot). False for any other error (nothing held).
+
+    An account already held for the same reason is not struck again: what it meets while held
+    (its sent chats read, a page left for the check) is the check it is held for, and a second
+    strike would double a hold the site did not lengthen."""
     if err.code not in HOLD_CODES:
         return False
     now = step.clock()
+    already = step.ws.chat_quota.held(now, account)
+    if already is not None and already.kind == HOLD_CODES[err.code]:
+        step.say(f"{step.slug}: {already.words()} (met again while held: not a new strike)")
+        return True
     pause, first = float(step.qwen.bot_check_pause), float(step.qwen.bot_check_pause_first)
     until = step.ws.chat_quota.hold(
         now, err.code, str(err), account, bot_check_pause=pause, bot_check_pause_first=first
