@@ -799,9 +799,19 @@ class QwenEngine:
         turns_before = self._turns_before.get(chat_id, 0)
         settle_until = time.monotonic() + PAGE_SETTLE_SECONDS
         reads, said, said_at, seen = Steadiness(self.stable_reads), None, float("-inf"), None
+        behind_since = None  # since when the page has not drawn what the site has
         while True:
             before = seen.dom_text if seen is not None else None
             seen = self._observe(page, selectors, chat_id, turns_before, patient=patient, dom_before=before)
+            behind_since = (behind_since or time.monotonic()) if seen.catching_up else None
+            if behind_since is not None and time.monotonic() - behind_since > self.page_timeout:
+                # A page the site replaced (an error page, a widget nobody has seen) never
+                # catches up: a wait on it would never end. Looked at again with a fresh page.
+                raise TransientError(
+                    f"the page has not drawn the answer the site has for {self.page_timeout:g} s "
+                    f"(qwen.page_timeout): {seen.progress}",
+                    code=Code.PAGE_CHANGED,
+                )
             if seen.markdown is not None:
                 if seen.vouched or reads.steady(seen.markdown):
                     return Answer(

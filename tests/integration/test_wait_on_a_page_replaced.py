@@ -1,0 +1,29 @@
+"""`generate SLUG --wait` on a sent chat whose page the site replaces with a page nobody has seen
+(fuzz: `chat_list:html_4xx`, `chat_json:unknown_widget`) never waits without end."""
+
+from __future__ import annotations
+
+import pytest
+from sim_project import make_project, prompt
+from tests_cli_helpers import qwenpipe, qwenpipe_in_process
+
+pytestmark = pytest.mark.browser
+
+SIMULATOR = {"answer_seconds": 0.4, "thinking_seconds": 0.1, "url_delay": 0.1}  # conftest.py `sim`
+
+
+def test_wait_on_a_chat_whose_page_the_site_replaced_ends(sim, tmp_path):
+    project = make_project(tmp_path, sim)
+    config = project / "config.toml"  # the page given up sooner: the test's time, not the rule's
+    config.write_text(config.read_text().replace("page_timeout = 15", "page_timeout = 5"))
+    text = prompt(project, "tea", "Write an article about green tea (its page replaced).")
+    assert qwenpipe_in_process("generate", "tea", cwd=project).returncode == 42
+    sim.set(fault="chat_list:html_4xx")
+    result = qwenpipe("generate", "tea", "--wait", cwd=project, timeout=90)
+    # Fuzz seeds 200 and 600: the wait printed "waiting for the answer to start" until killed.
+    # The page that never catches up is given up after qwen.page_timeout and the chat looked at
+    # again with a fresh page: the article is the chat's, sent once.
+    assert result.returncode == 0, result.stderr
+    assert "has not drawn the answer" in result.stderr and "Traceback" not in result.stderr
+    assert (project / "articles" / "tea.md").exists()
+    assert sum(1 for e in sim.sends() if e["prompt"] == text) == 1
