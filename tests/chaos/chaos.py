@@ -235,7 +235,13 @@ def plan_trial(index: int, rng: random.Random, kind: str | None = None, max_prom
 
 
 def run_trial(
-    sim, root: Path, index: int, rng: random.Random, kind: str | None = None, max_prompts: int = 3
+    sim,
+    root: Path,
+    index: int,
+    rng: random.Random,
+    kind: str | None = None,
+    max_prompts: int = 3,
+    site_faults: bool = True,
 ) -> Trial:
     """Plan, break, heal and check one trial in `root/tNNNN`."""
     started = time.monotonic()
@@ -251,6 +257,8 @@ def run_trial(
         (project / "prompts" / f"{slug}.md").write_text(text, encoding="utf-8")
     sim.set(url_delay=round(rng.uniform(0.05, 1.5), 2))
     trial.site_fault = chaos_common.site_fault(rng)
+    if not site_faults:  # the quick CI runs: kills alone (chaos_common.quick_run)
+        trial.site_fault, trial.twin = {}, None
     if trial.twin:
         first = trial.slugs[min(trial.slugs)]
         if sim.accounts:  # the first account's login, as `qwenpipe login --account` keeps it
@@ -661,6 +669,7 @@ def run(
     answer_seconds: float = 0.8,
     max_prompts: int = 3,
     progress=None,
+    site_faults: bool = True,
     accounts: int = 0,
 ) -> Summary:
     """Run `trials` trials against one simulator; kinds cycle through every crash point first.
@@ -673,7 +682,7 @@ def run(
 
     def trial_of(sim, index: int, rng: random.Random) -> Trial:
         kind = KINDS[index % len(KINDS)] if index < 2 * len(KINDS) else None
-        return run_trial(sim, root, index, rng, kind, max_prompts)
+        return run_trial(sim, root, index, rng, kind, max_prompts, site_faults=site_faults)
 
     return chaos_common.run_trials(
         Summary(accounts=accounts),

@@ -135,6 +135,7 @@ def run_trial(
     kind: str,
     count: int,
     max_prompts: int,
+    site_faults: bool = True,
 ) -> HostTrial:
     started = time.monotonic()
     points = rng.sample(NAMES, k=rng.randint(1, min(count, len(NAMES)))) if kind == "crash" else []
@@ -162,6 +163,8 @@ def run_trial(
             return trial
         sim.set(url_delay=round(rng.uniform(0.05, 1.0), 2))
         trial.site_fault = chaos_common.site_fault(rng)
+        if not site_faults:  # the quick CI runs: kills alone (chaos_common.quick_run)
+            trial.site_fault, trial.twin = {}, None
         if trial.twin:  # a workspace outside the batch on the first host's login
             trial.twin = twin_of(root / trial.twin, group[0], sim, trial)
         # A read lag for the whole trial, vanishing chats while breaking; alone on the site.
@@ -477,6 +480,7 @@ def run(
     max_prompts: int = 5,
     kinds: tuple[str, ...] = KINDS,
     progress=None,
+    site_faults: bool = True,
 ) -> HostSummary:
     """Run `trials` trials of `count` hosts against one simulator (accounts a, b, c...) and one
     PostgreSQL server per job; kinds cycle through `kinds` first, then are drawn at random."""
@@ -490,7 +494,9 @@ def run(
             with lock:
                 servers.append(local.server)
         kind = kinds[index % len(kinds)] if index < 2 * len(kinds) else rng.choice(kinds)
-        return run_trial(sim, local.server, root, index, rng, kind, count, max_prompts)
+        return run_trial(
+            sim, local.server, root, index, rng, kind, count, max_prompts, site_faults=site_faults
+        )
 
     def close_servers() -> None:
         for server in servers:
