@@ -161,13 +161,6 @@ def postgres_server():
 
 
 def pytest_collection_modifyitems(items):
-    """The crash and concurrency runs (marker `chaos`, minutes each) first, then the tests of a
-    real browser (seconds each), then the rest (milliseconds): spread over the workers from the
-    start, the long ones run beside everything else, and the short ones fill the workers at the
-    end instead of a browser test running alone there (the order within each group is kept)."""
-    items.sort(
-        key=lambda item: (
-            item.get_closest_marker("chaos") is None,
-            item.get_closest_marker("browser") is None,
-        )
-    )
+    """The crash and concurrency runs (marker `chaos`, minutes each) first: spread over the
+    workers at the start, they run beside everything else instead of alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("chaos") is None)
