@@ -28,7 +28,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -343,17 +343,21 @@ def remove(path: Path) -> bool:
     return True
 
 
-def clean_stale_temporaries(folder: Path, older_than: float = 300) -> list[Path]:
+def clean_stale_temporaries(
+    folder: Path, older_than: float = 300, names: Iterable[str] | None = None
+) -> list[Path]:
     """Remove temporary files a killed writer of ours left behind (never a finished file).
 
     Only regular files of exactly our temporaries' shape, owned by this user; anything else is
-    not ours and stays. A leftover that cannot be removed never stops the caller.
+    not ours and stays. A leftover that cannot be removed never stops the caller. `names`: the
+    folder's names carrying TMP_PREFIX as the caller's own listing saw them (a cycle's scan of
+    articles/: one listing of 100,000 names for both); None: the folder is listed here.
     """
     removed = []
     now = time.time()
     # Every cycle sweeps articles/ (one name per article): the names are filtered by our prefix
     # in one pass, and only the few that carry it are matched and looked at.
-    for name in _names(folder, TMP_PREFIX):
+    for name in _names(folder, TMP_PREFIX) if names is None else names:
         if not TMP_RE.fullmatch(name):
             continue
         path = os.path.join(folder, name)

@@ -199,7 +199,7 @@ def no_collections() -> Iterator[None]:
             gc.enable()
 
 
-def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
+def scan(prompts_dir: Path, articles_dir: Path, leftovers: list[str] | None = None) -> list[ArticleView]:
     """Every article known from prompts/ or articles/: the finished ones (SLUG.md) first, by
     slug, then the others oldest prompt first, then by slug (the order sends go in).
 
@@ -209,12 +209,14 @@ def scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
     checks the waiting ones (check_waiting_prompts), a cycle the ones it picks
     (ArticleView.check_prompt). Only the prompts of unfinished articles are stat'ed (their
     age orders the sends): a batch of 10,000 finished articles costs two folder listings.
+    `leftovers`, when given, receives the names in articles/ that carry our temporaries' prefix
+    (files.TMP_PREFIX): a cycle sweeps them from this listing instead of listing again.
     """
     with no_collections():
-        return _scan(prompts_dir, articles_dir)
+        return _scan(prompts_dir, articles_dir, leftovers)
 
 
-def _scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
+def _scan(prompts_dir: Path, articles_dir: Path, leftovers: list[str] | None) -> list[ArticleView]:
     """scan's work, the collector paused."""
     views: dict[str, ArticleView] = {}
     fullmatch = SLUG_RE.fullmatch
@@ -223,9 +225,14 @@ def _scan(prompts_dir: Path, articles_dir: Path) -> list[ArticleView]:
         if name.endswith(".md"):  # most names: an article
             slug, mark = name[:-3], "done"
         elif name.endswith(SUFFIXES):
+            if leftovers is not None and name.startswith(files.TMP_PREFIX):
+                leftovers.append(name)  # ours, named as if a sidecar (TMP_RE): never an article
+                continue
             suffix = name[name.rfind(".md.") :]
             slug, mark = name[: -len(suffix)], MARKS.get(suffix)
-        else:
+        else:  # a temporary's name ends with its random part, never with a suffix of ours
+            if leftovers is not None and name.startswith(files.TMP_PREFIX):
+                leftovers.append(name)
             continue
         regular = entry.is_file(follow_symlinks=False)  # from the listing: no stat
         if mark is None and regular:

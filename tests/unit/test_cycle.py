@@ -177,14 +177,41 @@ def test_a_cycle_removes_old_temporary_files_a_killed_writer_left(project, chat,
     ws, engines, _ = setup(project, chat, router)
     state = project / "articles" / ".qwenpipe" / "state"
     state.mkdir(parents=True)
-    old = [project / "articles" / ".qwenpipe-tmp-tea.md.x1abcdef", state / ".qwenpipe-tmp-tea.json.x2abcdef"]
-    fresh = state / ".qwenpipe-tmp-coffee.json.x3abcdef"  # a writer may still be busy with this one
-    for path in (*old, fresh):
-        path.write_text("half")
-    for path in old:
+    articles = project / "articles"
+    old = [
+        articles / ".qwenpipe-tmp-tea.md.x1abcdef",
+        articles / ".qwenpipe-tmp-tea.md.rejected",  # our shape, though it ends as a sidecar does
+        state / ".qwenpipe-tmp-tea.json.x2abcdef",
+    ]
+    fresh = [state / ".qwenpipe-tmp-coffee.json.x3abcdef", articles / ".qwenpipe-tmp-tea.md.x4abcdef"]
+    mine = [articles / ".qwenpipe-tmp-notes", articles / "notes.txt"]  # not our shape: never removed
+    for path in (*old, *fresh, *mine):
+        path.write_text("half")  # a writer may still be busy with the fresh ones
+    for path in (*old, *mine):
         os.utime(path, (1_000_000, 1_000_000))
     run_cycle(ws, engines())
-    assert not any(p.exists() for p in old) and fresh.exists()
+    assert not any(p.exists() for p in old) and all(p.exists() for p in (*fresh, *mine))
+
+
+def test_a_cycle_lists_the_articles_folder_once(project, chat, router, monkeypatch):
+    """The scan's listing of articles/ is the temporaries' sweep's too: 100,000 names listed once."""
+    import os
+
+    ws, engines, _ = setup(project, chat, router)
+    add_prompt(project, "tea")
+    (project / "articles" / "tea.md").write_text("done")
+    run_cycle(ws, engines())  # the first one tightens what an older version wrote, once
+    listed = []
+    for name in ("scandir", "listdir"):
+        real = getattr(os, name)
+
+        def spy(path=".", real=real):
+            listed.append(os.path.realpath(path))
+            return real(path)
+
+        monkeypatch.setattr(os, name, spy)
+    assert run_cycle(ws, engines()).exit_code == 0
+    assert listed.count(os.path.realpath(project / "articles")) == 1, listed
 
 
 def test_a_later_turn_sent_by_a_poll_counts_against_the_cycle_send_limit(project, chat, router):
