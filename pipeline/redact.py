@@ -257,11 +257,16 @@ def masked_json(value: Any, **options: Any) -> str:
     forms, and the escaped text of a string holding a run holds a run of an escaped form (each
     character is escaped on its own). So a text where no form's block is found (nor a password's
     hint) is exactly what masking would write."""
-    text = json.dumps(value, **options)
+    return masked_json_text(json.dumps(value, **options), lambda: value, **options)
+
+
+def masked_json_text(text: str, value: Callable[[], Any], **options: Any) -> str:
+    """masked_json of `value()`, given `text`, its `json.dumps(value(), **options)` as the caller
+    wrote it: `text` itself when no secret may be in it (value() is then never built)."""
     known = _secrets
     if (not known or not _found(text, _index(known))) and not _password_hinted(text):
         return text
-    return json.dumps(mask_data(value, known), **options)
+    return json.dumps(mask_data(value(), known), **options)
 
 
 def _mask_all(value: Any, secrets: tuple[str, ...]) -> Any:
