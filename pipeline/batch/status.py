@@ -469,20 +469,22 @@ def made_rows(views: list[batch.ArticleView], workspace: Workspace, store, conte
     if kept is None:
         stale = [(i, view, None) for i, view in enumerate(views)]
     else:
-        files_key, usable, limits_key = status_cache.files_key, kept.usable, context.limits_key
+        files_key, usable = status_cache.files_key, kept.usable
         within_wait, qwen = status_cache.within_wait, workspace.config.qwen
+        no_limits, forever = status_cache.NO_LIMITS, status_cache.FOREVER
+        keys: dict = {}  # (account, sent, since) -> its limits' key: a few for 100,000 rows
         for i, view in enumerate(views):
             key = files_key(view, now)
             found = usable(view.slug, key, now)
-            if (
-                found is not None
-                and (
-                    found.limits == status_cache.NO_LIMITS
-                    or found.limits
-                    == limits_key(context.limits_of(found.account, view.sent or view.sending, found.since))
-                )
-                and within_wait(found, now, qwen)
-            ):
+            if found is not None and found.limits != no_limits:
+                sent = view.sent or view.sending
+                limits = keys.get((found.account, sent, found.since))
+                if limits is None:
+                    limits = context.limits_key(context.limits_of(found.account, sent, found.since))
+                    keys[found.account, sent, found.since] = limits
+                if found.limits != limits:
+                    found = None
+            if found is not None and (found.until == forever or within_wait(found, now, qwen)):
                 rows[i] = shown_row(found, context)
             else:
                 stale.append((i, view, key))

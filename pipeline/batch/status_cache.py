@@ -77,31 +77,35 @@ def _stamp(info: os.stat_result, racy: float) -> str | None:
     return f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}"
 
 
+FLAGS = tuple(str(flags) for flags in range(32))  # files_key's first part, made once
+
+
 def files_key(view: ArticleView, now: float) -> str | None:
     """The article's files as this listing saw them (see the module's words); None when one of
     them changed too recently for its stamp to be trusted (or vanished since the listing): its
     row is made afresh and not kept."""
-    flags = (
-        (view.prompt_mtime is not None) | view.done << 1 | view.sent << 2 | view.sending << 3 | view.dead << 4
-    )
-    key = str(flags)
+    prompt, waiting = view.prompt_mtime is not None, not view.done
+    key = FLAGS[prompt | view.done << 1 | view.sent << 2 | view.sending << 3 | view.dead << 4]
     racy = now - RACY
     # Only the files whose content its row reads: the chat URL of an article whose files say
     # it is generating (not done, not dead, its prompt there); the marker (its account); the
     # prompt of one not done (its check). A done article's SLUG.md.url is never read.
-    waiting = not view.done
-    url = view._url_entry if waiting and not view.dead and view.prompt_mtime is not None else None
-    try:
-        for entry in (url, view._sending_entry):
-            if entry is None:
-                key += "|"
-            else:
-                stamp = _stamp(entry.stat(follow_symlinks=False), racy)
-                if stamp is None:
-                    return None
-                key += "|" + stamp
-    except OSError:
-        return None
+    url = view._url_entry if waiting and prompt and not view.dead else None
+    marker = view._sending_entry
+    if url is None and marker is None:  # most articles: no stamp to take here
+        key += "||"
+    else:
+        try:
+            for entry in (url, marker):
+                if entry is None:
+                    key += "|"
+                else:
+                    stamp = _stamp(entry.stat(follow_symlinks=False), racy)
+                    if stamp is None:
+                        return None
+                    key += "|" + stamp
+        except OSError:
+            return None
     if waiting and view._prompt_entry is not None:
         info = view._prompt_info
         stamp = _stamp(info, racy) if info is not None else None
