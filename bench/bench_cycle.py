@@ -119,9 +119,12 @@ def part(name, work):
     parts.append((name, time.process_time() - begun))
     return found
 workspace = part("workspace (config, store)", lambda: open_workspace(load(None)))
-folders = (workspace.articles_dir, workspace.state_dir, workspace.state_dir / "state")
-part("sweep of leftovers", lambda: [files.clean_stale_temporaries(f) for f in folders])
-views = part("scan of both folders", lambda: scan.scan(workspace.prompts_dir, workspace.articles_dir))
+folders = (workspace.state_dir, workspace.state_dir / "state")
+part("sweep of .qwenpipe/", lambda: [files.clean_stale_temporaries(f) for f in folders])
+leftovers = []  # the scan's listing of articles/ is the sweep's (run_cycle)
+prompts, articles = workspace.prompts_dir, workspace.articles_dir
+views = part("scan of both folders", lambda: scan.scan(prompts, articles, leftovers))
+part("sweep of articles/", lambda: files.clean_stale_temporaries(workspace.articles_dir, names=leftovers))
 part("records from the store", lambda: scan.attach_records(views, workspace.state_dir, workspace.store))
 part("plan", lambda: cycle.plan(workspace, views, cycle.CycleReport(), time.time()))
 for name, seconds in parts:
