@@ -1,7 +1,7 @@
 """How long a cycle takes when there is nothing to do: 10,000 finished articles, and 10,000
 pending ones held back by qwen.max_sends_per_day (the journal says today's sends are used up).
 
-    .venv/bin/python bench/bench_cycle.py [--articles 10000] [--repeat 3]
+    .venv/bin/python bench/bench_cycle.py [--articles 10000] [--repeat 3] [--against DIR]
 
 Each figure is the wall time of a real `qwenpipe cycle` process (start-up included): at most
 0.3 s at 10,000 articles (issue 13), under 1 s at 100,000 (issue 39), with no browser started.
@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 
 from installed import ENV  # as a user's install runs it (installed.py)
-from timing import options, timed_qwenpipe, timed_run, verdict
+from timing import checkout_env, options, timed_qwenpipe, timed_run, verdict
 
 TARGETS = {10_000: 0.3, 100_000: 1.0}  # articles: seconds, each (issues 13 and 39)
 # Loopback addresses that nothing listens on: a bug that starts a browser or a router call
@@ -72,17 +72,21 @@ def build_throttled(root: Path, articles: int, limit: int = 50) -> Path:
     return root
 
 
-def time_cycle(root: Path) -> tuple[float, str, float]:
-    elapsed, cpu, result = timed_qwenpipe(root, "cycle", env=ENV)
+def time_cycle(root: Path, env: dict[str, str] = ENV) -> tuple[float, str, float]:
+    elapsed, cpu, result = timed_qwenpipe(root, "cycle", env=env)
     summary = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
     if "no browser" not in summary:
         raise SystemExit(f"the no-op cycle used a browser or failed: exit {result.returncode}: {summary}")
     return elapsed, summary, cpu
 
 
-def measure(articles: int = 10_000, repeat: int = 3) -> list[tuple[str, float, str, float]]:
-    """[(what, median seconds, the cycle's own summary, median CPU seconds)] for the two no-op cycles."""
+def measure(
+    articles: int = 10_000, repeat: int = 3, against: Path | None = None
+) -> list[tuple[str, float, str, float]]:
+    """[(what, median seconds, the cycle's own summary, median CPU seconds)] for the two no-op
+    cycles; with `against` (another checkout), its cycles too, in turn with these."""
     rows = []
+    codes = [("", ENV)] + ([(f" ({against})", checkout_env(ENV, against))] if against else [])
     for label, build in (
         (f"no-op cycle, {articles:,} finished", build_finished),
         (f"no-op cycle, {articles:,} throttled", build_throttled),
@@ -90,15 +94,19 @@ def measure(articles: int = 10_000, repeat: int = 3) -> list[tuple[str, float, s
         with tempfile.TemporaryDirectory(prefix="qwenpipe-bench-cycle-") as folder:
             root = build(Path(folder), articles)
             time_cycle(root)  # warm the page cache, as cron's every-5-minutes runs are
-            figures = [time_cycle(root) for _ in range(repeat)]
-            rows.append(
-                (
-                    label,
-                    statistics.median(f[0] for f in figures),
-                    figures[-1][1],
-                    statistics.median(f[2] for f in figures),
+            figures: dict[str, list] = {name: [] for name, _ in codes}
+            for _ in range(repeat):
+                for name, env in codes:
+                    figures[name].append(time_cycle(root, env))
+            for name, found in figures.items():
+                rows.append(
+                    (
+                        label + name,
+                        statistics.median(f[0] for f in found),
+                        found[-1][1],
+                        statistics.median(f[2] for f in found),
+                    )
                 )
-            )
     return rows
 
 
@@ -145,8 +153,8 @@ def target_for(articles: int) -> float:
 
 
 def main() -> None:
-    args = options(__doc__, articles=10_000, repeat=3)
-    rows = measure(args.articles, args.repeat)
+    args = options(__doc__, against=True, articles=10_000, repeat=3)
+    rows = measure(args.articles, args.repeat, args.against)
     target = target_for(args.articles)
     print(f"median of {args.repeat} `qwenpipe cycle` processes; {os.cpu_count()} CPUs")
     print(f"{'what':<36}{'seconds':>9}{'CPU s':>8}  {'target':>8}  ok  cycle says")

@@ -1,6 +1,6 @@
 """How long `qwenpipe status --json` takes over 10,000 articles and a 100,000-line journal.
 
-    .venv/bin/python bench/bench_status.py [--articles 10000] [--lines 100000]
+    .venv/bin/python bench/bench_status.py [--articles 10000] [--lines 100000] [--against DIR]
 
 Builds the batch in a temporary folder (files written directly, in the shapes the version
 before the store wrote them: it is the reading that is measured), imports it into the store
@@ -11,7 +11,8 @@ paired (each figure's runs alternate with its peer's): the floor, a bare Python 
 only lists, stats, reads the tables and writes the same document (FLOOR), what this machine
 gives any design; and `python -c "import typer"`. Targets (issue 39): a warm status as a
 process within 2x the floor, and at 10,000 articles within 2x `import typer`; the older
-absolute ones (issue 13) are shown too. Not run by the tests.
+absolute ones (issue 13) are shown too. `--against DIR`: another checkout's status (e.g. main's)
+in turn with these. Not run by the tests.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from pathlib import Path
 
 from history import EVENTS, event_fields
 from installed import ENV  # as a user's install runs it (installed.py)
-from timing import options, timed_run, verdict
+from timing import checkout_env, options, timed_run, verdict
 
 TARGETS = {"cold": 0.5, "warm": 0.3}  # seconds (issue 13)
 FLOOR_RATIO = 2.0  # a warm status as a process, at most this many times the floor (issue 39)
@@ -123,10 +124,11 @@ def in_process(root: Path) -> tuple[float, float]:
     return elapsed, cpu
 
 
-def as_subprocess(root: Path) -> tuple[float, float]:
+def as_subprocess(root: Path, env: dict[str, str] = ENV) -> tuple[float, float]:
     elapsed, cpu, result = timed_run(
         [sys.executable, "-m", "pipeline", "--config", str(root / "config.toml"), "status", "--json"],
-        env=ENV,
+        env=env,
+        cwd=tempfile.gettempdir(),  # not this checkout: its `pipeline` would come first
     )
     assert result.returncode == 0, result.stderr
     return elapsed, cpu
@@ -174,12 +176,17 @@ def typer(root: Path) -> tuple[float, float]:
     return timed_run([sys.executable, "-c", "import typer"], env=ENV, check=True)[:2]
 
 
-def paired(root: Path, repeat: int) -> dict[str, tuple[float, float]]:
-    """The warm status as a process, the floor and `import typer`, their runs alternating (a
-    shared machine's load falls on all three alike): each one's median (wall, CPU)."""
-    runs: dict[str, list] = {"status": [], "floor": [], "typer": []}
+def paired(root: Path, repeat: int, against: Path | None = None) -> dict[str, tuple[float, float]]:
+    """The warm status as a process, the floor and `import typer` (and the status of the
+    checkout `against`), their runs alternating (a shared machine's load falls on all alike):
+    each one's median (wall, CPU)."""
+    measures = [("status", as_subprocess), ("floor", floor), ("typer", typer)]
+    if against is not None:
+        env = checkout_env(ENV, against)
+        measures.append(("against", lambda root: as_subprocess(root, env)))
+    runs: dict[str, list] = {name: [] for name, _ in measures}
     for _ in range(repeat):
-        for name, measure in (("status", as_subprocess), ("floor", floor), ("typer", typer)):
+        for name, measure in measures:
             runs[name].append(measure(root))
     return {
         name: (statistics.median(f[0] for f in found), statistics.median(f[1] for f in found))
@@ -196,7 +203,7 @@ def timed(measure, root: Path, *, cold: bool, repeat: int) -> tuple[float, float
 
 
 def main() -> None:
-    args = options(__doc__, articles=10_000, lines=100_000, repeat=3)
+    args = options(__doc__, against=True, articles=10_000, lines=100_000, repeat=3)
     with tempfile.TemporaryDirectory(prefix="qwenpipe-bench-") as folder:
         started = time.perf_counter()
         root = build(Path(folder), args.articles, args.lines)
@@ -211,7 +218,7 @@ def main() -> None:
             ("subprocess", "warm", timed(as_subprocess, root, cold=False, repeat=args.repeat)),
         ]
         least = timed(floor, root, cold=False, repeat=args.repeat)
-        side = paired(root, max(args.repeat, 5))
+        side = paired(root, max(args.repeat, 5), args.against)
     load = os.getloadavg()[0]
     print(f"\n`status --json`, {args.articles:,} articles, {args.lines:,} journal lines")
     print(f"median of {args.repeat}; {os.cpu_count()} CPUs, load average {load:.1f} while it ran")
@@ -227,6 +234,10 @@ def main() -> None:
     print(f"  status --json (warm process) {status:.3f} / {status_cpu:.3f}")
     print(f"  floor                        {low:.3f} / {low_cpu:.3f}")
     print(f"  python -c 'import typer'     {typer_s:.3f} / {typer_cpu:.3f}")
+    if args.against:
+        other, other_cpu = side["against"]
+        print(f"  status --json of {args.against}: {other:.3f} / {other_cpu:.3f}", end="")
+        print(f" ({other_cpu / low_cpu:.2f}x the floor, {other_cpu / typer_cpu:.2f}x import typer, CPU)")
     ratio, ratio_cpu = status / low, status_cpu / low_cpu
     ok = "yes" if ratio <= FLOOR_RATIO else ("CPU yes" if ratio_cpu <= FLOOR_RATIO else "NO")
     print(f"  status / floor: {ratio:.2f}x wall, {ratio_cpu:.2f}x CPU  (<= {FLOOR_RATIO:g}x: {ok})")

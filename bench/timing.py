@@ -15,12 +15,24 @@ import time
 from pathlib import Path
 
 
-def options(description: str, **defaults: int) -> argparse.Namespace:
-    """The command line: `--NAME N` for each of `defaults` (in order, `_` written `-`)."""
+def options(description: str, *, against: bool = False, **defaults: int) -> argparse.Namespace:
+    """The command line: `--NAME N` for each of `defaults` (in order, `_` written `-`); with
+    `against`, `--against DIR` too: another checkout (e.g. main's) to measure in turn with this one."""
     parser = argparse.ArgumentParser(description=description.splitlines()[0])
     for name, default in defaults.items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=default)
+    if against:
+        parser.add_argument("--against", type=Path, help="another checkout, measured in turn with this one")
     return parser.parse_args()
+
+
+def checkout_env(env: dict[str, str], checkout: Path) -> dict[str, str]:
+    """`env` running the qwenpipe of `checkout` instead of the installed one (compiled to
+    bytecode first, as an install has it)."""
+    import compileall
+
+    compileall.compile_dir(str(checkout / "pipeline"), quiet=1)
+    return {**env, "PYTHONPATH": str(checkout.resolve())}
 
 
 def children_cpu() -> float:
