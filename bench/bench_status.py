@@ -80,7 +80,9 @@ def build(root: Path, articles: int, lines: int) -> Path:
                 "engine": "qwen",
             }
             if kind == "backoff":
-                record.update(attempts=2, next_try=now + 300, last_error="WAF page")
+                # Its wait as the step writes it (2 failures at poll_interval 60: 120 s); a farther
+                # one is a clock that went back, whose row status makes afresh at every look.
+                record.update(attempts=2, next_try=now + 120, last_error="WAF page")
             if kind in ("failed", "dead"):
                 record.update(hard_failures=1 if kind == "failed" else 5, last_error="bot check")
             (state / f"{slug}.json").write_text(json.dumps(record))
