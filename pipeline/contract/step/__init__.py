@@ -9,8 +9,9 @@
 
 All of it under the article's flock; another holder means "working elsewhere", never a wait.
 The step is a loop: phases.decide says what the article's next action is, that action's handler
-does it and ends the step (an Outcome) or hands the loop what comes next (moves.py). Handlers
-never call one another: each module here is one handler and the helpers only it uses.
+does it and ends the step (an Outcome) or hands the loop what comes next (moves.py). Which
+handler takes each action and each move: handlers.py, one table. Handlers never call one
+another: each module here is one handler and the helpers only it uses.
 """
 
 from __future__ import annotations
@@ -27,53 +28,15 @@ from ...store.protocol import LeaseLost, StoreBusy
 from .. import cleanup, hosts
 from ..article import ArticleFiles, ArticleState, read_chat_url
 from ..facts import engine_limits, facts, send_limits
-from ..phases import Action, Decision, Failure, Files, Reason, Record, backoff_delay, decide
+from ..phases import Decision, Failure, Files, Reason, Record, backoff_delay, decide
 from ..prompts import Prompt, check_request_size, check_slug, load_prompt
 from ..quota import SendBudget, host_accounts, sends_today
 from ..rotation import capacity, standings
 from ..workspace import Engines, Workspace
-from . import (
-    adopt,
-    busy,
-    collect,
-    doubt,
-    fail,
-    fallback,
-    finish,
-    hard,
-    look,
-    never_sent,
-    poll,
-    recover,
-    refused,
-    reject,
-    search,
-    send,
-    settled,
-    transient,
-    turn,
-    turns,
-    wait,
-)
 from .adoption import RECOVERY_CLOCK_SLACK, adoptable_chat, chats_in_batch, chats_of_other_articles
 from .context import Context, Outcome, Status, wait_words
-from .moves import (
-    Adopt,
-    Ask,
-    Busy,
-    Collect,
-    Hard,
-    InDoubt,
-    Look,
-    LookTurns,
-    Move,
-    NeverSent,
-    Refused,
-    Reject,
-    Search,
-    Transient,
-    Write,
-)
+from .handlers import handler_of
+from .moves import Ask, Busy, Hard, Move, Transient
 from .replay import replay
 
 __all__ = [
@@ -92,33 +55,6 @@ __all__ = [
     "wait_words",
 ]
 
-SEND_TURN = "send turn"  # Action.SEND of a later turn, in the article's own chat
-
-# Each action's handler, and the handler of each move that goes straight to one (moves.py).
-HANDLERS: dict[object, Callable[[Context, Move], Outcome | Move]] = {
-    Action.NOTHING: settled.handle,
-    Action.WAIT: wait.handle,
-    Action.RECOVER: recover.handle,
-    Action.POLL: poll.handle,
-    Action.SEND: send.handle,
-    SEND_TURN: turn.handle,
-    Action.FALL_BACK: fallback.handle,
-    Action.FAIL: fail.handle,
-    Action.DEAD_LETTER: fail.handle,
-    Refused: refused.handle,
-    Search: search.handle,
-    Adopt: adopt.handle,
-    NeverSent: never_sent.handle,
-    InDoubt: doubt.handle,
-    Look: look.handle,
-    LookTurns: turns.handle,
-    Collect: collect.handle,
-    Reject: reject.handle,
-    Write: finish.handle,
-    Busy: busy.handle,
-    Transient: transient.handle,
-    Hard: hard.handle,
-}
 # A failure the step meets (raised by an engine, or by the checks of its answer), as a move.
 FAILURES = ((EngineBusy, Busy), (TransientError, Transient), (HardError, Hard))
 
@@ -309,7 +245,7 @@ class Step:
             if isinstance(move, Ask):
                 move = replace(move, decision=self.decide(move))
             try:
-                result = HANDLERS[_key(move)](self.context, move)
+                result = handler_of(move)(self.context, move)
             except (EngineBusy, TransientError, HardError) as err:
                 if caught:
                     raise
@@ -383,15 +319,3 @@ class Step:
             per_cycle=budget.limit if budget else 0,
             cycle_sends=budget.limit if budget and budget_spent else (budget.used if budget else 0),
         )
-
-
-def _key(move: Move) -> object:
-    """The key of the handler `move` goes to: its decision's action, or its own kind."""
-    if not isinstance(move, Ask):
-        return type(move)
-    action = move.decision.action
-    if action is Action.NOTHING and move.failure is not Failure.NONE:
-        return Action.FAIL  # a failure in hand ends failed (its files never settle it under the lock)
-    if action is Action.SEND and move.next_turn:
-        return SEND_TURN
-    return action
