@@ -268,7 +268,7 @@ def test_a_store_that_cannot_keep_rows_still_shows_them(batch, monkeypatch):
     now = time.time() + LATER
     expected = rows_of(batch, now)
     forget_kept(batch)
-    monkeypatch.setattr(SQLiteStore, "step", refused)
+    monkeypatch.setattr(SQLiteStore, "transaction", refused)
     assert rows_of(batch, now) == expected and kept_slugs(batch) == set()
 
 
