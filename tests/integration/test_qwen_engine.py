@@ -16,7 +16,8 @@ from browser_helpers import browser_config, users_chromium
 from pipeline.config import Qwen
 from pipeline.engines.base import Answer, Generating, HardError, QuotaSpent, TransientError
 from pipeline.engines.qwen.browser import BrowserSession
-from pipeline.engines.qwen.engine import API_STABLE_SECONDS, QwenEngine
+from pipeline.engines.qwen.engine import QwenEngine
+from pipeline.engines.qwen.steady import API_STABLE_SECONDS
 
 pytestmark = pytest.mark.browser
 

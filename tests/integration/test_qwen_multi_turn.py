@@ -17,7 +17,7 @@ from sim_project import finish_answer
 
 from pipeline.engines.base import ChatTurns, HardError, QuotaSpent, TransientError
 from pipeline.engines.qwen.api import ChatView, Turn, chat_id_from_url, parse_chat
-from pipeline.engines.qwen.engine import judge_turns
+from pipeline.engines.qwen.judging import judge_turns
 from pipeline.engines.qwen.page import DomState
 from pipeline.engines.qwen.selectors import CURRENT, LEGACY
 

@@ -20,17 +20,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.engines.base import Code, EngineBusy, HardError, LockProfile
-from pipeline.engines.qwen.display import NoDisplay, VirtualDisplay, no_display_message, plan_display
-from pipeline.engines.qwen.headers import watch
-from pipeline.engines.qwen.saved_login import Loaded, save_back
-from pipeline.engines.qwen.tokens import listed, local_storage
-from pipeline.engines.qwen.trace import keep_trace, start_trace
-from pipeline.pathguard import absolute
-from pipeline.proxy import parse as parse_proxy
+from ...pathguard import absolute
+from ...proxy import parse as parse_proxy
+from ..base import Code, EngineBusy, HardError, LockProfile
+from .display import NoDisplay, VirtualDisplay, no_display_message, plan_display
+from .headers import watch
+from .saved_login import Loaded, save_back
+from .tokens import listed, local_storage
+from .trace import keep_trace, start_trace
 
 if TYPE_CHECKING:  # the section's type only: engines do not import the config
-    from pipeline.config import Browser
+    from ...config import Browser
 
 PATH_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 INSTALL_HINT = (
@@ -286,6 +286,8 @@ class BrowserSession:
         shared_browser: bool = False,
         trace: Path | None = None,
     ):
+        """Nothing starts here: the browser launches (or is attached to) on first use of
+        `.context`. Each option is explained where it is kept, below."""
         self.config = browser
         self.root = Path(root) if root else Path.cwd()
         self.description = ""
@@ -419,6 +421,8 @@ class BrowserSession:
             load_storage_state(self._context, state)
 
     def _launch(self) -> None:
+        """Launch Chromium on the account's persistent profile (locked while it runs), and load
+        the saved login into a new profile or one it was copied in for since."""
         chromium = self._playwright.chromium
         executable, self.description = find_executable(self.config.executable, chromium=chromium)
         profile = self._path(self.config.profile_dir)

@@ -15,9 +15,9 @@ import json
 import re
 from typing import Any, NamedTuple
 
-from pipeline.engines.qwen.api import KNOWN_PHASES, KNOWN_STATUSES
-from pipeline.engines.qwen.headers import is_ours
-from pipeline.engines.qwen.watcher import PageWatcher
+from .api import KNOWN_PHASES, KNOWN_STATUSES
+from .headers import is_ours
+from .watcher import PageWatcher
 
 COMPLETIONS_PATH = "/api/v2/chat/completions"
 CHAT_JSON_PATH = re.compile(r"/api/v2/chats/([a-f0-9-]{20,})(?:\?|$)")
