@@ -160,6 +160,7 @@ def test_unusable_session_is_hard_and_sends_nothing(sim, engine, scenario):
     if scenario == "logged_out":
         assert "run `qwenpipe login`" in str(caught.value)
     assert ledger_of(sim, text) == []  # not even a refused attempt: nothing was typed
+    assert caught.value.nothing_sent  # stopped before the click: provably no send to recover
     with pytest.raises(HardError):  # and the engine's own login check says so
         engine.check_login()
 
@@ -171,6 +172,19 @@ def test_bot_check_after_the_send_is_hard(sim, engine):
         engine.send(text)
     assert caught.value.code == "bot_check"
     assert sends_of(sim, text) == []
+
+
+def test_a_send_that_fails_after_the_click_may_have_sent(sim, session):
+    # The site takes the prompt but the address never shows the chat within page_timeout: the
+    # error must not say "nothing sent" (the contract would send again: a second send).
+    sim.set(url_delay=4)
+    text = prompt("slow address")
+    quick = QwenEngine(Qwen(base_url=sim.base_url, page_timeout=1), session)
+    with pytest.raises(TransientError) as caught:
+        quick.send(text)
+    assert caught.value.code == "no_chat_url"
+    assert not caught.value.nothing_sent
+    assert len(sends_of(sim, text)) == 1  # it was sent indeed
 
 
 def test_a_site_that_never_answers_is_a_short_transient_error(session):
