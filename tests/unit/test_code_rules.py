@@ -113,8 +113,6 @@ def test_the_clock_rule_finds_a_second_formatter():
 
 
 REDACT = Path("pipeline/redact.py")
-# Held back until issue 40's split of the chat engine (pipeline/engines/qwen/) lands.
-FIRST_LINES_NOT_YET = {Path("pipeline/engines/qwen/browser.py"), Path("pipeline/engines/qwen/stream.py")}
 
 
 def _is_first_of_lines(node: ast.AST) -> bool:
@@ -150,9 +148,7 @@ def first_lines(tree: ast.Module, path: Path) -> list[str]:
 
 
 def test_a_first_line_is_taken_in_one_place():
-    found = {path: first_lines(tree, path) for path, tree in parsed()}
-    assert all(found[path] for path in FIRST_LINES_NOT_YET), "now done: take it off FIRST_LINES_NOT_YET"
-    problems = [line for path, lines in found.items() if path not in FIRST_LINES_NOT_YET for line in lines]
+    problems = [line for path, tree in parsed() for line in first_lines(tree, path)]
     assert not problems, "\n".join(problems)
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...pathguard import absolute
 from ...proxy import parse as parse_proxy
+from ...redact import first_line
 from ..base import Code, EngineBusy, HardError, LockProfile
 from .display import NoDisplay, VirtualDisplay, no_display_message, plan_display
 from .headers import watch
@@ -390,10 +391,10 @@ class BrowserSession:
             self._stop_playwright()
             if self.borrowed:
                 raise EngineBusy(
-                    f"the cycle's browser is gone ({_first_line(err)}); this article waits for the next cycle"
+                    f"the cycle's browser is gone ({first_line(err)}); this article waits for the next cycle"
                 ) from None
             raise HardError(
-                f"the browser did not start: {_first_line(err)}", code=Code.BROWSER_LAUNCH
+                f"the browser did not start: {first_line(err)}", code=Code.BROWSER_LAUNCH
             ) from None
         except BaseException:
             self._stop_playwright()
@@ -603,8 +604,3 @@ def _close_quietly(page: Any) -> None:
         page.close()
     except Exception:
         pass  # the browser went away; nothing left to close
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(getattr(err, "message", "") or err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
