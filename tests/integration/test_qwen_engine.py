@@ -187,6 +187,33 @@ def test_a_send_that_fails_after_the_click_may_have_sent(sim, session):
     assert len(sends_of(sim, text)) == 1  # it was sent indeed
 
 
+def test_a_page_that_leaves_the_app_after_the_click_is_an_unknown_page(sim, session):
+    # The app replaced in place after the click (no navigation, no failure screen) and no chat
+    # address: not "no chat address yet" (a transient wait), an unknown page that holds the account.
+    from pipeline.engines.qwen.selectors import CURRENT
+
+    script = (
+        "<script>document.addEventListener('click', (e) => { if (e.target.closest("
+        + json.dumps(CURRENT.send_button)
+        + ")) setTimeout(() => { document.body.innerHTML = '<p>Something new</p>'; }, 50); }, true);"
+        "</script>"
+    )
+
+    def with_script(route):
+        page = route.fetch()
+        route.fulfill(response=page, body=page.text().replace("</head>", script + "</head>", 1))
+
+    sim.set(url_delay=4)
+    front = sim.base_url + "/"
+    session.context.route(front, with_script)
+    try:
+        with pytest.raises(HardError) as caught:
+            QwenEngine(Qwen(base_url=sim.base_url, page_timeout=1.5), session).send(prompt("replaced"))
+    finally:
+        session.context.unroute(front, with_script)
+    assert caught.value.code == "bot_check" and "left the app after the click" in str(caught.value)
+
+
 def test_a_site_that_never_answers_is_a_short_transient_error(session):
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
