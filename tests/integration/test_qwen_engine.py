@@ -134,6 +134,26 @@ def test_wait_looks_until_the_site_finishes_the_answer_then_reads_it_without_lon
     assert len(sends_of(sim, text)) == 1
 
 
+def test_wait_on_the_chats_own_page_reports_progress_and_looks_until_the_answer_is_done(sim, engine, session):
+    # Another engine (another run) waits: no page of the send's to read the stream on, so the
+    # chat's own page is watched. Held until the first progress line, which finishes it: a wait
+    # that gave up at its first "still generating", or said nothing, would time out here.
+    sim.set(hold_answers=True, answer_seconds=0.0, thinking_seconds=0.0)
+    text = prompt("waited for elsewhere")
+    url = engine.send(text)
+    progress: list[str] = []
+
+    def report(line: str) -> None:
+        progress.append(line)
+        sim.set(hold_answers=False)
+
+    other = QwenEngine(Qwen(base_url=sim.base_url, stable_reads=2, page_timeout=15), session)
+    answer = other.wait(url, timeout=30, on_progress=report)
+    assert answer.markdown == sim.expected_answer(text) and answer.extra["source"] == "api"
+    assert progress and progress[0] != "complete"
+    assert len(sends_of(sim, text)) == 1
+
+
 def test_find_chats_finds_every_chat_of_a_prompt_only_with_the_sites_creation_time(sim, engine):
     first, second = prompt("first"), prompt("second")
     before = int(time.time())  # the site stamps whole seconds
