@@ -154,6 +154,15 @@ def test_wait_on_the_chats_own_page_reports_progress_and_looks_until_the_answer_
     assert len(sends_of(sim, text)) == 1
 
 
+@pytest.mark.parametrize("ui", ["current", "legacy"])
+def test_an_answer_still_thinking_is_generating_never_an_empty_answer(sim, engine, ui):
+    # No text yet and not stored as finished: still thinking (the legacy page shows no stop
+    # button). Only an answer the site stored as finished with no text is an empty answer.
+    sim.set(ui=ui, thinking_seconds=600.0)
+    url = engine.send(prompt(f"long thought {ui}"))
+    assert isinstance(engine.check(url), Generating)
+
+
 def test_find_chats_finds_every_chat_of_a_prompt_only_with_the_sites_creation_time(sim, engine):
     first, second = prompt("first"), prompt("second")
     before = int(time.time())  # the site stamps whole seconds
