@@ -128,6 +128,7 @@ def test_wait_looks_until_the_site_finishes_the_answer_then_reads_it_without_lon
     monkeypatch.setattr(Page, "wait_for_timeout", pause)
     answer = engine.wait(url, timeout=30, on_progress=report)
     assert answer.markdown == sim.expected_answer(text)
+    assert answer.extra["source"] == "stream"  # read on the page that sent it, as it ended
     assert finished_at, "wait() returned before the simulator finished the answer"
     after = pauses[finished_at[0] + 1 :]  # the first one was decided on a look before the finish
     assert max(after, default=0) <= API_STABLE_SECONDS, (after, pauses)
