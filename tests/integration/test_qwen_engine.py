@@ -164,6 +164,32 @@ def test_an_answer_still_thinking_is_generating_never_an_empty_answer(sim, engin
     assert isinstance(engine.check(url), Generating)
 
 
+def test_a_phase_nobody_reported_in_the_chat_json_is_noticed_by_a_check(sim, engine, session):
+    # The chat's JSON (as the page loads it and as we read it) carries a phase nobody has
+    # reported: the answer is read all the same, and the engine hands the phase over.
+    text = prompt("a tool spoke")
+    url = engine.send(text)
+    engine.wait(url, timeout=30)
+
+    def with_a_tool(route):
+        reply = route.fetch()
+        body = reply.json()
+        answer = body["data"]["chat"]["messages"][-1]
+        answer["content_list"].insert(0, {"phase": "fuzz_cite", "content": "x"})
+        route.fulfill(response=reply, body=json.dumps(body))
+
+    chat_json = f"**/api/v2/chats/{url.rsplit('/', 1)[1]}*"
+    other = QwenEngine(Qwen(base_url=sim.base_url, stable_reads=2, page_timeout=15), session)
+    session.context.route(chat_json, with_a_tool)
+    try:
+        answer = check_until_done(other, url)[0]
+    finally:
+        session.context.unroute(chat_json, with_a_tool)
+    assert answer.markdown == sim.expected_answer(text)
+    noticed = other.noticed()
+    assert [found.where for found in noticed] == ["chat_json"] and "fuzz_cite" in noticed[0].seen
+
+
 def test_find_chats_finds_every_chat_of_a_prompt_only_with_the_sites_creation_time(sim, engine):
     first, second = prompt("first"), prompt("second")
     before = int(time.time())  # the site stamps whole seconds
