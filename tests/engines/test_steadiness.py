@@ -101,3 +101,6 @@ def test_an_unreadable_chat_json_never_makes_the_pages_text_the_article():
     # A page still drawing its answer is only that: no failure, no article.
     busy = observe_dom_only(page_state(stop_visible=True), CURRENT, "writing", "not JSON")
     assert busy.markdown is None and busy.unsure
+    # A page that shows no answer text yet: nothing finished to fail over; looked at again.
+    blank = observe_dom_only(page_state(answer_text=""), CURRENT, None, "not JSON")
+    assert blank.markdown is None and blank.stalled  # the current markup shows a copy button
