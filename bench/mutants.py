@@ -15,7 +15,9 @@ explained as equivalent). The safety lines:
 - `pipeline/contract/phases.py`: every rule of the decision table;
 - the stores (`pipeline/store/sql.py`, `sqlite.py`, `postgres.py`): the step, intent, lease and
   send-count paths, their SQL conditions included;
-- `pipeline/redact.py`: all of it.
+- `pipeline/redact.py`: all of it;
+- the chat engine's send, observe and judge paths (`pipeline/engines/qwen/sending.py`,
+  `observing.py`, `judging.py`): all of them, held by the engine's own browser tests.
 
 The mutations: negate a condition, drop a statement (a call, a `with` block, a raise, a guard),
 swap two consecutive writes, replace a comparison operator (in Python and in SQL), return early.
@@ -126,6 +128,15 @@ TARGETS = (
         STORE_FUNCTIONS,
     ),
     Target("redact", ("pipeline/redact.py",)),
+    # The chat engine's send, observe and judge paths (issue 40, part 5): every statement.
+    Target(
+        "engine",
+        (
+            "pipeline/engines/qwen/sending.py",
+            "pipeline/engines/qwen/observing.py",
+            "pipeline/engines/qwen/judging.py",
+        ),
+    ),
 )
 # Per group, in the order they run (pytest -x: the fast ones first stop a killed mutant early).
 TESTS = {
@@ -158,6 +169,11 @@ TESTS = {
     ),
     "stores": ("tests/store",),
     "redact": ("tests/unit/test_redact*.py", "tests/integration/test_key_never_leaks_cli.py"),
+    "engine": (
+        "tests/engines/test_steadiness.py",
+        "tests/integration/test_qwen_multi_turn.py",
+        "tests/integration/test_qwen_engine.py",
+    ),
 }
 
 # What makes a statement of the step a safety line: it writes a file, the store, the journal's

@@ -41,7 +41,7 @@ class Where(StrEnum):
 class UnknownAnswer:
     """An answer of the site nobody has reported yet: where it came from, and what it was."""
 
-    where: str  # a Where; "" until the engine's call that met it says (QwenEngine._page)
+    where: str  # a Where; "" until the engine's call that met it says (engines/qwen/pages.py, Pages.using)
     seen: str  # masked, at most SEEN_CHARS
 
     def at(self, where: str) -> UnknownAnswer:

@@ -16,7 +16,8 @@ from browser_helpers import browser_config, users_chromium
 from pipeline.config import Qwen
 from pipeline.engines.base import Answer, Generating, HardError, QuotaSpent, TransientError
 from pipeline.engines.qwen.browser import BrowserSession
-from pipeline.engines.qwen.engine import API_STABLE_SECONDS, QwenEngine
+from pipeline.engines.qwen.engine import QwenEngine
+from pipeline.engines.qwen.steady import API_STABLE_SECONDS
 
 pytestmark = pytest.mark.browser
 
@@ -127,10 +128,66 @@ def test_wait_looks_until_the_site_finishes_the_answer_then_reads_it_without_lon
     monkeypatch.setattr(Page, "wait_for_timeout", pause)
     answer = engine.wait(url, timeout=30, on_progress=report)
     assert answer.markdown == sim.expected_answer(text)
+    assert answer.extra["source"] == "stream"  # read on the page that sent it, as it ended
     assert finished_at, "wait() returned before the simulator finished the answer"
     after = pauses[finished_at[0] + 1 :]  # the first one was decided on a look before the finish
     assert max(after, default=0) <= API_STABLE_SECONDS, (after, pauses)
     assert len(sends_of(sim, text)) == 1
+
+
+def test_wait_on_the_chats_own_page_reports_progress_and_looks_until_the_answer_is_done(sim, engine, session):
+    # Another engine (another run) waits: no page of the send's to read the stream on, so the
+    # chat's own page is watched. Held until the first progress line, which finishes it: a wait
+    # that gave up at its first "still generating", or said nothing, would time out here.
+    sim.set(hold_answers=True, answer_seconds=0.0, thinking_seconds=0.0)
+    text = prompt("waited for elsewhere")
+    url = engine.send(text)
+    progress: list[str] = []
+
+    def report(line: str) -> None:
+        progress.append(line)
+        sim.set(hold_answers=False)
+
+    other = QwenEngine(Qwen(base_url=sim.base_url, stable_reads=2, page_timeout=15), session)
+    answer = other.wait(url, timeout=30, on_progress=report)
+    assert answer.markdown == sim.expected_answer(text) and answer.extra["source"] == "api"
+    assert progress and progress[0] != "complete"
+    assert len(sends_of(sim, text)) == 1
+
+
+@pytest.mark.parametrize("ui", ["current", "legacy"])
+def test_an_answer_still_thinking_is_generating_never_an_empty_answer(sim, engine, ui):
+    # No text yet and not stored as finished: still thinking (the legacy page shows no stop
+    # button). Only an answer the site stored as finished with no text is an empty answer.
+    sim.set(ui=ui, thinking_seconds=600.0)
+    url = engine.send(prompt(f"long thought {ui}"))
+    assert isinstance(engine.check(url), Generating)
+
+
+def test_a_phase_nobody_reported_in_the_chat_json_is_noticed_by_a_check(sim, engine, session):
+    # The chat's JSON (as the page loads it and as we read it) carries a phase nobody has
+    # reported: the answer is read all the same, and the engine hands the phase over.
+    text = prompt("a tool spoke")
+    url = engine.send(text)
+    engine.wait(url, timeout=30)
+
+    def with_a_tool(route):
+        reply = route.fetch()
+        body = reply.json()
+        answer = body["data"]["chat"]["messages"][-1]
+        answer["content_list"].insert(0, {"phase": "fuzz_cite", "content": "x"})
+        route.fulfill(response=reply, body=json.dumps(body))
+
+    chat_json = f"**/api/v2/chats/{url.rsplit('/', 1)[1]}*"
+    other = QwenEngine(Qwen(base_url=sim.base_url, stable_reads=2, page_timeout=15), session)
+    session.context.route(chat_json, with_a_tool)
+    try:
+        answer = check_until_done(other, url)[0]
+    finally:
+        session.context.unroute(chat_json, with_a_tool)
+    assert answer.markdown == sim.expected_answer(text)
+    noticed = other.noticed()
+    assert [found.where for found in noticed] == ["chat_json"] and "fuzz_cite" in noticed[0].seen
 
 
 def test_find_chats_finds_every_chat_of_a_prompt_only_with_the_sites_creation_time(sim, engine):
@@ -159,6 +216,7 @@ def test_unusable_session_is_hard_and_sends_nothing(sim, engine, scenario):
     if scenario == "logged_out":
         assert "run `qwenpipe login`" in str(caught.value)
     assert ledger_of(sim, text) == []  # not even a refused attempt: nothing was typed
+    assert caught.value.nothing_sent  # stopped before the click: provably no send to recover
     with pytest.raises(HardError):  # and the engine's own login check says so
         engine.check_login()
 
@@ -170,6 +228,46 @@ def test_bot_check_after_the_send_is_hard(sim, engine):
         engine.send(text)
     assert caught.value.code == "bot_check"
     assert sends_of(sim, text) == []
+
+
+def test_a_send_that_fails_after_the_click_may_have_sent(sim, session):
+    # The site takes the prompt but the address never shows the chat within page_timeout: the
+    # error must not say "nothing sent" (the contract would send again: a second send).
+    sim.set(url_delay=4)
+    text = prompt("slow address")
+    quick = QwenEngine(Qwen(base_url=sim.base_url, page_timeout=1), session)
+    with pytest.raises(TransientError) as caught:
+        quick.send(text)
+    assert caught.value.code == "no_chat_url"
+    assert not caught.value.nothing_sent
+    assert len(sends_of(sim, text)) == 1  # it was sent indeed
+
+
+def test_a_page_that_leaves_the_app_after_the_click_is_an_unknown_page(sim, session):
+    # The app replaced in place after the click (no navigation, no failure screen) and no chat
+    # address: not "no chat address yet" (a transient wait), an unknown page that holds the account.
+    from pipeline.engines.qwen.selectors import CURRENT
+
+    script = (
+        "<script>document.addEventListener('click', (e) => { if (e.target.closest("
+        + json.dumps(CURRENT.send_button)
+        + ")) setTimeout(() => { document.body.innerHTML = '<p>Something new</p>'; }, 50); }, true);"
+        "</script>"
+    )
+
+    def with_script(route):
+        page = route.fetch()
+        route.fulfill(response=page, body=page.text().replace("</head>", script + "</head>", 1))
+
+    sim.set(url_delay=4)
+    front = sim.base_url + "/"
+    session.context.route(front, with_script)
+    try:
+        with pytest.raises(HardError) as caught:
+            QwenEngine(Qwen(base_url=sim.base_url, page_timeout=1.5), session).send(prompt("replaced"))
+    finally:
+        session.context.unroute(front, with_script)
+    assert caught.value.code == "bot_check" and "left the app after the click" in str(caught.value)
 
 
 def test_a_site_that_never_answers_is_a_short_transient_error(session):

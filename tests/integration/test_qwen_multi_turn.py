@@ -17,7 +17,7 @@ from sim_project import finish_answer
 
 from pipeline.engines.base import ChatTurns, HardError, QuotaSpent, TransientError
 from pipeline.engines.qwen.api import ChatView, Turn, chat_id_from_url, parse_chat
-from pipeline.engines.qwen.engine import judge_turns
+from pipeline.engines.qwen.judging import judge_turns
 from pipeline.engines.qwen.page import DomState
 from pipeline.engines.qwen.selectors import CURRENT, LEGACY
 
@@ -174,6 +174,25 @@ def test_quota_on_a_follow_up_and_an_answer_cut_short(sim, engine):
             assert not engine.read_turns(url).turns[-1].complete, "a cut-short answer read as complete"
             time.sleep(0.3)
     assert failed.value.code in ("error_banner", "answer_error")
+
+
+@browser
+def test_a_follow_up_the_site_refuses_as_parallel_limited_is_clicked_again_and_taken_once(sim, engine):
+    # The refusal took nothing: clicked again after the pause, and taken once.
+    texts, url, _chat = first_turn_done(sim, engine, "parallel")
+    sim.set(parallel_limited_sends=1)
+    engine.send_turn(url, texts[1])
+    assert [(e["turn"], e["accepted"]) for e in chat_ledger(sim, url)] == [(1, True), (2, False), (2, True)]
+
+
+@browser
+def test_a_follow_up_whose_stream_comes_late_is_waited_for_and_taken_once(sim, engine):
+    # The site answers the send 1 to 6 s late: no proof at the first look after the click, and
+    # the wait for it runs to its deadline (page_timeout), not a look less.
+    texts, url, _chat = first_turn_done(sim, engine, "late stream")
+    sim.set(fault="completion:slow")
+    engine.send_turn(url, texts[1])
+    assert [(e["turn"], e["accepted"]) for e in chat_ledger(sim, url)] == [(1, True), (2, True)]
 
 
 @browser

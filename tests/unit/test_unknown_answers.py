@@ -69,7 +69,7 @@ def test_every_known_answer_is_classified_as_it_was_and_is_not_unknown(name):
 def test_every_unknown_api_answer_is_transient_and_carries_what_was_seen(name):
     error = classify_api_error(UNKNOWN_BODIES[name])
     assert isinstance(error, TransientError) and error.unknown is not None, name
-    assert error.unknown.where == "", "its step says where (QwenEngine._using)"
+    assert error.unknown.where == "", "its step says where (qwen/pages.py, Pages.using)"
     assert error.unknown.at(Where.CHAT_JSON).where == "chat_json"
     assert error.unknown.seen and len(error.unknown.seen) <= SEEN_CHARS
     if name == "unknown code":

@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from pipeline.engines.base import Code, EngineError, HardError, QuotaSpent, TransientError
-from pipeline.engines.unknown import FIRST_BYTES, unknown
+from ..base import Code, EngineError, HardError, QuotaSpent, TransientError
+from ..unknown import FIRST_BYTES, unknown
 
 CHAT_ID_RE = re.compile(r"[a-f0-9-]{20,}")  # a chat id as the site makes them (UUID-like)
 CHAT_URL_RE = re.compile(rf"/c/({CHAT_ID_RE.pattern})")

@@ -22,12 +22,12 @@ import re
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
-from pipeline.engines.base import Code, EngineError, HardError, TransientError
-from pipeline.engines.qwen.api import BOT_MARKERS
-from pipeline.engines.qwen.selectors import FAILURE_TEXTS
-from pipeline.engines.qwen.stream import COMPLETIONS_PATH, PageTraffic
-from pipeline.engines.qwen.watcher import PageWatcher
-from pipeline.engines.unknown import Where, unknown
+from ..base import Code, EngineError, HardError, TransientError
+from ..unknown import Where, unknown
+from .api import BOT_MARKERS
+from .selectors import FAILURE_TEXTS
+from .stream import COMPLETIONS_PATH, PageTraffic
+from .watcher import PageWatcher
 
 # Any address with one of these is the site's verification, not its chat (Alibaba's punish
 # pages live under /_____tmd_____/; "captcha" names the older and the newer puzzles alike).

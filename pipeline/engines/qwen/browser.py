@@ -20,17 +20,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.engines.base import Code, EngineBusy, HardError, LockProfile
-from pipeline.engines.qwen.display import NoDisplay, VirtualDisplay, no_display_message, plan_display
-from pipeline.engines.qwen.headers import watch
-from pipeline.engines.qwen.saved_login import Loaded, save_back
-from pipeline.engines.qwen.tokens import listed, local_storage
-from pipeline.engines.qwen.trace import keep_trace, start_trace
-from pipeline.pathguard import absolute
-from pipeline.proxy import parse as parse_proxy
+from ...pathguard import absolute
+from ...proxy import parse as parse_proxy
+from ...redact import first_line
+from ..base import Code, EngineBusy, HardError, LockProfile
+from .display import NoDisplay, VirtualDisplay, no_display_message, plan_display
+from .headers import watch
+from .saved_login import Loaded, save_back
+from .tokens import listed, local_storage
+from .trace import keep_trace, start_trace
 
 if TYPE_CHECKING:  # the section's type only: engines do not import the config
-    from pipeline.config import Browser
+    from ...config import Browser
 
 PATH_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 INSTALL_HINT = (
@@ -286,6 +287,8 @@ class BrowserSession:
         shared_browser: bool = False,
         trace: Path | None = None,
     ):
+        """Nothing starts here: the browser launches (or is attached to) on first use of
+        `.context`. Each option is explained where it is kept, below."""
         self.config = browser
         self.root = Path(root) if root else Path.cwd()
         self.description = ""
@@ -388,10 +391,10 @@ class BrowserSession:
             self._stop_playwright()
             if self.borrowed:
                 raise EngineBusy(
-                    f"the cycle's browser is gone ({_first_line(err)}); this article waits for the next cycle"
+                    f"the cycle's browser is gone ({first_line(err)}); this article waits for the next cycle"
                 ) from None
             raise HardError(
-                f"the browser did not start: {_first_line(err)}", code=Code.BROWSER_LAUNCH
+                f"the browser did not start: {first_line(err)}", code=Code.BROWSER_LAUNCH
             ) from None
         except BaseException:
             self._stop_playwright()
@@ -419,6 +422,8 @@ class BrowserSession:
             load_storage_state(self._context, state)
 
     def _launch(self) -> None:
+        """Launch Chromium on the account's persistent profile (locked while it runs), and load
+        the saved login into a new profile or one it was copied in for since."""
         chromium = self._playwright.chromium
         executable, self.description = find_executable(self.config.executable, chromium=chromium)
         profile = self._path(self.config.profile_dir)
@@ -599,8 +604,3 @@ def _close_quietly(page: Any) -> None:
         page.close()
     except Exception:
         pass  # the browser went away; nothing left to close
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(getattr(err, "message", "") or err).strip()
-    return text.splitlines()[0] if text else type(err).__name__

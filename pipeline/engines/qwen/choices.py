@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pipeline.engines.base import ChatChoice, Code, HardError, same_model
-from pipeline.engines.qwen.selectors import THINKING_OPTIONS, WEB_SEARCH_LABEL, Selectors
+from ..base import ChatChoice, Code, HardError, same_model
+from .selectors import THINKING_OPTIONS, WEB_SEARCH_LABEL, Selectors
 
 OPEN_SECONDS = 5.0  # how long an opened list may take to draw, and a choice to show
 PAUSE_MS = 100

@@ -34,10 +34,10 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pipeline.engines.base import Answer, EngineError, Generating
-from pipeline.engines.qwen.api import ChatShapeError, chat_id_from_url, classify_api_error, parse_chat
-from pipeline.engines.qwen.page import ApiUnusable, fetched_reads, start_fetches
-from pipeline.engines.qwen.steady import API_STABLE_SECONDS, Steadiness, finished_long_ago, site_time
+from ..base import Answer, EngineError, Generating
+from .api import ChatShapeError, chat_id_from_url, classify_api_error, parse_chat
+from .page import ApiUnusable, fetched_reads, start_fetches
+from .steady import API_STABLE_SECONDS, Steadiness, finished_long_ago, site_time
 
 # Reads of a chat whose status says finished while its text still changes, before its page decides.
 UNSTEADY_READS = 3

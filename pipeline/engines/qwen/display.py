@@ -26,10 +26,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pipeline.errors import UsageProblem
+from ...errors import UsageProblem
 
 if TYPE_CHECKING:  # the section's type only: engines do not import the config
-    from pipeline.config import Browser
+    from ...config import Browser
 
 XVFB_NAME = "Xvfb"
 XVFB_INSTALL = "apt-get install -y xvfb"

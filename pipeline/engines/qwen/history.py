@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from pipeline.engines.qwen.api import classify_api_error, parse_chat
-from pipeline.engines.qwen.page import ApiUnusable, fetch_api
+from .api import classify_api_error, parse_chat
+from .page import ApiUnusable, fetch_api
 
 
 class History(NamedTuple):

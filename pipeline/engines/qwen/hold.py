@@ -20,9 +20,9 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from pipeline.engines.base import Code, EngineError, HardError, TransientError
-from pipeline.engines.qwen.api import CHAT_ID_RE
-from pipeline.engines.unknown import Where, unknown
+from ..base import Code, EngineError, HardError, TransientError
+from ..unknown import Where, unknown
+from .api import CHAT_ID_RE
 
 COMPLETIONS_ROUTE = "**/api/v2/chat/completions*"
 

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from pipeline.engines.base import Code, EngineError, HardError
-from pipeline.engines.qwen.api import LOGIN_HINT, classify_api_error, is_logged_in_status
-from pipeline.engines.qwen.headers import NoHeaders, headers_for_call
-from pipeline.engines.qwen.page import evaluate, refusal_in
-from pipeline.engines.qwen.selectors import CURRENT
-from pipeline.engines.qwen.tokens import jwt_expiry
-from pipeline.engines.unknown import Where
+from ..base import Code, EngineError, HardError
+from ..unknown import Where
+from .api import LOGIN_HINT, classify_api_error, is_logged_in_status
+from .headers import NoHeaders, headers_for_call
+from .page import evaluate, refusal_in
+from .selectors import CURRENT
+from .tokens import jwt_expiry
 
 STATUS_PATH = "/api/v2/users/status"
 SETTLE_PAUSE = 0.25  # between reads while the page is still on its way somewhere

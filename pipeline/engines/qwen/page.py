@@ -11,18 +11,18 @@ import secrets
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from pipeline.engines.base import Code, EngineError, HardError, QuotaSpent, TransientError
-from pipeline.engines.qwen.api import (
+from ..base import Code, EngineError, HardError, QuotaSpent, TransientError
+from ..unknown import Where
+from .api import (
     LOGIN_HINT,
     classify_api_error,
     is_stale_headers,
     missing_chat_body,
 )
-from pipeline.engines.qwen.botcheck import is_sign_in, is_verification, names_verification
-from pipeline.engines.qwen.headers import NoHeaders, headers_for_call, headers_for_calls, watch
-from pipeline.engines.qwen.selectors import FAILURE_TEXTS, FailureTexts, Selectors
-from pipeline.engines.qwen.stream import COMPLETIONS_PATH
-from pipeline.engines.unknown import Where
+from .botcheck import is_sign_in, is_verification, names_verification
+from .headers import NoHeaders, headers_for_call, headers_for_calls, watch
+from .selectors import FAILURE_TEXTS, FailureTexts, Selectors
+from .stream import COMPLETIONS_PATH
 
 # Visible text of the page minus the conversation itself, so a prompt or an article that
 # quotes "Something went wrong" is not taken for the site's own banner.

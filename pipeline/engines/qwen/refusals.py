@@ -15,7 +15,7 @@ After BUSY_CLICKS clicks the send is a transient failure that took nothing.
 
 from __future__ import annotations
 
-from pipeline.engines.base import Code, EngineError, TransientError
+from ..base import Code, EngineError, TransientError
 
 BUSY_PAUSE_SECONDS = 3  # the wait before clicking send again after a refusal
 BUSY_CLICKS = 3  # clicks that may be refused before the send counts as a transient failure

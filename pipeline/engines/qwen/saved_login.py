@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.engines.qwen.tokens import listed, session_expiry
+from .tokens import listed, session_expiry
 
 LOCK_WAIT = 2.0  # s: another run saving the same file takes milliseconds
 MAX_BYTES = 16_000_000  # as `qwenpipe login --import` reads one
@@ -52,7 +52,7 @@ def stamp_of(path: Path) -> tuple[int, int, int] | None:
 
 def saved_state(path: Path) -> Any:
     """The storage state saved in `path`; None when unreadable (missing, a link, not JSON)."""
-    from pipeline import files
+    from ... import files
 
     try:
         return json.loads(files.read_bytes(path, limit=MAX_BYTES))
@@ -80,8 +80,8 @@ def save_back(context: Any, loaded: Loaded) -> bool:
     True when written."""
     from playwright.sync_api import Error as PlaywrightError
 
-    from pipeline import files
-    from pipeline.redact import Verbatim
+    from ... import files
+    from ...redact import Verbatim
 
     try:
         state = context.storage_state()
@@ -109,7 +109,7 @@ def save_back(context: Any, loaded: Loaded) -> bool:
 
 def _lock(path: Path) -> Any:
     """The save's lock beside the login file, waited for up to LOCK_WAIT seconds."""
-    from pipeline import files
+    from ... import files
 
     deadline = time.monotonic() + LOCK_WAIT
     while True:

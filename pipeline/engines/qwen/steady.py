@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from email.utils import parsedate_to_datetime
 
-from pipeline.engines.base import Code, TransientError
-from pipeline.engines.qwen.api import ChatView, epoch_seconds
+from ..base import Code, TransientError
+from .api import ChatView, epoch_seconds
 
 STALL_READS = 3  # reads of "page idle, API unfinished" before the answer counts as cut short
 # Two reads of one chat's JSON at least this far apart once its stored status says finished:

@@ -15,9 +15,10 @@ import json
 import re
 from typing import Any, NamedTuple
 
-from pipeline.engines.qwen.api import KNOWN_PHASES, KNOWN_STATUSES
-from pipeline.engines.qwen.headers import is_ours
-from pipeline.engines.qwen.watcher import PageWatcher
+from ...redact import first_line
+from .api import KNOWN_PHASES, KNOWN_STATUSES
+from .headers import is_ours
+from .watcher import PageWatcher
 
 COMPLETIONS_PATH = "/api/v2/chat/completions"
 CHAT_JSON_PATH = re.compile(r"/api/v2/chats/([a-f0-9-]{20,})(?:\?|$)")
@@ -132,7 +133,7 @@ class PageTraffic(PageWatcher):
             cdp = self._page.context.new_cdp_session(self._page)
             cdp.send("Network.enable")
         except Exception as err:  # not Chromium, or the page went away
-            self._no_streams = f"the browser cannot hand over the page's stream ({_first(err)})"
+            self._no_streams = f"the browser cannot hand over the page's stream ({first_line(err, 120)})"
             return
         cdp.on("Network.responseReceived", self._response)
         cdp.on("Network.dataReceived", self._data)
@@ -165,7 +166,7 @@ class PageTraffic(PageWatcher):
         try:  # what arrived before this moment, then every chunk as a dataReceived event
             buffered = self._cdp.send("Network.streamResourceContent", {"requestId": request_id})
         except Exception as err:
-            self._no_streams = f"the browser did not stream the page's completion ({_first(err)})"
+            self._no_streams = f"the browser did not stream the page's completion ({first_line(err, 120)})"
             return
         self._streams[request_id] = [base64.b64decode(buffered.get("bufferedData") or "")]
         self._order.append(request_id)
@@ -288,7 +289,3 @@ class PageTraffic(PageWatcher):
             except Exception:
                 pass  # the page is gone, and its session with it
             self._cdp = None
-
-
-def _first(err: BaseException) -> str:
-    return (str(err).splitlines() or [type(err).__name__])[0][:120]

@@ -40,7 +40,7 @@ def keep_trace(context: Any, path: Path) -> bool:
     False when there is none to keep (the browser is gone, the folder refuses it)."""
     from playwright.sync_api import Error as PlaywrightError
 
-    from pipeline import files
+    from ... import files
 
     # Playwright's driver writes the file itself: beside `path`, named as files' temporaries are
     # (a sweep removes one a killed run left), then read, masked and moved into place whole.
