@@ -159,7 +159,11 @@ def pick_command(rng: random.Random, trial: Trial, project: Path) -> list[str]:
 
 
 def run_and_watch(trial: Trial, command: list[str], project: Path) -> int | None:
+    began = time.monotonic()
     code, output = run_command(command, project)
+    # What each command took, in the trial's folder: where a slow trial spent its time.
+    with open(project / "commands.log", "a", encoding="utf-8") as log:
+        log.write(f"{time.monotonic() - began:6.1f} s  exit {code}  {' '.join(command)}\n")
     trial.runs += 1
     trial.exits[code] += 1
     words = " ".join(command)
@@ -180,21 +184,28 @@ def traceback_line(output: str) -> str:
     return rest[0] if rest else chaos.last_line(output)
 
 
-def fuzzed(trial: Trial, project: Path, sim, rng: random.Random, rate: float) -> None:
-    """Commands as cron and a user run them, while the site is fuzzed with the trial's seed."""
+def fuzzed(trial: Trial, project: Path, sim, rng: random.Random, rate: float) -> int | None:
+    """Commands as cron and a user run them, while the site is fuzzed with the trial's seed; the
+    last one's exit code (None: none ran)."""
     sim.set(fuzz=trial.fuzz_seed, fuzz_rate=rate)
+    code = None
     try:
         for _run in range(FUZZED_RUNS):
             if chaos.done(project, trial.slugs):
                 break
-            run_and_watch(trial, pick_command(rng, trial, project), project)
+            code = run_and_watch(trial, pick_command(rng, trial, project), project)
             time.sleep(rng.uniform(0, 0.5))
     finally:
         sim.set(fuzz=None, fault="")
+    return code
 
 
-def heal(trial: Trial, project: Path) -> None:
-    """Fault-free cycles until every prompt is done, or HEAL_DEADLINE."""
+def heal(trial: Trial, project: Path, last_code: int | None) -> None:
+    """Fault-free cycles until every prompt is done, or HEAL_DEADLINE. None when the fuzzed
+    commands did it all and the last of them ended 0: a cycle more would find nothing to do (it
+    opens no browser) and check nothing the checks after it do not."""
+    if last_code == 0 and chaos.done(project, trial.slugs):
+        return
     deadline = time.monotonic() + HEAL_DEADLINE
     while time.monotonic() < deadline:
         code = run_and_watch(trial, ["cycle"], project)
@@ -319,10 +330,10 @@ def run_trial(
     faults_before, ledger_before = len(sim.faults()), len(sim.ledger())
     try:
         chaos.sign_in_accounts(trial, project, sim)
-        fuzzed(trial, project, sim, rng, rate)
+        last_code = fuzzed(trial, project, sim, rng, rate)
         trial.faults = sim.faults()[faults_before:]
         (project / "faults.json").write_text(json.dumps(trial.faults, indent=1), encoding="utf-8")
-        heal(trial, project)
+        heal(trial, project, last_code)
         check(trial, project, sim, sim.ledger()[ledger_before:])
     except Exception as error:  # a broken runner must show up as a problem, not a silent pass
         trial.problems.append(f"runner error: {type(error).__name__}: {error}")
