@@ -43,3 +43,23 @@ def test_a_send_the_site_took_then_answered_with_an_html_500_is_never_paid_again
     assert [e["accepted"] for e in sim.ledger() if e["prompt"] == text] == [True]
     article = project / "articles" / "gateway.md"
     assert not article.exists() or read_article(article)[0]["engine"] == "qwen"  # in doubt, not the router
+
+
+def test_an_answer_stored_as_finished_before_its_last_words_is_never_taken_from_one_page_read(sim, tmp_path):
+    # The site stores "finished" ahead of the answer's last words (finish_early): the chat's JSON
+    # the page loads says finished from the first words on while the text still grows, and the
+    # page draws it as complete. Only the site's clock (its `updated_at` against the load's Date)
+    # or reads that stay unchanged can say the answer stopped: one read of the page never does.
+    project = make_project(tmp_path, sim, stable_reads=3, router=False)
+    with open(project / "config.toml", "a", encoding="utf-8") as config:
+        config.write("\n[article]\nmin_words = 0\n")  # a part of the answer is not refused for its size
+    text = prompt(project, "early", "Write an article about salt marshes (finished ahead of its words).")
+    sim.set(finish_early=600.0, answer_seconds=25.0)
+    assert qwenpipe_in_process("generate", "early", cwd=project).returncode == 42
+
+    result = qwenpipe_in_process("generate", "early", "--wait", cwd=project)  # the chat's page reads it
+
+    assert result.returncode == 0, result.stderr
+    meta, body = read_article(project / "articles" / "early.md")
+    assert meta["engine"] == "qwen"
+    assert body == sim.expected_answer(text).strip(), result.stderr

@@ -67,7 +67,7 @@ from pipeline.engines.qwen.page import (
 )
 from pipeline.engines.qwen.refusals import after_refusal
 from pipeline.engines.qwen.selectors import Selectors, merge_overrides
-from pipeline.engines.qwen.steady import API_STABLE_SECONDS, Steadiness
+from pipeline.engines.qwen.steady import API_STABLE_SECONDS, Steadiness, finished_long_ago, site_time
 from pipeline.engines.qwen.stream import PageTraffic, StreamRead
 from pipeline.engines.unknown import UnknownAnswer, Where, seen, unknown
 from pipeline.redact import first_line
@@ -907,9 +907,12 @@ class QwenEngine:
             model=view.model,
             extra=extra,
             settled=settled,
-            # The page loaded this JSON itself, the site stored the answer as finished, and the
-            # page drew that turn complete: nothing more to read.
-            vouched=loaded_by_page and settled is not None,
+            # The page loaded this JSON itself, the site stored the answer as finished long before
+            # (by its clock: the flag may come ahead of the last words), and the page drew that
+            # turn complete: nothing more to read.
+            vouched=loaded_by_page
+            and settled is not None
+            and finished_long_ago(view, site_time(read.date), stable_reads=self.stable_reads),
         )
 
     def _chat_json(self, page: Any, chat_id: str) -> History:
@@ -928,13 +931,17 @@ class QwenEngine:
         if loaded is not None:
             error = classify_api_error(loaded)
             if error is None:
-                return whole(page, chat_id, loaded, True, timeout=self.page_timeout)
+                date = traffic.load_date(chat_id)
+                return whole(page, chat_id, loaded, True, timeout=self.page_timeout)._replace(date=date)
             if error.code != Code.STALE_HEADERS:
                 raise error
-        elif _all_finished(traffic.latest_load(chat_id)):
-            # No new load, but the last one already holds every answer as finished: a finished
-            # answer does not change, and it is what the page draws.
-            return whole(page, chat_id, traffic.latest_load(chat_id), True, timeout=self.page_timeout)
+        elif _all_finished(traffic.latest_load(chat_id), traffic.load_date(chat_id), self.stable_reads):
+            # No new load, but the last one already holds every answer as finished long before
+            # it was answered: a finished answer does not change, and it is what the page draws.
+            # (A stored "finished" alone may come ahead of the last words: read again, ourselves.)
+            date = traffic.load_date(chat_id)
+            latest = traffic.latest_load(chat_id)
+            return whole(page, chat_id, latest, True, timeout=self.page_timeout)._replace(date=date)
         body = fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=self.page_timeout)
         return whole(page, chat_id, body, False, timeout=self.page_timeout)
 
@@ -1112,15 +1119,17 @@ def _comparable(text: str) -> str:
     return text.replace("\r\n", "\n").strip()
 
 
-def _all_finished(body: dict | None) -> bool:
-    """A successful chat JSON whose every answer the site stored as finished."""
+def _all_finished(body: dict | None, date: str | None, stable_reads: int) -> bool:
+    """A successful chat JSON whose every answer the site stored as finished, long before its
+    clock (`date`, the load's Date header) answered it (steady.finished_long_ago)."""
     if body is None or classify_api_error(body) is not None:
         return False
     try:
         view = parse_chat(body)
     except ChatShapeError:
         return False
-    return bool(view.stored) and all(done is True for done in view.stored)
+    finished = bool(view.stored) and all(done is True for done in view.stored)
+    return finished and finished_long_ago(view, site_time(date), stable_reads=stable_reads)
 
 
 def _screenshot(page: Any) -> bytes | None:
