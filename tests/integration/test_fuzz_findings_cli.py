@@ -5,7 +5,7 @@ both broke on main before branch `unknown` (issue 37 item 3) was merged, both ho
 from __future__ import annotations
 
 import pytest
-from sim_project import make_project, prompt, read_article
+from sim_project import journal, make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe_in_process
 
 pytestmark = pytest.mark.browser
@@ -63,3 +63,20 @@ def test_an_answer_stored_as_finished_before_its_last_words_is_never_taken_from_
     meta, body = read_article(project / "articles" / "early.md")
     assert meta["engine"] == "qwen"
     assert body == sim.expected_answer(text).strip(), result.stderr
+
+
+def test_an_unknown_answer_only_the_page_met_is_journalled(sim, tmp_path):
+    # The page loads the chat list beside the composer; the engine never reads that answer itself.
+    # The site answers that load with an error code nobody has reported: the page goes on, the
+    # send goes through, and the unknown answer is journalled all the same, for a user to send in.
+    project = make_project(tmp_path, sim)
+    prompt(project, "beside", "Write an article about lichens (the chat list beside it failed).")
+    sim.set(fault="chat_list:unknown_code")
+
+    assert qwenpipe_in_process("generate", "beside", cwd=project).returncode == 42
+
+    assert [(f["step"], f["kind"]) for f in sim.faults()] == [("chat_list", "unknown_code")]
+    code = sim.faults()[0]["detail"]
+    unknown = [e for e in journal(project) if e["event"] == "unknown_answer"]
+    assert [e["where"] for e in unknown] == ["chat_list"], unknown
+    assert code in unknown[0]["seen"] and "/api/v2/chats/" in unknown[0]["seen"], unknown

@@ -65,6 +65,7 @@ from pipeline.engines.qwen.page import (
     read_dom_state,
     screen_failure,
 )
+from pipeline.engines.qwen.page_answers import PageAnswers
 from pipeline.engines.qwen.refusals import after_refusal
 from pipeline.engines.qwen.selectors import Selectors, merge_overrides
 from pipeline.engines.qwen.steady import API_STABLE_SECONDS, Steadiness, finished_long_ago, site_time
@@ -513,6 +514,7 @@ class QwenEngine:
             page.set_default_timeout(self.page_timeout * 1000)
             PageTraffic.of(page)  # note the page's own requests from its first one
             BotChecks.of(page)  # and where it goes: a bot check is the page leaving the chat
+            PageAnswers.of(page)  # and what the site answers its own requests (page_answers.py)
         with self._using(page, where, keep=keep) as used:
             yield used
 
@@ -534,6 +536,7 @@ class QwenEngine:
                 err.screenshot = _screenshot(page)  # the user sees what the site showed
             raise
         finally:
+            self._notice_page(page, where)
             if not kept:
                 self._close_page(page, reuse=done)  # a page that failed is never used again
 
@@ -555,6 +558,8 @@ class QwenEngine:
         `reuse`, else closed."""
         PageTraffic.stop(page)
         BotChecks.stop(page)
+        self._notice_page(page)
+        PageAnswers.stop(page)
         if reuse:
             self.session.park(page)
             return
@@ -562,6 +567,12 @@ class QwenEngine:
             page.close()
         except Exception:
             pass  # the browser went away; nothing left to close
+
+    def _notice_page(self, page: Any, where: str = "") -> None:
+        """The unknown answers the site gave the page's own requests (page_answers.py), as read
+        past: the contract journals them after the call (`noticed`)."""
+        for found in PageAnswers.of(page).unknown():
+            self._notice(found.at(where).where, found.seen)
 
     def _keep_live(self, live: _Live) -> None:
         self._close_live()
