@@ -23,7 +23,10 @@ def handle(step: Context, move: Ask) -> Adopt | NeverSent | Search | InDoubt:
     step.log("recovering", engine="qwen", account=account)
     if not chat_id:
         return Search(account, marker)
-    url = chat_url(step.qwen.base_url, chat_id, step.article.sending)
+    try:
+        url = chat_url(step.qwen.base_url, chat_id, step.article.sending)
+    except EngineError as err:  # a chat the site never named: nothing to open, nothing proven
+        return InDoubt(account, str(err))
     step.say(f"{step.slug}: an earlier send was interrupted; opening the chat it named: {url}")
     try:
         messages = step.chat(account).user_messages(url)
