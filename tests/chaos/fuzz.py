@@ -23,10 +23,10 @@ every prompt is done (or HEAL_DEADLINE passed: a fault may cost an article its d
 - traceback: no "Traceback" in any command's output;
 - hang: no command outlives COMMAND_LIMIT seconds (it is killed, with its browser);
 - usage_exit: no command exits 2 ("cannot run as asked") because of what the site answered;
-- unknown_unjournalled: a trial whose faults changed what the page or the driver read has its
-  unknown answers journalled (`unknown_answer` with `where`, `seen` masked, `account`). The
-  event comes with branch `unknown` (issue 37 item 3): until then this is reported, not counted
-  as broken, unless `--strict-unknown` (STRICT_UNKNOWN).
+- unknown_unjournalled: a trial that met a fault any reader can tell (TELLING_KINDS), met by
+  the page's own requests or the driver's, has its unknown answers journalled (`unknown_answer`
+  with `where`, `seen` masked, `account`). Reported, not counted as broken, unless
+  `--strict-unknown` (STRICT_UNKNOWN; the long runs of docs/reliability.md use it).
 
 The run prints the fault mix (counts per step and kind) and every broken invariant with the
 trial's seed: `--seed S --only I` runs that trial again alone (the same prompts and the same fuzz
@@ -67,11 +67,27 @@ INVARIANTS = (
     "usage_exit",
     "unknown_unjournalled",
 )
-# Until branch `unknown` journals `unknown_answer`, this invariant is reported, not broken.
+# Reported, not broken, unless --strict-unknown: a fault met by a request whose page was closed
+# before its answer came reaches no reader at all, and only a look at the trial tells.
 STRICT_UNKNOWN = False
 REPORTED_ONLY = ("unknown_unjournalled",)
-# Faults that leave what a reader needs as it was: not an unknown answer the driver must journal.
-SILENT_KINDS = ("slow", "unknown_field")
+# The faults any reader can tell from the site's known answers, whichever request of the page's
+# or the driver's meets them: an answer that is not the site's JSON or stream (HTML, a widget, a
+# redirect), an error code, phase or status nobody has reported. Each must be journalled. The
+# others may look like an answer the site gives every day (a dropped message reads as one not yet
+# stored, a duplicated or reordered frame as the stream it is, a field the driver never reads as
+# nothing): they are checked by what they must never cost (a wrong article, a second send).
+TELLING_KINDS = (
+    "unknown_code",
+    "unknown_code_taken",
+    "html_4xx",
+    "html_5xx",
+    "html_5xx_taken",
+    "unknown_widget",
+    "redirect",
+    "unknown_phase",
+    "unknown_status",
+)
 ALLOWED_RESEND = "recovery_lost"  # the journal's step for a send given up as lost, then sent again
 COMMAND_LIMIT = 120  # seconds: a command still running then hangs
 FUZZED_RUNS = 6  # commands run while the site is fuzzed
@@ -289,7 +305,7 @@ def check_holds(trial: Trial, events, ours: list[dict], sim) -> None:
 def check_unknown_journalled(trial: Trial, events) -> None:
     unknown = [e for e in events if e.event == "unknown_answer"]
     trial.unknown_events = len(unknown)
-    seen = [f for f in trial.faults if f["kind"] not in SILENT_KINDS]
+    seen = [f for f in trial.faults if f["kind"] in TELLING_KINDS]
     if seen and not unknown:
         trial.breaks("unknown_unjournalled", f"{len(seen)} unknown answers, no `unknown_answer` journalled")
     for event in unknown:
