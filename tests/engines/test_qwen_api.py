@@ -261,6 +261,13 @@ def test_users_status():
     assert is_logged_in_status("<html>") is None
 
 
+def test_a_users_status_without_its_answer_says_nothing_not_logged_out():
+    # The fuzzed site dropped `.data` (or sent it as another type): not "logged out" (a hard
+    # failure, the article handed to the router), but nothing usable (issue 37).
+    for body in ({"success": True}, {"success": True, "data": "true"}, {"success": True, "data": 1}):
+        assert is_logged_in_status(body) is None, body
+
+
 def test_chat_list_items_in_site_order():
     listing = {"success": True, "data": [{"id": "b", "title": "x"}, {"id": "a", "title": "y"}]}
     assert [item.chat_id for item in chat_list_items(listing)] == ["b", "a"]

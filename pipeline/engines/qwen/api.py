@@ -406,7 +406,8 @@ def is_logged_in_status(payload: Any) -> bool | None:
     if not isinstance(payload, dict):
         return None
     if payload.get("success") is True:
-        return payload.get("data") is True
+        data = payload.get("data")
+        return data if isinstance(data, bool) else None  # without its answer: nothing said
     error = classify_api_error(payload)
     if error is not None and error.code == Code.LOGGED_OUT:
         return False

@@ -8,18 +8,20 @@ a firewall, a bot check, no network) the page has to tell: the app on the site, 
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from pipeline.engines.base import Code, EngineError, HardError
+from pipeline.engines.base import Code, EngineError, HardError, TransientError
 from pipeline.engines.qwen.api import LOGIN_HINT, classify_api_error, is_logged_in_status
 from pipeline.engines.qwen.headers import NoHeaders, headers_for_call
 from pipeline.engines.qwen.page import evaluate, refusal_in
 from pipeline.engines.qwen.selectors import CURRENT
 from pipeline.engines.qwen.tokens import jwt_expiry
-from pipeline.engines.unknown import Where
+from pipeline.engines.unknown import FIRST_BYTES, Where
+from pipeline.engines.unknown import unknown as mark_unknown
 
 STATUS_PATH = "/api/v2/users/status"
 SETTLE_PAUSE = 0.25  # between reads while the page is still on its way somewhere
@@ -94,6 +96,8 @@ def read_login_state(page: Any, timeout: float = 10) -> LoginSeen:
         error = classify_api_error(seen["json"])
         refusal = error if error is not None and error.code == Code.BOT_CHECK else None
         unknown = error if error is not None and error.unknown is not None else None
+        if error is None and is_logged_in_status(seen["json"]) is None:
+            unknown = _unread_status(seen["json"])  # a field it needs missing or of another type
     elif "text" in seen:
         refusal = refusal_in(seen["text"])
     if unknown is not None:
@@ -105,6 +109,16 @@ def read_login_state(page: Any, timeout: float = 10) -> LoginSeen:
         refusal=refusal,
         unknown=unknown,
     )
+
+
+def _unread_status(body: Any) -> EngineError:
+    """The login check answered as a success without the status it needs (`data`, true or false):
+    before the click, a transient failure naming the field (engines/unknown.py)."""
+    error = TransientError(
+        f"the site's {STATUS_PATH} answered without its field data (true or false): the site changed",
+        code=Code.MISSING_FIELD,
+    )
+    return mark_unknown(error, Where.LOGIN_CHECK, field="data", body=json.dumps(body)[:FIRST_BYTES])
 
 
 def read_settled_login_state(page: Any, timeout: float) -> LoginSeen | None:
