@@ -82,3 +82,20 @@ def test_an_unknown_answer_only_the_page_met_is_journalled(sim, tmp_path):
     unknown = [e for e in journal(project) if e["event"] == "unknown_answer"]
     assert [e["where"] for e in unknown] == ["chat_list"], unknown
     assert code in unknown[0]["seen"] and "/api/v2/chats/" in unknown[0]["seen"], unknown
+
+
+def test_an_html_page_answering_a_read_of_qwenpipes_own_is_journalled(sim, tmp_path):
+    # The login check before typing is qwenpipe's own read through the page. An HTML error page
+    # there is no answer the site gives: the page's own signals decide (it is the app, so the
+    # send goes on), and the unknown answer is journalled, though no reader raised it.
+    project = make_project(tmp_path, sim)
+    prompt(project, "checked", "Write an article about ferns (the login check answered in HTML).")
+    before = len(sim.faults())
+    sim.set(fault="login_check:html_429")
+
+    assert qwenpipe_in_process("generate", "checked", cwd=project).returncode == 42
+
+    assert [(f["step"], f["kind"]) for f in sim.faults()[before:]] == [("login_check", "html_4xx")]
+    unknown = [e for e in journal(project) if e["event"] == "unknown_answer"]
+    assert [e["where"] for e in unknown] == ["login_check"], unknown
+    assert "HTTP 429" in unknown[0]["seen"] and "text/html" in unknown[0]["seen"], unknown

@@ -525,6 +525,7 @@ class QwenEngine:
         succeeded. Every unknown answer raised out of it says where it was met (`where`, unless it
         says so itself): the one place all of them pass."""
         kept = done = False
+        told = ""  # the step whose unknown answer the error raised tells already
         try:
             with self._errors_as_engine_errors():
                 yield page
@@ -532,11 +533,12 @@ class QwenEngine:
         except EngineError as err:
             if err.unknown is not None:
                 err.unknown = err.unknown.at(where)
+                told = err.unknown.where
             if err.code == Code.BOT_CHECK and err.screenshot is None:
                 err.screenshot = _screenshot(page)  # the user sees what the site showed
             raise
         finally:
-            self._notice_page(page, where)
+            self._notice_page(page, where, told=told)
             if not kept:
                 self._close_page(page, reuse=done)  # a page that failed is never used again
 
@@ -568,11 +570,13 @@ class QwenEngine:
         except Exception:
             pass  # the browser went away; nothing left to close
 
-    def _notice_page(self, page: Any, where: str = "") -> None:
-        """The unknown answers the site gave the page's own requests (page_answers.py), as read
-        past: the contract journals them after the call (`noticed`)."""
+    def _notice_page(self, page: Any, where: str = "", *, told: str = "") -> None:
+        """The unknown answers the site gave the page's requests (page_answers.py), as read past:
+        the contract journals them after the call (`noticed`); but those of the step `told`,
+        which the error the call raised tells already."""
         for found in PageAnswers.of(page).unknown():
-            self._notice(found.at(where).where, found.seen)
+            if found.at(where).where != told:
+                self._notice(found.at(where).where, found.seen)
 
     def _keep_live(self, live: _Live) -> None:
         self._close_live()

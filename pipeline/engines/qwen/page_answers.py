@@ -5,11 +5,13 @@ The page asks the site for more than the engine reads itself: the chat list besi
 login check, a new chat, a chat's JSON as it opens. When the site answers one of those with
 something no reference names (an unknown error code in its JSON shape, an HTML page, a redirect
 to an unknown path) the page copes or not, and the engine may never read that answer itself:
-it would go unjournalled. `PageAnswers` notes the page's own responses to the site's API (never
-qwenpipe's reads, headers.is_ours; never the completion, which the send reads itself) as
-Playwright reports them, and tells the unknown ones when asked (`unknown`, when the engine is done
-with the page): the engine hands them over as answers it read past (`noticed`), and the contract
-journals them (`unknown_answer`) as it journals every other.
+it would go unjournalled. `PageAnswers` notes the page's responses to the site's API (never the
+completion, which the send reads itself) as Playwright reports them, and tells the unknown ones
+when asked (`unknown`, when the engine is done with the page): the engine hands them over as
+answers it read past (`noticed`), and the contract journals them (`unknown_answer`) as it
+journals every other. qwenpipe's own reads through the page (headers.is_ours) count for what is
+not JSON (an HTML page, a redirect): a reader takes those for "no answer, look again" and raises
+nothing that names them; an error code in their JSON is raised as the unknown answer it is.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from urllib.parse import urlsplit
 
 from pipeline.engines.qwen.api import classify_api_error
 from pipeline.engines.qwen.headers import is_ours
+from pipeline.engines.qwen.page import refusal_in
 from pipeline.engines.qwen.stream import COMPLETIONS_PATH
 from pipeline.engines.qwen.watcher import PageWatcher
 from pipeline.engines.unknown import UnknownAnswer, Where, seen
@@ -49,16 +52,16 @@ class PageAnswers(PageWatcher):
 
     def __init__(self, page: Any):
         super().__init__(page)
-        self._noted: list[Any] = []
+        self._noted: list[tuple[Any, bool]] = []  # (response, whether the read was ours)
         page.on("response", self._response)
 
     def _response(self, response: Any) -> None:
         try:
             request = response.request
             path = urlsplit(request.url).path
-            if not path.startswith(API_PATH) or COMPLETIONS_PATH in path or is_ours(request.headers):
+            if not path.startswith(API_PATH) or COMPLETIONS_PATH in path:
                 return
-            self._noted.append(response)
+            self._noted.append((response, is_ours(request.headers)))
             del self._noted[:-MAX_NOTED]
         except Exception:
             pass  # a response of a page being closed: nothing to learn from it
@@ -67,9 +70,9 @@ class PageAnswers(PageWatcher):
         """The unknown answers among the responses noted since the last call (each once)."""
         noted, self._noted = self._noted, []
         found = []
-        for response in noted:
+        for response, ours in noted:
             try:
-                answer = _unknown_answer(response)
+                answer = _unknown_answer(response, ours)
             except Exception:
                 continue  # the page or the browser went away: its body with it
             if answer is not None:
@@ -83,9 +86,10 @@ class PageAnswers(PageWatcher):
             pass  # the page is already closed
 
 
-def _unknown_answer(response: Any) -> UnknownAnswer | None:
+def _unknown_answer(response: Any, ours: bool) -> UnknownAnswer | None:
     """The response as an unknown answer, or None when it is one the site is known to give: its
-    JSON, a success or a failure whose words the engine knows (api.classify_api_error)."""
+    JSON, a success or a failure whose words the engine knows (api.classify_api_error). `ours`:
+    a read of qwenpipe's, whose JSON the reader judges (and raises) itself."""
     request = response.request
     path = urlsplit(request.url).path
     where = step_of(request.method, path)
@@ -98,11 +102,15 @@ def _unknown_answer(response: Any) -> UnknownAnswer | None:
         return None  # nothing said, nothing unknown
     body = response.body()
     if "json" not in kind:
+        if refusal_in(body.decode("utf-8", errors="replace"), response.url) is not None:
+            return None  # the firewall's page, a bot check: known, and the readers say so
         return UnknownAnswer(where, seen(status=status, content_type=kind, url=path, body=body))
     try:
         payload = json.loads(body)
     except ValueError:
         return UnknownAnswer(where, seen(status=status, content_type=kind, url=path, body=body))
+    if ours:
+        return None
     error = classify_api_error(payload)
     if error is None or error.unknown is None:
         return None
