@@ -200,6 +200,26 @@ def test_unknown_shape_is_a_shape_error():
         parse_chat({"success": True, "data": {"id": CHAT_ID}})
 
 
+@pytest.mark.parametrize("value", [664, 1.5, True, ["# Title"], {"text": "# Title"}])
+@pytest.mark.parametrize("shape", [shape_2026_06, shape_2026_08])
+def test_a_text_of_another_type_is_a_shape_error_never_the_article(shape, value):
+    # Fuzz seed 2001 trial 2 (2 accounts): the answer's content came as an int (its length), and
+    # the article said "664". Every text the readers take (the answer's parts, the top-level
+    # content, the user's message) is a string or nothing yet.
+    for index, role in ((1, "assistant"), (0, "user")):
+        messages = conversation()
+        part = messages[index]["content_list"][-1] if role == "assistant" else messages[index]
+        part["content"] = value
+        with pytest.raises(ChatShapeError) as shape_error:
+            parse_chat(shape(messages))
+        assert "content" in shape_error.value.field, (role, shape_error.value.field)
+    messages = conversation()
+    del messages[1]["content_list"]
+    messages[1]["content"] = value
+    with pytest.raises(ChatShapeError):
+        parse_chat(shape(messages))
+
+
 # -- classify_api_error ----------------------------------------------------------------------
 
 
