@@ -99,3 +99,22 @@ def test_an_html_page_answering_a_read_of_qwenpipes_own_is_journalled(sim, tmp_p
     unknown = [e for e in journal(project) if e["event"] == "unknown_answer"]
     assert [e["where"] for e in unknown] == ["login_check"], unknown
     assert "HTTP 429" in unknown[0]["seen"] and "text/html" in unknown[0]["seen"], unknown
+
+
+def test_an_unknown_code_the_collector_read_past_is_journalled(sim, tmp_path):
+    # A cycle reads a sent chat's JSON itself first (qwen.collect = "api"); answered with an error
+    # code nobody has reported, the collector leaves the chat to its page, which finishes it:
+    # nothing failed, and the unknown answer is journalled all the same (fuzz seed 1100 trial 8).
+    project = make_project(tmp_path, sim)
+    text = prompt(project, "collected", "Write an article about mosses (collected past an odd code).")
+    assert qwenpipe_in_process("generate", "collected", cwd=project).returncode == 42
+    before = len(sim.faults())
+    sim.set(fault="chat_json:unknown_code")
+
+    assert qwenpipe_in_process("cycle", cwd=project).returncode == 0
+
+    assert [(f["step"], f["kind"]) for f in sim.faults()[before:]] == [("chat_json", "unknown_code")]
+    code = sim.faults()[before]["detail"]
+    unknown = [e for e in journal(project) if e["event"] == "unknown_answer"]
+    assert [e["where"] for e in unknown] == ["chat_json"] and code in unknown[0]["seen"], unknown
+    assert read_article(project / "articles" / "collected.md")[1] == sim.expected_answer(text).strip()

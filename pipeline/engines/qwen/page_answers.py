@@ -9,9 +9,10 @@ it would go unjournalled. `PageAnswers` notes the page's responses to the site's
 completion, which the send reads itself) as Playwright reports them, and tells the unknown ones
 when asked (`unknown`, when the engine is done with the page): the engine hands them over as
 answers it read past (`noticed`), and the contract journals them (`unknown_answer`) as it
-journals every other. qwenpipe's own reads through the page (headers.is_ours) count for what is
-not JSON (an HTML page, a redirect): a reader takes those for "no answer, look again" and raises
-nothing that names them; an error code in their JSON is raised as the unknown answer it is.
+journals every other. qwenpipe's own reads through the page count as well: a reader takes an
+HTML page or a redirect for "no answer, look again", and the collector leaves a chat whose JSON
+holds an unknown code to its page, neither raising anything that names it. What a call's error
+raised already is not journalled twice (QwenEngine._using).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pipeline.engines.qwen.api import classify_api_error
-from pipeline.engines.qwen.headers import is_ours
 from pipeline.engines.qwen.page import refusal_in
 from pipeline.engines.qwen.stream import COMPLETIONS_PATH
 from pipeline.engines.qwen.watcher import PageWatcher
@@ -52,7 +52,7 @@ class PageAnswers(PageWatcher):
 
     def __init__(self, page: Any):
         super().__init__(page)
-        self._noted: list[tuple[Any, bool]] = []  # (response, whether the read was ours)
+        self._noted: list[Any] = []
         page.on("response", self._response)
 
     def _response(self, response: Any) -> None:
@@ -61,7 +61,7 @@ class PageAnswers(PageWatcher):
             path = urlsplit(request.url).path
             if not path.startswith(API_PATH) or COMPLETIONS_PATH in path:
                 return
-            self._noted.append((response, is_ours(request.headers)))
+            self._noted.append(response)
             del self._noted[:-MAX_NOTED]
         except Exception:
             pass  # a response of a page being closed: nothing to learn from it
@@ -70,9 +70,9 @@ class PageAnswers(PageWatcher):
         """The unknown answers among the responses noted since the last call (each once)."""
         noted, self._noted = self._noted, []
         found = []
-        for response, ours in noted:
+        for response in noted:
             try:
-                answer = _unknown_answer(response, ours)
+                answer = _unknown_answer(response)
             except Exception:
                 continue  # the page or the browser went away: its body with it
             if answer is not None:
@@ -86,10 +86,9 @@ class PageAnswers(PageWatcher):
             pass  # the page is already closed
 
 
-def _unknown_answer(response: Any, ours: bool) -> UnknownAnswer | None:
+def _unknown_answer(response: Any) -> UnknownAnswer | None:
     """The response as an unknown answer, or None when it is one the site is known to give: its
-    JSON, a success or a failure whose words the engine knows (api.classify_api_error). `ours`:
-    a read of qwenpipe's, whose JSON the reader judges (and raises) itself."""
+    JSON, a success or a failure whose words the engine knows (api.classify_api_error)."""
     request = response.request
     path = urlsplit(request.url).path
     where = step_of(request.method, path)
@@ -109,8 +108,6 @@ def _unknown_answer(response: Any, ours: bool) -> UnknownAnswer | None:
         payload = json.loads(body)
     except ValueError:
         return UnknownAnswer(where, seen(status=status, content_type=kind, url=path, body=body))
-    if ours:
-        return None
     error = classify_api_error(payload)
     if error is None or error.unknown is None:
         return None
