@@ -58,12 +58,12 @@ def build(root: Path, url: str, articles: int) -> Path:
     (root / "config.toml").write_text(CONFIG.format(url=url))
     PostgresStore.init(url)
     now = time.time()
-    with PostgresStore.open(url, host="bench") as store, store.step() as step:
+    with PostgresStore.open(url, host="bench") as store, store.transaction() as tx:
         for n in range(articles):
             slug = f"article-{n:05d}"
             (prompts / f"{slug}.md").write_text(f"Write article {n}.")
             (out / f"{slug}.md").write_text(document(n, slug))
-            step.put_finished(Finished(slug, "qwen", "default", "bench", now, document(n, slug)))
+            tx.put_finished(Finished(slug, "qwen", "default", "bench", now, document(n, slug)))
     return root
 
 

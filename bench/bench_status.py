@@ -138,9 +138,9 @@ def grow(root: Path) -> None:
     from pipeline.store.protocol import Event
     from pipeline.store.sqlite import SQLiteStore
 
-    with SQLiteStore.open(root / "articles" / ".qwenpipe") as store, store.step() as step:
+    with SQLiteStore.open(root / "articles" / ".qwenpipe") as store, store.transaction() as tx:
         for _ in range(20):
-            step.append(Event("article-00001", "poll", time.time(), fields={"engine": "qwen"}))
+            tx.append(Event("article-00001", "poll", time.time(), fields={"engine": "qwen"}))
 
 
 # The least any Python process does for this document, qwenpipe's logic left out: list both

@@ -36,10 +36,10 @@ def build(state_dir: Path, articles: int, events: int) -> None:
     rng = random.Random(13)
     now = time.time()
     slugs = [f"article-{n:05d}" for n in range(articles)]
-    with SQLiteStore.open(state_dir) as store, store.step() as step:
+    with SQLiteStore.open(state_dir) as store, store.transaction() as tx:
         for n, slug in enumerate(slugs):
             failing = n % 10 == 0
-            step.put_article(
+            tx.put_article(
                 ArticleRecord(
                     slug,
                     attempts=2 if failing else 0,
@@ -55,16 +55,16 @@ def build(state_dir: Path, articles: int, events: int) -> None:
                 )
             )
             if n % 20 == 0:
-                step.record_intent(slug, Intent(1, now, f"{n:064x}", pid=4242))
+                tx.record_intent(slug, Intent(1, now, f"{n:064x}", pid=4242))
         start = now - 30 * 86400
         for i in range(events):
             event = rng.choice(EVENTS)
             fields = {"engine": "qwen", **event_fields(event, i, rng)}
             ts = start + (now - start) * i / events
-            step.append(
+            tx.append(
                 Event(rng.choice(slugs), event, round(ts, 3), pid=4242, account="default", fields=fields)
             )
-        step.block_quota(QuotaBlock("default", until=now + 3600, reason="RateLimited", since=now))
+        tx.block_quota(QuotaBlock("default", until=now + 3600, reason="RateLimited", since=now))
 
 
 def load(store: SQLiteStore) -> int:

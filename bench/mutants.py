@@ -101,21 +101,21 @@ STORE_FUNCTIONS = (
     "SQLStore.renew_lease",
     "SQLStore.release_lease",
     "SQLStore.lease",
-    "SQLStep.record_intent",
-    "SQLStep.record_sent",
-    "SQLStep.name_chat",
-    "SQLStep.withdraw_intent",
-    "SQLStep.forget_sends",
-    "SQLStep.check_lease",
-    "SQLStep.put_finished",
-    "SQLStep.changes_one",
-    "SQLStep._send",
+    "SQLTransaction.record_intent",
+    "SQLTransaction.record_sent",
+    "SQLTransaction.name_chat",
+    "SQLTransaction.withdraw_intent",
+    "SQLTransaction.forget_sends",
+    "SQLTransaction.check_lease",
+    "SQLTransaction.put_finished",
+    "SQLTransaction.changes_one",
+    "SQLTransaction._send",
     "read_article",
     "open_intent",
-    "SQLiteStore.step",
-    "SQLiteStep._insert_unique",
-    "PostgresStore.step",
-    "PostgresStep._insert_unique",
+    "SQLiteStore.transaction",
+    "SQLiteTransaction._insert_unique",
+    "PostgresStore.transaction",
+    "PostgresTransaction._insert_unique",
 )
 TARGETS = (
     Target("step", STEP_FILES, safety_only=True),
@@ -164,7 +164,7 @@ TESTS = {
 # step, a marker or the state; it is a crash point, a lease check, the budget; or it masks.
 SAFETY = re.compile(
     r"crashpoint\(|lease\b[\w.]*\.(check|claim|release)\(|atomic_write\(|files\.remove\(|"
-    r"\.step\(\)|record_intent\(|record_sent\(|record_finished\(|withdraw_intent\(|forget_sends\(|"
+    r"\.transaction\(\)|record_intent\(|record_sent\(|record_finished\(|withdraw_intent\(|forget_sends\(|"
     r"name_chat\(|give_back\(|unsent\(|put_finished\(|\.save\(\)|budget\.(take|give_back)\(|"
     r"deleted_chat\(|dead_letter\(|mask|chat_quota\.(block|hold)\(|\.check\(\)"
 )

@@ -12,7 +12,7 @@ workspace knows (proxy passwords, PGPASSWORD, the tokens of notify URLs). Regist
 adds: a secret is never forgotten. Two boundaries mask, so that no caller has to:
 - what is kept on disk: `mask_kept`, called by the two places every write passes through,
   files.atomic_write / create_new (every record under `.qwenpipe/`, the sidecars, the metrics,
-  a zip's members: a browser trace, a report bundle) and the store's SQLStep (every bound value
+  a zip's members: a browser trace, a report bundle) and the store's SQLTransaction (every bound value
   of every write, SQLite and PostgreSQL alike);
 - what leaves the process: the consoles (MaskedStream), the notifications, the JSON commands.
 What the user reads as their own is kept `Verbatim`: an article (refused, not masked, when it
@@ -327,7 +327,7 @@ def mask_kept(data: Any) -> Any:
     returned as it is) with every run of MIN_RUN+ characters of a registered secret's forms,
     every password written in a URL or a `password=` pair and every login token (JWT) masked.
     Called where every write to disk passes (files.atomic_write and create_new, the store's
-    SQLStep), never by the writers themselves.
+    SQLTransaction), never by the writers themselves.
 
     Text that needed masking and is JSON or TOML (a record) is masked value by value and
     written again in its format, so that a mask never swallows a quote between two strings.

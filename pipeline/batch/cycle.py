@@ -194,9 +194,9 @@ def run_cycle(
         with ExitStack() as sharing:
             shared = _share_browser(workspace, engines, polls, sends, sharing, say, clock())
             for view in _poll_concurrently(steps, shared, polls):
-                steps.step(view)
+                steps.run_article(view)
             for view in _send_concurrently(steps, shared, sends):
-                steps.step(view)
+                steps.run_article(view)
         # Chats of articles finished before this cycle whose delete failed (qwen.delete_chats).
         deleted = cleanup.retry_pending(workspace, engines, clock=clock, say=say, before=began)
         report.counts["chats_deleted"] += deleted
@@ -519,7 +519,7 @@ class CycleSteps:
     budget: SendBudget
     guard: threading.Lock | None = None  # the poll threads' lock on the report and the messages
 
-    def step(self, view: ArticleView) -> None:
+    def run_article(self, view: ArticleView) -> None:
         from ..contract.step import generate  # a no-op cycle steps nothing: not loaded for it
 
         slug, report, say = view.slug, self.report, self.say
@@ -637,7 +637,7 @@ def _poll_side_by_side(
                     view = todo.get_nowait()
                 except Empty:
                     return
-                own.step(view)
+                own.run_article(view)
         finally:
             mine.close()
 
@@ -700,7 +700,7 @@ def _collect_first(steps: CycleSteps, account: str, polls: list[ArticleView]) ->
                 continue  # its answer did not grow since the last look: a stall only its page shows
             results[url] = result
             stepped.add(urls[url].slug)
-            collecting.step(urls[url])
+            collecting.run_article(urls[url])
     finally:
         close = getattr(decided, "close", None)
         if close is not None:

@@ -487,11 +487,11 @@ def remember(store, learned: list, rows: list[StatusRow], gone: list[str]) -> No
     there, so that the next status reads only what changed. A cache: a store that cannot take
     it now skips it, never status."""
     try:
-        with store.step() as step:
+        with store.transaction() as tx:
             if learned:
-                step.put_prompt_checks(learned)
+                tx.put_prompt_checks(learned)
             if rows or gone:
-                step.put_status_rows(rows, gone)
+                tx.put_status_rows(rows, gone)
     except StoreError:  # busy, or not ours to write (a read-only database): shown all the same
         pass
 

@@ -14,38 +14,36 @@ from .common import ConfigOption, workspace_of
 FOLLOW_INTERVAL = 0.5  # seconds between two reads of the store under --follow
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("log")
-    def log_command(
-        ctx: typer.Context,
-        slug: Annotated[str | None, typer.Argument(help="only this article's steps", metavar="SLUG")] = None,
-        follow: Annotated[
-            bool, typer.Option("--follow", "-f", help="keep printing new steps until Ctrl-C")
-        ] = False,
-        as_json: Annotated[
-            bool, typer.Option("--json", help="one JSON object a line (the journal.jsonl form)")
-        ] = False,
-        config: ConfigOption = None,
-    ) -> None:
-        """The journal: every step of every article (or one), oldest first."""
-        if slug is not None:
-            from ..contract.prompts import check_slug
+def log_command(
+    ctx: typer.Context,
+    slug: Annotated[str | None, typer.Argument(help="only this article's steps", metavar="SLUG")] = None,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="keep printing new steps until Ctrl-C")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="one JSON object a line (the journal.jsonl form)")
+    ] = False,
+    config: ConfigOption = None,
+) -> None:
+    """The journal: every step of every article (or one), oldest first."""
+    if slug is not None:
+        from ..contract.prompts import check_slug
 
-            check_slug(slug)
-        workspace = workspace_of(ctx, config)
-        workspace.check_journal()
-        journal = workspace.journal
-        try:
-            after = _print(journal, slug, 0, as_json)
-            while follow:
-                time.sleep(FOLLOW_INTERVAL)
-                after = _print(journal, slug, after, as_json)
-        except KeyboardInterrupt:
-            pass
-        except BrokenPipeError:  # `log | head`: the reader has all it wanted
-            import os
+        check_slug(slug)
+    workspace = workspace_of(ctx, config)
+    workspace.check_journal()
+    journal = workspace.journal
+    try:
+        after = _print(journal, slug, 0, as_json)
+        while follow:
+            time.sleep(FOLLOW_INTERVAL)
+            after = _print(journal, slug, after, as_json)
+    except KeyboardInterrupt:
+        pass
+    except BrokenPipeError:  # `log | head`: the reader has all it wanted
+        import os
 
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _print(journal, slug: str | None, after: int, as_json: bool) -> int:

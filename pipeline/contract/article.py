@@ -164,8 +164,8 @@ class ArticleState(ArticleRecord):
 
     def save(self, store: Store, slug: str) -> None:
         """Write the record of article `slug` to `store` (one step)."""
-        with store.step() as step:
-            step.put_article(self.to_record(slug))
+        with store.transaction() as tx:
+            tx.put_article(self.to_record(slug))
 
     def to_record(self, slug: str) -> ArticleRecord:
         """The record the store keeps (masked by the store's write; the open intent is the store's own)."""

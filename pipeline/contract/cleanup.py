@@ -97,10 +97,10 @@ def _record(workspace, deletion: ChatDeletion, event: str, **fields: object) -> 
     """The deletion's row and its journal event, in one step; a busy store leaves it as it was
     (a pending delete is tried again; a deleted chat then answers "not found": deleted)."""
     try:
-        with workspace.store.step() as step:
-            step.put_chat_deletion(deletion)
+        with workspace.store.transaction() as tx:
+            tx.put_chat_deletion(deletion)
             workspace.journal.append_in(
-                step,
+                tx,
                 deletion.slug,
                 event,
                 engine="qwen",

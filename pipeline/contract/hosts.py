@@ -87,13 +87,13 @@ class ArticleLease:
     def _expiry_guess(self) -> float:
         return (self._renewed or self.clock()) + self.seconds
 
-    def check(self, step=None) -> None:
-        """LeaseLost unless the lease is still ours: inside `step` (the intent's transaction), or
+    def check(self, tx=None) -> None:
+        """LeaseLost unless the lease is still ours: inside `tx` (the intent's transaction), or
         by a read of the store (just before the click)."""
         if self.lost:
             raise LeaseLost(f"{self.slug}: {self.lost}; stopping before any send")
-        if step is not None:
-            step.check_lease(self.slug, self.owner, self.clock())
+        if tx is not None:
+            tx.check_lease(self.slug, self.owner, self.clock())
             return
         held = self.store.lease(self.slug, self.clock())
         if held is None or held.owner != self.owner:
@@ -172,8 +172,8 @@ def sync_article(store, article: ArticleFiles, host: str, this_host: LocalStore)
         return
     local = _local_url(article)
     if local:  # sent, and killed before the URL was recorded: the file is the proof
-        with store.step() as step:
-            step.record_sent(slug, 1, local, time.time())
+        with store.transaction() as tx:
+            tx.record_sent(slug, 1, local, time.time())
     elif not article.sending.exists():
         write_marker(article.sending, marker_of(first))
 
@@ -221,11 +221,11 @@ def _upload_sent(store, article: ArticleFiles, host: str, this_host: LocalStore)
         return 0
     account, sha, when = _local_send(article, this_host)
     intent = Intent(1, when or time.time(), sha, account, 0, owner_token(host))
-    with store.step() as step:
+    with store.transaction() as tx:
         if any(s.turn == 1 for s in store.sends(article.slug)):
             return 0
-        step.record_intent(article.slug, intent)
-        step.record_sent(article.slug, 1, url, time.time())
+        tx.record_intent(article.slug, intent)
+        tx.record_sent(article.slug, 1, url, time.time())
     return 1
 
 
@@ -252,8 +252,8 @@ def _upload_finished(store, article: ArticleFiles, host: str) -> int:
         return 0
     engine = _front_matter_value(document, "engine")
     account = _front_matter_value(document, "account")
-    with store.step() as step:
-        return int(step.put_finished(Finished(article.slug, engine, account, host, time.time(), document)))
+    with store.transaction() as tx:
+        return int(tx.put_finished(Finished(article.slug, engine, account, host, time.time(), document)))
 
 
 def _is_article(article: ArticleFiles) -> bool:
@@ -297,8 +297,8 @@ def serve(workspace, now: float, *, again: bool = False) -> None:
     if key in _SERVED_ONCE and not again:
         return
     names = [a.name for a in all_accounts(workspace.config) if a.enabled]
-    with workspace.store.step() as step:
-        step.serve(workspace.config.store.host, names, now)
+    with workspace.store.transaction() as tx:
+        tx.serve(workspace.config.store.host, names, now)
     _SERVED_ONCE.add(key)
 
 

@@ -32,11 +32,11 @@ class Journal:
     def append(self, slug: str, event: str, **fields: object) -> dict:
         """Record one step. None-valued fields are left out to keep events short. `account`
         (a field): the chat account the step was about; a chat step names `default` without it."""
-        with self.store.step() as step:
-            return self.append_in(step, slug, event, **fields)
+        with self.store.transaction() as tx:
+            return self.append_in(tx, slug, event, **fields)
 
-    def append_in(self, step, slug: str, event: str, **fields: object) -> dict:
-        """`append` as one write of the caller's store step: it commits with the step's other
+    def append_in(self, tx, slug: str, event: str, **fields: object) -> dict:
+        """`append` as one write of the caller's store transaction: it commits with its other
         writes (one transaction, one fsync), or not at all."""
         from ..store.protocol import DEFAULT_ACCOUNT, Event
 
@@ -50,7 +50,7 @@ class Journal:
             account=str(account) if account else DEFAULT_ACCOUNT if kept.get("engine") == "qwen" else "",
             fields=kept,
         )
-        record.seq = step.append(record)
+        record.seq = tx.append(record)
         crashpoint("mid_journal")  # chaos: killed inside the step, nothing of it is written
         return record.to_entry()
 

@@ -127,8 +127,8 @@ class ChatQuota:
     def _save(self, until: float, since: float, reason: str, account: str) -> None:
         from ..store.protocol import QuotaBlock
 
-        with self.store.step() as step:
-            step.block_quota(QuotaBlock(account, until=until, reason=reason, since=since))
+        with self.store.transaction() as tx:
+            tx.block_quota(QuotaBlock(account, until=until, reason=reason, since=since))
 
     def block(
         self, now: float, retry_after: float | None, reason: str, account: str = DEFAULT_ACCOUNT

@@ -75,23 +75,23 @@ def import_once(store: Store, state_dir: Path) -> ImportReport | None:
     recorded = read_quota(state_dir / "quota.json")  # as written: the import never rewrites it
     blocked = (recorded[0], recorded[2]) if recorded else None
     report = ImportReport(len(entries), len(states), len(sends), len(markers), blocked is not None)
-    with store.step() as step:
-        if not step.claim_meta(IMPORT_KEY, dumps(asdict(report))):
+    with store.transaction() as tx:
+        if not tx.claim_meta(IMPORT_KEY, dumps(asdict(report))):
             return None  # another process imported it while we read the files
         for entry in entries:
-            step.append(
+            tx.append(
                 Event.from_entry(entry, account=DEFAULT_ACCOUNT if entry.get("engine") == "qwen" else "")
             )
         for slug, state in states.items():
-            step.put_article(_record(slug, state))
+            tx.put_article(_record(slug, state))
         for (slug, turn), sent in sends.items():
             sha = states[slug].sent_sha256 if slug in states else ""
-            step.record_intent(slug, Intent(turn, sent.intent_at, sha))
-            step.record_sent(slug, turn, sent.chat_url, sent.sent_at)
+            tx.record_intent(slug, Intent(turn, sent.intent_at, sha))
+            tx.record_sent(slug, turn, sent.chat_url, sent.sent_at)
         for slug, intent in markers.items():
-            step.record_intent(slug, intent)
+            tx.record_intent(slug, intent)
         if blocked:
-            step.block_quota(QuotaBlock(DEFAULT_ACCOUNT, until=blocked[0], reason=blocked[1]))
+            tx.block_quota(QuotaBlock(DEFAULT_ACCOUNT, until=blocked[0], reason=blocked[1]))
     return report
 
 

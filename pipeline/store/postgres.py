@@ -23,7 +23,7 @@ from typing import Any
 from ..redact import Verbatim, first_line
 from . import pg_schema
 from .protocol import Finished, StoreBusy, StoreError, StoreUnreachable
-from .sql import FINISHED_COLUMNS, Dialect, SQLStep, SQLStore
+from .sql import FINISHED_COLUMNS, Dialect, SQLStore, SQLTransaction
 
 BUSY_TIMEOUT = 5.0
 # A step is milliseconds of work; a transaction left idle longer is a host frozen inside it
@@ -147,10 +147,10 @@ class PostgresStore(SQLStore):
                 raise
 
     @contextlib.contextmanager
-    def step(self) -> Iterator[PostgresStep]:
+    def transaction(self) -> Iterator[PostgresTransaction]:
         with self._connected() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.batch,))
-            yield PostgresStep(conn, self.batch, self.host)
+            yield PostgresTransaction(conn, self.batch, self.host)
 
     # -- reading what only PostgreSQL says so ------------------------------------------------
 
@@ -169,8 +169,8 @@ class PostgresStore(SQLStore):
             self._drop()
 
 
-class PostgresStep(SQLStep):
-    """The writes of one `PostgresStore.step()` transaction (the batch's advisory lock held)."""
+class PostgresTransaction(SQLTransaction):
+    """The writes of one `PostgresStore.transaction()` transaction (the batch's advisory lock held)."""
 
     def __init__(self, conn: Any, batch: str, host: str = ""):
         super().__init__(conn, _dialect(batch), host)

@@ -7,7 +7,7 @@ as well, so that its unique send is (batch, slug, turn). On one machine the side
 the truth about "sent" and "done"; the store is the history and the bookkeeping, and holds no
 article body.
 
-Reads are methods of the Store. Writes happen in a `step()`: one short transaction, so a step
+Reads are methods of the Store. Writes happen in a `transaction()`: one short transaction, so a step
 that writes several rows (an event, the record, the intent) is all there or not at all.
 
 The sends table is the last guard against a second send: one row per (slug, turn), enforced by
@@ -155,7 +155,7 @@ class ArticleRecord:
     """What the contract remembers about one article between runs (was state/SLUG.json).
 
     `intent` is read, never written, through this record: it is the open intent among the
-    article's sends (recorded with `Step.record_intent`), None when every send has its URL.
+    article's sends (recorded with `Transaction.record_intent`), None when every send has its URL.
     The one list of these fields: the contract's working copy (contract.article.ArticleState)
     is this record with a list of errors it can append to.
     """
@@ -296,7 +296,7 @@ class Served(NamedTuple):
     seen: float
 
 
-class Step(Protocol):
+class Transaction(Protocol):
     """The writes of one transaction; the context manager commits them together or none."""
 
     def append(self, event: Event) -> int:
@@ -355,7 +355,7 @@ class Step(Protocol):
 
 
 class Store(Protocol):
-    def step(self) -> AbstractContextManager[Step]:
+    def transaction(self) -> AbstractContextManager[Transaction]:
         """One write transaction: every write in the block, or none (on an error or a kill)."""
 
     def events(self, slug: str | None = None, *, after: int = 0, since: float = 0.0) -> Iterator[Event]:
@@ -368,7 +368,7 @@ class Store(Protocol):
         """The remembered prompt checks, by slug; `slugs`: of these only."""
 
     def status_rows(self) -> dict[str, StatusRow]:
-        """What status kept of each article (Step.put_status_rows), by slug."""
+        """What status kept of each article (Transaction.put_status_rows), by slug."""
 
     def status_changes(self, slugs: list[str] | None = None) -> dict[str, int]:
         """Slug -> how many writes of its articles, summaries and sends rows the store has seen
@@ -413,14 +413,14 @@ class Store(Protocol):
         """Every lease held at `now`, by slug (a cycle plans around other hosts' articles)."""
 
     def meta(self, key: str) -> str | None:
-        """A value written with Step.claim_meta."""
+        """A value written with Transaction.claim_meta."""
 
     def finished(self, slugs: list[str] | None = None) -> dict[str, Finished]:
         """The finished articles: with `slugs`, those (and their documents); else every one,
         without documents (a listing: cheap for 10,000)."""
 
     def served(self) -> dict[str, Served]:
-        """Each account's last serving host and time (Step.serve)."""
+        """Each account's last serving host and time (Transaction.serve)."""
 
     def chat_deletions(self, slug: str | None = None, *, pending: bool = False) -> list[ChatDeletion]:
         """The chats recorded for deletion (one article's with `slug`), oldest first; with

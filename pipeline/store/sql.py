@@ -5,7 +5,7 @@ modules) and in what a `Dialect` says: a bound value's mark, the batch a server'
 every key, and how a row replaces another. Statements are written the SQLite way (`?` marks, no
 batch); the dialect makes each one its database's.
 
-Every write of a step binds its values through `kept` (SQLStep._run and _run_many, which every
+Every write of a step binds its values through `kept` (SQLTransaction._run and _run_many, which every
 write statement passes; `kept_rows` for many rows at once): the one mask on everything kept
 (redact.mask_kept) for both databases, so no writer (an event's fields, a record's last_error
 and errors) has to remember it. What is bound `named` (redact.Verbatim) is kept as it is: the
@@ -120,14 +120,14 @@ class Dialect(NamedTuple):
 
 class SQLStore:
     """A Store's reads and leases over a connection that `_connected` lends (the lock held, the
-    database's errors turned into StoreErrors) and steps that `step` opens."""
+    database's errors turned into StoreErrors) and the transactions `transaction` opens."""
 
     _dialect: Dialect
 
     def _connected(self) -> AbstractContextManager[Any]:
         raise NotImplementedError
 
-    def step(self) -> AbstractContextManager[SQLStep]:
+    def transaction(self) -> AbstractContextManager[SQLTransaction]:
         raise NotImplementedError
 
     def _rows(self, sql: str, params: tuple = ()) -> list[tuple]:
@@ -264,22 +264,22 @@ class SQLStore:
 
     def claim_lease(self, slug: str, owner: str, seconds: float, now: float) -> bool:
         claim = self._dialect.upsert("leases", "slug, owner, expires", "slug", "owner, expires")
-        with self.step() as step:
-            return step.changes_one(
+        with self.transaction() as tx:
+            return tx.changes_one(
                 f"{claim} WHERE leases.expires <= ? OR leases.owner = excluded.owner",
                 self._dialect.keyed(*named(slug, owner), now + seconds, now),
             )
 
     def renew_lease(self, slug: str, owner: str, seconds: float, now: float) -> bool:
-        with self.step() as step:
-            return step.changes_one(
+        with self.transaction() as tx:
+            return tx.changes_one(
                 f"UPDATE leases SET expires = ?{self._where('slug = ? AND owner = ? AND expires > ?')}",
                 (now + seconds, *self._dialect.keyed(*named(slug, owner), now)),
             )
 
     def release_lease(self, slug: str, owner: str) -> bool:
-        with self.step() as step:
-            return step.changes_one(
+        with self.transaction() as tx:
+            return tx.changes_one(
                 f"DELETE FROM leases{self._where('slug = ? AND owner = ?')}",
                 self._dialect.keyed(*named(slug, owner)),
             )
@@ -332,8 +332,8 @@ def kept_rows(rows: list[tuple]) -> list[tuple]:
     return [kept(row) for row in rows]
 
 
-class SQLStep:
-    """The writes of one step's transaction, on the connection the store lent it. Every
+class SQLTransaction:
+    """The writes of one transaction, on the connection the store lent it. Every
     statement runs through `_run` or `_run_many`, which bind its values `kept`."""
 
     def __init__(self, conn: Any, dialect: Dialect, host: str = ""):

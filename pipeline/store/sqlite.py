@@ -17,7 +17,7 @@ from pathlib import Path
 
 from . import dbfile, schema
 from .protocol import Finished, StoreBusy, StoreError
-from .sql import FINISHED_COLUMNS, Dialect, SQLStep, SQLStore
+from .sql import FINISHED_COLUMNS, Dialect, SQLStore, SQLTransaction
 
 BUSY_TIMEOUT = 5.0  # seconds: far longer than any step, far shorter than a cron period
 DIALECT = Dialect()  # a file is one batch: no batch column, SQLite's own conflict clauses
@@ -66,14 +66,14 @@ class SQLiteStore(SQLStore):
                 raise _store_error(err, self.path) from None
 
     @contextlib.contextmanager
-    def step(self) -> Iterator[SQLiteStep]:
+    def transaction(self) -> Iterator[SQLiteTransaction]:
         with self._lock:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as err:
                 raise _store_error(err, self.path) from None
             try:
-                yield SQLiteStep(self._conn)
+                yield SQLiteTransaction(self._conn)
             except BaseException as err:
                 with contextlib.suppress(sqlite3.DatabaseError):  # keep the error that mattered
                     self._conn.execute("ROLLBACK")
@@ -107,8 +107,8 @@ class SQLiteStore(SQLStore):
             self._conn.close()
 
 
-class SQLiteStep(SQLStep):
-    """The writes of one `SQLiteStore.step()` transaction."""
+class SQLiteTransaction(SQLTransaction):
+    """The writes of one `SQLiteStore.transaction()` transaction."""
 
     def __init__(self, conn: sqlite3.Connection):
         super().__init__(conn, DIALECT)

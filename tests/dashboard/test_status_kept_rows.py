@@ -92,17 +92,17 @@ def _url(project, slug):
 
 
 def _put_record(project, slug, **fields):
-    with open_workspace(project) as ws, ws.store.step() as step:
-        record = step.article(slug)
+    with open_workspace(project) as ws, ws.store.transaction() as tx:
+        record = tx.article(slug)
         state = ArticleState.from_record(record) if record else ArticleState()
         for name, value in fields.items():
             setattr(state, name, value)
-        step.put_article(state.to_record(slug))
+        tx.put_article(state.to_record(slug))
 
 
 def _append(project, slug, event, **fields):
-    with open_workspace(project) as ws, ws.store.step() as step:
-        step.append(Event(slug, event, time.time(), fields=fields))
+    with open_workspace(project) as ws, ws.store.transaction() as tx:
+        tx.append(Event(slug, event, time.time(), fields=fields))
 
 
 def _config(project, text):
@@ -111,9 +111,9 @@ def _config(project, text):
 
 def _sends_elsewhere(project, count):
     """`count` sends of other articles today (another process's): the daily limit, no setting."""
-    with open_workspace(project) as ws, ws.store.step() as step:
+    with open_workspace(project) as ws, ws.store.transaction() as tx:
         for n in range(count):
-            step.append(
+            tx.append(
                 Event(f"other-{n}", "sending", time.time(), account="default", fields={"engine": "qwen"})
             )
 
@@ -268,7 +268,7 @@ def test_a_store_that_cannot_keep_rows_still_shows_them(batch, monkeypatch):
     now = time.time() + LATER
     expected = rows_of(batch, now)
     forget_kept(batch)
-    monkeypatch.setattr(SQLiteStore, "step", refused)
+    monkeypatch.setattr(SQLiteStore, "transaction", refused)
     assert rows_of(batch, now) == expected and kept_slugs(batch) == set()
 
 

@@ -125,8 +125,8 @@ def test_an_old_intent_marker_without_an_account_resumes_as_default(fresh, tmp_p
     (article / "old.md.url").unlink()  # as the version before accounts left a crash after the click:
     marker = {"time": 0.0, "pid": 1, "prompt_sha256": __import__("hashlib").sha256(text.encode()).hexdigest()}
     (article / "old.md.sending").write_text(json.dumps(marker) + "\n")  # a marker without account,
-    with open_sqlite(article / ".qwenpipe") as store, store.step() as step:
-        step.forget_sends("old")  # and no sends in the store
+    with open_sqlite(article / ".qwenpipe") as store, store.transaction() as tx:
+        tx.forget_sends("old")  # and no sends in the store
     resumed = qwenpipe_in_process("generate", "old", "--wait", cwd=project)
     assert resumed.returncode == 0, resumed.stderr
     assert senders(sim, start) == {text: ["a"]}  # found in the chat list, not sent again

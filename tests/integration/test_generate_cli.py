@@ -159,8 +159,8 @@ def test_chat_gone_at_poll_is_looked_at_again_then_falls_back_once_lost(sim, tmp
 
     with open_workspace(load(project / "config.toml")) as ws:  # the send, an hour older
         record = ws.store.article("gone")
-        with ws.store.step() as step:
-            step.put_article(replace(record, sent_at=record.sent_at - 3600, next_try=0.0))
+        with ws.store.transaction() as tx:
+            tx.put_article(replace(record, sent_at=record.sent_at - 3600, next_try=0.0))
     sim.set(scenario="chat_not_found")
     result = qwenpipe_in_process("generate", "gone", cwd=project)
     sim.set(scenario="ok")

@@ -125,8 +125,8 @@ def test_times_a_clock_jump_left_days_ahead_are_re_planned_by_generate_and_cycle
     from pipeline.wiring import open_sqlite
 
     def shift(slug, **fields):
-        with open_sqlite(project / "articles" / ".qwenpipe") as store, store.step() as step:
-            step.put_article(replace(step.article(slug), **fields))
+        with open_sqlite(project / "articles" / ".qwenpipe") as store, store.transaction() as tx:
+            tx.put_article(replace(tx.article(slug), **fields))
 
     def record(slug):
         with open_sqlite(project / "articles" / ".qwenpipe") as store:

@@ -126,10 +126,10 @@ def test_an_orphaned_chat_goes_to_the_router_and_status_says_why_first(batch):
     sim, url, first, second, start = batch
     same_prompts([first], 1)
     long_ago = time.time() - 7 * 3600
-    with PostgresStore(url) as store, store.step() as step:  # sent by account z of host h9, gone
-        step.record_intent("p0", Intent(1, long_ago, "x" * 64, "z", 1, "h9:1:abcd"))
-        step.record_sent("p0", 1, f"{sim.base_url}/c/0b5e1c3a-0000-4000-8000-00000000dead", long_ago)
-        step.serve("h9", ["z"], long_ago)
+    with PostgresStore(url) as store, store.transaction() as tx:  # sent by account z of host h9, gone
+        tx.record_intent("p0", Intent(1, long_ago, "x" * 64, "z", 1, "h9:1:abcd"))
+        tx.record_sent("p0", 1, f"{sim.base_url}/c/0b5e1c3a-0000-4000-8000-00000000dead", long_ago)
+        tx.serve("h9", ["z"], long_ago)
     status = json.loads(qwenpipe_in_process("status", "--json", cwd=first).stdout)
     (row,) = status["articles"]
     assert (row["host"], row["account"]) == ("h9", "z")

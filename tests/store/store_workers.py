@@ -31,9 +31,9 @@ def append_and_update(place: Place, worker: int, steps: int) -> None:
     store = open_place(place)
     try:
         for n in range(steps):
-            with store.step() as step:
-                step.append(Event(f"w{worker}", "poll", 1000.0 + n, pid=os.getpid(), fields={"n": n}))
-                step.put_article(ArticleRecord(f"w{worker}", attempts=n + 1, progress=f"step {n}"))
+            with store.transaction() as tx:
+                tx.append(Event(f"w{worker}", "poll", 1000.0 + n, pid=os.getpid(), fields={"n": n}))
+                tx.put_article(ArticleRecord(f"w{worker}", attempts=n + 1, progress=f"step {n}"))
     finally:
         store.close()
 
@@ -44,9 +44,9 @@ def try_to_send(place: Place, worker: int, start, results) -> None:
     try:
         start.wait()
         try:
-            with store.step() as step:
-                step.append(Event("race", "sending", 1000.0, pid=os.getpid()))
-                step.record_intent("race", Intent(1, 1000.0, "sha", account=f"a{worker}", pid=os.getpid()))
+            with store.transaction() as tx:
+                tx.append(Event("race", "sending", 1000.0, pid=os.getpid()))
+                tx.record_intent("race", Intent(1, 1000.0, "sha", account=f"a{worker}", pid=os.getpid()))
             results.put(("won", worker))
         except AlreadySent:
             results.put(("refused", worker))
@@ -57,11 +57,11 @@ def try_to_send(place: Place, worker: int, start, results) -> None:
 def die_inside_a_step(place: Place, ready, how: str) -> None:
     """Write a lot inside one step, then die before it commits: by os._exit, or wait for SIGKILL."""
     store = open_place(place)
-    with store.step() as step:
+    with store.transaction() as tx:
         for n in range(200):
-            step.append(Event("cut", "poll", 1000.0 + n))
-        step.put_article(ArticleRecord("cut", attempts=7))
-        step.record_intent("cut", Intent(1, 1000.0, "sha"))
+            tx.append(Event("cut", "poll", 1000.0 + n))
+        tx.put_article(ArticleRecord("cut", attempts=7))
+        tx.record_intent("cut", Intent(1, 1000.0, "sha"))
         ready.set()
         if how == "exit":
             os._exit(1)
@@ -71,13 +71,13 @@ def die_inside_a_step(place: Place, ready, how: str) -> None:
 
 def import_and_die(state_dir: str) -> None:
     """Import a legacy workspace, killed (os._exit) at its last write, inside the transaction."""
-    from pipeline.store.sqlite import SQLiteStep
+    from pipeline.store.sqlite import SQLiteTransaction
     from pipeline.wiring import open_sqlite
 
     def die(*_args: object) -> None:
         os._exit(1)
 
-    SQLiteStep.block_quota = die  # the import's last write: everything else is written by then
+    SQLiteTransaction.block_quota = die  # the import's last write: everything else is written by then
     open_sqlite(state_dir)
 
 

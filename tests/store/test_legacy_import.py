@@ -181,8 +181,8 @@ def test_deleting_the_database_loses_history_never_an_article(workspace, state_d
         k: v for k, v in files_of(workspace).items() if k.startswith("articles/") and "/." not in k
     }
     body = (workspace / "articles" / "chat-done.md").read_text().split("+++")[-1].strip().splitlines()[-1]
-    with open_sqlite(state_dir) as store, store.step() as step:
-        step.append(Event("chat-done", "note", 9e9))
+    with open_sqlite(state_dir) as store, store.transaction() as tx:
+        tx.append(Event("chat-done", "note", 9e9))
     database = (state_dir / DB_NAME).read_bytes()
     assert body.encode() not in database  # the store holds no article body
     for path in state_dir.glob(f"{DB_NAME}*"):

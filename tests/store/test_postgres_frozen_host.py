@@ -19,7 +19,7 @@ FROZEN = """
 import os, signal, sys
 from pipeline.store.postgres import PostgresStore
 from pipeline.store.protocol import Event
-with PostgresStore(sys.argv[1]).step() as step:
+with PostgresStore(sys.argv[1]).transaction() as step:
     step.append(Event("a", "sending", 1.0))
     print("inside", flush=True)
     os.kill(os.getpid(), signal.SIGSTOP)
@@ -34,8 +34,8 @@ def test_a_host_frozen_inside_a_step_does_not_hold_the_batch_past_its_lease(post
     try:
         assert frozen.stdout.readline().strip() == "inside"
         time.sleep(PAST_THE_LEASE)  # the frozen host's lease would have run out by now
-        with PostgresStore(url, busy_timeout=1.0) as other, other.step() as step:
-            step.append(Event("b", "sending", 2.0))  # not StoreBusy: the frozen step was ended
+        with PostgresStore(url, busy_timeout=1.0) as other, other.transaction() as tx:
+            tx.append(Event("b", "sending", 2.0))  # not StoreBusy: the frozen step was ended
     finally:
         frozen.send_signal(signal.SIGCONT)
         frozen.wait(timeout=30)

@@ -29,8 +29,8 @@ def test_store_init_creates_the_schema_once_and_again_is_a_no_op(url):
     with psycopg.connect(url, autocommit=True) as conn:
         assert migrate(conn, "test") == (0, SCHEMA_VERSION)
         assert migrate(conn, "test") == (SCHEMA_VERSION, SCHEMA_VERSION)
-    with PostgresStore(url) as store, store.step() as step:
-        step.append(Event("a", "sending", 1.0))
+    with PostgresStore(url) as store, store.transaction() as tx:
+        tx.append(Event("a", "sending", 1.0))
 
 
 def test_a_newer_schema_is_refused_naming_the_upgrade(url):
@@ -43,11 +43,11 @@ def test_a_newer_schema_is_refused_naming_the_upgrade(url):
 
 def test_batches_in_one_database_never_see_each_others_rows(url):
     with PostgresStore(url, batch="one", migrate=True) as one, PostgresStore(url, batch="two") as two:
-        with one.step() as step:
-            step.append(Event("a", "sending", 1.0))
-            step.record_intent("a", Intent(1, 1.0, "sha", account="main"))
-        with two.step() as step:  # the same (slug, turn) in another batch is another send
-            step.record_intent("a", Intent(1, 2.0, "sha", account="main"))
+        with one.transaction() as tx:
+            tx.append(Event("a", "sending", 1.0))
+            tx.record_intent("a", Intent(1, 1.0, "sha", account="main"))
+        with two.transaction() as tx:  # the same (slug, turn) in another batch is another send
+            tx.record_intent("a", Intent(1, 2.0, "sha", account="main"))
         assert [e.slug for e in one.events()] == ["a"] and list(two.events()) == []
         assert [s.intent_at for s in two.sends()] == [2.0]
 
@@ -70,18 +70,18 @@ def test_an_unreachable_server_is_try_later_and_never_shows_the_password():
 
 def test_a_connection_killed_mid_step_writes_nothing_and_the_next_step_reconnects(url, postgres_server):
     store = PostgresStore(url, migrate=True)
-    with store.step() as step:
-        step.append(Event("a", "sending", 1.0))
-    with pytest.raises(StoreUnreachable), store.step() as step:
-        step.append(Event("a", "sent", 2.0, fields={"chat_url": "https://chat.qwen.ai/c/x"}))
-        pid = step._conn.info.backend_pid
+    with store.transaction() as tx:
+        tx.append(Event("a", "sending", 1.0))
+    with pytest.raises(StoreUnreachable), store.transaction() as tx:
+        tx.append(Event("a", "sent", 2.0, fields={"chat_url": "https://chat.qwen.ai/c/x"}))
+        pid = tx._conn.info.backend_pid
         with psycopg.connect(postgres_server.url(), autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
-        step.append(Event("a", "done", 3.0))
+        tx.append(Event("a", "done", 3.0))
     assert [e.event for e in store.events()] == ["sending"]  # reconnected; the cut step is gone
     assert store.summaries()["a"].last_event == "sending"
-    with store.step() as step:
-        step.append(Event("a", "sent", 4.0))
+    with store.transaction() as tx:
+        tx.append(Event("a", "sent", 4.0))
     assert [e.event for e in store.events()] == ["sending", "sent"]
     store.close()
 
@@ -92,7 +92,7 @@ def test_a_batch_held_past_the_busy_timeout_is_busy_not_a_hang(url):
     inside, release = threading.Event(), threading.Event()
 
     def hold():
-        with holder.step():
+        with holder.transaction():
             inside.set()
             release.wait(30)
 
@@ -100,8 +100,8 @@ def test_a_batch_held_past_the_busy_timeout_is_busy_not_a_hang(url):
     thread.start()
     try:
         assert inside.wait(30)
-        with pytest.raises(StoreBusy, match="another host holds the batch"), waiter.step() as step:
-            step.append(Event("b", "sending", 1.0))
+        with pytest.raises(StoreBusy, match="another host holds the batch"), waiter.transaction() as tx:
+            tx.append(Event("b", "sending", 1.0))
     finally:
         release.set()
         thread.join()
@@ -129,8 +129,8 @@ def test_doctor_checks_the_shared_store_schema_and_whose_accounts_another_host_s
     (check,) = report.checks
     assert check.status == "fail" and "qwenpipe store init" in check.detail + check.fix
     PostgresStore.init(url)
-    with PostgresStore(url) as store, store.step() as step:
-        step.serve("h2", ["a"], time.time())
+    with PostgresStore(url) as store, store.transaction() as tx:
+        tx.serve("h2", ["a"], time.time())
     report = Report("test")
     check_store(report, config, time.time())
     (check,) = report.checks

@@ -20,8 +20,8 @@ def mode(path) -> int:
 
 def test_the_database_is_private_in_a_private_folder(tmp_path):
     folder = tmp_path / "articles" / ".qwenpipe"
-    with SQLiteStore.open(folder) as store, store.step() as step:
-        step.append(Event("a", "x", 1.0))
+    with SQLiteStore.open(folder) as store, store.transaction() as tx:
+        tx.append(Event("a", "x", 1.0))
         assert mode(folder / f"{DB_NAME}-wal") & 0o077 == 0  # SQLite's own files follow the database
     assert mode(folder) == 0o700 and mode(folder / DB_NAME) == 0o600
 
@@ -94,9 +94,12 @@ def test_a_store_held_by_another_writer_is_busy_after_the_timeout_not_a_hang(tmp
     holder = SQLiteStore.open(folder)
     waiter = SQLiteStore.open(folder, busy_timeout=0.2)
     try:
-        with holder.step() as step:
-            step.append(Event("a", "x", 1.0))
-            with pytest.raises(StoreBusy, match="another process holds the store"), waiter.step() as other:
+        with holder.transaction() as tx:
+            tx.append(Event("a", "x", 1.0))
+            with (
+                pytest.raises(StoreBusy, match="another process holds the store"),
+                waiter.transaction() as other,
+            ):
                 other.append(Event("b", "x", 2.0))
             assert [e.slug for e in waiter.events()] == []  # WAL: a reader never waits for the writer
         assert [e.slug for e in waiter.events()] == ["a"]
@@ -107,9 +110,9 @@ def test_a_store_held_by_another_writer_is_busy_after_the_timeout_not_a_hang(tmp
 
 def test_a_database_error_inside_a_step_is_a_store_error_and_undoes_the_step(tmp_path):
     with SQLiteStore.open(tmp_path / ".qwenpipe") as store:
-        with pytest.raises(StoreError, match="qwenpipe.db: .*no such table"), store.step() as step:
-            step.append(Event("a", "x", 1.0))
-            step._conn.execute("INSERT INTO nowhere VALUES (1)")
+        with pytest.raises(StoreError, match="qwenpipe.db: .*no such table"), store.transaction() as tx:
+            tx.append(Event("a", "x", 1.0))
+            tx._conn.execute("INSERT INTO nowhere VALUES (1)")
         assert list(store.events()) == []
 
 
@@ -179,12 +182,12 @@ def test_a_commit_the_database_refuses_is_a_store_error_and_writes_nothing(tmp_p
     with SQLiteStore.open(tmp_path / ".qwenpipe") as store:
         real = store._conn
         store._conn = Refusing(real, "COMMIT", "disk I/O error", rolls_back=rolls_back)
-        with pytest.raises(StoreError, match="qwenpipe.db: disk I/O error"), store.step() as step:
-            step.append(Event("a", "x", 1.0))
+        with pytest.raises(StoreError, match="qwenpipe.db: disk I/O error"), store.transaction() as tx:
+            tx.append(Event("a", "x", 1.0))
         store._conn = real
         assert list(store.events()) == [] and not real.in_transaction
-        with store.step() as step:  # and the next step goes through
-            step.append(Event("b", "x", 2.0))
+        with store.transaction() as tx:  # and the next step goes through
+            tx.append(Event("b", "x", 2.0))
         assert [e.slug for e in store.events()] == ["b"]
 
 
@@ -193,8 +196,8 @@ def test_a_step_the_database_will_not_begin_runs_nothing_of_its_block(tmp_path):
     with SQLiteStore.open(tmp_path / ".qwenpipe") as store:
         real = store._conn
         store._conn = Refusing(real, "BEGIN IMMEDIATE", "database is locked")
-        with pytest.raises(StoreBusy, match="another process holds the store"), store.step() as step:
+        with pytest.raises(StoreBusy, match="another process holds the store"), store.transaction() as tx:
             ran.append(True)  # outside a transaction these writes would not be one step
-            step.append(Event("a", "x", 1.0))
+            tx.append(Event("a", "x", 1.0))
         store._conn = real
         assert ran == [] and list(store.events()) == []

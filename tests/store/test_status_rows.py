@@ -18,16 +18,16 @@ from pipeline.store.sqlite import SQLiteStore
 BATCH = "main"
 # Each write a step can make of the rows a status row is made from: (what, the write).
 WRITES = [
-    ("put_article", lambda step: step.put_article(ArticleRecord("a", attempts=2))),
-    ("append (its summary)", lambda step: step.append(Event("a", "poll", 5.0))),
-    ("record_intent", lambda step: step.record_intent("a", Intent(2, 5.0, "sha"))),
+    ("put_article", lambda tx: tx.put_article(ArticleRecord("a", attempts=2))),
+    ("append (its summary)", lambda tx: tx.append(Event("a", "poll", 5.0))),
+    ("record_intent", lambda tx: tx.record_intent("a", Intent(2, 5.0, "sha"))),
     (
         "record_sent",
-        lambda step: step.record_sent("a", 1, "https://chat.qwen.ai/c/1234567890abcdef1234", 6.0),
+        lambda tx: tx.record_sent("a", 1, "https://chat.qwen.ai/c/1234567890abcdef1234", 6.0),
     ),
-    ("name_chat", lambda step: step.name_chat("a", 1, "1234567890abcdef1234")),
-    ("withdraw_intent", lambda step: step.withdraw_intent("a", 1)),
-    ("forget_sends", lambda step: step.forget_sends("a")),
+    ("name_chat", lambda tx: tx.name_chat("a", 1, "1234567890abcdef1234")),
+    ("withdraw_intent", lambda tx: tx.withdraw_intent("a", 1)),
+    ("forget_sends", lambda tx: tx.forget_sends("a")),
 ]
 
 
@@ -37,12 +37,12 @@ def row(slug: str, **fields) -> StatusRow:
 
 @pytest.mark.parametrize("what, write", WRITES, ids=[w[0] for w in WRITES])
 def test_every_write_of_an_articles_rows_raises_its_counter(store, what, write):
-    with store.step() as step:  # something to update, withdraw or forget
-        step.record_intent("a", Intent(1, 1.0, "sha"))
-        step.put_article(ArticleRecord("a"))
+    with store.transaction() as tx:  # something to update, withdraw or forget
+        tx.record_intent("a", Intent(1, 1.0, "sha"))
+        tx.put_article(ArticleRecord("a"))
     before = store.status_changes()
-    with store.step() as step:
-        write(step)
+    with store.transaction() as tx:
+        write(tx)
     after = store.status_changes()
     assert after["a"] > before["a"], what
     assert "b" not in after, "another article's counter is not raised"
@@ -50,21 +50,21 @@ def test_every_write_of_an_articles_rows_raises_its_counter(store, what, write):
 
 def test_kept_rows_are_read_as_written_replaced_and_forgotten(store):
     kept = [row("a", engine="qwen", sent_at=3.5, account="main"), row("b", last_error="WAF page")]
-    with store.step() as step:
-        step.put_status_rows(kept)
+    with store.transaction() as tx:
+        tx.put_status_rows(kept)
     assert store.status_rows() == {"a": kept[0], "b": kept[1]}
-    with store.step() as step:
-        step.put_status_rows([row("a", engine="router")], ["b"])
+    with store.transaction() as tx:
+        tx.put_status_rows([row("a", engine="router")], ["b"])
     assert store.status_rows() == {"a": row("a", engine="router")}
     assert store.status_changes(["a"]) == {}, "keeping rows raises no counter"
 
 
 def test_reads_of_some_slugs_give_theirs_alone(store):
-    with store.step() as step:
+    with store.transaction() as tx:
         for n in range(1200):  # more slugs than one read binds
-            step.put_article(ArticleRecord(f"s{n}", attempts=n))
-            step.append(Event(f"s{n}", "poll", float(n)))
-            step.record_intent(f"s{n}", Intent(1, 1.0, "sha"))
+            tx.put_article(ArticleRecord(f"s{n}", attempts=n))
+            tx.append(Event(f"s{n}", "poll", float(n)))
+            tx.record_intent(f"s{n}", Intent(1, 1.0, "sha"))
     wanted = [f"s{n}" for n in range(0, 1200, 2)]
     assert set(store.articles(wanted)) == set(wanted)
     assert store.articles(wanted)["s600"].attempts == 600
@@ -88,8 +88,8 @@ def test_a_sqlite_store_of_the_previous_version_is_upgraded(tmp_path):
     with SQLiteStore(tmp_path / "x.db") as store:
         assert store.articles()["a"].attempts == 3
         assert store.status_rows() == {} and store.status_changes() == {}
-        with store.step() as step:
-            step.put_article(ArticleRecord("a", attempts=4))
+        with store.transaction() as tx:
+            tx.put_article(ArticleRecord("a", attempts=4))
         assert store.status_changes()["a"] >= 1
     assert sqlite3.connect(tmp_path / "x.db").execute("PRAGMA user_version").fetchone()[0] == 6
 
@@ -106,6 +106,6 @@ def test_a_postgres_store_of_the_previous_version_is_upgraded(postgres_server):
         assert pg_schema.migrate(conn, "test") == (pg_schema.SCHEMA_VERSION - 1, pg_schema.SCHEMA_VERSION)
     with PostgresStore(url, batch=BATCH) as store:
         assert store.articles()["a"].attempts == 3 and store.status_changes() == {}
-        with store.step() as step:
-            step.put_article(ArticleRecord("a", attempts=4))
+        with store.transaction() as tx:
+            tx.put_article(ArticleRecord("a", attempts=4))
         assert store.status_changes()["a"] >= 1

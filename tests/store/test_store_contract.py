@@ -24,10 +24,10 @@ from pipeline.store.protocol import (
     LeaseLost,
     PromptCheck,
     QuotaBlock,
-    Step,
     Store,
     StoreError,
     Summary,
+    Transaction,
 )
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -35,8 +35,8 @@ DAY = 86400.0
 
 
 def append(store, *events: Event) -> list[int]:
-    with store.step() as step:
-        return [step.append(event) for event in events]
+    with store.transaction() as tx:
+        return [tx.append(event) for event in events]
 
 
 # -- events --------------------------------------------------------------------------------
@@ -112,12 +112,12 @@ def test_an_article_record_reads_back_as_written_and_is_replaced_by_an_update(st
         sent_sha256="abc",
         errors=({"time": 1.0, "engine": "qwen", "code": "timeout", "error": "timeout"},),
     )
-    with store.step() as step:
-        step.put_article(record)
+    with store.transaction() as tx:
+        tx.put_article(record)
     assert store.article("a") == record
     updated = ArticleRecord("a", attempts=0, engine="router", progress="done")
-    with store.step() as step:
-        step.put_article(updated)
+    with store.transaction() as tx:
+        tx.put_article(updated)
     assert store.article("a") == updated
     assert store.articles() == {"a": updated}
     assert store.article("unknown") is None
@@ -125,14 +125,14 @@ def test_an_article_record_reads_back_as_written_and_is_replaced_by_an_update(st
 
 def test_the_intent_is_part_of_the_record_until_the_chat_url_is_recorded(store):
     intent = Intent(1, 50.0, "sha-1", account="main", pid=7, owner="host-a:7:r")
-    with store.step() as step:
-        step.put_article(ArticleRecord("a", attempts=1))
-        step.record_intent("a", intent)
-        step.record_intent("b", Intent(1, 51.0, "sha-2"))
+    with store.transaction() as tx:
+        tx.put_article(ArticleRecord("a", attempts=1))
+        tx.record_intent("a", intent)
+        tx.record_intent("b", Intent(1, 51.0, "sha-2"))
     assert store.article("a").intent == intent
     assert store.articles()["b"].intent == Intent(1, 51.0, "sha-2")  # a send with no record yet
-    with store.step() as step:
-        step.record_sent("a", 1, "https://chat.qwen.ai/c/1", 52.0)
+    with store.transaction() as tx:
+        tx.record_sent("a", 1, "https://chat.qwen.ai/c/1", 52.0)
     assert store.article("a").intent is None
     [send] = store.sends("a")
     assert (send.chat_url, send.sent_at, send.account, send.prompt_sha256) == (
@@ -147,26 +147,26 @@ def test_the_intent_is_part_of_the_record_until_the_chat_url_is_recorded(store):
 
 
 def test_a_second_send_of_the_same_turn_is_refused(store):
-    with store.step() as step:
-        step.record_intent("a", Intent(1, 1.0, "sha"))
-    with pytest.raises(AlreadySent) as refused, store.step() as step:
-        step.record_intent("a", Intent(1, 2.0, "sha", account="other"))
+    with store.transaction() as tx:
+        tx.record_intent("a", Intent(1, 1.0, "sha"))
+    with pytest.raises(AlreadySent) as refused, store.transaction() as tx:
+        tx.record_intent("a", Intent(1, 2.0, "sha", account="other"))
     assert refused.value.send.account == "default" and "refusing to send it again" in str(refused.value)
-    with store.step() as step:
-        step.record_sent("a", 1, "https://chat.qwen.ai/c/1", 3.0)
-        step.record_intent("a", Intent(2, 4.0, "sha"))  # the next turn is another send
-    with pytest.raises(AlreadySent), store.step() as step:
-        step.record_intent("a", Intent(1, 5.0, "sha"))
+    with store.transaction() as tx:
+        tx.record_sent("a", 1, "https://chat.qwen.ai/c/1", 3.0)
+        tx.record_intent("a", Intent(2, 4.0, "sha"))  # the next turn is another send
+    with pytest.raises(AlreadySent), store.transaction() as tx:
+        tx.record_intent("a", Intent(1, 5.0, "sha"))
     assert [(s.turn, s.intent_at) for s in store.sends("a")] == [(1, 1.0), (2, 4.0)]
 
 
 def test_a_refused_send_undoes_its_whole_step(store):
-    with store.step() as step:
-        step.record_intent("a", Intent(1, 1.0, "sha"))
-    with pytest.raises(AlreadySent), store.step() as step:
-        step.append(Event("a", "sending", 2.0))
-        step.put_article(ArticleRecord("a", attempts=9))
-        step.record_intent("a", Intent(1, 2.0, "sha"))
+    with store.transaction() as tx:
+        tx.record_intent("a", Intent(1, 1.0, "sha"))
+    with pytest.raises(AlreadySent), store.transaction() as tx:
+        tx.append(Event("a", "sending", 2.0))
+        tx.put_article(ArticleRecord("a", attempts=9))
+        tx.record_intent("a", Intent(1, 2.0, "sha"))
     assert list(store.events()) == [] and store.article("a").attempts == 0
 
 
@@ -183,47 +183,47 @@ def test_processes_racing_to_send_one_turn_record_exactly_one_send(place, store)
 
 
 def test_the_chat_url_needs_an_intent_and_never_changes(store):
-    with pytest.raises(StoreError, match="no recorded intent"), store.step() as step:
-        step.record_sent("a", 1, "https://chat.qwen.ai/c/1", 1.0)
-    with store.step() as step:
-        step.record_intent("a", Intent(1, 1.0, "sha"))
-        step.record_sent("a", 1, "https://chat.qwen.ai/c/1", 2.0)
-        step.record_sent("a", 1, "https://chat.qwen.ai/c/1", 3.0)  # the same again: nothing changes
-    with pytest.raises(AlreadySent), store.step() as step:
-        step.record_sent("a", 1, "https://chat.qwen.ai/c/2", 4.0)
+    with pytest.raises(StoreError, match="no recorded intent"), store.transaction() as tx:
+        tx.record_sent("a", 1, "https://chat.qwen.ai/c/1", 1.0)
+    with store.transaction() as tx:
+        tx.record_intent("a", Intent(1, 1.0, "sha"))
+        tx.record_sent("a", 1, "https://chat.qwen.ai/c/1", 2.0)
+        tx.record_sent("a", 1, "https://chat.qwen.ai/c/1", 3.0)  # the same again: nothing changes
+    with pytest.raises(AlreadySent), store.transaction() as tx:
+        tx.record_sent("a", 1, "https://chat.qwen.ai/c/2", 4.0)
     assert [(s.chat_url, s.sent_at) for s in store.sends("a")] == [("https://chat.qwen.ai/c/1", 2.0)]
 
 
 def test_only_an_open_intent_is_named_its_chat(store):
     """The page names the chat before the request leaves the browser: with no open intent there
     (none recorded, or the turn already sent) the store refuses, and nothing may be sent."""
-    with pytest.raises(StoreError, match="no open intent"), store.step() as step:
-        step.name_chat("a", 1, "chat-1")
-    with store.step() as step:
-        step.record_intent("a", Intent(1, 1.0, "sha", chat_id=""))
-        step.name_chat("a", 1, "chat-1")
+    with pytest.raises(StoreError, match="no open intent"), store.transaction() as tx:
+        tx.name_chat("a", 1, "chat-1")
+    with store.transaction() as tx:
+        tx.record_intent("a", Intent(1, 1.0, "sha", chat_id=""))
+        tx.name_chat("a", 1, "chat-1")
     assert [s.chat_id for s in store.sends("a")] == ["chat-1"]
-    with store.step() as step:
-        step.record_sent("a", 1, "https://chat.qwen.ai/c/chat-1", 2.0)
-    with pytest.raises(StoreError, match="no open intent"), store.step() as step:
-        step.name_chat("a", 1, "chat-2")
-    with pytest.raises(StoreError, match="turn 2 has no open intent"), store.step() as step:
-        step.name_chat("a", 2, "chat-1")
+    with store.transaction() as tx:
+        tx.record_sent("a", 1, "https://chat.qwen.ai/c/chat-1", 2.0)
+    with pytest.raises(StoreError, match="no open intent"), store.transaction() as tx:
+        tx.name_chat("a", 1, "chat-2")
+    with pytest.raises(StoreError, match="turn 2 has no open intent"), store.transaction() as tx:
+        tx.name_chat("a", 2, "chat-1")
     assert [(s.turn, s.chat_id) for s in store.sends("a")] == [(1, "chat-1")]
 
 
 def test_only_an_intent_without_a_url_can_be_withdrawn_and_forgetting_clears_every_send(store):
-    with store.step() as step:
-        step.record_intent("a", Intent(1, 1.0, "sha"))
-        step.record_sent("a", 1, "https://chat.qwen.ai/c/1", 2.0)
-        step.record_intent("a", Intent(2, 3.0, "sha"))
-    with store.step() as step:
-        assert step.withdraw_intent("a", 1) is False
-        assert step.withdraw_intent("a", 2) is True
+    with store.transaction() as tx:
+        tx.record_intent("a", Intent(1, 1.0, "sha"))
+        tx.record_sent("a", 1, "https://chat.qwen.ai/c/1", 2.0)
+        tx.record_intent("a", Intent(2, 3.0, "sha"))
+    with store.transaction() as tx:
+        assert tx.withdraw_intent("a", 1) is False
+        assert tx.withdraw_intent("a", 2) is True
     assert [s.turn for s in store.sends("a")] == [1]
-    with store.step() as step:
-        assert step.forget_sends("a") == 1
-        step.record_intent("a", Intent(1, 9.0, "sha-new"))  # a new send, on purpose
+    with store.transaction() as tx:
+        assert tx.forget_sends("a") == 1
+        tx.record_intent("a", Intent(1, 9.0, "sha-new"))  # a new send, on purpose
     assert [s.prompt_sha256 for s in store.sends("a")] == ["sha-new"]
 
 
@@ -231,16 +231,16 @@ def test_only_an_intent_without_a_url_can_be_withdrawn_and_forgetting_clears_eve
 
 
 def test_a_quota_block_holds_one_account_until_its_time(store):
-    with store.step() as step:
-        step.block_quota(QuotaBlock("main", until=200.0, reason="RateLimited", since=100.0))
-        step.block_quota(QuotaBlock("spare", until=150.0))
+    with store.transaction() as tx:
+        tx.block_quota(QuotaBlock("main", until=200.0, reason="RateLimited", since=100.0))
+        tx.block_quota(QuotaBlock("spare", until=150.0))
     assert store.quota_block("main", 199.0) == QuotaBlock("main", 200.0, "RateLimited", 100.0)
     assert store.quota_block("main", 200.0) is None
     assert store.quota_block("other", 0.0) is None
     assert [b.account for b in store.quota_blocks(120.0)] == ["main", "spare"]
     assert [b.account for b in store.quota_blocks(160.0)] == ["main"]
-    with store.step() as step:
-        step.block_quota(QuotaBlock("main", until=300.0, reason="again"))
+    with store.transaction() as tx:
+        tx.block_quota(QuotaBlock("main", until=300.0, reason="again"))
     assert store.quota_block("main", 250.0).reason == "again"
 
 
@@ -307,21 +307,21 @@ def test_a_lease_ends_at_its_expiry_for_everyone_at_once(store):
     assert store.lease("a", 129.0).owner == "host-a" and set(store.leases(129.0)) == {"a"}
     assert store.lease("a", 130.0) is None and store.leases(130.0) == {}
     assert not store.renew_lease("a", "host-a", 30, now=130.0)
-    with pytest.raises(LeaseLost), store.step() as step:
-        step.check_lease("a", "host-a", 130.0)
+    with pytest.raises(LeaseLost), store.transaction() as tx:
+        tx.check_lease("a", "host-a", 130.0)
     assert store.claim_lease("a", "host-b", 30, now=130.0)
     assert store.lease("a", 130.0).owner == "host-b"
 
 
 def test_a_step_that_lost_its_lease_writes_nothing(store):
     assert store.claim_lease("a", "host-a", 30, now=100.0)
-    with store.step() as step:
-        step.check_lease("a", "host-a", 110.0)
-        step.append(Event("a", "sending", 110.0))
-    with pytest.raises(LeaseLost), store.step() as step:
-        step.append(Event("a", "sending", 140.0))
-        step.check_lease("a", "host-a", 140.0)
-        step.record_intent("a", Intent(1, 140.0, "sha"))
+    with store.transaction() as tx:
+        tx.check_lease("a", "host-a", 110.0)
+        tx.append(Event("a", "sending", 110.0))
+    with pytest.raises(LeaseLost), store.transaction() as tx:
+        tx.append(Event("a", "sending", 140.0))
+        tx.check_lease("a", "host-a", 140.0)
+        tx.record_intent("a", Intent(1, 140.0, "sha"))
     assert [e.ts for e in store.events()] == [110.0] and store.sends("a") == []
 
 
@@ -345,8 +345,8 @@ def test_processes_appending_and_updating_at_once_lose_nothing(place, store):
 
 @pytest.mark.parametrize("how", ["exit", "sigkill"])
 def test_a_process_killed_inside_a_step_leaves_nothing_of_it(place, store, how):
-    with store.step() as step:
-        step.append(Event("before", "done", 1.0))
+    with store.transaction() as tx:
+        tx.append(Event("before", "done", 1.0))
     ready = SPAWN.Event()
     proc = SPAWN.Process(target=store_workers.die_inside_a_step, args=(place, ready, how))
     proc.start()
@@ -359,35 +359,35 @@ def test_a_process_killed_inside_a_step_leaves_nothing_of_it(place, store, how):
     try:
         assert [e.slug for e in again.events()] == ["before"]
         assert again.article("cut") is None and again.sends("cut") == []
-        with again.step() as step:  # and the store goes on
-            step.record_intent("cut", Intent(1, 2.0, "sha"))
+        with again.transaction() as tx:  # and the store goes on
+            tx.record_intent("cut", Intent(1, 2.0, "sha"))
         assert again.article("cut").intent is not None
     finally:
         again.close()
 
 
 def test_a_one_time_key_is_claimed_once(store):
-    with store.step() as step:
-        assert step.claim_meta("job", "first")
-    with store.step() as step:
-        assert not step.claim_meta("job", "second")
+    with store.transaction() as tx:
+        assert tx.claim_meta("job", "first")
+    with store.transaction() as tx:
+        assert not tx.claim_meta("job", "second")
     assert store.meta("job") == "first" and store.meta("other") is None
 
 
 def test_a_step_reads_its_own_writes_for_a_read_modify_write(store):
-    with store.step() as step:
-        step.put_article(ArticleRecord("a", attempts=1))
-        record = step.article("a")
-        step.put_article(ArticleRecord("a", attempts=record.attempts + 1))
-        assert step.article("missing") is None
+    with store.transaction() as tx:
+        tx.put_article(ArticleRecord("a", attempts=1))
+        record = tx.article("a")
+        tx.put_article(ArticleRecord("a", attempts=record.attempts + 1))
+        assert tx.article("missing") is None
     assert store.article("a").attempts == 2
 
 
 def test_every_articles_sends_in_one_read(store):
-    with store.step() as step:
-        step.record_intent("b", Intent(1, 1.0, "sha", account="spare"))
-        step.record_intent("a", Intent(2, 2.0, "sha", account="main"))
-        step.record_intent("a", Intent(1, 1.0, "sha", account="main"))
+    with store.transaction() as tx:
+        tx.record_intent("b", Intent(1, 1.0, "sha", account="spare"))
+        tx.record_intent("a", Intent(2, 2.0, "sha", account="main"))
+        tx.record_intent("a", Intent(1, 1.0, "sha", account="main"))
     assert [(s.slug, s.turn, s.account) for s in store.sends()] == [
         ("a", 1, "main"),
         ("a", 2, "main"),
@@ -396,11 +396,11 @@ def test_every_articles_sends_in_one_read(store):
 
 
 def test_first_sends_are_each_articles_turn_one_by_slug(store):
-    with store.step() as step:
-        step.record_intent("b", Intent(1, 1.0, "sha", account="spare"))
-        step.record_intent("a", Intent(2, 2.0, "sha", account="other"))
-        step.record_intent("a", Intent(1, 1.0, "sha", account="main"))
-        step.record_sent("a", 1, "https://chat.qwen.ai/c/a", 1.5)
+    with store.transaction() as tx:
+        tx.record_intent("b", Intent(1, 1.0, "sha", account="spare"))
+        tx.record_intent("a", Intent(2, 2.0, "sha", account="other"))
+        tx.record_intent("a", Intent(1, 1.0, "sha", account="main"))
+        tx.record_sent("a", 1, "https://chat.qwen.ai/c/a", 1.5)
     firsts = store.first_sends()
     assert sorted(firsts) == ["a", "b"]
     assert (firsts["a"].turn, firsts["a"].account, firsts["a"].chat_url) == (
@@ -411,10 +411,10 @@ def test_first_sends_are_each_articles_turn_one_by_slug(store):
     assert (firsts["b"].account, firsts["b"].chat_url) == ("spare", "")
 
 
-@pytest.mark.parametrize("protocol", [Store, Step])
+@pytest.mark.parametrize("protocol", [Store, Transaction])
 def test_the_implementation_has_every_method_of_the_protocol_with_its_parameters(store, protocol):
-    with store.step() as step:
-        implementation = store if protocol is Store else step
+    with store.transaction() as tx:
+        implementation = store if protocol is Store else tx
     for name, wanted in vars(protocol).items():
         if name.startswith("_") and name not in ("__enter__", "__exit__") or not callable(wanted):
             continue
@@ -425,13 +425,13 @@ def test_the_implementation_has_every_method_of_the_protocol_with_its_parameters
 
 
 def test_summaries_follow_every_append_as_the_events_say(store):
-    with store.step() as step:
-        step.append(Event("a", "sending", 1.0, fields={"engine": "qwen"}))
-        step.append(Event("b", "sent", 2.0, fields={"chat_url": "u-b", "engine": "qwen"}))
-        step.append(Event("a", "sent", 3.0, fields={"chat_url": "u-a", "engine": "qwen"}))
-        step.append(Event("a", "poll", 4.0))
-        step.append(Event("b", "done", 5.0, fields={"engine": "qwen", "turns": 3}))
-        step.append(Event("c", "fallback", 6.0, fields={"engine": "router"}))
+    with store.transaction() as tx:
+        tx.append(Event("a", "sending", 1.0, fields={"engine": "qwen"}))
+        tx.append(Event("b", "sent", 2.0, fields={"chat_url": "u-b", "engine": "qwen"}))
+        tx.append(Event("a", "sent", 3.0, fields={"chat_url": "u-a", "engine": "qwen"}))
+        tx.append(Event("a", "poll", 4.0))
+        tx.append(Event("b", "done", 5.0, fields={"engine": "qwen", "turns": 3}))
+        tx.append(Event("c", "fallback", 6.0, fields={"engine": "router"}))
     got = store.summaries()
     assert got["a"] == Summary("a", last_event="poll", sent_ts=3.0, chat_url="u-a", engine="qwen", turns=0)
     assert got["b"] == Summary("b", last_event="done", sent_ts=2.0, chat_url="u-b", engine="qwen", turns=3)
@@ -441,18 +441,18 @@ def test_summaries_follow_every_append_as_the_events_say(store):
 
 
 def test_summaries_of_a_step_cut_off_are_not_written(store):
-    with pytest.raises(RuntimeError), store.step() as step:
-        step.append(Event("a", "sent", 1.0, fields={"chat_url": "u"}))
+    with pytest.raises(RuntimeError), store.transaction() as tx:
+        tx.append(Event("a", "sent", 1.0, fields={"chat_url": "u"}))
         raise RuntimeError("killed")
     assert store.summaries() == {}
 
 
 def test_prompt_checks_are_remembered_and_replaced(store):
     assert store.prompt_checks() == {}
-    with store.step() as step:
-        step.put_prompt_checks([PromptCheck("a", "1:2:3", ""), PromptCheck("b", "4:5:6", "b.md: empty")])
-    with store.step() as step:
-        step.put_prompt_checks([PromptCheck("a", "7:8:9", "a.md: not UTF-8")])
+    with store.transaction() as tx:
+        tx.put_prompt_checks([PromptCheck("a", "1:2:3", ""), PromptCheck("b", "4:5:6", "b.md: empty")])
+    with store.transaction() as tx:
+        tx.put_prompt_checks([PromptCheck("a", "7:8:9", "a.md: not UTF-8")])
     assert store.prompt_checks() == {
         "a": PromptCheck("a", "7:8:9", "a.md: not UTF-8"),
         "b": PromptCheck("b", "4:5:6", "b.md: empty"),
@@ -463,10 +463,10 @@ def test_a_finished_article_is_recorded_once_and_listed_without_its_document(sto
     from pipeline.store.protocol import Finished
 
     first = Finished("alpha", "qwen", "a", "h1", 10.0, "+++\ntitle = 'A'\n+++\n\nbody\n")
-    with store.step() as step:
-        assert step.put_finished(first)
-    with store.step() as step:  # a second finish (another host's) changes nothing
-        assert not step.put_finished(Finished("alpha", "router", "", "h2", 11.0, "other"))
+    with store.transaction() as tx:
+        assert tx.put_finished(first)
+    with store.transaction() as tx:  # a second finish (another host's) changes nothing
+        assert not tx.put_finished(Finished("alpha", "router", "", "h2", 11.0, "other"))
     listed = store.finished()
     assert listed == {"alpha": Finished("alpha", "qwen", "a", "h1", 10.0, "")}
     assert store.finished(["alpha", "beta"]) == {"alpha": first}
@@ -476,18 +476,18 @@ def test_a_finished_article_is_recorded_once_and_listed_without_its_document(sto
 def test_a_finished_article_cut_off_with_its_step_is_not_recorded(store):
     from pipeline.store.protocol import Finished
 
-    with pytest.raises(RuntimeError), store.step() as step:
-        step.put_finished(Finished("alpha", "qwen", document="x"))
+    with pytest.raises(RuntimeError), store.transaction() as tx:
+        tx.put_finished(Finished("alpha", "qwen", document="x"))
         raise RuntimeError("killed")
     assert store.finished() == {}
 
 
 def test_each_account_is_served_by_its_latest_host(store):
-    with store.step() as step:
-        step.serve("h1", ["a", "b"], 100.0)
-    with store.step() as step:
-        step.serve("h2", ["b"], 200.0)
-        step.serve("h1", ["a"], 150.0)
+    with store.transaction() as tx:
+        tx.serve("h1", ["a", "b"], 100.0)
+    with store.transaction() as tx:
+        tx.serve("h2", ["b"], 200.0)
+        tx.serve("h1", ["a"], 150.0)
     served = store.served()
     assert {k: (v.host, v.seen) for k, v in served.items()} == {"a": ("h1", 150.0), "b": ("h2", 200.0)}
 
@@ -505,19 +505,19 @@ def test_a_chats_deletion_is_pending_until_it_is_recorded_deleted(store):
 
     a = ChatDeletion("https://chat.qwen.ai/c/a", "alpha", "acct", since=10.0)
     b = ChatDeletion("https://chat.qwen.ai/c/b", "beta", "default", since=20.0)
-    with store.step() as step:
-        step.put_chat_deletion(b)
-        step.put_chat_deletion(a)
+    with store.transaction() as tx:
+        tx.put_chat_deletion(b)
+        tx.put_chat_deletion(a)
     assert store.chat_deletions(pending=True) == [a, b]  # oldest first
     failed = replace(a, tries=1, last_error="api_error")
     done = replace(b, deleted_at=30.0)
-    with store.step() as step:
-        step.put_chat_deletion(failed)
-        step.put_chat_deletion(done)
+    with store.transaction() as tx:
+        tx.put_chat_deletion(failed)
+        tx.put_chat_deletion(done)
     assert store.chat_deletions(pending=True) == [failed]
     assert store.chat_deletions("beta") == [done] and not done.pending
     assert store.chat_deletions() == [failed, done]
-    with pytest.raises(RuntimeError), store.step() as step:  # cut off: nothing of it
-        step.put_chat_deletion(replace(failed, deleted_at=40.0))
+    with pytest.raises(RuntimeError), store.transaction() as tx:  # cut off: nothing of it
+        tx.put_chat_deletion(replace(failed, deleted_at=40.0))
         raise RuntimeError("killed")
     assert store.chat_deletions(pending=True) == [failed]

@@ -14,7 +14,7 @@ from urllib.parse import quote
 from pipeline import redact
 from pipeline.redact import MASK, MIN_RUN
 from pipeline.store import sql
-from pipeline.store.postgres import PostgresStep
+from pipeline.store.postgres import PostgresTransaction
 from pipeline.store.protocol import (
     ArticleRecord,
     ChatDeletion,
@@ -25,7 +25,7 @@ from pipeline.store.protocol import (
     QuotaBlock,
     StatusRow,
 )
-from pipeline.store.sqlite import SQLiteStep
+from pipeline.store.sqlite import SQLiteTransaction
 
 KEY = "Wq3+Rt/Yuiop=Asd+Fghjk/Lzxcv=Bnm45+6789/Qwert=Yuiop+Mnbv/Cxz12"
 ENCODED = quote(KEY, safe="")
@@ -68,7 +68,7 @@ def test_the_test_names_every_write_a_step_has():
     """A new write method of the steps must be given the leak below (or said to write no text)."""
     methods = {
         name
-        for cls in (sql.SQLStep, SQLiteStep, PostgresStep)
+        for cls in (sql.SQLTransaction, SQLiteTransaction, PostgresTransaction)
         for name, _ in inspect.getmembers(cls, inspect.isfunction)
         if not name.startswith("_")
     }
@@ -79,10 +79,10 @@ def write_everywhere(store, text: str, slug: str = "tea", name: str = "acct") ->
     """Every write of a step: `text` wherever a value is text (an error, a reason, a field), `slug`
     and `name` wherever it is a name a row is found by (an account, a host, an owner); the chat's
     URL and id are the site's."""
-    with store.step() as step:
-        step.append(Event(slug, "router_failed", 1.0, account=name, fields={"error": text, "errors": [text]}))
-        step.append(Event(slug, "sent", 2.0, fields={"chat_url": CHAT, "engine": text}))
-        step.put_article(
+    with store.transaction() as tx:
+        tx.append(Event(slug, "router_failed", 1.0, account=name, fields={"error": text, "errors": [text]}))
+        tx.append(Event(slug, "sent", 2.0, fields={"chat_url": CHAT, "engine": text}))
+        tx.put_article(
             ArticleRecord(
                 slug,
                 engine=text,
@@ -93,23 +93,23 @@ def write_everywhere(store, text: str, slug: str = "tea", name: str = "acct") ->
                 errors=({"time": 1.0, "engine": "router", "code": "auth", "error": text},),
             )
         )
-        step.put_prompt_checks([PromptCheck(slug, text, text)])
+        tx.put_prompt_checks([PromptCheck(slug, text, text)])
         # A kept status row: its shown text masked, its keys and its account (a name) as they are.
-        step.put_status_rows(
+        tx.put_status_rows(
             [
                 StatusRow(
                     slug, 0, "ctx", "3|", "-", 9.0, "done", text, last_error=text, chat_url=CHAT, account=name
                 )
             ]
         )
-        step.record_intent(slug, Intent(1, 3.0, text, account=name, owner=name, chat_id=""))
-        step.name_chat(slug, 1, CHAT.rpartition("/")[2])
-        step.record_sent(slug, 1, CHAT, 4.0)
-        step.block_quota(QuotaBlock(name, 9e9, text, 5.0))
-        step.put_finished(Finished(slug, name, name, name, 6.0, "the article"))
-        step.serve(name, [name], 7.0)
-        step.put_chat_deletion(ChatDeletion(CHAT, slug, name, 8.0, last_error=text))
-        step.claim_meta(name, text)
+        tx.record_intent(slug, Intent(1, 3.0, text, account=name, owner=name, chat_id=""))
+        tx.name_chat(slug, 1, CHAT.rpartition("/")[2])
+        tx.record_sent(slug, 1, CHAT, 4.0)
+        tx.block_quota(QuotaBlock(name, 9e9, text, 5.0))
+        tx.put_finished(Finished(slug, name, name, name, 6.0, "the article"))
+        tx.serve(name, [name], 7.0)
+        tx.put_chat_deletion(ChatDeletion(CHAT, slug, name, 8.0, last_error=text))
+        tx.claim_meta(name, text)
 
 
 def everything_read(store, slug: str = "tea", name: str = "acct") -> str:
@@ -159,7 +159,7 @@ def test_a_name_holding_a_run_of_a_weak_secret_is_kept_so_its_row_is_found(store
 
 
 def test_the_postgres_step_binds_its_values_through_the_same_mask(monkeypatch):
-    """Unit level, no server: every statement of a PostgresStep binds what `kept` returns."""
+    """Unit level, no server: every statement of a PostgresTransaction binds what `kept` returns."""
     bound: list[tuple] = []
 
     class Connection:
@@ -171,9 +171,9 @@ def test_the_postgres_step_binds_its_values_through_the_same_mask(monkeypatch):
             return (1,)
 
     monkeypatch.setattr(sql, "kept", lambda params: ("KEPT", *params))
-    step = PostgresStep(Connection(), "batch")
-    step.append(Event("tea", "router_failed", 1.0, fields={"error": LEAK}))
-    step.put_article(ArticleRecord("tea", last_error=LEAK))
+    tx = PostgresTransaction(Connection(), "batch")
+    tx.append(Event("tea", "router_failed", 1.0, fields={"error": LEAK}))
+    tx.put_article(ArticleRecord("tea", last_error=LEAK))
     assert bound and all(params[0] == "KEPT" for params in bound)
 
 
@@ -182,6 +182,6 @@ def test_an_article_body_is_kept_verbatim(store):
     key, contract/checks.py): the store keeps it exactly, as the host's SLUG.md is written."""
     redact.register(KEY)
     body = f"An article that quotes {KEY[:12]} as it is."
-    with store.step() as step:
-        step.put_finished(Finished("tea", "router", document=body))
+    with store.transaction() as tx:
+        tx.put_finished(Finished("tea", "router", document=body))
     assert store.finished(["tea"])["tea"].document == body

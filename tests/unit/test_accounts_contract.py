@@ -195,10 +195,10 @@ def test_a_failure_after_the_click_is_never_offered_to_another_account(project):
     marker = json.loads((project / "articles" / "tea.md.sending").read_text())
     assert marker["account"] == "a"
     acc.chats["a"].send_error_after_naming = None
-    with acc.ws.store.step() as step:  # its backoff passed
-        record = step.article("tea")
+    with acc.ws.store.transaction() as tx:  # its backoff passed
+        record = tx.article("tea")
         record.next_try = 0.0
-        step.put_article(record)
+        tx.put_article(record)
     outcome = generate(acc.ws, "tea", engines)  # recovery looks in a's chat list only
     assert outcome.account == "a"
     assert acc.calls("a") == ["send", "user_messages", "send"]  # its named chat holds nothing
@@ -437,5 +437,5 @@ def _clear_block(acc: Accounts, name: str) -> None:
     """Whatever block or hold the last run left on `name` ends now (as if its time passed)."""
     from pipeline.store.protocol import QuotaBlock
 
-    with acc.ws.store.step() as step:
-        step.block_quota(QuotaBlock(name, until=time.time() - 1, reason="over", since=time.time() - 2))
+    with acc.ws.store.transaction() as tx:
+        tx.block_quota(QuotaBlock(name, until=time.time() - 1, reason="over", since=time.time() - 2))

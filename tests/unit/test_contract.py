@@ -39,14 +39,14 @@ def test_first_run_sends_once_and_writes_the_url(project, workspace, engines, ch
 def test_finishing_commits_the_record_and_the_done_event_in_one_store_step(
     project, workspace, engines, chat, monkeypatch
 ):
-    # Each store step is a commit (an fsync under synchronous = FULL): a cycle finishing 200
+    # Each store transaction is a commit (an fsync under synchronous = FULL): a cycle finishing 200
     # articles pays it per article, so the record and its event share one.
     add_prompt(project, "tea")
     generate(workspace, "tea", engines)
     chat.enqueue_check(answer())
     store, steps = workspace.store, []
-    step = store.step
-    monkeypatch.setattr(store, "step", lambda: steps.append(1) or step())
+    transaction = store.transaction
+    monkeypatch.setattr(store, "transaction", lambda: steps.append(1) or transaction())
     assert generate(workspace, "tea", engines).status is Status.DONE
     assert len(steps) == 1
     assert workspace.store.article("tea").progress == "done" and events(workspace)[-1] == "done"

@@ -21,14 +21,14 @@ NOW = time.time()  # the command line reads the real clock: the days are those b
 
 def past(ws, ts: float, slug: str, event: str, **fields) -> None:
     """A journal step written at `ts` (the store keeps what the event says)."""
-    with ws.store.step() as step:
-        step.append(Event(slug, event, ts, account=fields.pop("account", ""), fields=fields))
+    with ws.store.transaction() as tx:
+        tx.append(Event(slug, event, ts, account=fields.pop("account", ""), fields=fields))
 
 
 def sent(ws, ts: float, slug: str, account: str) -> None:
-    with ws.store.step() as step:
-        step.record_intent(slug, Intent(1, ts, "0" * 64, account=account))
-        step.append(Event(slug, "sending", ts, account=account, fields={"engine": "qwen"}))
+    with ws.store.transaction() as tx:
+        tx.record_intent(slug, Intent(1, ts, "0" * 64, account=account))
+        tx.append(Event(slug, "sending", ts, account=account, fields={"engine": "qwen"}))
 
 
 def history_project(project):

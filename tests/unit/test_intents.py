@@ -231,8 +231,8 @@ def test_a_kill_while_a_send_is_given_back_never_leaves_it_counted(
     killed(workspace, "tea", engines, "after_naming")  # its chat there and empty: given back
     original = Journal.append_in
 
-    def append_in(self, step, slug, event, **fields):
-        entry = original(self, step, slug, event, **fields)
+    def append_in(self, tx, slug, event, **fields):
+        entry = original(self, tx, slug, event, **fields)
         if event == dies_at:
             raise Crash(event)
         return entry

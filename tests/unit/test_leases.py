@@ -98,8 +98,8 @@ def test_a_leased_step_writes_the_batchs_finished_article(project, workspace, en
     assert generate(workspace, "tea", engines).status is Status.QUEUED
     theirs = '+++\ntitle = "Tea"\n+++\n\nThe other host\'s article about tea.\n'
     if first == "another host":
-        with store.step() as step:
-            assert step.put_finished(Finished("tea", "qwen", "default", "h2", time.time(), theirs))
+        with store.transaction() as tx:
+            assert tx.put_finished(Finished("tea", "qwen", "default", "h2", time.time(), theirs))
     lease = ArticleLease(store, "tea", "h1", 30)
     assert lease.claim() == ""
     chat.enqueue_check(answer())
@@ -114,7 +114,7 @@ def test_a_leased_step_writes_the_batchs_finished_article(project, workspace, en
 
 
 def test_a_lease_lost_before_the_page_names_the_chat_lets_nothing_go(project, workspace, engines, chat):
-    """The last check is in the same store step as the chat's name, just before the page lets the
+    """The last check is in the same store transaction as the chat's name, just before the page lets the
     prompt go: a lease lost after the check before the click still stops the send there."""
     add_prompt(project, "tea")
     store = workspace.store

@@ -166,9 +166,9 @@ def as_older_version(workspace, slug):
         marker.pop(key, None)
     article.sending.write_text(json.dumps(marker))
     send = next(s for s in workspace.store.sends(slug) if s.turn == 1)
-    with workspace.store.step() as step:
-        step.forget_sends(slug)
-        step.record_intent(slug, send.intent._replace(chat_id=None))
+    with workspace.store.transaction() as tx:
+        tx.forget_sends(slug)
+        tx.record_intent(slug, send.intent._replace(chat_id=None))
 
 
 def test_a_marker_records_what_recovery_needs(project, workspace, engines):
@@ -386,10 +386,10 @@ def test_an_adoption_records_the_send_the_store_lost_with_the_markers_account_an
     interrupted(workspace, "tea", engines, clock, point="after_send")
     marker = json.loads(workspace.article("tea").sending.read_text())
     (send,) = workspace.store.sends("tea")
-    with workspace.store.step() as step:
-        step.forget_sends("tea")
+    with workspace.store.transaction() as tx:
+        tx.forget_sends("tea")
         if store_knows == "no account":
-            step.record_intent("tea", Intent(1, send.intent_at, send.prompt_sha256, "", 1, "", send.chat_id))
+            tx.record_intent("tea", Intent(1, send.intent_at, send.prompt_sha256, "", 1, "", send.chat_id))
     clock.now += 10
     assert generate(workspace, "tea", engines, clock=clock).status is Status.WORKING and chat.sends == 1
     url = (project / "articles" / "tea.md.url").read_text().strip()

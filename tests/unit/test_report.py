@@ -128,8 +128,8 @@ def test_a_bundle_holds_the_article_and_no_secret_in_any_form_inside_its_trace_t
         journal.append(
             "pan", "unknown_answer", where="chat_list", seen=f'{{"x": "{KEY}"}}', account="default"
         )
-        with workspace.store.step() as step:  # an unknown answer of two days ago: not the last day's
-            step.append(Event("old", "unknown_answer", now - 2 * 86400, fields={"where": "stream"}))
+        with workspace.store.transaction() as tx:  # an unknown answer of two days ago: not the last day's
+            tx.append(Event("old", "unknown_answer", now - 2 * 86400, fields={"where": "stream"}))
         state = workspace.state_dir
         (state / "trace-default.zip").write_bytes(a_trace())  # as an older qwenpipe kept it: unmasked
         (state / "bot-check-default.png").write_bytes(b"\x89PNG\r\n\x1a\npixels")

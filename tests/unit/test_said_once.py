@@ -58,8 +58,8 @@ def test_a_hold_recorded_before_the_clock_went_back_has_one_end_in_status(projec
     ws, chats, router, engines = accounts_project(project, BASE + "[accounts.a]\n[accounts.b]\n")
     add_prompt(project, "tea")
     since = NOW + 5 * 3600  # recorded five hours "later": the clock went back since
-    with ws.store.step() as step:
-        step.block_quota(QuotaBlock("a", until=since + 1800, reason="bot_check: slider", since=since))
+    with ws.store.transaction() as tx:
+        tx.block_quota(QuotaBlock("a", until=since + 1800, reason="bot_check: slider", since=since))
     status = collect(ws, NOW)
     line = next(a for a in status.accounts if a.name == "a")
     assert line.hold is not None and line.quota_until is not None

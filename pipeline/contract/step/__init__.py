@@ -9,8 +9,9 @@
 
 All of it under the article's flock; another holder means "working elsewhere", never a wait.
 The step is a loop: phases.decide says what the article's next action is, that action's handler
-does it and ends the step (an Outcome) or hands the loop what comes next (moves.py). Handlers
-never call one another: each module here is one handler and the helpers only it uses.
+does it and ends the step (an Outcome) or hands the loop what comes next (moves.py). Which
+handler takes each action and each move: handlers.py, one table. Handlers never call one
+another: each module here is one handler and the helpers only it uses.
 """
 
 from __future__ import annotations
@@ -27,53 +28,15 @@ from ...store.protocol import LeaseLost, StoreBusy
 from .. import cleanup, hosts
 from ..article import ArticleFiles, ArticleState, read_chat_url
 from ..facts import engine_limits, facts, send_limits
-from ..phases import Action, Decision, Failure, Files, Reason, Record, backoff_delay, decide
+from ..phases import Decision, Failure, Files, Reason, Record, backoff_delay, decide
 from ..prompts import Prompt, check_request_size, check_slug, load_prompt
 from ..quota import SendBudget, host_accounts, sends_today
 from ..rotation import capacity, standings
 from ..workspace import Engines, Workspace
-from . import (
-    adopt,
-    busy,
-    collect,
-    doubt,
-    fail,
-    fallback,
-    finish,
-    hard,
-    look,
-    never_sent,
-    poll,
-    recover,
-    refused,
-    reject,
-    search,
-    send,
-    settled,
-    transient,
-    turn,
-    turns,
-    wait,
-)
 from .adoption import RECOVERY_CLOCK_SLACK, adoptable_chat, chats_in_batch, chats_of_other_articles
 from .context import Context, Outcome, Status, wait_words
-from .moves import (
-    Adopt,
-    Ask,
-    Busy,
-    Collect,
-    Hard,
-    InDoubt,
-    Look,
-    LookTurns,
-    Move,
-    NeverSent,
-    Refused,
-    Reject,
-    Search,
-    Transient,
-    Write,
-)
+from .handlers import handler_of
+from .moves import Ask, Busy, Hard, Move, Transient
 from .replay import replay
 
 __all__ = [
@@ -92,33 +55,6 @@ __all__ = [
     "wait_words",
 ]
 
-SEND_TURN = "send turn"  # Action.SEND of a later turn, in the article's own chat
-
-# Each action's handler, and the handler of each move that goes straight to one (moves.py).
-HANDLERS: dict[object, Callable[[Context, Move], Outcome | Move]] = {
-    Action.NOTHING: settled.handle,
-    Action.WAIT: wait.handle,
-    Action.RECOVER: recover.handle,
-    Action.POLL: poll.handle,
-    Action.SEND: send.handle,
-    SEND_TURN: turn.handle,
-    Action.FALL_BACK: fallback.handle,
-    Action.FAIL: fail.handle,
-    Action.DEAD_LETTER: fail.handle,
-    Refused: refused.handle,
-    Search: search.handle,
-    Adopt: adopt.handle,
-    NeverSent: never_sent.handle,
-    InDoubt: doubt.handle,
-    Look: look.handle,
-    LookTurns: turns.handle,
-    Collect: collect.handle,
-    Reject: reject.handle,
-    Write: finish.handle,
-    Busy: busy.handle,
-    Transient: transient.handle,
-    Hard: hard.handle,
-}
 # A failure the step meets (raised by an engine, or by the checks of its answer), as a move.
 FAILURES = ((EngineBusy, Busy), (TransientError, Transient), (HardError, Hard))
 
@@ -309,7 +245,7 @@ class Step:
             if isinstance(move, Ask):
                 move = replace(move, decision=self.decide(move))
             try:
-                result = HANDLERS[_key(move)](self.context, move)
+                result = handler_of(move)(self.context, move)
             except (EngineBusy, TransientError, HardError) as err:
                 if caught:
                     raise
@@ -323,45 +259,45 @@ class Step:
         """What the article's next step is, from its files as they are now (the chat URL is read
         once, and only when the chat is to be used), its record, and, when a send may be next, the
         chat's quota and the send limits. A decision that re-plans its times saves them first."""
-        step, failure, next_turn = self.context, ask.failure, ask.next_turn
-        done, dead = step.article.md.exists(), step.article.failed.exists()
+        ctx, failure, next_turn = self.context, ask.failure, ask.next_turn
+        done, dead = ctx.article.md.exists(), ctx.article.failed.exists()
         seen = Files(done=done, dead=dead)
-        if not (done or dead or step.choice == "router" or failure is not Failure.NONE):
-            if step.chat_url is None:
-                step.chat_url = read_chat_url(step.article, step.qwen.base_url)
-            sending = not step.recovered and step.article.sending.exists()
-            seen = Files(sent=step.chat_url is not None, sending=sending)
+        if not (done or dead or ctx.choice == "router" or failure is not Failure.NONE):
+            if ctx.chat_url is None:
+                ctx.chat_url = read_chat_url(ctx.article, ctx.qwen.base_url)
+            sending = not ctx.recovered and ctx.article.sending.exists()
+            seen = Files(sent=ctx.chat_url is not None, sending=sending)
         elif failure is Failure.ACCOUNT and not (done or dead):
-            seen = Files(sent=step.chat_url is not None)  # a sent chat waits for its account
+            seen = Files(sent=ctx.chat_url is not None)  # a sent chat waits for its account
         wants_send = failure is Failure.NONE and (next_turn or not (seen.sent or seen.sending))
-        limits = engine_limits(step.ws.config, step.choice)
-        now = step.clock()
+        limits = engine_limits(ctx.ws.config, ctx.choice)
+        now = ctx.clock()
         if wants_send and not (done or dead):
             limits = self.send_limits(
-                limits, now, ask.budget_spent, (step.sender(),) if next_turn else step.only
+                limits, now, ask.budget_spent, (ctx.sender(),) if next_turn else ctx.only
             )
 
         def sender() -> tuple[str, float]:
-            account = step.sender()
-            return account, step.first_send.intent_at if step.first_send else now
+            account = ctx.sender()
+            return account, ctx.first_send.intent_at if ctx.first_send else now
 
         decision = decide(
             facts(
-                step.ws,
+                ctx.ws,
                 seen,
-                Record.of(step.state),
+                Record.of(ctx.state),
                 limits,
                 now,
                 sender=sender,
-                wait=step.wait,
+                wait=ctx.wait,
                 next_turn=next_turn,
                 failure=failure,
             )
         )
         if decision.replan:
-            step.state.next_try, step.state.last_poll = decision.replan
-            step.save()
-            step.say(f"{step.slug}: the clock moved back since its last look; its next look is re-planned")
+            ctx.state.next_try, ctx.state.last_poll = decision.replan
+            ctx.save()
+            ctx.say(f"{ctx.slug}: the clock moved back since its last look; its next look is re-planned")
         return decision
 
     def send_limits(self, limits, now: float, budget_spent: bool, names: tuple[str, ...]):
@@ -369,29 +305,17 @@ class Step:
         next, from the accounts `names` (() = every one). Rotation chooses the account
         (`context.chosen`); when none may send, the limits say why (the site's quota block, or
         `account_off`)."""
-        step = self.context
-        found = standings(step.ws, now, step.engines.unavailable, names, probed=step.engines.probed)
-        able = capacity(found, step.ws.config.rotation)
-        step.chosen = able.chosen.name if able.chosen else None
-        budget, per_day = step.budget, step.qwen.max_sends_per_day
+        ctx = self.context
+        found = standings(ctx.ws, now, ctx.engines.unavailable, names, probed=ctx.engines.probed)
+        able = capacity(found, ctx.ws.config.rotation)
+        ctx.chosen = able.chosen.name if able.chosen else None
+        budget, per_day = ctx.budget, ctx.qwen.max_sends_per_day
         return send_limits(
             limits,
             able,
-            skipped=bool(able.off) and step.skipped_error(names) is not None,
+            skipped=bool(able.off) and ctx.skipped_error(names) is not None,
             per_day=per_day,
-            sends_today=lambda: sends_today(step.ws.journal, now, host_accounts(step.ws.config)),
+            sends_today=lambda: sends_today(ctx.ws.journal, now, host_accounts(ctx.ws.config)),
             per_cycle=budget.limit if budget else 0,
             cycle_sends=budget.limit if budget and budget_spent else (budget.used if budget else 0),
         )
-
-
-def _key(move: Move) -> object:
-    """The key of the handler `move` goes to: its decision's action, or its own kind."""
-    if not isinstance(move, Ask):
-        return type(move)
-    action = move.decision.action
-    if action is Action.NOTHING and move.failure is not Failure.NONE:
-        return Action.FAIL  # a failure in hand ends failed (its files never settle it under the lock)
-    if action is Action.SEND and move.next_turn:
-        return SEND_TURN
-    return action

@@ -8,6 +8,6 @@ from .context import Context, Outcome, Status
 from .moves import Busy
 
 
-def handle(step: Context, move: Busy) -> Outcome:
-    step.log("busy", engine="qwen", error=str(move.error))
-    return step.outcome(Status.WORKING, f"{step.slug}: {move.error}", reason=Reason.LOCKED)
+def handle(ctx: Context, move: Busy) -> Outcome:
+    ctx.log("busy", engine="qwen", error=str(move.error))
+    return ctx.outcome(Status.WORKING, f"{ctx.slug}: {move.error}", reason=Reason.LOCKED)

@@ -13,37 +13,37 @@ from .context import Context
 from .moves import Collect, Reject, Write
 
 
-def handle(step: Context, move: Collect) -> Write | Reject:
+def handle(ctx: Context, move: Collect) -> Write | Reject:
     answer = move.answer
-    check_model(step, answer)
-    settings = replace(step.ws.config.article, **step.prompt.settings)
+    check_model(ctx, answer)
+    settings = replace(ctx.ws.config.article, **ctx.prompt.settings)
     verdict = check_answer(answer.markdown, settings)
     if verdict.problem:
         return Reject(answer, verdict)
-    answer, prompt = replace(answer, markdown=verdict.markdown), step.prompt
+    answer, prompt = replace(answer, markdown=verdict.markdown), ctx.prompt
     edited = (  # a one-turn prompt changed since the chat got it (multi-turn: see turns.our_turns)
         answer.engine == "qwen"
         and len(prompt.turns) == 1
-        and bool(step.state.sent_sha256)
-        and step.state.sent_sha256 != prompt.sha256
+        and bool(ctx.state.sent_sha256)
+        and ctx.state.sent_sha256 != prompt.sha256
     )
     document = render_article(
         prompt,
         answer,
-        chat_url=step.chat_url,
-        when=datetime.fromtimestamp(step.clock()),
+        chat_url=ctx.chat_url,
+        when=datetime.fromtimestamp(ctx.clock()),
         strip_title=settings.strip_title,
         turns=len(prompt.turns),
-        sent_sha256=step.state.sent_sha256 if edited else None,
-        account=step.sender() if answer.engine == "qwen" else "",
+        sent_sha256=ctx.state.sent_sha256 if edited else None,
+        account=ctx.sender() if answer.engine == "qwen" else "",
     )
     return Write(answer, document, settings.strip_title, edited)
 
 
-def check_model(step: Context, answer: Answer) -> None:
+def check_model(ctx: Context, answer: Answer) -> None:
     """A chat answer must come from the model asked for (qwen.model): never a silent article
     from another one. Raises HardError when the chat names another model."""
-    wanted = step.chat_choice().model
+    wanted = ctx.chat_choice().model
     if answer.engine != "qwen" or not wanted or same_model(wanted, answer.model):
         return
     if not answer.model:

@@ -13,13 +13,13 @@ from .moves import Ask, Hard, InDoubt, too_many_attempts
 from .proof import weigh
 
 
-def handle(step: Context, move: InDoubt) -> Outcome | Ask | Hard:
+def handle(ctx: Context, move: InDoubt) -> Outcome | Ask | Hard:
     """A send in doubt (the marker says sending, no chat URL known): taken as lost and sent again
     when the site has shown nothing for `lost_chat_after` (or handed on when its attempts are
     spent), else looked for again later."""
-    marker = read_marker(step.article.sending) or {}
-    now, lost_after = step.clock(), step.qwen.lost_chat_after
-    doubt = weigh(marker, now, step.qwen)
+    marker = read_marker(ctx.article.sending) or {}
+    now, lost_after = ctx.clock(), ctx.qwen.lost_chat_after
+    doubt = weigh(marker, now, ctx.qwen)
     unreadable_for = round(now - doubt.since)
     if doubt.lost:
         # Taken as never sent: given back (an `unsent` step, the daily count drops it) and sent
@@ -31,30 +31,30 @@ def handle(step: Context, move: InDoubt) -> Outcome | Ask | Hard:
             "looks": doubt.looks,
             "in_doubt_for": unreadable_for,
         }
-        give_back(step, 1, move.account, "lost", ("recovery_lost", lost))
-        step.state.next_try = 0.0
-        step.save()
-        step.say(
-            f"{step.slug}: the interrupted send is still in doubt after {unreadable_for} s "
+        give_back(ctx, 1, move.account, "lost", ("recovery_lost", lost))
+        ctx.state.next_try = 0.0
+        ctx.save()
+        ctx.say(
+            f"{ctx.slug}: the interrupted send is still in doubt after {unreadable_for} s "
             f"(qwen.lost_chat_after = {lost_after:g}; {move.why}): taking it as lost, sending again"
         )
-        step.chat_url, step.recovered = None, True
-        if step.state.attempts >= step.qwen.max_attempts and step.state.last_error:
+        ctx.chat_url, ctx.recovered = None, True
+        if ctx.state.attempts >= ctx.qwen.max_attempts and ctx.state.last_error:
             return too_many_attempts(
-                step.state.attempts, step.qwen.max_attempts, step.state.last_error
+                ctx.state.attempts, ctx.qwen.max_attempts, ctx.state.last_error
             )  # not sent a further time
         return Ask()
-    write_marker(step.article.sending, {**marker, "doubt_since": doubt.since, "doubt_looks": doubt.looks})
+    write_marker(ctx.article.sending, {**marker, "doubt_since": doubt.since, "doubt_looks": doubt.looks})
     left = doubt.since + lost_after - now
     message = (
-        f"{step.slug}: the interrupted send is in doubt ({move.why}): it stays counted and is not "
+        f"{ctx.slug}: the interrupted send is in doubt ({move.why}): it stays counted and is not "
         f"sent now; looked at again {wait_words(doubt.delay)}, sent again only if still in doubt "
         f"{wait_words(left)} (qwen.lost_chat_after)"
     )
-    step.state.next_try = now + doubt.delay
-    step.state.last_error, step.state.last_error_code = message, Code.IN_DOUBT  # what status shows
-    step.save()
-    step.log(
+    ctx.state.next_try = now + doubt.delay
+    ctx.state.last_error, ctx.state.last_error_code = message, Code.IN_DOUBT  # what status shows
+    ctx.save()
+    ctx.log(
         "recovery_in_doubt",
         engine="qwen",
         account=move.account,
@@ -62,5 +62,5 @@ def handle(step: Context, move: InDoubt) -> Outcome | Ask | Hard:
         looks=doubt.looks,
         in_doubt_for=unreadable_for,
     )
-    step.say(message)
-    return step.outcome(Status.WORKING, message, reason=Reason.IN_DOUBT)
+    ctx.say(message)
+    return ctx.outcome(Status.WORKING, message, reason=Reason.IN_DOUBT)

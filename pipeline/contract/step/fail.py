@@ -16,44 +16,44 @@ from .context import Context, Outcome, Status
 from .moves import Ask
 
 
-def handle(step: Context, move: Ask) -> Outcome:
+def handle(ctx: Context, move: Ask) -> Outcome:
     err, decision = move.error, move.decision
     message = move.message or f"{err} (no fallback: {decision.why})"
     last = decision.action is Action.DEAD_LETTER
     if decision.reason is Reason.ACCOUNT:
-        step.save()  # the error is recorded; the article's count stays as it was
-        return step.outcome(Status.FAILED, f"{step.slug}: {message}")
-    step.state.hard_failures += 1
-    step.state.attempts = 0
-    limit = step.qwen.max_attempts
-    step.save()
+        ctx.save()  # the error is recorded; the article's count stays as it was
+        return ctx.outcome(Status.FAILED, f"{ctx.slug}: {message}")
+    ctx.state.hard_failures += 1
+    ctx.state.attempts = 0
+    limit = ctx.qwen.max_attempts
+    ctx.save()
     if last:
-        dead_letter(step, err, message)
-        return step.outcome(
+        dead_letter(ctx, err, message)
+        return ctx.outcome(
             Status.FAILED,
-            f"{step.slug}: {message}; dead-lettered after "
-            f"{step.state.hard_failures} hard failures "
-            f"(`qwenpipe replay {step.slug}` to retry)",
+            f"{ctx.slug}: {message}; dead-lettered after "
+            f"{ctx.state.hard_failures} hard failures "
+            f"(`qwenpipe replay {ctx.slug}` to retry)",
         )
-    return step.outcome(
-        Status.FAILED, f"{step.slug}: {message} (hard failure {step.state.hard_failures} of {limit})"
+    return ctx.outcome(
+        Status.FAILED, f"{ctx.slug}: {message} (hard failure {ctx.state.hard_failures} of {limit})"
     )
 
 
-def dead_letter(step: Context, err: EngineError, message: str) -> None:
+def dead_letter(ctx: Context, err: EngineError, message: str) -> None:
     def when(ts: float) -> datetime:
         return datetime.fromtimestamp(ts).astimezone().replace(microsecond=0)
 
-    errors = step.state.errors
+    errors = ctx.state.errors
     record = {
         "reason": err.code,
         "engine": "router" if errors and errors[-1]["engine"] == "router" else "qwen",
-        "attempts": step.state.hard_failures,
+        "attempts": ctx.state.hard_failures,
         "last_error": message,
-        "time": when(step.clock()),
+        "time": when(ctx.clock()),
         "errors": [{k: (when(v) if k == "time" else v) for k, v in e.items()} for e in errors],
     }
-    if step.chat_url:
-        record["chat_url"] = step.chat_url
-    files.atomic_write(step.article.failed, tomli_w.dumps(record))
-    step.log("dead_letter", error=message, code=err.code)
+    if ctx.chat_url:
+        record["chat_url"] = ctx.chat_url
+    files.atomic_write(ctx.article.failed, tomli_w.dumps(record))
+    ctx.log("dead_letter", error=message, code=err.code)

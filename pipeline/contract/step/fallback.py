@@ -14,7 +14,7 @@ from .context import Context, since
 from .moves import Ask, Collect
 
 
-def handle(step: Context, move: Ask) -> Collect | Ask:
+def handle(ctx: Context, move: Ask) -> Collect | Ask:
     decision, chat_error = move.decision, move.error  # the chat's hard failure, when it is one
     if chat_error is not None:
         reason = str(chat_error)
@@ -24,30 +24,30 @@ def handle(step: Context, move: Ask) -> Collect | Ask:
         reason = held_words(decision.until, decision.why)
     else:
         reason = decision.why
-    step.log("fallback", engine="router", reason=reason)
-    step.say(f"{step.slug}: writing it through the router ({reason})")
+    ctx.log("fallback", engine="router", reason=reason)
+    ctx.say(f"{ctx.slug}: writing it through the router ({reason})")
     started = time.monotonic()
     try:
-        answer = route(step)
-        step.crash("after_router")
+        answer = route(ctx)
+        ctx.crash("after_router")
     except EngineError as err:
-        step.state.record_error(step.clock(), "router", err.code, str(err))
-        step.log("router_failed", engine="router", error=str(err), code=err.code, duration=since(started))
+        ctx.state.record_error(ctx.clock(), "router", err.code, str(err))
+        ctx.log("router_failed", engine="router", error=str(err), code=err.code, duration=since(started))
         first = f"chat: {chat_error}; " if chat_error else ""
         message = f"{first}{'' if str(err).startswith('router') else 'router: '}{err}"
         return Ask(failure=Failure.ALL, error=err, message=message)
     return Collect(answer)
 
 
-def route(step: Context) -> Answer:
+def route(ctx: Context) -> Answer:
     """The article through the router; a multi-turn prompt is replayed as one conversation."""
-    router = step.engines.router()
-    if len(step.prompt.turns) == 1:
-        return router.generate(step.prompt.text)
+    router = ctx.engines.router()
+    if len(ctx.prompt.turns) == 1:
+        return router.generate(ctx.prompt.text)
     history: list[tuple[str, str]] = []
     answers = []
-    for turn in step.prompt.turns:
+    for turn in ctx.prompt.turns:
         answer = router.generate(turn, history=tuple(history))
         history.append((turn, answer.markdown))
         answers.append(answer)
-    return answers[step.prompt.article_turn - 1]
+    return answers[ctx.prompt.article_turn - 1]

@@ -17,63 +17,63 @@ from .holds import hold
 from .moves import Ask, Hard
 
 
-def handle(step: Context, move: Hard) -> Ask | Outcome:
-    err, now = move.error, step.clock()
-    if not_shown_yet(step, err, now):
-        return look_again(step, err, now)
-    account = step.account or DEFAULT_ACCOUNT
+def handle(ctx: Context, move: Hard) -> Ask | Outcome:
+    err, now = move.error, ctx.clock()
+    if not_shown_yet(ctx, err, now):
+        return look_again(ctx, err, now)
+    account = ctx.account or DEFAULT_ACCOUNT
     waits = ""
-    if err.code in ACCOUNT_REFUSALS and step.chat_url:  # status shows it as the article's last error
+    if err.code in ACCOUNT_REFUSALS and ctx.chat_url:  # status shows it as the article's last error
         fix = f": run `qwenpipe login --account {account}`" if err.code == Code.LOGGED_OUT else ""
         waits = f"{err}; its chat waits for account {account}{fix} (not counted against the article)"
-    step.chat_error = err.code
-    step.state.record_error(now, "qwen", err.code, waits or str(err))
-    step.log("hard", engine="qwen", account=step.account or None, error=str(err), code=err.code)
-    step.say(f"{step.slug}: the chat failed hard: {err}")
+    ctx.chat_error = err.code
+    ctx.state.record_error(now, "qwen", err.code, waits or str(err))
+    ctx.log("hard", engine="qwen", account=ctx.account or None, error=str(err), code=err.code)
+    ctx.say(f"{ctx.slug}: the chat failed hard: {err}")
     if isinstance(err, QuotaSpent):
-        until = step.ws.chat_quota.block(now, err.retry_after, str(err), account=account)
-        step.log("quota", engine="qwen", account=account, until=clock_words(until), error=str(err))
-        step.say(
+        until = ctx.ws.chat_quota.block(now, err.retry_after, str(err), account=account)
+        ctx.log("quota", engine="qwen", account=account, until=clock_words(until), error=str(err))
+        ctx.say(
             f"the chat's daily quota is spent: no sends from account {account} until {clock_words(until)}"
         )
-    hold(step, account, err)
+    hold(ctx, account, err)
     if err.code not in ACCOUNT_REFUSALS:
         return Ask(failure=Failure.CHAT, error=err)
     return Ask(failure=Failure.ACCOUNT, error=err, message=waits)
 
 
-def look_again(step: Context, err, now: float) -> Outcome:
+def look_again(ctx: Context, err, now: float) -> Outcome:
     """A sent chat the site does not show yet is waited for, not failed: the look is no attempt
     (qwen.max_attempts counts failures of ours; a site slow to show a chat is bounded by
     qwen.lost_chat_after instead), and the next look comes after half the time the chat has been
     unreadable (at least poll_interval), never past the moment it would be taken as lost."""
-    sent = step.state.sent_at
-    left = sent + step.qwen.lost_chat_after - now
-    delay = min(max(step.qwen.poll_interval, (now - sent) / 2), left)
+    sent = ctx.state.sent_at
+    left = sent + ctx.qwen.lost_chat_after - now
+    delay = min(max(ctx.qwen.poll_interval, (now - sent) / 2), left)
     message = (
         f"{err}; it was sent {now - sent:.0f} s ago and a new chat may not read yet: looked at "
         f"again {wait_words(delay)}, for {left:.0f} s more (qwen.lost_chat_after)"
     )
-    step.state.record_error(now, "qwen", Code.CHAT_NOT_FOUND, message)
-    step.state.next_try = now + delay
-    step.save()
-    step.log(
+    ctx.state.record_error(now, "qwen", Code.CHAT_NOT_FOUND, message)
+    ctx.state.next_try = now + delay
+    ctx.save()
+    ctx.log(
         "not_shown_yet",
         engine="qwen",
-        account=step.account or None,
+        account=ctx.account or None,
         error=str(err),
         sent_ago=round(now - sent),
     )
-    return step.outcome(Status.WORKING, f"{step.slug}: {message}", reason=Reason.BACKOFF)
+    return ctx.outcome(Status.WORKING, f"{ctx.slug}: {message}", reason=Reason.BACKOFF)
 
 
-def not_shown_yet(step: Context, err, now: float) -> bool:
+def not_shown_yet(ctx: Context, err, now: float) -> bool:
     """The site says it has no such chat, though the article sent into it less than
     qwen.lost_chat_after ago: a new chat may not read yet (the site's read-after-write lag), so
     "not found" proves nothing until then and is looked at again; never the router's at once."""
-    sent = step.state.sent_at
+    sent = ctx.state.sent_at
     return (
         err.code == Code.CHAT_NOT_FOUND
-        and bool(step.chat_url)
-        and 0 < sent <= now < sent + step.qwen.lost_chat_after
+        and bool(ctx.chat_url)
+        and 0 < sent <= now < sent + ctx.qwen.lost_chat_after
     )

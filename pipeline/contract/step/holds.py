@@ -11,7 +11,7 @@ from ..quota import HOLD_CODES, screenshot_path
 from .context import Context
 
 
-def hold(step: Context, account: str, err: EngineError) -> bool:
+def hold(ctx: Context, account: str, err: EngineError) -> bool:
     """Hold `account` back from sends when `err` is a bot check (qwen.bot_check_pause_first
     hours, doubled on each strike up to qwen.bot_check_pause: quota.py; or until
     `qwenpipe login --account NAME`) or an empty answer (until local midnight). The hold and
@@ -23,17 +23,17 @@ def hold(step: Context, account: str, err: EngineError) -> bool:
     strike would double a hold the site did not lengthen."""
     if err.code not in HOLD_CODES:
         return False
-    now = step.clock()
-    already = step.ws.chat_quota.held(now, account)
+    now = ctx.clock()
+    already = ctx.ws.chat_quota.held(now, account)
     if already is not None and already.kind == HOLD_CODES[err.code]:
-        step.say(f"{step.slug}: {already.words()} (met again while held: not a new strike)")
+        ctx.say(f"{ctx.slug}: {already.words()} (met again while held: not a new strike)")
         return True
-    pause, first = float(step.qwen.bot_check_pause), float(step.qwen.bot_check_pause_first)
-    until = step.ws.chat_quota.hold(
+    pause, first = float(ctx.qwen.bot_check_pause), float(ctx.qwen.bot_check_pause_first)
+    until = ctx.ws.chat_quota.hold(
         now, err.code, str(err), account, bot_check_pause=pause, bot_check_pause_first=first
     )
-    held = step.ws.chat_quota.held(now, account)
-    step.log(
+    held = ctx.ws.chat_quota.held(now, account)
+    ctx.log(
         "hold",
         engine="qwen",
         account=account,
@@ -42,22 +42,22 @@ def hold(step: Context, account: str, err: EngineError) -> bool:
         error=str(err),
         code=err.code,
     )
-    step.say(f"{step.slug}: {held.words() if held else HOLD_CODES[err.code]}")
+    ctx.say(f"{ctx.slug}: {held.words() if held else HOLD_CODES[err.code]}")
     if err.screenshot:
-        keep_screenshot(step, account, err.screenshot)
+        keep_screenshot(ctx, account, err.screenshot)
     return True
 
 
-def keep_screenshot(step: Context, account: str, png: bytes) -> None:
+def keep_screenshot(ctx: Context, account: str, png: bytes) -> None:
     """Keep the page the bot check showed in `.qwenpipe/` (0600) for the user to see. Optional:
     a file that cannot be written there (a link at its place, a full disk) is reported on stderr
     and in the journal ("screenshot"), never raised, and what is at its place is left as it is."""
-    shot = screenshot_path(step.ws.state_dir, account)
+    shot = screenshot_path(ctx.ws.state_dir, account)
     try:
         files.atomic_write(shot, png)  # PRIVATE: 0600; refuses a link before it writes anything
     except (SetupProblem, OSError) as err:
-        step.log("screenshot", engine="qwen", account=account, error=str(err))
-        step.say(f"{step.slug}: the page the bot check showed was not kept: {err}")
+        ctx.log("screenshot", engine="qwen", account=account, error=str(err))
+        ctx.say(f"{ctx.slug}: the page the bot check showed was not kept: {err}")
         return
-    step.log("screenshot", engine="qwen", account=account, path=str(shot))
-    step.say(f"{step.slug}: the page as it was is in {shot}")
+    ctx.log("screenshot", engine="qwen", account=account, path=str(shot))
+    ctx.say(f"{ctx.slug}: the page as it was is in {shot}")

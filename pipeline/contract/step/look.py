@@ -11,24 +11,24 @@ from .context import Context, Outcome, Status, since
 from .moves import Collect, Look
 
 
-def handle(step: Context, move: Look) -> Outcome | Collect:
+def handle(ctx: Context, move: Look) -> Outcome | Collect:
     started = time.monotonic()
-    chat = step.chat(step.sender())
-    if step.wait:
+    chat = ctx.chat(ctx.sender())
+    if ctx.wait:
         result = chat.wait(
-            step.chat_url,
-            timeout=step.qwen.answer_timeout,
-            on_progress=lambda p: step.say(f"{step.slug}: {p}"),
+            ctx.chat_url,
+            timeout=ctx.qwen.answer_timeout,
+            on_progress=lambda p: ctx.say(f"{ctx.slug}: {p}"),
         )
     else:
-        result = chat.check(step.chat_url)
-    step.state.last_poll = step.clock()
+        result = chat.check(ctx.chat_url)
+    ctx.state.last_poll = ctx.clock()
     if isinstance(result, Answer):
         return Collect(result)
     assert isinstance(result, Generating)
-    step.state.attempts, step.state.progress = 0, result.progress
-    step.save()
-    step.log("poll", engine="qwen", account=step.account, progress=result.progress, duration=since(started))
-    return step.outcome(
-        Status.WORKING, f"{step.slug}: {result.progress} ({step.chat_url})", reason=Reason.GENERATING
+    ctx.state.attempts, ctx.state.progress = 0, result.progress
+    ctx.save()
+    ctx.log("poll", engine="qwen", account=ctx.account, progress=result.progress, duration=since(started))
+    return ctx.outcome(
+        Status.WORKING, f"{ctx.slug}: {result.progress} ({ctx.chat_url})", reason=Reason.GENERATING
     )

@@ -2,7 +2,8 @@
 
 A handler ends the step with an Outcome, or returns one of these; it never calls another handler.
 `Ask` has the article decided again (phases.decide, from its files as they are now); the others
-go straight to the handler of what was just learned.
+go straight to the handler of what was just learned. Each class names its handler's module in its
+docstring; handlers.py is the table the loop reads.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ from ..phases import Decision, Failure
 
 @dataclass(frozen=True)
 class Ask:
-    """Decide the article again; the loop fills `decision` and hands the move to its action's handler."""
+    """Decide the article again; the loop fills `decision` and hands the move to its action's handler.
+
+    Handler: by its action (handlers.py).
+    """
 
     next_turn: int = 0  # a multi-turn chat's last answer is complete: may this turn be sent?
     failure: Failure = Failure.NONE  # a hard failure is being handled: fall back, or fail
@@ -30,12 +34,18 @@ class Ask:
 
 @dataclass(frozen=True)
 class Look:
-    """Look at the sent one-turn chat now (it was just sent, or the decision said it is due)."""
+    """Look at the sent one-turn chat now (it was just sent, or the decision said it is due).
+
+    Handler: look.py.
+    """
 
 
 @dataclass(frozen=True)
 class LookTurns:
-    """Look at the sent multi-turn chat; `after_turn`: a turn was just sent (wait a moment first)."""
+    """Look at the sent multi-turn chat; `after_turn`: a turn was just sent (wait a moment first).
+
+    Handler: turns.py.
+    """
 
     deadline: float | None = None
     after_turn: bool = False
@@ -47,7 +57,10 @@ def look(turns: int, deadline: float | None = None, after_turn: bool = False) ->
 
 @dataclass(frozen=True)
 class Refused:
-    """`account` refused the first send before taking anything: offer it to the next account."""
+    """`account` refused the first send before taking anything: offer it to the next account.
+
+    Handler: refused.py.
+    """
 
     account: str
     error: EngineError
@@ -55,7 +68,10 @@ class Refused:
 
 @dataclass(frozen=True)
 class Search:
-    """An interrupted send named no chat: look for it by what was sent."""
+    """An interrupted send named no chat: look for it by what was sent.
+
+    Handler: search.py.
+    """
 
     account: str
     marker: dict
@@ -63,7 +79,10 @@ class Search:
 
 @dataclass(frozen=True)
 class Adopt:
-    """The interrupted send's chat is found: it is this article's."""
+    """The interrupted send's chat is found: it is this article's.
+
+    Handler: adopt.py.
+    """
 
     url: str
     marker: dict
@@ -71,7 +90,10 @@ class Adopt:
 
 @dataclass(frozen=True)
 class NeverSent:
-    """The interrupted send never reached the site: give it back, then send."""
+    """The interrupted send never reached the site: give it back, then send.
+
+    Handler: never_sent.py.
+    """
 
     account: str
     why: str
@@ -81,7 +103,10 @@ class NeverSent:
 class InDoubt:
     """Whether the interrupted send reached the site is not proven either way (its chat cannot be
     read, or no chat is provably its own): counted, looked at again, sent again only once it has
-    stayed so for qwen.lost_chat_after (doubt.handle)."""
+    stayed so for qwen.lost_chat_after (doubt.handle).
+
+    Handler: doubt.py.
+    """
 
     account: str
     why: str
@@ -89,14 +114,20 @@ class InDoubt:
 
 @dataclass(frozen=True)
 class Collect:
-    """A complete answer (the chat's or the router's): check it before it becomes the article."""
+    """A complete answer (the chat's or the router's): check it before it becomes the article.
+
+    Handler: collect.py.
+    """
 
     answer: Answer
 
 
 @dataclass(frozen=True)
 class Write:
-    """An answer that passed its checks (`markdown` cleaned), rendered: write SLUG.md."""
+    """An answer that passed its checks (`markdown` cleaned), rendered: write SLUG.md.
+
+    Handler: finish.py.
+    """
 
     answer: Answer
     document: str
@@ -106,7 +137,10 @@ class Write:
 
 @dataclass(frozen=True)
 class Reject:
-    """A complete answer that is not an article."""
+    """A complete answer that is not an article.
+
+    Handler: reject.py.
+    """
 
     answer: Answer
     verdict: Verdict
@@ -114,21 +148,30 @@ class Reject:
 
 @dataclass(frozen=True)
 class Busy:
-    """The engine was busy before anything was done (EngineBusy)."""
+    """The engine was busy before anything was done (EngineBusy).
+
+    Handler: busy.py.
+    """
 
     error: EngineError
 
 
 @dataclass(frozen=True)
 class Transient:
-    """A transient failure: back off, or fail hard after qwen.max_attempts of them."""
+    """A transient failure: back off, or fail hard after qwen.max_attempts of them.
+
+    Handler: transient.py.
+    """
 
     error: EngineError
 
 
 @dataclass(frozen=True)
 class Hard:
-    """The chat failed hard: record it, then fall back or fail."""
+    """The chat failed hard: record it, then fall back or fail.
+
+    Handler: hard.py.
+    """
 
     error: EngineError
 

@@ -10,11 +10,11 @@ from .intents import give_back
 from .moves import Ask, Hard, NeverSent, too_many_attempts
 
 
-def handle(step: Context, move: NeverSent) -> Ask | Hard:
+def handle(ctx: Context, move: NeverSent) -> Ask | Hard:
     not_found = {"engine": "qwen", "account": move.account, "reason": move.why}
-    give_back(step, 1, move.account, "never_sent", ("recovery_not_found", not_found))
-    step.say(f"{step.slug}: the interrupted send never reached the site ({move.why}): sending it")
-    step.chat_url, step.recovered = None, True
-    if step.state.attempts >= step.qwen.max_attempts and step.state.last_error:
-        return too_many_attempts(step.state.attempts, step.qwen.max_attempts, step.state.last_error)
+    give_back(ctx, 1, move.account, "never_sent", ("recovery_not_found", not_found))
+    ctx.say(f"{ctx.slug}: the interrupted send never reached the site ({move.why}): sending it")
+    ctx.chat_url, ctx.recovered = None, True
+    if ctx.state.attempts >= ctx.qwen.max_attempts and ctx.state.last_error:
+        return too_many_attempts(ctx.state.attempts, ctx.qwen.max_attempts, ctx.state.last_error)
     return Ask()

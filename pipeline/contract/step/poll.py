@@ -7,7 +7,7 @@ from .context import Context
 from .moves import Ask, Look, LookTurns, look
 
 
-def handle(step: Context, move: Ask) -> Look | LookTurns:
-    if cleanup.deleted_chat(step.ws.store, step.slug, step.chat_url):
-        raise cleanup.deleted_error(step.chat_url, step.article.url)
-    return look(len(step.prompt.turns))
+def handle(ctx: Context, move: Ask) -> Look | LookTurns:
+    if cleanup.deleted_chat(ctx.ws.store, ctx.slug, ctx.chat_url):
+        raise cleanup.deleted_error(ctx.chat_url, ctx.article.url)
+    return look(len(ctx.prompt.turns))

@@ -15,21 +15,21 @@ from .moves import Adopt, Ask, InDoubt, NeverSent, Search
 from .proof import unreadable
 
 
-def handle(step: Context, move: Ask) -> Adopt | NeverSent | Search | InDoubt:
-    account = step.sender()
-    step.only = (account,)  # a send after this goes to that account, where the chat may be
-    marker = read_marker(step.article.sending) or {}
-    chat_id = named_chat_id(step, marker)
-    step.log("recovering", engine="qwen", account=account)
+def handle(ctx: Context, move: Ask) -> Adopt | NeverSent | Search | InDoubt:
+    account = ctx.sender()
+    ctx.only = (account,)  # a send after this goes to that account, where the chat may be
+    marker = read_marker(ctx.article.sending) or {}
+    chat_id = named_chat_id(ctx, marker)
+    ctx.log("recovering", engine="qwen", account=account)
     if not chat_id:
         return Search(account, marker)
     try:
-        url = chat_url(step.qwen.base_url, chat_id, step.article.sending)
+        url = chat_url(ctx.qwen.base_url, chat_id, ctx.article.sending)
     except EngineError as err:  # a chat the site never named: nothing to open, nothing proven
         return InDoubt(account, str(err))
-    step.say(f"{step.slug}: an earlier send was interrupted; opening the chat it named: {url}")
+    ctx.say(f"{ctx.slug}: an earlier send was interrupted; opening the chat it named: {url}")
     try:
-        messages = step.chat(account).user_messages(url)
+        messages = ctx.chat(account).user_messages(url)
     except EngineError as err:
         if not unreadable(err):
             raise
@@ -41,7 +41,7 @@ def handle(step: Context, move: Ask) -> Adopt | NeverSent | Search | InDoubt:
     return Adopt(url, marker)
 
 
-def named_chat_id(step: Context, marker: dict) -> str:
+def named_chat_id(ctx: Context, marker: dict) -> str:
     """The chat the interrupted send named, or "" when none is on record: killed before the
     click, or while the page's completion was held and the chat not yet recorded (a browser
     whose driver dies lets what it held go: that send may have reached the site), or an
@@ -50,5 +50,5 @@ def named_chat_id(step: Context, marker: dict) -> str:
     named = marker.get("chat_id")
     if isinstance(named, str) and named:
         return named
-    sends = [s for s in step.ws.store.sends(step.slug) if s.turn == 1 and not s.chat_url]
+    sends = [s for s in ctx.ws.store.sends(ctx.slug) if s.turn == 1 and not s.chat_url]
     return (sends[0].chat_id or "") if sends else ""

@@ -11,13 +11,13 @@ from .holds import hold
 from .moves import Ask, Refused
 
 
-def handle(step: Context, move: Refused) -> Ask:
+def handle(ctx: Context, move: Refused) -> Ask:
     account, err = move.account, move.error
     if isinstance(err, QuotaSpent):
-        until = step.ws.chat_quota.block(step.clock(), err.retry_after, str(err), account=account)
-        step.log("quota", engine="qwen", account=account, until=clock_words(until), error=str(err))
-    elif not hold(step, account, err):  # a held account is left alone by every run, not just this one
-        step.engines.unavailable[account] = err
-    step.say(f"{step.slug}: account {account} cannot send ({err}); offering it to the next account")
-    step.account = ""
+        until = ctx.ws.chat_quota.block(ctx.clock(), err.retry_after, str(err), account=account)
+        ctx.log("quota", engine="qwen", account=account, until=clock_words(until), error=str(err))
+    elif not hold(ctx, account, err):  # a held account is left alone by every run, not just this one
+        ctx.engines.unavailable[account] = err
+    ctx.say(f"{ctx.slug}: account {account} cannot send ({err}); offering it to the next account")
+    ctx.account = ""
     return Ask()

@@ -14,26 +14,26 @@ from .context import Context
 from .moves import Ask, Hard, Reject
 
 
-def handle(step: Context, move: Reject) -> Hard | Ask:
+def handle(ctx: Context, move: Reject) -> Hard | Ask:
     answer, verdict = move.answer, move.verdict
     record = {
         "reason": verdict.problem,
         "code": verdict.code,
         "engine": answer.engine,
-        "time": datetime.fromtimestamp(step.clock()).astimezone().replace(microsecond=0),
+        "time": datetime.fromtimestamp(ctx.clock()).astimezone().replace(microsecond=0),
     }
-    if step.chat_url:
-        record["chat_url"] = step.chat_url
+    if ctx.chat_url:
+        record["chat_url"] = ctx.chat_url
     files.atomic_write(
-        step.article.rejected,
+        ctx.article.rejected,
         f"+++\n{tomli_w.dumps(record)}+++\n\n{answer.markdown.strip()}\n",
     )
-    step.log("rejected", engine=answer.engine, error=verdict.problem, code=f"rejected_{verdict.code}")
+    ctx.log("rejected", engine=answer.engine, error=verdict.problem, code=f"rejected_{verdict.code}")
     err = HardError(
-        f"{answer.engine} answer rejected: {verdict.problem} (kept in {step.article.rejected.name})",
+        f"{answer.engine} answer rejected: {verdict.problem} (kept in {ctx.article.rejected.name})",
         code=f"rejected_{verdict.code}",
     )
     if answer.engine == "qwen":
         return Hard(err)
-    step.state.record_error(step.clock(), answer.engine, err.code, str(err))
+    ctx.state.record_error(ctx.clock(), answer.engine, err.code, str(err))
     return Ask(failure=Failure.ALL, error=err, message=str(err))  # it starts "router answer rejected"

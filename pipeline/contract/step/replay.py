@@ -55,9 +55,9 @@ def _replay_fresh(workspace: Workspace, article: ArticleFiles) -> str:
         previous = read_chat_url(article, workspace.config.qwen.base_url) if article.url.exists() else None
         for path in sidecars:
             files.remove(path)
-        with workspace.store.step() as step:
-            step.forget_sends(slug)
-            step.put_article(ArticleState().to_record(slug))
-            workspace.journal.append_in(step, slug, "replay", fresh=True, chat_url=previous)
+        with workspace.store.transaction() as tx:
+            tx.forget_sends(slug)
+            tx.put_article(ArticleState().to_record(slug))
+            workspace.journal.append_in(tx, slug, "replay", fresh=True, chat_url=previous)
     cleared = f"cleared {', '.join(forgotten)}; " if forgotten else ""
     return f"{slug}: {cleared}the next run sends the prompt as it is now, in a new chat"

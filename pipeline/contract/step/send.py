@@ -18,60 +18,60 @@ from .moves import Ask, Move, Refused, look
 from .unknown_sent import in_doubt
 
 
-def handle(step: Context, move: Ask) -> Outcome | Move:
+def handle(ctx: Context, move: Ask) -> Outcome | Move:
     """Send the prompt from the account rotation chose (a place in the cycle's budget first);
     when that account refuses before it took anything (logged out, a bot check, its quota
     answered with no chat), the next one is offered it (Refused)."""
-    if step.budget is not None and not step.budget.take():  # another thread took the last one
+    if ctx.budget is not None and not ctx.budget.take():  # another thread took the last one
         return replace(move, budget_spent=True, decision=None)
-    account = step.chosen
+    account = ctx.chosen
     if account is None:  # every account this run found unusable: its refusal stands
-        raise step.skipped_error(step.only) or HardError("no chat account may send", code=Code.NO_ACCOUNT)
-    step.account = account
-    chat = step.chat(account)
+        raise ctx.skipped_error(ctx.only) or HardError("no chat account may send", code=Code.NO_ACCOUNT)
+    ctx.account = account
+    chat = ctx.chat(account)
     chat.prepare()  # a busy or missing browser stops us before the marker
-    now = step.clock()
-    probe = step.ws.chat_quota.probing(now, account)
+    now = ctx.clock()
+    probe = ctx.ws.chat_quota.probing(now, account)
     if probe is not None:  # after a bot-check hold one send goes alone: the rest wait for it
-        step.engines.probed.add(account)
-        step.say(f"{step.slug}: a probe send from account {account} after its bot-check hold")
-    record_intent(step, 1, account, now)
+        ctx.engines.probed.add(account)
+        ctx.say(f"{ctx.slug}: a probe send from account {account} after its bot-check hold")
+    record_intent(ctx, 1, account, now)
     # What recovery needs: the chat the send goes into, named before the prompt leaves the
     # browser (name_chat), and what tells its chat from any other without it (adoptable_chat).
-    marker = {"time": now, "pid": os.getpid(), "prompt_sha256": step.prompt.sha256, "account": account}
-    write_marker(step.article.sending, marker)
-    attempt = step.state.attempts + 1
-    step.log("sending", engine="qwen", account=account, attempt=attempt, prompt_sha256=step.prompt.sha256)
-    step.say(f"{step.slug}: sending the prompt to the chat (account {account})")
+    marker = {"time": now, "pid": os.getpid(), "prompt_sha256": ctx.prompt.sha256, "account": account}
+    write_marker(ctx.article.sending, marker)
+    attempt = ctx.state.attempts + 1
+    ctx.log("sending", engine="qwen", account=account, attempt=attempt, prompt_sha256=ctx.prompt.sha256)
+    ctx.say(f"{ctx.slug}: sending the prompt to the chat (account {account})")
     started = time.monotonic()
-    if step.lease is not None:
-        step.lease.check()  # still ours just before the click (a host paused past its lease)
-    step.crash("before_send")
+    if ctx.lease is not None:
+        ctx.lease.check()  # still ours just before the click (a host paused past its lease)
+    ctx.crash("before_send")
     try:
-        url = chat.send(step.prompt.turns[0], step.chat_choice(), on_chat_id=name_chat(step, marker))
+        url = chat.send(ctx.prompt.turns[0], ctx.chat_choice(), on_chat_id=name_chat(ctx, marker))
     except EngineError as err:
-        may_rotate = not step.only and several(step.ws.config)  # not when asked, nor after recovery
+        may_rotate = not ctx.only and several(ctx.ws.config)  # not when asked, nor after recovery
         took_nothing = err.nothing_sent or (isinstance(err, QuotaSpent) and may_rotate)
         if took_nothing:  # nothing reached the site: nothing to look for, nothing to count
-            unsent(step, err)
+            unsent(ctx, err)
         if took_nothing and err.code in ACCOUNT_REFUSALS and may_rotate:
             return Refused(account, err)
         if not took_nothing and err.unknown is not None:  # an answer nobody has seen: in doubt
-            return in_doubt(step, account, err)
+            return in_doubt(ctx, account, err)
         raise
-    step.crash("after_send")
+    ctx.crash("after_send")
     # The URL is the proof of the send: it goes to disk before anything else happens.
-    files.atomic_write(step.article.url, url + "\n")
-    files.remove(step.article.sending)
-    with step.ws.store.step() as store:
-        store.record_sent(step.slug, 1, url, step.clock())
-    sent_chats.record(step.ws.config, account, url, step.article.folder, step.slug)
-    step.chat_url = url
-    step.state.sent_at = step.state.last_poll = step.clock()
-    step.state.attempts, step.state.engine, step.state.progress = 0, "qwen", "sent"
-    step.state.sent_sha256 = step.prompt.sha256
-    step.save()
-    step.log("sent", engine="qwen", account=account, chat_url=url, duration=since(started))
-    if step.wait:
-        return look(len(step.prompt.turns))
-    return step.outcome(Status.QUEUED, f"{step.slug}: sent, the chat is {url} (account {account})", sent=True)
+    files.atomic_write(ctx.article.url, url + "\n")
+    files.remove(ctx.article.sending)
+    with ctx.ws.store.transaction() as store:
+        store.record_sent(ctx.slug, 1, url, ctx.clock())
+    sent_chats.record(ctx.ws.config, account, url, ctx.article.folder, ctx.slug)
+    ctx.chat_url = url
+    ctx.state.sent_at = ctx.state.last_poll = ctx.clock()
+    ctx.state.attempts, ctx.state.engine, ctx.state.progress = 0, "qwen", "sent"
+    ctx.state.sent_sha256 = ctx.prompt.sha256
+    ctx.save()
+    ctx.log("sent", engine="qwen", account=account, chat_url=url, duration=since(started))
+    if ctx.wait:
+        return look(len(ctx.prompt.turns))
+    return ctx.outcome(Status.QUEUED, f"{ctx.slug}: sent, the chat is {url} (account {account})", sent=True)

@@ -9,19 +9,19 @@ from .context import Context, Outcome, Status
 from .moves import Ask
 
 
-def handle(step: Context, move: Ask) -> Outcome:
+def handle(ctx: Context, move: Ask) -> Outcome:
     if move.decision.phase is Phase.DONE:  # finished by another process while we waited for nothing
-        return step.outcome(Status.DONE, f"{step.article.md} is already done")
-    return step.outcome(
+        return ctx.outcome(Status.DONE, f"{ctx.article.md} is already done")
+    return ctx.outcome(
         Status.FAILED,
-        f"{step.slug} is dead-lettered ({dead_letter_reason(step)}); "
-        f"run `qwenpipe replay {step.slug}` to try again",
+        f"{ctx.slug} is dead-lettered ({dead_letter_reason(ctx)}); "
+        f"run `qwenpipe replay {ctx.slug}` to try again",
     )
 
 
-def dead_letter_reason(step: Context) -> str:
+def dead_letter_reason(ctx: Context) -> str:
     try:
-        data = tomllib.loads(step.article.failed.read_text(encoding="utf-8"))
+        data = tomllib.loads(ctx.article.failed.read_text(encoding="utf-8"))
         return str(data.get("last_error") or data.get("reason") or "see the .failed file")
     except (OSError, ValueError):
-        return f"see {step.article.failed}"
+        return f"see {ctx.article.failed}"

@@ -11,22 +11,22 @@ from .context import Context, Outcome, Status, wait_words
 from .moves import Hard, Transient, too_many_attempts
 
 
-def handle(step: Context, move: Transient) -> Outcome | Hard:
-    err, now = move.error, step.clock()
-    step.state.attempts += 1
-    step.state.record_error(now, "qwen", err.code, str(err))
-    step.log("transient", engine="qwen", attempt=step.state.attempts, error=str(err), code=err.code)
-    limit = step.qwen.max_attempts
+def handle(ctx: Context, move: Transient) -> Outcome | Hard:
+    err, now = move.error, ctx.clock()
+    ctx.state.attempts += 1
+    ctx.state.record_error(now, "qwen", err.code, str(err))
+    ctx.log("transient", engine="qwen", attempt=ctx.state.attempts, error=str(err), code=err.code)
+    limit = ctx.qwen.max_attempts
     # An answer nobody has seen, met looking at a sent chat: the chat may well hold the answer,
     # so it is looked at again (backing off), never handed to the router (that pays twice).
-    waits = err.unknown is not None and bool(step.chat_url)
-    if step.state.attempts >= limit and not waits and not step.article.sending.exists():
-        return too_many_attempts(step.state.attempts, step.qwen.max_attempts, err)
-    delay = backoff_delay(step.qwen, step.state.attempts)
-    step.state.next_try = now + delay
-    step.save()
-    return step.outcome(
+    waits = err.unknown is not None and bool(ctx.chat_url)
+    if ctx.state.attempts >= limit and not waits and not ctx.article.sending.exists():
+        return too_many_attempts(ctx.state.attempts, ctx.qwen.max_attempts, err)
+    delay = backoff_delay(ctx.qwen, ctx.state.attempts)
+    ctx.state.next_try = now + delay
+    ctx.save()
+    return ctx.outcome(
         Status.WORKING,
-        f"{step.slug}: {err} (attempt {step.state.attempts} of {limit}; next try {wait_words(delay)})",
+        f"{ctx.slug}: {err} (attempt {ctx.state.attempts} of {limit}; next try {wait_words(delay)})",
         reason=Reason.BACKOFF,
     )

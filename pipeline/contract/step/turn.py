@@ -14,61 +14,61 @@ from .intents import record_intent, unsent
 from .moves import Ask, LookTurns
 
 
-def handle(step: Context, move: Ask) -> Outcome | Ask | LookTurns:
+def handle(ctx: Context, move: Ask) -> Outcome | Ask | LookTurns:
     """Send turn `move.next_turn` (a place in the cycle's budget first); then, with --wait,
     look at the chat again."""
-    number, total = move.next_turn, len(step.prompt.turns)
-    if step.budget is not None and not move.budget_spent and not step.budget.take():
+    number, total = move.next_turn, len(ctx.prompt.turns)
+    if ctx.budget is not None and not move.budget_spent and not ctx.budget.take():
         return replace(move, budget_spent=True, decision=None)
     try:
-        record_intent(step, number, step.account, step.clock())
+        record_intent(ctx, number, ctx.account, ctx.clock())
     except AlreadySent as sent:  # recorded sent, and the chat does not show it yet
-        return step.outcome(
+        return ctx.outcome(
             Status.WORKING,
-            f"{step.slug}: turn {number} of {total} was sent at {clock_words(sent.send.intent_at)}; "
+            f"{ctx.slug}: turn {number} of {total} was sent at {clock_words(sent.send.intent_at)}; "
             "the chat does not show it yet",
             reason=Reason.GENERATING,
         )
-    step.log("sending", engine="qwen", account=step.account, turn=number, chat_url=step.chat_url)
-    step.say(f"{step.slug}: sending turn {number} of {total}")
+    ctx.log("sending", engine="qwen", account=ctx.account, turn=number, chat_url=ctx.chat_url)
+    ctx.say(f"{ctx.slug}: sending turn {number} of {total}")
     started = time.monotonic()
-    if step.lease is not None:
-        step.lease.check()
+    if ctx.lease is not None:
+        ctx.lease.check()
     try:
-        step.chat(step.account).send_turn(step.chat_url, step.prompt.turns[number - 1])
+        ctx.chat(ctx.account).send_turn(ctx.chat_url, ctx.prompt.turns[number - 1])
     except EngineError as err:
         if err.nothing_sent:
-            unsent(step, err, turn=number)
+            unsent(ctx, err, turn=number)
         if err.nothing_sent and err.code == Code.BUSY_CHAT:
             # The site says the turn before is still being answered (engines/qwen/refusals.py):
             # not a failed attempt; wait for that answer as any look does, then ask again.
-            if step.wait:
+            if ctx.wait:
                 return LookTurns(move.deadline, after_turn=True)
-            step.log("poll", engine="qwen", progress=str(err), turn=number - 1)
-            return step.outcome(
+            ctx.log("poll", engine="qwen", progress=str(err), turn=number - 1)
+            return ctx.outcome(
                 Status.WORKING,
-                f"{step.slug}: turn {number - 1} of {total} is still being answered; "
+                f"{ctx.slug}: turn {number - 1} of {total} is still being answered; "
                 f"turn {number} waits for it",
                 reason=Reason.GENERATING,
             )
         raise
-    step.crash("after_send")
-    with step.ws.store.step() as store:
-        store.record_sent(step.slug, number, step.chat_url, step.clock())
-    step.state.turn, step.state.progress, step.state.last_poll = (
+    ctx.crash("after_send")
+    with ctx.ws.store.transaction() as store:
+        store.record_sent(ctx.slug, number, ctx.chat_url, ctx.clock())
+    ctx.state.turn, ctx.state.progress, ctx.state.last_poll = (
         number,
         f"turn {number} of {total}: sent",
         0.0,
     )
-    step.save()
-    step.log(
+    ctx.save()
+    ctx.log(
         "sent",
         engine="qwen",
-        account=step.account,
+        account=ctx.account,
         turn=number,
-        chat_url=step.chat_url,
+        chat_url=ctx.chat_url,
         duration=since(started),
     )
-    if not step.wait:
-        return step.outcome(Status.QUEUED, f"{step.slug}: sent turn {number} of {total}", sent=True)
+    if not ctx.wait:
+        return ctx.outcome(Status.QUEUED, f"{ctx.slug}: sent turn {number} of {total}", sent=True)
     return LookTurns(move.deadline, after_turn=True)

@@ -12,49 +12,49 @@ from .context import Context, Outcome, Status, since
 from .moves import Ask, Collect, LookTurns
 
 
-def handle(step: Context, move: LookTurns) -> Outcome | Ask | Collect:
-    chat = step.chat(step.sender())
-    total = len(step.prompt.turns)
-    deadline = move.deadline if move.deadline is not None else time.monotonic() + step.qwen.answer_timeout
+def handle(ctx: Context, move: LookTurns) -> Outcome | Ask | Collect:
+    chat = ctx.chat(ctx.sender())
+    total = len(ctx.prompt.turns)
+    deadline = move.deadline if move.deadline is not None else time.monotonic() + ctx.qwen.answer_timeout
     if move.after_turn:  # a turn was just sent: look again in a moment
-        pause(step, deadline)
+        pause(ctx, deadline)
     while True:
         started = time.monotonic()
-        view = chat.read_turns(step.chat_url)
-        step.state.last_poll = step.clock()
-        present = our_turns(step, view.turns)
+        view = chat.read_turns(ctx.chat_url)
+        ctx.state.last_poll = ctx.clock()
+        present = our_turns(ctx, view.turns)
         last = view.turns[present - 1]
-        step.state.turn, step.state.turns = present, total
+        ctx.state.turn, ctx.state.turns = present, total
         if last.error:
             raise TransientError(f"turn {present} of {total}: {last.error}", code=Code.ANSWER_ERROR)
         if not last.complete:
             progress = f"turn {present} of {total}: {view.progress}"
-            if not step.wait:
-                step.state.attempts, step.state.progress = 0, progress
-                step.save()
-                step.log("poll", engine="qwen", progress=progress, turn=present, duration=since(started))
-                return step.outcome(
-                    Status.WORKING, f"{step.slug}: {progress} ({step.chat_url})", reason=Reason.GENERATING
+            if not ctx.wait:
+                ctx.state.attempts, ctx.state.progress = 0, progress
+                ctx.save()
+                ctx.log("poll", engine="qwen", progress=progress, turn=present, duration=since(started))
+                return ctx.outcome(
+                    Status.WORKING, f"{ctx.slug}: {progress} ({ctx.chat_url})", reason=Reason.GENERATING
                 )
-            step.say(f"{step.slug}: {progress}")
+            ctx.say(f"{ctx.slug}: {progress}")
         elif present < total:
             return Ask(next_turn=present + 1, what=f"turn {present + 1}", deadline=deadline)
         else:
-            wanted = view.turns[step.prompt.article_turn - 1]
+            wanted = view.turns[ctx.prompt.article_turn - 1]
             return Collect(Answer(wanted.answer, "qwen", title=view.title, model=view.model))
-        pause(step, deadline)
+        pause(ctx, deadline)
 
 
-def pause(step: Context, deadline: float) -> None:
+def pause(ctx: Context, deadline: float) -> None:
     if time.monotonic() > deadline:
         raise TransientError(
-            f"no complete answer after qwen.answer_timeout = {step.qwen.answer_timeout} s",
+            f"no complete answer after qwen.answer_timeout = {ctx.qwen.answer_timeout} s",
             code=Code.TIMEOUT,
         )
     time.sleep(1.0)
 
 
-def our_turns(step: Context, turns: list) -> int:
+def our_turns(ctx: Context, turns: list) -> int:
     """How many of the prompt's turns the chat holds, checking they are ours and in order."""
 
     def same(a: str, b: str) -> bool:
@@ -62,11 +62,11 @@ def our_turns(step: Context, turns: list) -> int:
 
     if not turns:
         raise TransientError("the chat shows no messages yet", code=Code.EMPTY_CHAT)
-    ours = step.prompt.turns
+    ours = ctx.prompt.turns
     if len(turns) > len(ours) or not all(same(t.user, p) for t, p in zip(turns, ours, strict=False)):
         raise HardError(
-            f"the chat {step.chat_url} holds messages that are not this prompt's turns "
-            f"(was {step.prompt.path} edited after sending?)",
+            f"the chat {ctx.chat_url} holds messages that are not this prompt's turns "
+            f"(was {ctx.prompt.path} edited after sending?)",
             code=Code.PROMPT_MISMATCH,
         )
     return len(turns)

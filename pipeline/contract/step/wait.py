@@ -10,13 +10,13 @@ from .context import Context, Outcome, Status, wait_words
 from .moves import Ask
 
 
-def handle(step: Context, move: Ask) -> Outcome:
-    decision, what, slug = move.decision, move.what, step.slug
+def handle(ctx: Context, move: Ask) -> Outcome:
+    decision, what, slug = move.decision, move.what, ctx.slug
     until, reason = decision.until, decision.reason
     if reason is Reason.BACKOFF:
-        message = f"{slug}: retrying after {clock_words(until)} (last error: {step.state.last_error})"
+        message = f"{slug}: retrying after {clock_words(until)} (last error: {ctx.state.last_error})"
     elif reason is Reason.SPACING:
-        message = f"{slug}: generating; next look {wait_words(until - step.clock())}"
+        message = f"{slug}: generating; next look {wait_words(until - ctx.clock())}"
     elif reason in (Reason.ACCOUNT, Reason.ELSEWHERE, Reason.ORPHANED):
         message = f"{slug}: waits: {decision.why}"
     elif reason is Reason.QUOTA and Hold("", until, 0.0, decision.why).kind != "quota":
@@ -26,11 +26,11 @@ def handle(step: Context, move: Ask) -> Outcome:
         message = f"{slug}: {what} waits for the chat's quota ({spent})"
     elif decision.why == DAILY_LIMIT:
         message = (
-            f"{slug}: {what} waits: daily send limit reached ({step.qwen.max_sends_per_day}, {DAILY_LIMIT})"
+            f"{slug}: {what} waits: daily send limit reached ({ctx.qwen.max_sends_per_day}, {DAILY_LIMIT})"
         )
     else:
         message = (
             f"{slug}: {what} waits for the next cycle: this cycle's send limit is reached "
-            f"({step.budget.limit if step.budget else 0}, {CYCLE_LIMIT})"
+            f"({ctx.budget.limit if ctx.budget else 0}, {CYCLE_LIMIT})"
         )
-    return step.outcome(Status.WORKING, message, reason=reason)
+    return ctx.outcome(Status.WORKING, message, reason=reason)
