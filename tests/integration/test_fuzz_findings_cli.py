@@ -4,6 +4,8 @@ both broke on main before branch `unknown` (issue 37 item 3) was merged, both ho
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from sim_project import journal, make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe_in_process
@@ -118,3 +120,29 @@ def test_an_unknown_code_the_collector_read_past_is_journalled(sim, tmp_path):
     unknown = [e for e in journal(project) if e["event"] == "unknown_answer"]
     assert [e["where"] for e in unknown] == ["chat_json"] and code in unknown[0]["seen"], unknown
     assert read_article(project / "articles" / "collected.md")[1] == sim.expected_answer(text).strip()
+
+
+def test_a_sent_chat_whose_page_never_draws_it_is_never_handed_to_the_router(sim, tmp_path):
+    # Fuzz seed 2100 trial 34 (2 accounts): looking at a sent chat, its page was replaced again
+    # and again (the chat list beside it answered with an HTML 4xx: the page shows that page
+    # instead of the app). Each look gave up after qwen.page_timeout; at qwen.max_attempts the
+    # router wrote the article though the chat held the prompt: paid twice.
+    project = make_project(tmp_path, sim)
+    text = prompt(project, "replaced", "Write an article about kelp (its page replaced, again and again).")
+    assert qwenpipe_in_process("generate", "replaced", cwd=project).returncode == 42
+    before = len(sim.faults())
+    sim.set(fault=",".join(["chat_list:html_404"] * 3))  # max_attempts = 3 looks, each replaced
+
+    deadline = time.monotonic() + 120
+    while len(sim.faults()) - before < 3 and time.monotonic() < deadline:
+        qwenpipe_in_process("generate", "replaced", cwd=project)  # each look after its backoff
+        time.sleep(0.5)
+    qwenpipe_in_process("generate", "replaced", cwd=project)  # what the last of them left
+
+    assert [f["kind"] for f in sim.faults()[before:]] == ["html_4xx"] * 3
+    article = project / "articles" / "replaced.md"
+    assert not article.exists() or read_article(article)[0]["engine"] == "qwen"  # never the router
+    assert [e["accepted"] for e in sim.ledger() if e["prompt"] == text] == [True]
+    qwenpipe_in_process("cycle", cwd=project)  # the site answers as it should again
+    meta, body = read_article(article)
+    assert meta["engine"] == "qwen" and body == sim.expected_answer(text).strip()

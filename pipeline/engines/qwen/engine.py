@@ -821,12 +821,14 @@ class QwenEngine:
             behind_since = (behind_since or time.monotonic()) if seen.catching_up else None
             if behind_since is not None and time.monotonic() - behind_since > self.page_timeout:
                 # A page the site replaced (an error page, a widget nobody has seen) never
-                # catches up: a wait on it would never end. Looked at again with a fresh page.
-                raise TransientError(
+                # catches up: a wait on it would never end. Looked at again with a fresh page;
+                # an unknown answer, so a sent chat's is never handed to the router for it.
+                changed = TransientError(
                     f"the page has not drawn the answer the site has for {self.page_timeout:g} s "
                     f"(qwen.page_timeout): {seen.progress}",
                     code=Code.PAGE_CHANGED,
                 )
+                raise unknown(changed, Where.CHAT_JSON, what=f"a page that never drew the answer: {page.url}")
             if seen.markdown is not None:
                 if seen.vouched or reads.steady(seen.markdown):
                     return Answer(
