@@ -247,14 +247,15 @@ def check(trial: Trial, project: Path, sim, ledger: list[dict]) -> None:
     accepted = [entry for entry in ours if entry["accepted"]]
     with open_sqlite(out / ".qwenpipe") as store:
         events = list(store.events())
+        back = given_back(trial, events, accepted)
         count_problem = chaos_common.send_count_problem(
-            store, trial.started_at, accepted, per_account=bool(sim.accounts)
+            store, trial.started_at, [e for e in accepted if e not in back], per_account=bool(sim.accounts)
         )
     if count_problem:
         trial.breaks("send_count", count_problem)
     check_duplicates(trial, events, accepted)
     for slug, text in sorted(trial.slugs.items()):
-        took = [entry for entry in accepted if entry["prompt"] == text]
+        took = [entry for entry in accepted if entry["prompt"] == text and entry not in back]
         if (out / f"{slug}.md.failed").exists():
             trial.dead_letters.append(slug)
         article = out / f"{slug}.md"
@@ -269,6 +270,19 @@ def check(trial: Trial, project: Path, sim, ledger: list[dict]) -> None:
             trial.router_articles += 1
     check_holds(trial, events, ours, sim)
     check_unknown_journalled(trial, events)
+
+
+def given_back(trial: Trial, events, accepted: list[dict]) -> list[dict]:
+    """The sends the rules gave back: for each time the journal gave a send up as lost after
+    qwen.lost_chat_after (ALLOWED_RESEND) and sent again, one earlier send the site took (its
+    chat unreadable all that time). The store counts the prompt once, and its article is the
+    last send's: the counts and the articles leave these out (as chaos_common.vanished_sends)."""
+    back = []
+    for slug, text in trial.slugs.items():
+        took = sorted((e for e in accepted if e["prompt"] == text), key=lambda e: e["time"])
+        resends = sum(1 for e in events if e.slug == slug and e.event == ALLOWED_RESEND)
+        back += took[: min(len(took) - 1, resends)] if took else []
+    return back
 
 
 def check_duplicates(trial: Trial, events, accepted: list[dict]) -> None:
