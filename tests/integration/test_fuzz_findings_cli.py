@@ -146,3 +146,23 @@ def test_a_sent_chat_whose_page_never_draws_it_is_never_handed_to_the_router(sim
     qwenpipe_in_process("cycle", cwd=project)  # the site answers as it should again
     meta, body = read_article(article)
     assert meta["engine"] == "qwen" and body == sim.expected_answer(text).strip()
+
+
+def test_an_unknown_answer_the_collectors_page_met_is_journalled(sim, tmp_path):
+    # A cycle's collector reads finished chats through one page of its own, which loads the chat
+    # list as it opens. Answered with an error code nobody has reported, and every chat decided by
+    # the collector (no page of a chat opened after it), the unknown answer was never journalled
+    # (fuzz seed 1100 trial 55).
+    project = make_project(tmp_path, sim)
+    text = prompt(project, "listed", "Write an article about lichen walls (its list answered oddly).")
+    assert qwenpipe_in_process("generate", "listed", cwd=project).returncode == 42
+    time.sleep(2)  # the answer is finished before the cycle reads it
+    before = len(sim.faults())
+    sim.set(fault="chat_list:unknown_code")
+
+    assert qwenpipe_in_process("cycle", cwd=project).returncode == 0
+
+    assert [(f["step"], f["kind"]) for f in sim.faults()[before:]] == [("chat_list", "unknown_code")]
+    unknown = [e for e in journal(project) if e["event"] == "unknown_answer"]
+    assert [e["where"] for e in unknown] == ["chat_list"], unknown
+    assert read_article(project / "articles" / "listed.md")[1] == sim.expected_answer(text).strip()
