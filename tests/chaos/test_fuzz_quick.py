@@ -1,7 +1,8 @@
 """The quick fuzzed run for CI (issue 37): one trial of tests/chaos/fuzz.py with faults forced at
 the stream and the chat's JSON, and every invariant of the runner checked after it.
 
-Long runs: `.venv/bin/python tests/chaos/fuzz.py --trials 500 --accounts 2` (docs/reliability.md),
+Long runs: `.venv/bin/python tests/chaos/fuzz.py --trials 250 --accounts 2 --strict-unknown`
+(docs/reliability.md, "Sixteenth session"),
 or this test with QWENPIPE_FUZZ_TRIALS=N, QWENPIPE_FUZZ_SEED=S and QWENPIPE_FUZZ_RATE=R.
 """
 
