@@ -1,5 +1,6 @@
 """The quick fuzzed run for CI (issue 37): one trial of tests/chaos/fuzz.py with faults forced at
-the stream and the chat's JSON, and every invariant of the runner checked after it.
+the stream, the chat's JSON and the chat list the page loads, and every invariant of the runner
+checked after it (an unknown answer not journalled included).
 
 Long runs: `.venv/bin/python tests/chaos/fuzz.py --trials 250 --accounts 2 --strict-unknown`
 (docs/reliability.md, "Sixteenth session"),
