@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from .. import files
+from ..engines.base import Code, TransientError
+from ..engines.unknown import Where, unknown
 from ..errors import UsageProblem
 from ..redact import Verbatim
 from ..store.protocol import ArticleRecord
@@ -198,9 +200,20 @@ def parse_chat_url(text: str, base_url: str, where: Path) -> str:
 
 
 def chat_url(base_url: str, chat_id: str, where: Path) -> str:
-    """The URL of the chat `chat_id` names (an intent's record, which anyone may have edited):
-    UsageProblem, naming `where`, when it is not a chat id of `base_url`'s."""
-    return parse_chat_url(f"{base_url.rstrip('/')}/c/{chat_id}", base_url, where)
+    """The URL of the chat `chat_id` names (the chat the page's completion named, as an intent
+    records it). A name that is no chat id the site makes (a new chat answered without its id:
+    `undefined`) is the site's answer, not the user's input, so never UsageProblem (exit 2): an
+    unknown answer at new_chat (TransientError), which before the click is a send refused
+    (nothing sent) and after it a send in doubt (step/recover.py). `where`: the record named."""
+    url = f"{base_url.rstrip('/')}/c/{chat_id}"
+    if not CHAT_PATH_RE.match(urlparse(url).path):
+        error = TransientError(
+            f"{where} names chat {chat_id[:40]!r}, no chat id the site makes: the site's answer to "
+            "the new chat was not one we know",
+            code=Code.MISSING_FIELD,
+        )
+        raise unknown(error, Where.NEW_CHAT, what=f"the completion named chat {chat_id[:40]!r}")
+    return url
 
 
 def read_chat_url(article: ArticleFiles, base_url: str) -> str | None:

@@ -200,6 +200,26 @@ def test_unknown_shape_is_a_shape_error():
         parse_chat({"success": True, "data": {"id": CHAT_ID}})
 
 
+@pytest.mark.parametrize("value", [664, 1.5, True, ["# Title"], {"text": "# Title"}])
+@pytest.mark.parametrize("shape", [shape_2026_06, shape_2026_08])
+def test_a_text_of_another_type_is_a_shape_error_never_the_article(shape, value):
+    # Fuzz seed 2001 trial 2 (2 accounts): the answer's content came as an int (its length), and
+    # the article said "664". Every text the readers take (the answer's parts, the top-level
+    # content, the user's message) is a string or nothing yet.
+    for index, role in ((1, "assistant"), (0, "user")):
+        messages = conversation()
+        part = messages[index]["content_list"][-1] if role == "assistant" else messages[index]
+        part["content"] = value
+        with pytest.raises(ChatShapeError) as shape_error:
+            parse_chat(shape(messages))
+        assert "content" in shape_error.value.field, (role, shape_error.value.field)
+    messages = conversation()
+    del messages[1]["content_list"]
+    messages[1]["content"] = value
+    with pytest.raises(ChatShapeError):
+        parse_chat(shape(messages))
+
+
 # -- classify_api_error ----------------------------------------------------------------------
 
 
@@ -259,6 +279,13 @@ def test_users_status():
     assert is_logged_in_status({"success": True, "data": False}) is False
     assert is_logged_in_status({"success": False, "data": {"code": "Unauthorized"}}) is False
     assert is_logged_in_status("<html>") is None
+
+
+def test_a_users_status_without_its_answer_says_nothing_not_logged_out():
+    # The fuzzed site dropped `.data` (or sent it as another type): not "logged out" (a hard
+    # failure, the article handed to the router), but nothing usable (issue 37).
+    for body in ({"success": True}, {"success": True, "data": "true"}, {"success": True, "data": 1}):
+        assert is_logged_in_status(body) is None, body
 
 
 def test_chat_list_items_in_site_order():

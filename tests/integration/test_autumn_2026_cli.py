@@ -132,6 +132,9 @@ def test_a_later_check_takes_the_chat_json_the_page_loads_itself(sim, engine, se
     text = text_of("the page's own load")
     url = engine.send(text)
     engine.wait(url, timeout=30)
+    # Looked at a minute later by the site's clock: stored finished long before the page's load
+    # (steady.finished_long_ago), so the load vouches for the answer alone.
+    sim.set(clock_offset=60.0)
     with reads_of_ours(session) as ours:
         answer = engine.check(url)
 
@@ -178,6 +181,9 @@ def test_generate_wait_keeps_going_through_transient_failures(sim, tmp_path):
 def test_a_next_turn_is_proved_sent_by_the_pages_own_stream(sim, engine, session):
     url = engine.send(text_of("two turns"))
     engine.wait(url, timeout=30)
+    # Looked at a minute later by the site's clock: stored finished long before the page's load
+    # (steady.finished_long_ago), so the load vouches for the answer alone.
+    sim.set(clock_offset=60.0)
     with reads_of_ours(session) as ours:
         engine.send_turn(url, "Now say it in three lines.")
 

@@ -4,8 +4,10 @@ both broke on main before branch `unknown` (issue 37 item 3) was merged, both ho
 
 from __future__ import annotations
 
+import time
+
 import pytest
-from sim_project import make_project, prompt, read_article
+from sim_project import journal, make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe_in_process
 
 pytestmark = pytest.mark.browser
@@ -43,3 +45,124 @@ def test_a_send_the_site_took_then_answered_with_an_html_500_is_never_paid_again
     assert [e["accepted"] for e in sim.ledger() if e["prompt"] == text] == [True]
     article = project / "articles" / "gateway.md"
     assert not article.exists() or read_article(article)[0]["engine"] == "qwen"  # in doubt, not the router
+
+
+def test_an_answer_stored_as_finished_before_its_last_words_is_never_taken_from_one_page_read(sim, tmp_path):
+    # The site stores "finished" ahead of the answer's last words (finish_early): the chat's JSON
+    # the page loads says finished from the first words on while the text still grows, and the
+    # page draws it as complete. Only the site's clock (its `updated_at` against the load's Date)
+    # or reads that stay unchanged can say the answer stopped: one read of the page never does.
+    project = make_project(tmp_path, sim, stable_reads=3, router=False)
+    with open(project / "config.toml", "a", encoding="utf-8") as config:
+        config.write("\n[article]\nmin_words = 0\n")  # a part of the answer is not refused for its size
+    text = prompt(project, "early", "Write an article about salt marshes (finished ahead of its words).")
+    sim.set(finish_early=600.0, answer_seconds=25.0)
+    assert qwenpipe_in_process("generate", "early", cwd=project).returncode == 42
+
+    result = qwenpipe_in_process("generate", "early", "--wait", cwd=project)  # the chat's page reads it
+
+    assert result.returncode == 0, result.stderr
+    meta, body = read_article(project / "articles" / "early.md")
+    assert meta["engine"] == "qwen"
+    assert body == sim.expected_answer(text).strip(), result.stderr
+
+
+def test_an_unknown_answer_only_the_page_met_is_journalled(sim, tmp_path):
+    # The page loads the chat list beside the composer; the engine never reads that answer itself.
+    # The site answers that load with an error code nobody has reported: the page goes on, the
+    # send goes through, and the unknown answer is journalled all the same, for a user to send in.
+    project = make_project(tmp_path, sim)
+    prompt(project, "beside", "Write an article about lichens (the chat list beside it failed).")
+    before = len(sim.faults())
+    sim.set(fault="chat_list:unknown_code")
+
+    assert qwenpipe_in_process("generate", "beside", cwd=project).returncode == 42
+
+    met = sim.faults()[before:]
+    assert [(f["step"], f["kind"]) for f in met] == [("chat_list", "unknown_code")]
+    code = met[0]["detail"]
+    unknown = [e for e in journal(project) if e["event"] == "unknown_answer"]
+    assert [e["where"] for e in unknown] == ["chat_list"], unknown
+    assert code in unknown[0]["seen"] and "/api/v2/chats/" in unknown[0]["seen"], unknown
+
+
+def test_an_html_page_answering_a_read_of_qwenpipes_own_is_journalled(sim, tmp_path):
+    # The login check before typing is qwenpipe's own read through the page. An HTML error page
+    # there is no answer the site gives: the page's own signals decide (it is the app, so the
+    # send goes on), and the unknown answer is journalled, though no reader raised it.
+    project = make_project(tmp_path, sim)
+    prompt(project, "checked", "Write an article about ferns (the login check answered in HTML).")
+    before = len(sim.faults())
+    sim.set(fault="login_check:html_429")
+
+    assert qwenpipe_in_process("generate", "checked", cwd=project).returncode == 42
+
+    assert [(f["step"], f["kind"]) for f in sim.faults()[before:]] == [("login_check", "html_4xx")]
+    unknown = [e for e in journal(project) if e["event"] == "unknown_answer"]
+    assert [e["where"] for e in unknown] == ["login_check"], unknown
+    assert "HTTP 429" in unknown[0]["seen"] and "text/html" in unknown[0]["seen"], unknown
+
+
+def test_an_unknown_code_the_collector_read_past_is_journalled(sim, tmp_path):
+    # A cycle reads a sent chat's JSON itself first (qwen.collect = "api"); answered with an error
+    # code nobody has reported, the collector leaves the chat to its page, which finishes it:
+    # nothing failed, and the unknown answer is journalled all the same (fuzz seed 1100 trial 8).
+    project = make_project(tmp_path, sim)
+    text = prompt(project, "collected", "Write an article about mosses (collected past an odd code).")
+    assert qwenpipe_in_process("generate", "collected", cwd=project).returncode == 42
+    before = len(sim.faults())
+    sim.set(fault="chat_json:unknown_code")
+
+    assert qwenpipe_in_process("cycle", cwd=project).returncode == 0
+
+    assert [(f["step"], f["kind"]) for f in sim.faults()[before:]] == [("chat_json", "unknown_code")]
+    code = sim.faults()[before]["detail"]
+    unknown = [e for e in journal(project) if e["event"] == "unknown_answer"]
+    assert [e["where"] for e in unknown] == ["chat_json"] and code in unknown[0]["seen"], unknown
+    assert read_article(project / "articles" / "collected.md")[1] == sim.expected_answer(text).strip()
+
+
+def test_a_sent_chat_whose_page_never_draws_it_is_never_handed_to_the_router(sim, tmp_path):
+    # Fuzz seed 2100 trial 34 (2 accounts): looking at a sent chat, its page was replaced again
+    # and again (the chat list beside it answered with an HTML 4xx: the page shows that page
+    # instead of the app). Each look gave up after qwen.page_timeout; at qwen.max_attempts the
+    # router wrote the article though the chat held the prompt: paid twice.
+    project = make_project(tmp_path, sim)
+    text = prompt(project, "replaced", "Write an article about kelp (its page replaced, again and again).")
+    assert qwenpipe_in_process("generate", "replaced", cwd=project).returncode == 42
+    before = len(sim.faults())
+    sim.set(fault=",".join(["chat_list:html_404"] * 3))  # max_attempts = 3 looks, each replaced
+
+    deadline = time.monotonic() + 120
+    while len(sim.faults()) - before < 3 and time.monotonic() < deadline:
+        qwenpipe_in_process("generate", "replaced", cwd=project)  # each look after its backoff
+        time.sleep(0.5)
+    qwenpipe_in_process("generate", "replaced", cwd=project)  # what the last of them left
+
+    assert [f["kind"] for f in sim.faults()[before:]] == ["html_4xx"] * 3
+    article = project / "articles" / "replaced.md"
+    assert not article.exists() or read_article(article)[0]["engine"] == "qwen"  # never the router
+    assert [e["accepted"] for e in sim.ledger() if e["prompt"] == text] == [True]
+    qwenpipe_in_process("cycle", cwd=project)  # the site answers as it should again
+    meta, body = read_article(article)
+    assert meta["engine"] == "qwen" and body == sim.expected_answer(text).strip()
+
+
+def test_an_unknown_answer_the_collectors_page_met_is_journalled(sim, tmp_path):
+    # A cycle's collector reads finished chats through one page of its own, which loads the chat
+    # list as it opens. Answered with an error code nobody has reported, and every chat decided by
+    # the collector (no page of a chat opened after it), the unknown answer was never journalled
+    # (fuzz seed 1100 trial 55).
+    project = make_project(tmp_path, sim)
+    text = prompt(project, "listed", "Write an article about lichen walls (its list answered oddly).")
+    assert qwenpipe_in_process("generate", "listed", cwd=project).returncode == 42
+    time.sleep(2)  # the answer is finished before the cycle reads it
+    before = len(sim.faults())
+    sim.set(fault="chat_list:unknown_code")
+
+    assert qwenpipe_in_process("cycle", cwd=project).returncode == 0
+
+    assert [(f["step"], f["kind"]) for f in sim.faults()[before:]] == [("chat_list", "unknown_code")]
+    unknown = [e for e in journal(project) if e["event"] == "unknown_answer"]
+    assert [e["where"] for e in unknown] == ["chat_list"], unknown
+    assert read_article(project / "articles" / "listed.md")[1] == sim.expected_answer(text).strip()

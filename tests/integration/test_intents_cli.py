@@ -97,3 +97,21 @@ def test_a_run_killed_before_the_click_is_in_doubt_counted_once_and_never_sent_t
         assert "is in doubt" in rerun.stderr and "daily send limit" not in rerun.stderr
     assert reached(sim, text) == []
     assert status_of(project)["sends"]["today"] == 1
+
+
+def test_a_send_into_a_chat_the_site_never_named_is_in_doubt_not_a_usage_error(sim, tmp_path):
+    """The site answered a new chat without its id and the page sent into chat `undefined`; the
+    intent kept that name (as qwenpipe did before its hold refused such a completion). It is the
+    site's answer, not the user's input: the send is in doubt (never exit 2), and never sent again
+    at once (issue 37, fuzz seed 600 trial 10)."""
+    project = make_project(tmp_path, sim)
+    text = prompt(project, "tea", "Write about tea, sent into a chat without a name.")
+    marker = killed_at(project, "tea", "after_naming")
+    sending = project / "articles" / "tea.md.sending"
+    sending.write_text(json.dumps({**marker, "chat_id": "undefined"}) + "\n")
+
+    rerun = qwenpipe_in_process("generate", "tea", cwd=project)
+
+    assert rerun.returncode == 3, rerun.stderr
+    assert "is in doubt" in rerun.stderr and "undefined" in rerun.stderr
+    assert len(reached(sim, text)) <= 1  # the killed run's held completion may have gone through

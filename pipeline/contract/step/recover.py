@@ -23,7 +23,10 @@ def handle(ctx: Context, move: Ask) -> Adopt | NeverSent | Search | InDoubt:
     ctx.log("recovering", engine="qwen", account=account)
     if not chat_id:
         return Search(account, marker)
-    url = chat_url(ctx.qwen.base_url, chat_id, ctx.article.sending)
+    try:
+        url = chat_url(ctx.qwen.base_url, chat_id, ctx.article.sending)
+    except EngineError as err:  # a chat the site never named: nothing to open, nothing proven
+        return InDoubt(account, str(err))
     ctx.say(f"{ctx.slug}: an earlier send was interrupted; opening the chat it named: {url}")
     try:
         messages = ctx.chat(account).user_messages(url)

@@ -262,26 +262,40 @@ def _pair_turns(ordered: list[dict]) -> tuple[list[Turn], list[bool | None], str
     return turns, stored, model
 
 
+def _text(value: Any, field: str) -> str:
+    """A text of the chat (a message's `content`, or a part's): a string, or nothing yet (None,
+    absent). Any other type is a field the readers need in a shape nobody has reported: never
+    written as its str() (an int where the answer was: the article "664")."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ChatShapeError(f"{field} is a {type(value).__name__}, not text", field=field)
+    return value
+
+
+def _parts_text(parts: list, field: str) -> str:
+    return "".join(_text(p.get("content"), f"{field}.content") for p in parts)
+
+
 def _user_text(message: dict) -> str:
     content = message.get("content")
     if isinstance(content, str):
         return content
     parts = message.get("content_list")
     if isinstance(parts, list):
-        return "".join(str(p.get("content") or "") for p in parts if isinstance(p, dict))
-    return ""
+        return _parts_text([p for p in parts if isinstance(p, dict)], "a user message's content_list[]")
+    return _text(content, "a user message's content")
 
 
 def _assistant_reply(message: dict) -> tuple[str, bool | None, str | None]:
     parts = message.get("content_list")
     if isinstance(parts, list):
         answer_parts = [p for p in parts if isinstance(p, dict) and p.get("phase") == "answer"]
-        answer = "".join(str(p.get("content") or "") for p in answer_parts)
+        answer = _parts_text(answer_parts, "an answer's content_list[]")
     else:
         # No phases at all: the top-level content is all there is.
         answer_parts = []
-        content = message.get("content")
-        answer = content if isinstance(content, str) else ""
+        answer = _text(message.get("content"), "an answer's content")
     error = _error_text(message.get("error")) or next(
         (_error_text(p.get("error")) for p in answer_parts if _error_text(p.get("error"))), None
     )
@@ -406,7 +420,8 @@ def is_logged_in_status(payload: Any) -> bool | None:
     if not isinstance(payload, dict):
         return None
     if payload.get("success") is True:
-        return payload.get("data") is True
+        data = payload.get("data")
+        return data if isinstance(data, bool) else None  # without its answer: nothing said
     error = classify_api_error(payload)
     if error is not None and error.code == Code.LOGGED_OUT:
         return False

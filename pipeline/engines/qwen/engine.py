@@ -190,7 +190,11 @@ class QwenEngine:
                 extra={"ui": selectors.name},
                 timeout=self.page_timeout,
             )
-            yield from collector.collect(chat_urls)
+            for decided in collector.collect(chat_urls):
+                # What the page met so far is handed over before the step of each chat runs (it
+                # journals it): the page itself closes only after the last step.
+                self.pages.notice_page(page, Where.CHAT_JSON)
+                yield decided
 
     def wait(self, chat_url: str, *, timeout: float, on_progress: ProgressCallback | None = None) -> Answer:
         """Stay on the chat page, re-reading it every second, until the answer is complete: on

@@ -27,6 +27,7 @@ class History(NamedTuple):
     # They differ by one when the page starts with an answer whose message is on the page before.
     hidden: int = 0
     hidden_users: int = 0
+    date: str | None = None  # the Date header of the page's load (by_page): the site's clock then
 
 
 def is_page(body: Any) -> bool:

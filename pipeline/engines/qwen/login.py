@@ -8,13 +8,15 @@ a firewall, a bot check, no network) the page has to tell: the app on the site, 
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..base import Code, EngineError, HardError
-from ..unknown import Where
+from ..base import Code, EngineError, HardError, TransientError
+from ..unknown import FIRST_BYTES, Where
+from ..unknown import unknown as mark_unknown
 from .api import LOGIN_HINT, classify_api_error, is_logged_in_status
 from .headers import NoHeaders, headers_for_call
 from .page import evaluate, refusal_in
@@ -94,6 +96,8 @@ def read_login_state(page: Any, timeout: float = 10) -> LoginSeen:
         error = classify_api_error(seen["json"])
         refusal = error if error is not None and error.code == Code.BOT_CHECK else None
         unknown = error if error is not None and error.unknown is not None else None
+        if error is None and is_logged_in_status(seen["json"]) is None:
+            unknown = _unread_status(seen["json"])  # a field it needs missing or of another type
     elif "text" in seen:
         refusal = refusal_in(seen["text"])
     if unknown is not None:
@@ -105,6 +109,16 @@ def read_login_state(page: Any, timeout: float = 10) -> LoginSeen:
         refusal=refusal,
         unknown=unknown,
     )
+
+
+def _unread_status(body: Any) -> EngineError:
+    """The login check answered as a success without the status it needs (`data`, true or false):
+    before the click, a transient failure naming the field (engines/unknown.py)."""
+    error = TransientError(
+        f"the site's {STATUS_PATH} answered without its field data (true or false): the site changed",
+        code=Code.MISSING_FIELD,
+    )
+    return mark_unknown(error, Where.LOGIN_CHECK, field="data", body=json.dumps(body)[:FIRST_BYTES])
 
 
 def read_settled_login_state(page: Any, timeout: float) -> LoginSeen | None:

@@ -18,7 +18,7 @@ from .history import History, whole
 from .page import ApiUnusable, DomState, fetch_api, read_dom_state, screen_failure
 from .pages import Live
 from .selectors import Selectors
-from .steady import API_STABLE_SECONDS, Steadiness
+from .steady import API_STABLE_SECONDS, Steadiness, finished_long_ago, site_time
 from .stream import PageTraffic, StreamRead
 
 PAGE_SETTLE_SECONDS = 3  # a fresh page may show "busy" this long before drawing a done answer
@@ -82,12 +82,14 @@ class Observer:
             behind_since = (behind_since or ctx.now()) if seen.catching_up else None
             if behind_since is not None and ctx.now() - behind_since > ctx.page_timeout:
                 # A page the site replaced (an error page, a widget nobody has seen) never
-                # catches up: a wait on it would never end. Looked at again with a fresh page.
-                raise TransientError(
+                # catches up: a wait on it would never end. Looked at again with a fresh page;
+                # an unknown answer, so a sent chat's is never handed to the router for it.
+                changed = TransientError(
                     f"the page has not drawn the answer the site has for {ctx.page_timeout:g} s "
                     f"(qwen.page_timeout): {seen.progress}",
                     code=Code.PAGE_CHANGED,
                 )
+                raise unknown(changed, Where.CHAT_JSON, what=f"a page that never drew the answer: {page.url}")
             if seen.markdown is not None:
                 if seen.vouched or reads.steady(seen.markdown):
                     return Answer(
@@ -171,9 +173,12 @@ class Observer:
             model=view.model,
             extra=extra,
             settled=settled,
-            # The page loaded this JSON itself, the site stored the answer as finished, and the
-            # page drew that turn complete: nothing more to read.
-            vouched=loaded_by_page and settled is not None,
+            # The page loaded this JSON itself, the site stored the answer as finished long before
+            # (by its clock: the flag may come ahead of the last words), and the page drew that
+            # turn complete: nothing more to read.
+            vouched=loaded_by_page
+            and settled is not None
+            and finished_long_ago(view, site_time(read.date), stable_reads=ctx.stable_reads),
         )
 
     def wait_for_stream(
@@ -272,23 +277,29 @@ def read_chat_json(ctx: EngineContext, page: Any, chat_id: str) -> History:
     if loaded is not None:
         error = classify_api_error(loaded)
         if error is None:
-            return whole(page, chat_id, loaded, True, timeout=ctx.page_timeout)
+            date = traffic.load_date(chat_id)
+            return whole(page, chat_id, loaded, True, timeout=ctx.page_timeout)._replace(date=date)
         if error.code != Code.STALE_HEADERS:
             raise error
-    elif all_finished(traffic.latest_load(chat_id)):
-        # No new load, but the last one already holds every answer as finished: a finished
-        # answer does not change, and it is what the page draws.
-        return whole(page, chat_id, traffic.latest_load(chat_id), True, timeout=ctx.page_timeout)
+    elif all_finished(traffic.latest_load(chat_id), traffic.load_date(chat_id), ctx.stable_reads):
+        # No new load, but the last one already holds every answer as finished long before
+        # it was answered: a finished answer does not change, and it is what the page draws.
+        # (A stored "finished" alone may come ahead of the last words: read again, ourselves.)
+        date = traffic.load_date(chat_id)
+        latest = traffic.latest_load(chat_id)
+        return whole(page, chat_id, latest, True, timeout=ctx.page_timeout)._replace(date=date)
     body = fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=ctx.page_timeout)
     return whole(page, chat_id, body, False, timeout=ctx.page_timeout)
 
 
-def all_finished(body: dict | None) -> bool:
-    """A successful chat JSON whose every answer the site stored as finished."""
+def all_finished(body: dict | None, date: str | None, stable_reads: int) -> bool:
+    """A successful chat JSON whose every answer the site stored as finished, long before its
+    clock (`date`, the load's Date header) answered it (steady.finished_long_ago)."""
     if body is None or classify_api_error(body) is not None:
         return False
     try:
         view = parse_chat(body)
     except ChatShapeError:
         return False
-    return bool(view.stored) and all(done is True for done in view.stored)
+    finished = bool(view.stored) and all(done is True for done in view.stored)
+    return finished and finished_long_ago(view, site_time(date), stable_reads=stable_reads)

@@ -18,6 +18,7 @@ from .browser import BrowserSession
 from .context import POLL_SECONDS, EngineContext
 from .login import read_login_state
 from .page import detect_ui, present, screen_failure
+from .page_answers import PageAnswers
 from .selectors import Selectors
 from .stream import PageTraffic
 
@@ -56,6 +57,7 @@ class Pages:
             page.set_default_timeout(self.ctx.page_timeout * 1000)
             PageTraffic.of(page)  # note the page's own requests from its first one
             BotChecks.of(page)  # and where it goes: a bot check is the page leaving the chat
+            PageAnswers.of(page)  # and what the site answers its own requests (page_answers.py)
         with self.using(page, where, keep=keep) as used:
             yield used
 
@@ -66,6 +68,7 @@ class Pages:
         succeeded. Every unknown answer raised out of it says where it was met (`where`, unless it
         says so itself): the one place all of them pass."""
         kept = done = False
+        told = ""  # the step whose unknown answer the error raised tells already
         try:
             with errors_as_engine_errors():
                 yield page
@@ -73,10 +76,12 @@ class Pages:
         except EngineError as err:
             if err.unknown is not None:
                 err.unknown = err.unknown.at(where)
+                told = err.unknown.where
             if err.code == Code.BOT_CHECK and err.screenshot is None:
                 err.screenshot = screenshot(page)  # the user sees what the site showed
             raise
         finally:
+            self.notice_page(page, where, told=told)
             if not kept:
                 self.close_page(page, reuse=done)  # a page that failed is never used again
 
@@ -85,6 +90,8 @@ class Pages:
         `reuse`, else closed."""
         PageTraffic.stop(page)
         BotChecks.stop(page)
+        self.notice_page(page)
+        PageAnswers.stop(page)
         if reuse:
             self.session.park(page)
             return
@@ -92,6 +99,14 @@ class Pages:
             page.close()
         except Exception:
             pass  # the browser went away; nothing left to close
+
+    def notice_page(self, page: Any, where: str = "", *, told: str = "") -> None:
+        """The unknown answers the site gave the page's requests (page_answers.py), as read past:
+        the contract journals them after the call (`noticed`); but those of the step `told`,
+        which the error the call raised tells already."""
+        for found in PageAnswers.of(page).unknown():
+            if found.at(where).where != told:
+                self.ctx.noticed.notice(found.at(where).where, found.seen)
 
     def keep_live(self, live: Live) -> None:
         self.close_live()

@@ -116,6 +116,7 @@ class PageTraffic(PageWatcher):
         self._chat_loads: list[Any] = []  # finished GETs of a chat's JSON, oldest first
         self._loaded: set[str] = set()  # the chats the page has loaded at least once
         self._latest: dict[str, dict] = {}  # chat id -> its last load handed over
+        self._dates: dict[str, str | None] = {}  # chat id -> that load's Date header (the site's clock)
         self._cdp: Any = None
         self._streams: dict[str, list[bytes]] = {}  # request id -> the bytes so far
         self._ended: dict[str, str | None] = {}  # request id -> None (finished) or why it failed
@@ -271,12 +272,17 @@ class PageTraffic(PageWatcher):
             if not isinstance(body, dict):
                 return None
             self._latest[chat_id] = body
+            self._dates[chat_id] = response.headers.get("date")
             return body
         return None
 
     def latest_load(self, chat_id: str) -> dict | None:
         """The last chat JSON of `chat_id` handed over by chat_load (what the page drew last)."""
         return self._latest.get(chat_id)
+
+    def load_date(self, chat_id: str) -> str | None:
+        """The Date header of that last load: the site's clock when it answered (steady.site_time)."""
+        return self._dates.get(chat_id)
 
     def close(self) -> None:
         try:
