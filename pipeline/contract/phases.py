@@ -87,6 +87,7 @@ class Failure(Enum):
 
 
 DAILY_LIMIT = "qwen.max_sends_per_day"
+IN_DOUBT_WHY = "its send may be on the site: its chat is looked for first, at the next run"
 CYCLE_LIMIT = "qwen.max_sends_per_cycle"
 
 
@@ -278,6 +279,13 @@ def decide(facts: Facts) -> Decision:
     if done:
         return done
     phase = phase_of(f, r, limits, facts.now)
+    if facts.failure in (Failure.ACCOUNT, Failure.CHAT) and f.sending and not f.sent:
+        # Its send may be on the site (the marker: its chat neither found nor proven never
+        # sent): a hard failure, of the account or the chat, never hands it to the router nor
+        # dead-letters it; the next run looks for its chat first (RECOVER), uncounted. Fuzz
+        # seed 2200 trial 55: a recovery that met an unknown page held the account, and the
+        # router wrote the article while the send was in doubt.
+        return Decision(phase, Action.FAIL, Reason.IN_DOUBT, why=IN_DOUBT_WHY)
     if facts.failure is Failure.ACCOUNT:
         # A sent chat is its account's alone: it waits for it. An unsent prompt may go to the
         # router; without one it fails this run (exit 1), uncounted: its account is to blame.

@@ -243,3 +243,13 @@ def test_a_shared_batch_tells_this_hosts_accounts_from_another_hosts_and_from_or
     fresh = chat_limits(ws, limits, "new", NOW - 60, NOW, served)  # never served: counts from its send
     assert fresh.elsewhere and not fresh.orphaned
     assert chat_limits(ws, limits, "new", NOW - 3 * 3600, NOW, served).orphaned
+
+
+@pytest.mark.parametrize("failure", [Failure.CHAT, Failure.ACCOUNT])
+@pytest.mark.parametrize("engine", ["auto", "qwen"])
+@pytest.mark.parametrize("record", [Record(), Record(hard_failures=4)], ids=["first", "last attempt"])
+def test_a_hard_failure_with_a_send_in_doubt_never_falls_back_nor_dead_letters(failure, engine, record):
+    # The marker without a URL: the send may be on the site (fuzz seed 2200 trial 55).
+    limits = Limits(router=True, engine=engine, poll_interval=POLL, max_attempts=5)
+    decision = decide(Facts(MARKER, record, limits, NOW, failure=failure))
+    assert (decision.action, decision.reason) == (Action.FAIL, Reason.IN_DOUBT), decision

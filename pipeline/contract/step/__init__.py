@@ -28,7 +28,7 @@ from ...store.protocol import LeaseLost, StoreBusy
 from .. import cleanup, hosts
 from ..article import ArticleFiles, ArticleState, read_chat_url
 from ..facts import engine_limits, facts, send_limits
-from ..phases import Decision, Failure, Files, Reason, Record, backoff_delay, decide
+from ..phases import Action, Decision, Failure, Files, Reason, Record, backoff_delay, decide
 from ..prompts import Prompt, check_request_size, check_slug, load_prompt
 from ..quota import SendBudget, host_accounts, sends_today
 from ..rotation import capacity, standings
@@ -267,8 +267,12 @@ class Step:
                 ctx.chat_url = read_chat_url(ctx.article, ctx.qwen.base_url)
             sending = not ctx.recovered and ctx.article.sending.exists()
             seen = Files(sent=ctx.chat_url is not None, sending=sending)
-        elif failure is Failure.ACCOUNT and not (done or dead):
-            seen = Files(sent=ctx.chat_url is not None)  # a sent chat waits for its account
+        elif not (done or dead):
+            # A sent chat waits for its account; and an interrupted send this step looked for,
+            # whose intent marker is still there (neither its chat found nor proof it was never
+            # sent), may be on the site: the failure never hands it to the router (phases.decide).
+            sent = failure is Failure.ACCOUNT and ctx.chat_url is not None
+            seen = Files(sent=sent, sending=ctx.recovering and ctx.article.sending.exists())
         wants_send = failure is Failure.NONE and (next_turn or not (seen.sent or seen.sending))
         limits = engine_limits(ctx.ws.config, ctx.choice)
         now = ctx.clock()
@@ -298,6 +302,7 @@ class Step:
             ctx.state.next_try, ctx.state.last_poll = decision.replan
             ctx.save()
             ctx.say(f"{ctx.slug}: the clock moved back since its last look; its next look is re-planned")
+        ctx.recovering = ctx.recovering or decision.action is Action.RECOVER
         return decision
 
     def send_limits(self, limits, now: float, budget_spent: bool, names: tuple[str, ...]):

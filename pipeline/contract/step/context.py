@@ -65,6 +65,7 @@ class Context:
     chat_url: str | None = None
     chat_error: str = ""
     recovered: bool = False  # the intent marker was answered in this step
+    recovering: bool = False  # this step looks for the chat of an interrupted send (in doubt)
     # The accounts a first send may go to: the one asked for (--account), or the one an
     # interrupted send went to (its chat may exist there after all); () = rotation's choice.
     only: tuple[str, ...] = ()

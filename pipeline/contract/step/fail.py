@@ -1,7 +1,8 @@
 """Handler of Action.FAIL and Action.DEAD_LETTER: a hard failure with no engine left. It is
 counted; the qwen.max_attempts-th in a row writes SLUG.md.failed (skipped until `replay`).
 A failure of the chat's account (Reason.ACCOUNT: logged out, a bot check, its quota) is not
-the article's: it fails this run uncounted, and is never dead-lettered for it."""
+the article's: it fails this run uncounted, and is never dead-lettered for it; nor is a hard
+failure met while its send is in doubt (Reason.IN_DOUBT: the next run looks for its chat)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def handle(ctx: Context, move: Ask) -> Outcome:
     err, decision = move.error, move.decision
     message = move.message or f"{err} (no fallback: {decision.why})"
     last = decision.action is Action.DEAD_LETTER
-    if decision.reason is Reason.ACCOUNT:
+    if decision.reason in (Reason.ACCOUNT, Reason.IN_DOUBT):  # the account's, or a send in doubt
         ctx.save()  # the error is recorded; the article's count stays as it was
         return ctx.outcome(Status.FAILED, f"{ctx.slug}: {message}")
     ctx.state.hard_failures += 1
