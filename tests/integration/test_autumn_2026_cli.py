@@ -129,6 +129,7 @@ def test_wait_after_a_send_takes_the_answer_from_the_pages_own_stream(sim, engin
 
 
 def test_a_later_check_takes_the_chat_json_the_page_loads_itself(sim, engine, session):
+    sim.set(answer_seconds=1.2)  # finished in a later second than its send: stamped after it
     text = text_of("the page's own load")
     url = engine.send(text)
     engine.wait(url, timeout=30)
@@ -179,6 +180,7 @@ def test_generate_wait_keeps_going_through_transient_failures(sim, tmp_path):
 
 
 def test_a_next_turn_is_proved_sent_by_the_pages_own_stream(sim, engine, session):
+    sim.set(answer_seconds=1.2)  # finished in a later second than its send: stamped after it
     url = engine.send(text_of("two turns"))
     engine.wait(url, timeout=30)
     # Looked at a minute later by the site's clock: stored finished long before the page's load
