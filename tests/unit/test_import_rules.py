@@ -253,15 +253,31 @@ def test_the_contract_names_no_concrete_store():
     assert not problems, "\n".join(problems)
 
 
-def test_an_import_of_a_concrete_store_by_the_contract_is_found(tmp_path):
+def fake_pipeline(tmp_path: Path, files: dict[str, str]) -> Path:
+    """A package `pipeline` under `tmp_path` of `files` (path inside it: source), each folder
+    with its __init__.py: what the rules' own tests check them on."""
     package = tmp_path / "pipeline"
-    for folder in (package, package / "store", package / "contract"):
-        folder.mkdir()
-        (folder / "__init__.py").write_text("")
-    (package / "store" / "protocol.py").write_text("")
-    (package / "store" / "sqlite.py").write_text("")
-    (package / "contract" / "hosts.py").write_text(
-        "from ..store.protocol import Store\ndef f():\n    from ..store.sqlite import SQLiteStore\n"
+    for name, source in files.items():
+        path = package / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for folder in (path.parent, *path.parent.parents):
+            (folder / "__init__.py").touch()
+            if folder == package:
+                break
+        path.write_text(source)
+    return package
+
+
+def test_an_import_of_a_concrete_store_by_the_contract_is_found(tmp_path):
+    package = fake_pipeline(
+        tmp_path,
+        {
+            "store/protocol.py": "",
+            "store/sqlite.py": "",
+            "contract/hosts.py": (
+                "from ..store.protocol import Store\ndef f():\n    from ..store.sqlite import SQLiteStore\n"
+            ),
+        },
     )
     assert concrete_store_imports(imports(package, "pipeline")) == [
         f"{package / 'contract/hosts.py'}:3: pipeline.contract.hosts imports pipeline.store.sqlite: the "
@@ -280,21 +296,19 @@ def test_the_rules_see_imports_inside_functions_and_under_type_checking(tmp_path
     """The checks themselves: a circle closed only by an import in a function and one under
     TYPE_CHECKING is found, named with its lines; so is an import upward and one of the
     simulator's into an engine."""
-    package = tmp_path / "pipeline"
-    (package / "engines").mkdir(parents=True)
-    (package / "simulator").mkdir()
-    for init in (package, package / "engines", package / "simulator"):
-        (init / "__init__.py").write_text("")
-    (package / "config.py").write_text("def load():\n    from .contract import step\n")
-    (package / "contract").mkdir()
-    (package / "contract" / "__init__.py").write_text("")
-    (package / "contract" / "step.py").write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..config import load\n"
-    )
-    (package / "engines" / "base.py").write_text("from pipeline.config import load\n")
-    (package / "simulator" / "api.py").write_text("import pipeline.engines.base\n")
-    (package / "contract" / "quota.py").write_text(
-        "def f():\n    from .step import _near\n    from ..engines.base import _far\n"
+    package = fake_pipeline(
+        tmp_path,
+        {
+            "config.py": "def load():\n    from .contract import step\n",
+            "contract/step.py": (
+                "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..config import load\n"
+            ),
+            "engines/base.py": "from pipeline.config import load\n",
+            "simulator/api.py": "import pipeline.engines.base\n",
+            "contract/quota.py": (
+                "def f():\n    from .step import _near\n    from ..engines.base import _far\n"
+            ),
+        },
     )
     edges = imports(package, "pipeline")
     assert circle_problems(edges) == [
@@ -318,15 +332,16 @@ def test_the_rules_see_imports_inside_functions_and_under_type_checking(tmp_path
 def test_a_circle_between_packages_is_found_though_no_modules_make_one(tmp_path):
     """batch.status imports setup.login in a function, setup.doctor imports batch.alerts under
     TYPE_CHECKING: no circle of modules, one of packages, named with its lines."""
-    package = tmp_path / "pipeline"
-    for folder in (package, package / "batch", package / "setup"):
-        folder.mkdir()
-        (folder / "__init__.py").write_text("")
-    (package / "batch" / "status.py").write_text("def f():\n    from ..setup import login\n")
-    (package / "batch" / "alerts.py").write_text("")
-    (package / "setup" / "login.py").write_text("")
-    (package / "setup" / "doctor.py").write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..batch.alerts import shown\n"
+    package = fake_pipeline(
+        tmp_path,
+        {
+            "batch/status.py": "def f():\n    from ..setup import login\n",
+            "batch/alerts.py": "",
+            "setup/login.py": "",
+            "setup/doctor.py": (
+                "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..batch.alerts import shown\n"
+            ),
+        },
     )
     edges = imports(package, "pipeline")
     assert circle_problems(edges) == []

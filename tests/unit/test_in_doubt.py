@@ -359,6 +359,18 @@ def test_looks_at_a_chat_the_site_does_not_show_yet_are_no_attempts(project):
     assert generate(ws, "tea", engines(), clock=lambda: t0 + 600).engine == "qwen"
 
 
+def one_account_on_a_clock(project, config: str):
+    """(workspace, its one FakeChat, the FakeRouter, the Engines maker, the Clock both go by) of
+    a project of `config` with the prompt "tea"."""
+    from accounts_project import accounts_project
+
+    ws, chats, router, engines = accounts_project(project, config)
+    chat, clock = chats["default"], Clock()
+    chat.clock = clock
+    add_prompt(project, "tea")
+    return ws, chat, router, engines, clock
+
+
 # A send that fails after its click (the site may have taken it), at qwen.max_attempts: every
 # way such a send can end. Chaos seed 38, trial 81: an error banner after the third send sent the
 # article to the router at once, though the site had taken the prompt (paid twice).
@@ -371,15 +383,10 @@ AFTER_THE_CLICK = {
 
 @pytest.mark.parametrize("end", list(AFTER_THE_CLICK.values()), ids=list(AFTER_THE_CLICK))
 def test_a_send_failing_after_its_click_at_max_attempts_is_looked_for_before_the_router(project, end):
-    from accounts_project import accounts_project
     from fakes import answer
 
     base = "[qwen]\npoll_interval = 0\nmax_attempts = 1\nlost_chat_after = 600\n[article]\nmin_words = 0\n"
-    ws, chats, router, engines = accounts_project(project, base)
-    chat = chats["default"]
-    clock = Clock()
-    chat.clock = clock
-    add_prompt(project, "tea")
+    ws, chat, router, engines, clock = one_account_on_a_clock(project, base)
     banner = TransientError("the site shows an error: 'Something went wrong'", code=Code.ERROR_BANNER)
     if end == "empty":
         chat.send_error_after_naming = banner  # the chat named, the prompt never in it
@@ -421,15 +428,10 @@ HARD_IN_DOUBT = {
 
 @pytest.mark.parametrize("kind", list(HARD_IN_DOUBT))
 def test_a_hard_failure_met_by_a_recovery_never_hands_the_send_in_doubt_to_the_router(project, kind):
-    from accounts_project import accounts_project
     from fakes import answer
 
     base = "[qwen]\npoll_interval = 0\nmax_attempts = 1\n[article]\nmin_words = 0\n"
-    ws, chats, router, engines = accounts_project(project, base)
-    chat = chats["default"]
-    clock = Clock()
-    chat.clock = clock
-    add_prompt(project, "tea")
+    ws, chat, router, engines, clock = one_account_on_a_clock(project, base)
     killed(ws, engines(), clock, "after_send")  # the prompt in the chat, no URL kept
     chat.read_errors.append(HARD_IN_DOUBT[kind]())
 
