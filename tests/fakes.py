@@ -15,7 +15,16 @@ import pytest
 from pipeline.engines.base import Answer, ChatChoice, ChatTurns, FoundChat, Generating, TurnState
 
 if TYPE_CHECKING:
+    from pipeline.engines.base import EngineError
     from pipeline.engines.qwen.page import DomState
+
+
+def took_nothing(error: EngineError) -> EngineError:
+    """`error` as the engine raises it when the site provably took nothing: met before the click,
+    or the site's refusal in words (nothing_sent). A send's error without it may have reached the
+    site: its send is in doubt, never the router's at once."""
+    error.nothing_sent = True
+    return error
 
 
 @dataclass

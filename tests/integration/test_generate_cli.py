@@ -123,13 +123,21 @@ def test_hard_failure_at_send_falls_back_to_the_router(sim, tmp_path, scenario, 
             assert block.until - block.since == pytest.approx(5 * 3600)
 
 
-def test_hard_failure_without_router_is_exit_1(sim, tmp_path):
+# A hard failure of the send: refused in words (the quota's reply, read: nothing sent), or a bot
+# check the page left the chat for, its reply gone with the page (the send may be on the site).
+HARD_AT_SEND = {"quota": "router.enabled = false", "bot_check": "its send may be on the site"}
+
+
+@pytest.mark.parametrize("scenario", list(HARD_AT_SEND))
+def test_hard_failure_without_router_is_exit_1(sim, tmp_path, scenario):
     project = make_project(tmp_path, sim, router=False)
-    prompt(project, "nofb", "Write about having no fallback [sim:bot_check].")
+    prompt(project, "nofb", f"Write about having no fallback [sim:{scenario}].")
     result = qwenpipe_in_process("generate", "nofb", cwd=project)
     assert result.returncode == 1
-    assert "router.enabled = false" in result.stderr and "Traceback" not in result.stderr
+    assert HARD_AT_SEND[scenario] in result.stderr and "Traceback" not in result.stderr
     assert not (project / "articles" / "nofb.md").exists()
+    sending = (project / "articles" / "nofb.md.sending").exists()
+    assert sending is (scenario == "bot_check"), "only a send that may be on the site is looked for"
 
 
 def poll_in_scenario(sim, tmp_path, slug: str, text: str, scenario: str):

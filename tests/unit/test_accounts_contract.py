@@ -7,7 +7,7 @@ import time
 import tomllib
 
 import pytest
-from fakes import FakeChat, FakeRouter, answer
+from fakes import FakeChat, FakeRouter, answer, took_nothing
 from project_files import add_prompt, write_config
 
 from pipeline.accounts import config_account
@@ -22,9 +22,7 @@ BASE = "[qwen]\npoll_interval = 0\nmax_attempts = 3\n[article]\nmin_words = 0\n"
 
 
 def refused_before_typing(code: str) -> HardError:
-    err = HardError(f"account refused ({code})", code=code)
-    err.nothing_sent = True
-    return err
+    return took_nothing(HardError(f"account refused ({code})", code=code))
 
 
 class Accounts:

@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from accounts_project import accounts_project
+from fakes import took_nothing
 from project_files import add_prompt
 
 from pipeline.batch.cycle import run_cycle
@@ -91,7 +92,9 @@ def test_a_dead_letter_and_the_failing_router_are_told_once_without_secrets_afte
 ):
     monkeypatch.setenv("ROUTER_API_KEY", KEY)  # registered by the workspace, as in a real run
     ws, chats, router, engines = setup(project, [webhook.url])
-    chats["default"].send_error = HardError(f"the chat refused the session {JWT}", code="chat_refused")
+    chats["default"].send_error = took_nothing(
+        HardError(f"the chat refused the session {JWT}", code="chat_refused")
+    )
     router.enqueue(HardError(f"router: HTTP 401: invalid key {KEY}", code="router_failed"))
     add_prompt(project, "tea")
     webhook.status = 500
@@ -138,7 +141,7 @@ def test_a_bot_check_is_told_once_per_hold(project, webhook):
 def test_logged_out_is_told_once_until_a_cycle_finds_the_chat_logged_in(project, webhook):
     ws, chats, _router, engines = setup(project, [webhook.url])
     chat = chats["default"]
-    chat.send_error = HardError("not logged in", code="logged_out")
+    chat.send_error = took_nothing(HardError("not logged in", code="logged_out"))
     add_prompt(project, "tea")
     assert cycle(ws, engines)[0].exit_code == 0  # the router wrote it
     assert webhook.titles() == ["qwenpipe: the chat is logged out"]
@@ -149,7 +152,7 @@ def test_logged_out_is_told_once_until_a_cycle_finds_the_chat_logged_in(project,
     chat.send_error = None
     add_prompt(project, "oolong", "Write about oolong.")
     assert cycle(ws, engines, NOW + 120)[0].sent == ["oolong"]  # logged in again
-    chat.send_error = HardError("not logged in", code="logged_out")
+    chat.send_error = took_nothing(HardError("not logged in", code="logged_out"))
     add_prompt(project, "sencha", "Write about sencha.")
     cycle(ws, engines, NOW + 180)
     assert webhook.titles() == ["qwenpipe: the chat is logged out"] * 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 import tomllib
 
 import pytest
-from fakes import answer
+from fakes import answer, took_nothing
 from project_files import add_prompt, snapshot
 
 from pipeline.contract.step import Status, generate, replay
@@ -204,7 +204,7 @@ def test_hard_failure_at_send_falls_back_and_keeps_the_marker_clean(
     project, workspace, engines, chat, router
 ):
     add_prompt(project, "tea")
-    chat.send_error = HardError("logged out: run `qwenpipe login`", code="logged_out")
+    chat.send_error = took_nothing(HardError("logged out: run `qwenpipe login`", code="logged_out"))
     outcome = generate(workspace, "tea", engines)
     assert outcome.status is Status.DONE
     assert not (project / "articles" / "tea.md.sending").exists()
@@ -242,7 +242,7 @@ def test_hard_failure_without_fallback_is_exit_1_then_dead_letter(project, works
 
 def test_router_failure_too_is_exit_1_with_both_messages(project, workspace, engines, chat, router):
     add_prompt(project, "tea")
-    chat.send_error = HardError("bot check", code="bot_check")
+    chat.send_error = took_nothing(HardError("bot check", code="bot_check"))
     router.enqueue(HardError("router: HTTP 401 invalid_api_key: Invalid API key", code="router_auth"))
     outcome = generate(workspace, "tea", engines)
     assert outcome.status is Status.FAILED
@@ -252,7 +252,7 @@ def test_router_failure_too_is_exit_1_with_both_messages(project, workspace, eng
 def test_quota_spent_stops_sends_for_every_article(project, workspace, engines, chat, router):
     add_prompt(project, "tea")
     add_prompt(project, "coffee", "Write about coffee.")
-    chat.send_error = QuotaSpent("daily usage limit reached", retry_after=5 * 3600)
+    chat.send_error = took_nothing(QuotaSpent("daily usage limit reached", retry_after=5 * 3600))
     assert generate(workspace, "tea", engines).status is Status.DONE
     chat.send_error = None
     outcome = generate(workspace, "coffee", engines)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from fakes import answer
+from fakes import answer, took_nothing
 from project_files import add_prompt
 from tests_cli_helpers import qwenpipe_in_process as qwenpipe
 
@@ -59,7 +59,7 @@ def test_a_dead_letter_needs_a_person_in_the_cycle_that_makes_it_and_every_one_a
         "[qwen]\npoll_interval = 0\nmax_attempts = 1\n[article]\nmin_words = 0\n[router]\nenabled = false\n"
     )
     add_prompt(project, "tea")
-    chat.send_error = HardError("the chat refused it", code="chat_error")
+    chat.send_error = took_nothing(HardError("the chat refused it", code="chat_error"))
     assert cron(config) == cronexit.NEEDS_PERSON
     assert (project / "articles" / "tea.md.failed").exists()
     assert "needs a person: 1 article(s) dead-lettered" in capfd.readouterr().err
@@ -74,7 +74,7 @@ def test_a_dead_letter_needs_a_person_in_the_cycle_that_makes_it_and_every_one_a
 
 def test_logged_out_needs_a_person_only_when_the_router_did_not_write_it(project, chat, router, cron, capfd):
     add_prompt(project, "tea")
-    chat.send_error = HardError("not logged in", code="logged_out")
+    chat.send_error = took_nothing(HardError("not logged in", code="logged_out"))
     assert cron() == ExitCode.DONE  # the router wrote it
     assert (project / "articles" / "tea.md").exists()
     add_prompt(project, "coffee", "Write about coffee.")

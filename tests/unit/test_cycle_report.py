@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from fakes import took_nothing
 from project_files import add_prompt
 from tests_cli_helpers import qwenpipe_in_process as qwenpipe
 
@@ -54,7 +55,9 @@ def test_a_logged_out_chat_is_said_plainly_by_the_cycle_and_status(project, chat
     ws = open_workspace(load(project / "config.toml"))
     add_prompt(project, "tea")
     add_prompt(project, "coffee", "Write about coffee.")
-    chat.send_error = HardError("not logged in to the chat site: run `qwenpipe login`", code="logged_out")
+    chat.send_error = took_nothing(
+        HardError("not logged in to the chat site: run `qwenpipe login`", code="logged_out")
+    )
 
     def engines():
         return Engines(ws.config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)
@@ -92,7 +95,7 @@ def test_logged_out_with_the_router_off_says_what_could_not_be_written(project, 
     )
     ws = open_workspace(load(project / "config.toml"))
     add_prompt(project, "tea")
-    chat.send_error = HardError("not logged in", code="logged_out")
+    chat.send_error = took_nothing(HardError("not logged in", code="logged_out"))
     engines = Engines(ws.config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)
     report = run_cycle(ws, engines)
     assert report.exit_code == 1

@@ -417,7 +417,7 @@ def test_a_send_failing_after_its_click_at_max_attempts_is_looked_for_before_the
 # proven never sent) can meet as it looks at the chat its intent names. Fuzz seed 2200 trial 55:
 # a recovery met an unknown page (a bot check: the account held) and the router wrote the
 # article at once; had the site taken the send, the prompt was paid twice. (A hard failure the
-# send itself raises after its click still goes to the router at once: docs/reliability.md.)
+# send itself raises after its click is held the same way: the test after this one.)
 HARD_IN_DOUBT = {
     "bot check": lambda: HardError("the page left the chat for a puzzle", code=Code.BOT_CHECK),
     "logged out": lambda: HardError("logged out", code=Code.LOGGED_OUT),
@@ -452,3 +452,42 @@ def test_a_hard_failure_met_by_a_recovery_never_hands_the_send_in_doubt_to_the_r
     outcome = generate(ws, "tea", engines(), clock=clock)
     assert outcome.engine == "qwen" and not router.history, outcome.message
     assert chat.sends == 1 and counted(ws) == 1
+
+
+# Where a send's hard failure can leave the prompt: in the chat (the site took it, then the page
+# failed), or the chat named and empty (the site never took it; only a look can prove it).
+SEND_ENDS = {"taken": "crash_after_send", "named, never taken": "send_error_after_naming"}
+
+
+@pytest.mark.parametrize("end", list(SEND_ENDS))
+@pytest.mark.parametrize("kind", list(HARD_IN_DOUBT))
+def test_a_hard_failure_the_send_raises_after_its_click_is_in_doubt_never_the_routers(project, kind, end):
+    """Every hard failure a send can raise after its click without proof that it sent nothing
+    (no `nothing_sent`: a bot check, a login form or the quota seen on the page with no refusal
+    in words, the chat's own failure): the send may be on the site, so the router is never paid
+    for it at once; the next run looks for its chat. It failed open before (reliability.md,
+    sixteenth session: the after-the-click rule)."""
+    from fakes import answer
+
+    base = "[qwen]\npoll_interval = 0\nmax_attempts = 1\n[article]\nmin_words = 0\n"
+    ws, chat, router, engines, clock = one_account_on_a_clock(project, base)
+    setattr(chat, SEND_ENDS[end], HARD_IN_DOUBT[kind]())
+
+    outcome = generate(ws, "tea", engines(), clock=clock)
+
+    assert outcome.status is Status.FAILED and not router.history, outcome.message
+    assert "its send may be on the site" in outcome.message, outcome.message
+    assert ws.article("tea").sending.exists() and not ws.article("tea").failed.exists()
+    assert ArticleState.load(ws.store, ws.article("tea")).hard_failures == 0  # not the article's
+    assert chat.sends == 1 and counted(ws) == 1
+    # The account back: the next run looks for the chat first, and the site holds the prompt once.
+    setattr(chat, SEND_ENDS[end], None)
+    clock.now += 3 * 86400  # any hold or quota block over
+    chat.enqueue_check(answer())
+    outcome = generate(ws, "tea", engines(), clock=clock)
+    if end == "taken":  # found, adopted: the chat's own answer
+        assert outcome.engine == "qwen" and outcome.status is Status.DONE, outcome.message
+        assert chat.sends == 1
+    else:  # proven never sent (its chat read and empty): sent now, once
+        assert outcome.status is Status.QUEUED and chat.sends == 2, outcome.message
+    assert not router.history and received(chat) == 1 and counted(ws) == 1

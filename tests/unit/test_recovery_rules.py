@@ -8,7 +8,7 @@ import time
 import tomllib
 
 import pytest
-from fakes import Crash, answer, crash_at
+from fakes import Crash, answer, crash_at, took_nothing
 from project_files import add_prompt
 
 from pipeline.contract.step import RECOVERY_CLOCK_SLACK, Status, adoptable_chat, generate
@@ -72,9 +72,7 @@ def no_router(project):
 
 
 def logged_out_before_typing() -> HardError:
-    err = HardError("not logged in to the chat site: run `qwenpipe login`", code="logged_out")
-    err.nothing_sent = True
-    return err
+    return took_nothing(HardError("not logged in to the chat site: run `qwenpipe login`", code="logged_out"))
 
 
 def test_a_send_refused_before_typing_counts_no_send_and_leaves_no_marker(project, chat):
@@ -353,8 +351,10 @@ def test_an_article_written_while_its_marker_stands_removes_the_marker_only_afte
 
     add_prompt(project, "tea")
     chat.send_error = HardError("no chat address appeared", code="no_chat_url")  # may have been sent
-    monkeypatch.setattr(files, "remove", watched)
     outcome = generate(workspace, "tea", engines)
+    assert outcome.status is Status.FAILED and workspace.article("tea").sending.exists(), outcome
+    monkeypatch.setattr(files, "remove", watched)  # the router asked for by hand, the send in doubt
+    outcome = generate(workspace, "tea", engines, engine="router")
     assert outcome.status is Status.DONE and outcome.engine == "router", outcome
     assert seen == [True], "the marker went before the article was written"
 

@@ -10,6 +10,7 @@ import json
 
 import httpx
 import pytest
+from fakes import took_nothing
 from project_files import add_prompt
 from test_alerts import cycle, setup, webhook  # noqa: F401 - webhook: the fixture
 from tests_cli_helpers import qwenpipe as qwenpipe_process
@@ -158,7 +159,7 @@ def test_the_notification_of_a_failing_router_names_the_refused_keys_source(
     (project / "router.key").write_text("sk-wrong-from-file-0123456789\n")
     (project / "router.key").chmod(0o600)
     ws, chats, _fake, _engines = setup(project, [webhook.url], '[router]\napi_key_file = "router.key"\n')
-    chats["default"].send_error = HardError("the chat refused the session", code="chat_refused")
+    chats["default"].send_error = took_nothing(HardError("the chat refused the session", code="chat_refused"))
     refuse = httpx.MockTransport(
         lambda _request: httpx.Response(401, json={"error": {"message": "Invalid API key"}})
     )

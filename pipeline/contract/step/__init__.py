@@ -268,11 +268,13 @@ class Step:
             sending = not ctx.recovered and ctx.article.sending.exists()
             seen = Files(sent=ctx.chat_url is not None, sending=sending)
         elif not (done or dead):
-            # A sent chat waits for its account; and an interrupted send this step looked for,
-            # whose intent marker is still there (neither its chat found nor proof it was never
-            # sent), may be on the site: the failure never hands it to the router (phases.decide).
+            # A sent chat waits for its account; and a send whose intent marker is still there
+            # may be on the site (send.py and intents.unsent take it away only with proof that
+            # nothing was sent: a failure before the click, a refusal in words; recovery only
+            # when its chat is found or proven never sent): the failure never hands it to the
+            # router (phases.decide), whether this step sent it or looked for it.
             sent = failure is Failure.ACCOUNT and ctx.chat_url is not None
-            seen = Files(sent=sent, sending=ctx.recovering and ctx.article.sending.exists())
+            seen = Files(sent=sent, sending=ctx.article.sending.exists())
         wants_send = failure is Failure.NONE and (next_turn or not (seen.sent or seen.sending))
         limits = engine_limits(ctx.ws.config, ctx.choice)
         now = ctx.clock()
