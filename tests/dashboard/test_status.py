@@ -9,7 +9,7 @@ import time
 from datetime import datetime
 
 import pytest
-from fakes import FakeChat, FakeRouter
+from fakes import FakeChat, FakeRouter, took_nothing
 from project_files import add_prompt
 from tests_cli_helpers import qwenpipe, qwenpipe_in_process
 
@@ -101,8 +101,8 @@ def batch(project):
     chat.enqueue_check(TransientError("WAF page\nsecond line", code="waf"))
     assert generate(ws, "backoff", eng, clock=at(now)).status is Status.WORKING
 
-    chat.send_error = HardError("logged out", code="logged_out")
-    chat.send_error.nothing_sent = True  # seen before anything was typed: no send to recover
+    # Seen before anything was typed: no send to recover.
+    chat.send_error = took_nothing(HardError("logged out", code="logged_out"))
     router.enqueue(router_answer())
     assert generate(ws, "routed", eng).status is Status.DONE
     router.enqueue(HardError("router: HTTP 401", code="router_auth"))
@@ -248,7 +248,7 @@ def test_chat_quota_block_makes_pending_articles_wait(project):
     eng = Engines(ws.config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)
     add_prompt(project, "tea")
     add_prompt(project, "coffee", "Write about coffee.")
-    chat.send_error = QuotaSpent("daily usage limit reached", retry_after=3600)
+    chat.send_error = took_nothing(QuotaSpent("daily usage limit reached", retry_after=3600))
     router.enqueue(router_answer())
     assert generate(ws, "tea", eng).status is Status.DONE  # through the router
     status = collect(ws)

@@ -10,7 +10,7 @@ import time
 from dataclasses import asdict
 
 import pytest
-from fakes import FakeChat, FakeRouter
+from fakes import FakeChat, FakeRouter, took_nothing
 from project_files import add_prompt
 
 from pipeline.batch.status import collect
@@ -52,8 +52,7 @@ def batch(project):
     assert generate(ws, "done", eng).status is Status.DONE
     chat.enqueue_check(TransientError("WAF page", code="waf"))
     assert generate(ws, "backoff", eng).status is Status.WORKING
-    chat.send_error = HardError("logged out", code="logged_out")
-    chat.send_error.nothing_sent = True
+    chat.send_error = took_nothing(HardError("logged out", code="logged_out"))
     for _ in range(2):
         router.enqueue(HardError("router: HTTP 500", code="router_http"))
         generate(ws, "dead", eng)
