@@ -166,3 +166,34 @@ def test_an_unknown_answer_the_collectors_page_met_is_journalled(sim, tmp_path):
     unknown = [e for e in journal(project) if e["event"] == "unknown_answer"]
     assert [e["where"] for e in unknown] == ["chat_list"], unknown
     assert read_article(project / "articles" / "listed.md")[1] == sim.expected_answer(text).strip()
+
+
+# The stream's faults that leave the answer the site stores whole: what the page drew from the
+# stream may not be it (a frame twice, two frames swapped, a frame of another phase or status,
+# a field changed). Fuzz seed 1300 trial 112: `generate --wait` wrote a duplicated frame's words.
+STREAM_FAULTS = (
+    "duplicate_frame",
+    "reorder_frames",
+    "unknown_phase",
+    "unknown_status",
+    "unknown_field",
+    "missing_field",
+    "wrong_type",
+)
+
+
+@pytest.mark.parametrize("kind", STREAM_FAULTS)
+def test_a_spoiled_stream_never_makes_the_article_the_site_stores_does(sim, tmp_path, kind):
+    project = make_project(tmp_path, sim)
+    text = prompt(project, "stream", f"Write an article about weather vanes (the stream: {kind}).")
+    sim.set(fault=f"stream:{kind}", thinking_seconds=0.0)  # every frame of the stream is the answer's
+
+    for _ in range(3):
+        result = qwenpipe_in_process("generate", "stream", "--wait", cwd=project)
+        if result.returncode == 0:
+            break
+
+    assert [f["kind"] for f in sim.faults()][-1:] == [kind]
+    assert result.returncode == 0, result.stderr
+    _meta, body = read_article(project / "articles" / "stream.md")
+    assert body == sim.expected_answer(text).strip(), result.stderr

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..base import Answer, Code, EmptyAnswer, Generating, ProgressCallback, TransientError
+from ..base import Answer, Code, EmptyAnswer, EngineError, Generating, ProgressCallback, TransientError
 from ..unknown import Where, unknown
 from .api import ChatShapeError, classify_api_error, parse_chat
 from .context import POLL_SECONDS, EngineContext
@@ -18,6 +18,7 @@ from .history import History, whole
 from .page import ApiUnusable, DomState, fetch_api, read_dom_state, screen_failure
 from .pages import Live
 from .selectors import Selectors
+from .sending import same_text
 from .steady import API_STABLE_SECONDS, Steadiness, finished_long_ago, site_time
 from .stream import PageTraffic, StreamRead
 
@@ -212,6 +213,8 @@ class Observer:
                     return None  # an empty answer: the chat's page says what it means
                 if read.model is None:
                     return None  # which model answered is for the chat's JSON to say
+                if not stored_as_streamed(page, live.chat_id, read.answer, ctx.page_timeout):
+                    return None  # the chat's own page decides, from what the site stores
                 extra = {"source": "stream", "chat_id": live.chat_id, "ui": live.selectors.name}
                 return Answer(read.answer, ctx.name, model=read.model, extra=extra)
             if read is not None:  # Unreadable
@@ -225,6 +228,20 @@ class Observer:
                 said, said_at = progress, ctx.now()
             page.wait_for_timeout(STREAM_LOOK_SECONDS * 1000)
         return None
+
+
+def stored_as_streamed(page: Any, chat_id: str, streamed: str, timeout: float) -> bool:
+    """Whether the chat's JSON stores, as finished, the answer its stream gave (word for word,
+    spaces aside). The stream is what the page draws as it comes, frame by frame: a frame sent
+    twice or out of order writes its words twice or elsewhere, and nothing in the frames tells
+    (fuzz seed 1300 trial 112: a duplicated frame's words in the article). The site's stored
+    answer is what every later look reads; when it does not agree yet, the chat's own page
+    decides with the stability reads. One read of ours, the page's headers."""
+    try:
+        turns = parse_chat(fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=timeout), chat_id).turns
+    except (ApiUnusable, ChatShapeError, EngineError):  # the chat's page meets it again, and says
+        return False
+    return bool(turns) and turns[-1].finished and same_text(turns[-1].answer, streamed)
 
 
 def pause(seen: Observation, reads: Steadiness, read_interval: float) -> float:
