@@ -15,7 +15,8 @@ every prompt is done (or HEAL_DEADLINE passed: a fault may cost an article its d
 - duplicate_send: the site took no prompt twice, unless the journal says it was sent again
   after being in doubt for qwen.lost_chat_after (`recovery_lost`, design.md "Sent or not");
 - wrong_article: every article is the chat's exact answer to its own prompt, or the router's
-  (engine = "router") for a prompt the chat never took (chaos.article_problem);
+  (engine = "router") for a prompt the chat never took or whose send the journal gave up as
+  lost (`recovery_lost`: the same allowance as a send again) (chaos.article_problem);
 - send_count: the store's count of the day's sends is the site's accepted sends, per account
   (chaos_common.send_count_problem);
 - struck_while_held: no account meets a second strike while held: once the journal holds an
@@ -247,7 +248,7 @@ def check(trial: Trial, project: Path, sim, ledger: list[dict]) -> None:
     accepted = [entry for entry in ours if entry["accepted"]]
     with open_sqlite(out / ".qwenpipe") as store:
         events = list(store.events())
-        back = given_back(trial, events, accepted)
+        back = given_back(trial, events, accepted, out)
         count_problem = chaos_common.send_count_problem(
             store, trial.started_at, [e for e in accepted if e not in back], per_account=bool(sim.accounts)
         )
@@ -272,16 +273,21 @@ def check(trial: Trial, project: Path, sim, ledger: list[dict]) -> None:
     check_unknown_journalled(trial, events)
 
 
-def given_back(trial: Trial, events, accepted: list[dict]) -> list[dict]:
+def given_back(trial: Trial, events, accepted: list[dict], out: Path) -> list[dict]:
     """The sends the rules gave back: for each time the journal gave a send up as lost after
-    qwen.lost_chat_after (ALLOWED_RESEND) and sent again, one earlier send the site took (its
-    chat unreadable all that time). The store counts the prompt once, and its article is the
-    last send's: the counts and the articles leave these out (as chaos_common.vanished_sends)."""
+    qwen.lost_chat_after (ALLOWED_RESEND), one earlier send the site took (its chat unreadable
+    all that time), when the prompt was taken again after it: sent again, or written by the
+    router (the account held: the same allowance, another engine). The store counts it no more,
+    and the article is the last taking's: the counts and the articles leave these out (as
+    chaos_common.vanished_sends)."""
     back = []
     for slug, text in trial.slugs.items():
         took = sorted((e for e in accepted if e["prompt"] == text), key=lambda e: e["time"])
         resends = sum(1 for e in events if e.slug == slug and e.event == ALLOWED_RESEND)
-        back += took[: min(len(took) - 1, resends)] if took else []
+        article = out / f"{slug}.md"
+        routed = article.exists() and 'engine = "router"' in article.read_text(encoding="utf-8")
+        kept = 0 if routed else 1  # the router's article took it last, else the site's last send
+        back += took[: max(0, min(len(took) - kept, resends))]
     return back
 
 
