@@ -32,6 +32,7 @@ from ..contract import cleanup
 from ..contract.article import ArticleState, make_private, read_chat_url
 from ..contract.facts import engine_limits, facts, send_limits
 from ..contract.hosts import Synced, host_of, serve, shared_batch, sync
+from ..contract.journal import NO_ARTICLE
 from ..contract.phases import (
     Action,
     Decision,
@@ -45,6 +46,7 @@ from ..contract.phases import (
 from ..contract.prompts import load_prompt
 from ..contract.quota import SendBudget, host_accounts, sends_today
 from ..contract.rotation import capacity, sender_of, standings
+from ..contract.unknown import journal_noticed, journal_unknown
 from ..contract.workspace import Engines, Workspace
 from ..engines.base import Code
 from ..errors import SetupProblem, UsageProblem
@@ -172,7 +174,7 @@ def run_cycle(
                 **_store_carried(previous),
             },
         )
-        workspace.journal.append("*", "cycle_start")
+        workspace.journal.append(NO_ARTICLE, "cycle_start")
         if shared_batch(workspace.config):  # this host's articles/ from the batch's rows first
             report.synced = sync(
                 workspace.store,
@@ -213,7 +215,7 @@ def run_cycle(
         if not isinstance(stopped, StoreBusy):  # else not asked again (unreachable: its timeout)
             try:
                 workspace.journal.append(
-                    "*",
+                    NO_ARTICLE,
                     "cycle_end",
                     exit_code=report.exit_code,
                     summary=report.summary(),
@@ -704,6 +706,7 @@ def _collect_first(steps: CycleSteps, account: str, polls: list[ArticleView]) ->
             except StopIteration:
                 break
             except Exception as err:  # the chat's page failed: every chat left has its own page say how
+                journal_unknown(steps.workspace.journal, NO_ARTICLE, account, err)  # no step's: the cycle's
                 steps.say(f"cycle: looking at each chat's page ({first_line(err)})")
                 break
             progress = getattr(result, "progress", None)
@@ -716,6 +719,12 @@ def _collect_first(steps: CycleSteps, account: str, polls: list[ArticleView]) ->
         close = getattr(decided, "close", None)
         if close is not None:
             close()  # the collect's page, when it stopped early
+        # What the collect's page met and no step took (each decided chat's step takes what was
+        # met before it; the collect is no step's call: contract/unknown.py's JournalledChat is
+        # not around it): journalled as the cycle's. Fuzz seed 1300 trial 162: the chat list
+        # the page loaded answered HTML 503 and the collect failed before any chat was decided.
+        for found in engines.chat(account).noticed():
+            journal_noticed(steps.workspace.journal, NO_ARTICLE, account, found)
     return [view for view in polls if view.slug not in stepped]
 
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..store.protocol import Store
 
 OLD_JOURNAL = "journal.jsonl"  # in articles/.qwenpipe: the journal of versions before the store
+NO_ARTICLE = "*"  # the slug of a run's own events (a cycle's start and end, what its collect met)
 
 
 @dataclass

@@ -38,6 +38,7 @@ import tomli_w
 
 from .. import files
 from ..config import Config, ConfigError, Publish
+from ..contract.journal import NO_ARTICLE
 from ..contract.prompts import FENCE, check_slug, split_front_matter
 from ..contract.render import OWNED_KEYS, description, strip_title_heading
 from ..errors import SetupProblem, UsageProblem
@@ -317,7 +318,7 @@ def after_cycle(workspace, published: int, *, say: Callable[[str], None]) -> Res
     error = _run_hook(config, "publish.after_cycle", command.format(dir=shlex.quote(str(folder))))
     files.atomic_write(record, json.dumps({"failed": bool(error), "error": error or "", "time": time.time()}))
     if error:
-        workspace.journal.append("*", "publish_after_failed", error=error)
+        workspace.journal.append(NO_ARTICLE, "publish_after_failed", error=error)
         result = Result("*", "after_failed", f"publish: {error}; the next cycle runs it again")
         say(result.message)
         return result

@@ -122,6 +122,34 @@ def test_an_unknown_code_the_collector_read_past_is_journalled(sim, tmp_path):
     assert read_article(project / "articles" / "collected.md")[1] == sim.expected_answer(text).strip()
 
 
+@pytest.mark.parametrize("kind", ["html_5xx", "unknown_code"])
+def test_what_the_collectors_page_met_before_any_chat_is_journalled_as_the_cycles(sim, tmp_path, kind):
+    # The collector's page opens the app, which loads the chat list beside it; answered with an
+    # HTML 503 the app gives way to the gateway's page and the collect fails before deciding any
+    # chat (an unknown code: the app goes on). The collect is no step's call: what its page met
+    # is the cycle's to journal (fuzz seed 1300 trial 162: neither was journalled).
+    # Two chats: the chats left are then looked at side by side, each poll thread on an engine
+    # of its own, so no step's call takes what the collect's engine noticed.
+    project = make_project(tmp_path, sim)
+    texts = {
+        slug: prompt(project, slug, f"Write an article about ferns, part {slug} (the chat list failed).")
+        for slug in ("one", "two")
+    }
+    assert qwenpipe_in_process("cycle", cwd=project).returncode == 42
+    before = len(sim.faults())
+    sim.set(fault=f"chat_list:{kind}")
+
+    for _ in range(3):
+        if qwenpipe_in_process("cycle", cwd=project).returncode == 0:
+            break
+
+    assert [(f["step"], f["kind"]) for f in sim.faults()[before:]] == [("chat_list", kind)]
+    unknown = [e for e in journal(project) if e["event"] == "unknown_answer"]
+    assert "chat_list" in [e["where"] for e in unknown], unknown
+    for slug, text in texts.items():
+        assert read_article(project / "articles" / f"{slug}.md")[1] == sim.expected_answer(text).strip()
+
+
 def test_a_sent_chat_whose_page_never_draws_it_is_never_handed_to_the_router(sim, tmp_path):
     # Fuzz seed 2100 trial 34 (2 accounts): looking at a sent chat, its page was replaced again
     # and again (the chat list beside it answered with an HTML 4xx: the page shows that page
