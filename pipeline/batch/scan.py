@@ -199,7 +199,9 @@ def no_collections() -> Iterator[None]:
             gc.enable()
 
 
-def scan(prompts_dir: Path, articles_dir: Path, leftovers: list[str] | None = None) -> list[ArticleView]:
+def scan(
+    prompts_dir: Path, articles_dir: Path, leftovers: list[str] | None = None, links: list[str] | None = None
+) -> list[ArticleView]:
     """Every article known from prompts/ or articles/: the finished ones (SLUG.md) first, by
     slug, then the others oldest prompt first, then by slug (the order sends go in).
 
@@ -211,12 +213,16 @@ def scan(prompts_dir: Path, articles_dir: Path, leftovers: list[str] | None = No
     age orders the sends): a batch of 10,000 finished articles costs two folder listings.
     `leftovers`, when given, receives the names in articles/ that carry our temporaries' prefix
     (files.TMP_PREFIX): a cycle sweeps them from this listing instead of listing again.
+    `links`, when given, receives the paths of the prompts that are symbolic links (what they
+    point to may change while prompts/ does not: status keeps no document over them).
     """
     with no_collections():
-        return _scan(prompts_dir, articles_dir, leftovers)
+        return _scan(prompts_dir, articles_dir, leftovers, links)
 
 
-def _scan(prompts_dir: Path, articles_dir: Path, leftovers: list[str] | None) -> list[ArticleView]:
+def _scan(
+    prompts_dir: Path, articles_dir: Path, leftovers: list[str] | None, links: list[str] | None = None
+) -> list[ArticleView]:
     """scan's work, the collector paused."""
     views: dict[str, ArticleView] = {}
     fullmatch = SLUG_RE.fullmatch
@@ -258,6 +264,8 @@ def _scan(prompts_dir: Path, articles_dir: Path, leftovers: list[str] | None) ->
         # README.md (9 characters, in any case: no character's lower() changes a length here)
         if not name.endswith(".md") or name[0] == "." or (len(name) == 9 and is_folder_notes(name)):
             continue  # hidden files (editors' and systems' own) and the folder's README are not prompts
+        if links is not None and entry.is_symlink():
+            links.append(entry.path)
         regular = entry.is_file()
         if not regular and entry.is_dir():
             continue

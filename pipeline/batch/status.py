@@ -33,7 +33,7 @@ from ..redact import first_line
 from ..store.protocol import Send, StatusRow, StoreBusy, StoreError, Summary
 from ..times import clock
 from ..times import short_duration as ago  # the table's narrow durations
-from . import outbox, status_cache
+from . import outbox, status_cache, status_document
 from . import scan as batch
 
 SCHEMA_VERSION = 1
@@ -84,14 +84,17 @@ class Row:
             "host": self.host,
         }
 
-    def json_text(self) -> str:
+    def json_text(self, age: str | None = None, next_try: str | None = None) -> str:
         """`json.dumps(self.to_json(), ensure_ascii=False)`, written field by field: the same
         bytes (test_status_json_text walks every field) at under half the cost, which over
-        100,000 rows is a quarter of a second of `status --json`."""
+        100,000 rows is a quarter of a second of `status --json`. `age`, `next_try`: the text
+        written for those fields instead (the holes of a kept document, status_document)."""
+        age = _number(self.age_seconds) if age is None else age
+        next_try = _text(iso(self.next_try)) if next_try is None else next_try
         return (
             f'{{"slug": {_text(self.slug)}, "state": {_text(self.state)}, "engine": {_text(self.engine)}, '
-            f'"age_seconds": {_number(self.age_seconds)}, "attempts": {_number(self.attempts)}, '
-            f'"hard_failures": {_number(self.hard_failures)}, "next_try": {_text(iso(self.next_try))}, '
+            f'"age_seconds": {age}, "attempts": {_number(self.attempts)}, '
+            f'"hard_failures": {_number(self.hard_failures)}, "next_try": {next_try}, '
             f'"last_error": {_text(self.last_error)}, "chat_url": {_text(self.chat_url)}, '
             f'"turn": {_number(self.turn)}, "turns": {_number(self.turns)}, "path": {_text(self.path)}, '
             f'"account": {_text(self.account)}, "host": {_text(self.host)}}}'
@@ -298,6 +301,8 @@ class BatchStatus:
     invalid: list[str] = field(default_factory=list)  # the whole batch's invalid prompts' problems
     filters: str = ""  # what `rows` is limited to, in words ("" = every article)
     store_error: str = ""  # the store could not be read: this host's files alone are shown
+    rows_text: str | None = None  # the rows as `status --json` writes them, kept whole (rows empty)
+    rows_shown: int = 0  # how many rows rows_text holds
 
     @property
     def limits(self) -> Limits:
@@ -322,7 +327,7 @@ class BatchStatus:
             "prompts_dir": str(self.prompts_dir),
             "articles_dir": str(self.articles_dir),
             "totals": {**self.totals, "total": sum(self.totals.values())},
-            "shown": len(self.rows),
+            "shown": self.rows_shown if self.rows_text is not None else len(self.rows),
             "sends": {
                 "today": self.sends_today,
                 "limit": limit,
@@ -338,15 +343,25 @@ class BatchStatus:
             "accounts": [account.to_json() for account in self.accounts],
             "warnings": list(self.warnings),
             "store_error": self.store_error or None,
-            **({"articles": [row.to_json() for row in self.rows]} if rows else {}),
+            **({"articles": self._rows_json()} if rows else {}),
         }
+
+    def _rows_json(self) -> list[dict]:
+        if self.rows_text is not None:  # kept whole: the same dicts, read back from its text
+            return json.loads(f"[{self.rows_text}]")
+        return [row.to_json() for row in self.rows]
 
     def json_text(self) -> str:
         """`json.dumps(self.to_json(), ensure_ascii=False)` (compact: what a script reads), its
         rows written by Row.json_text."""
         head = json.dumps({**self.to_json(rows=False), "articles": []}, ensure_ascii=False)
         # "articles" is the last key: its rows go between its brackets, `[]}` at the very end.
-        return f"{head[:-3]}[{', '.join([row.json_text() for row in self.rows])}]}}"
+        rows = (
+            self.rows_text
+            if self.rows_text is not None
+            else ", ".join([row.json_text() for row in self.rows])
+        )
+        return f"{head[:-3]}[{rows}]}}"
 
 
 def check_states(states: list[str] | None) -> list[str]:
@@ -365,10 +380,13 @@ def collect(
     state_filter: list[str] | None = None,
     pattern: str | Sequence[str] | None = None,
     sort: str = "state",
+    as_text: bool = False,
 ) -> BatchStatus:
     """The whole batch as data: one scan of the folders, a few queries of the store. A store
     that cannot be read (its server down, or held past its timeout) leaves what this host's
-    files say, with a warning that says so. `pattern`: a glob of slugs, or several (any one)."""
+    files say, with a warning that says so. `pattern`: a glob of slugs, or several (any one).
+    `as_text`: its rows may come as the text of `status --json` alone (BatchStatus.rows_text,
+    `rows` empty), shown again from the document the store kept (status_document)."""
     now = time.time() if now is None else now
     patterns = [pattern] if isinstance(pattern, str) else list(pattern or ())
     wanted = check_states(state_filter)
@@ -378,7 +396,7 @@ def collect(
     files.check_folder(workspace.state_dir / "state")  # read nothing through a link of .qwenpipe
     try:
         with batch.no_collections():
-            return _collect(workspace, now, wanted, patterns, sort, use_store=True)
+            return _collect(workspace, now, wanted, patterns, sort, use_store=True, as_text=as_text)
     except StoreBusy as busy:
         with batch.no_collections():
             status = _collect(workspace, now, wanted, patterns, sort, use_store=False)
@@ -392,7 +410,14 @@ def collect(
 
 
 def _collect(
-    workspace: Workspace, now: float, wanted: list[str], patterns: list[str], sort: str, *, use_store: bool
+    workspace: Workspace,
+    now: float,
+    wanted: list[str],
+    patterns: list[str],
+    sort: str,
+    *,
+    use_store: bool,
+    as_text: bool = False,
 ) -> BatchStatus:
     # A project that never ran has no store: status, a reader, does not create one.
     """The batch's status at `now`: one row per article (those `wanted` or matching `patterns`,
@@ -418,31 +443,36 @@ def _collect(
     limits = status.limits
     if able and able.off:
         limits = limits._replace(account_off=able.off)
-    views = batch.scan(workspace.prompts_dir, workspace.articles_dir)
     shared = store is not None and shared_batch(workspace.config)
-    hosts = batch.overlay_batch(views, store, workspace.articles_dir) if shared else {}
-    served = store.served() if shared else None
-    batch.attach_unsafe(views, workspace.state_dir)
     qwen = workspace.config.qwen
     context = RowContext(
-        str(workspace.articles_dir), workspace, limits, now, served, shared, qwen.poll_interval, qwen.base_url
+        str(workspace.articles_dir), workspace, limits, now, None, shared, qwen.poll_interval, qwen.base_url
     )
-    rows = made_rows(views, workspace, store, context)
+    # The plain `status --json` of a store of its own: the document it kept, while it holds.
+    whole = as_text and store is not None and not shared and not wanted and not patterns and sort == "state"
+    if whole:
+        context.cache_key = status_cache.context_key(workspace, shared)
+        generation = store.status_generation()  # before the rows: a write since is seen next time
+        stamps = status_document.folder_stamps(workspace)  # before the listings, likewise
+        kept = status_document.read(store)
+        if kept is not None and status_document.holds(kept, now, generation, stamps, context):
+            status.totals, status.invalid = dict(kept.totals), list(kept.invalid)
+            status.rows_text, status.rows_shown = kept.rows_text(now), kept.count
+            return _finished(status, workspace, now, use_store)
+    links: list[str] = []
+    views = batch.scan(workspace.prompts_dir, workspace.articles_dir, links=links)
+    hosts = batch.overlay_batch(views, store, workspace.articles_dir) if shared else {}
+    context.served = store.served() if shared else None
+    batch.attach_unsafe(views, workspace.state_dir)
+    rows, kept_rows = made_rows(views, workspace, store, context)
     for row in rows:
         row.host = hosts.get(row.slug) or None
     for row in rows:
         status.totals[row.state] += 1
     status.invalid = [row.last_error or row.slug for row in rows if row.state == Phase.INVALID]
+    _finished(status, workspace, now, use_store)
     shown_by = [f"slugs matching {' or '.join(map(repr, patterns))}"] if patterns else []
     status.filters = "; ".join(shown_by + ([f"state {', '.join(wanted)}"] if wanted else []))
-    status.warnings = warnings(status, workspace.config.qwen.poll_interval)
-    status.warnings += hours_warnings(workspace, now, use_store=use_store)
-    exposed = key_file_warning(workspace.config)
-    if exposed:
-        status.warnings.append(exposed)
-    undelivered = outbox.pending_warning(workspace.state_dir)
-    if undelivered:
-        status.warnings.append(undelivered)
     status.rows = sort_rows(
         [
             r
@@ -452,19 +482,61 @@ def _collect(
         ],
         sort,
     )
+    if whole:
+        made = dict(zip([view.slug for view in views], zip(kept_rows, views, strict=True), strict=True))
+        document = status_document.made(
+            [status_document.Made(row, *made[row.slug]) for row in status.rows],
+            generation,
+            stamps,
+            context,
+            links,
+            status.totals,
+            status.invalid,
+        )
+        if document is not None:
+            keep_document(store, document)
     return status
 
 
-def made_rows(views: list[batch.ArticleView], workspace: Workspace, store, context: RowContext) -> list[Row]:
+def _finished(status: BatchStatus, workspace: Workspace, now: float, use_store: bool) -> BatchStatus:
+    """The batch's warnings, once its totals and invalid prompts are known."""
+    status.warnings = warnings(status, workspace.config.qwen.poll_interval)
+    status.warnings += hours_warnings(workspace, now, use_store=use_store)
+    exposed = key_file_warning(workspace.config)
+    if exposed:
+        status.warnings.append(exposed)
+    undelivered = outbox.pending_warning(workspace.state_dir)
+    if undelivered:
+        status.warnings.append(undelivered)
+    return status
+
+
+def keep_document(store, document: status_document.Document) -> None:
+    """Keep the document for the next status (a cache, as remember's rows: a store that cannot
+    take it now, or text the store would mask, leaves it out)."""
+    from ..redact import mask_kept
+
+    text = document.dumps()
+    if mask_kept(text) != text:
+        return
+    try:
+        with store.transaction() as tx:
+            tx.put_meta(status_document.META_KEY, text)
+    except StoreError:
+        pass
+
+
+def made_rows(
+    views: list[batch.ArticleView], workspace: Workspace, store, context: RowContext
+) -> tuple[list[Row], list[StatusRow | None]]:
     """Every view's row, in their order: the row the store kept where nothing it was made from
     changed (status_cache), else made afresh from the store's rows of those articles alone,
-    and kept for the next status."""
+    and kept for the next status. Beside them, what the store keeps of each (None: not kept)."""
     now, rows = context.now, [None] * len(views)
-    kept = (
-        status_cache.KeptRows.read(store, status_cache.context_key(workspace, context.shared))
-        if store
-        else None
-    )
+    keeps: list[StatusRow | None] = [None] * len(views)
+    if store and not context.cache_key:
+        context.cache_key = status_cache.context_key(workspace, context.shared)
+    kept = status_cache.KeptRows.read(store, context.cache_key) if store else None
     stale, keep, learned = [], [], []
     if kept is None:
         stale = [(i, view, None) for i, view in enumerate(views)]
@@ -485,7 +557,7 @@ def made_rows(views: list[batch.ArticleView], workspace: Workspace, store, conte
                 if found.limits != limits:
                     found = None
             if found is not None and (found.until == forever or within_wait(found, now, qwen)):
-                rows[i] = shown_row(found, context)
+                rows[i], keeps[i] = shown_row(found, context), found
             else:
                 stale.append((i, view, key))
     if stale:
@@ -505,7 +577,8 @@ def made_rows(views: list[batch.ArticleView], workspace: Workspace, store, conte
             made = build_row(view, summaries.get(view.slug), context, senders.get(view.slug))
             rows[i] = made.row
             if key is not None and kept is not None:
-                keep.append(kept_row(made, key, kept.changes.get(view.slug, 0), kept.context))
+                keeps[i] = kept_row(made, key, kept.changes.get(view.slug, 0), kept.context)
+                keep.append(keeps[i])
     gone = (
         kept.gone({view.slug for view in views})
         if kept is not None and len(kept.rows) > len(views) - len(stale)
@@ -513,7 +586,7 @@ def made_rows(views: list[batch.ArticleView], workspace: Workspace, store, conte
     )
     if store is not None and (learned or keep or gone):
         remember(store, learned, keep, gone)
-    return rows  # type: ignore[return-value]
+    return rows, keeps  # type: ignore[return-value]
 
 
 def remember(store, learned: list, rows: list[StatusRow], gone: list[str]) -> None:
@@ -669,6 +742,7 @@ class RowContext:
     shared: bool = False
     poll_interval: float = 60.0
     base_url: str = ""
+    cache_key: str = ""  # status_cache.context_key, once worked out
     _by_account: dict = field(default_factory=dict)
     _keys: dict = field(default_factory=dict)
 

@@ -71,27 +71,40 @@ def limits_key(limits: Limits) -> str:
     return digest(repr((limits.sends_stopped, limits.account_off, limits.orphaned)))
 
 
-def _stamp(info: os.stat_result, racy: float) -> str | None:
-    if info.st_ctime >= racy or info.st_mtime >= racy:
-        return None
+def stamp(info: os.stat_result) -> str:
+    """What identifies this version of a file: an edit in place changes its size or its times
+    (its ctime even when a tool puts its mtime back), a file put in its place its inode."""
     return f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}"
 
 
+def _stamp(info: os.stat_result, racy: float) -> str | None:
+    if info.st_ctime >= racy or info.st_mtime >= racy:
+        return None
+    return stamp(info)
+
+
 FLAGS = tuple(str(flags) for flags in range(32))  # files_key's first part, made once
+
+
+def read_entries(view: ArticleView) -> tuple[os.DirEntry | None, os.DirEntry | None, bool]:
+    """The files whose content its row reads, as listed: the chat URL of an article whose files
+    say it is generating (not done, not dead, its prompt there); the marker (its account); and
+    whether its prompt is read (one not done: its check). A done article's SLUG.md.url is never
+    read."""
+    waiting = not view.done
+    url = view._url_entry if waiting and view.prompt_mtime is not None and not view.dead else None
+    return url, view._sending_entry, waiting
 
 
 def files_key(view: ArticleView, now: float) -> str | None:
     """The article's files as this listing saw them (see the module's words); None when one of
     them changed too recently for its stamp to be trusted (or vanished since the listing): its
     row is made afresh and not kept."""
-    prompt, waiting = view.prompt_mtime is not None, not view.done
-    key = FLAGS[prompt | view.done << 1 | view.sent << 2 | view.sending << 3 | view.dead << 4]
+    key = FLAGS[
+        (view.prompt_mtime is not None) | view.done << 1 | view.sent << 2 | view.sending << 3 | view.dead << 4
+    ]
     racy = now - RACY
-    # Only the files whose content its row reads: the chat URL of an article whose files say
-    # it is generating (not done, not dead, its prompt there); the marker (its account); the
-    # prompt of one not done (its check). A done article's SLUG.md.url is never read.
-    url = view._url_entry if waiting and prompt and not view.dead else None
-    marker = view._sending_entry
+    url, marker, waiting = read_entries(view)
     if url is None and marker is None:  # most articles: no stamp to take here
         key += "||"
     else:

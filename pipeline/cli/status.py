@@ -51,7 +51,7 @@ def print_status(workspace, query: dict, as_json: bool) -> None:
     from ..batch.status import collect
     from ..console import say
 
-    status = collect(workspace, **query)
+    status = collect(workspace, **query, as_text=as_json)  # its rows may be the text kept whole
     if as_json:
         # Indented for a person at a terminal; one compact line for scripts.
         if sys.stdout.isatty():

@@ -353,6 +353,10 @@ class Transaction(Protocol):
         """Write a named value once: False (nothing written) when `key` is already there. Lets two
         processes race to do a one-time job (the legacy import) and only one do it."""
 
+    def put_meta(self, key: str, value: str) -> None:
+        """Write (or replace) a named value: a cache the next reader may use (the status
+        document, batch/status_document.py)."""
+
 
 class Store(Protocol):
     def transaction(self) -> AbstractContextManager[Transaction]:
@@ -373,6 +377,11 @@ class Store(Protocol):
     def status_changes(self, slugs: list[str] | None = None) -> dict[str, int]:
         """Slug -> how many writes of its articles, summaries and sends rows the store has seen
         (raised by the store itself; an article never written has none); `slugs`: these only."""
+
+    def status_generation(self) -> int:
+        """The sum of every article's status_changes: raised by every write of the articles,
+        summaries and sends rows (their counters only rise, and none is ever removed), so an
+        equal generation means none of those rows was written since."""
 
     def article(self, slug: str) -> ArticleRecord | None:
         """The article's record, None when the store knows nothing of it."""
@@ -413,7 +422,7 @@ class Store(Protocol):
         """Every lease held at `now`, by slug (a cycle plans around other hosts' articles)."""
 
     def meta(self, key: str) -> str | None:
-        """A value written with Transaction.claim_meta."""
+        """A value written with Transaction.claim_meta or put_meta."""
 
     def finished(self, slugs: list[str] | None = None) -> dict[str, Finished]:
         """The finished articles: with `slugs`, those (and their documents); else every one,

@@ -182,6 +182,9 @@ class SQLStore:
     def status_changes(self, slugs: list[str] | None = None) -> dict[str, int]:
         return dict(self._rows_of("SELECT slug, n FROM status_changes", slugs))
 
+    def status_generation(self) -> int:
+        return int(self._rows(f"SELECT coalesce(sum(n), 0) FROM status_changes{self._where()}")[0][0])
+
     def article(self, slug: str) -> ArticleRecord | None:
         with self._connected() as conn:
             return read_article(conn, self._dialect, slug)
@@ -517,6 +520,9 @@ class SQLTransaction:
         return self.changes_one(
             self._dialect.insert_new("meta", "key, value", "key"), self._dialect.keyed(*named(key), value)
         )
+
+    def put_meta(self, key: str, value: str) -> None:
+        self._run(self._dialect.replace("meta", "key, value", "key"), self._dialect.keyed(*named(key), value))
 
     def _send(self, slug: str, turn: int) -> Send | None:
         row = self._run(
