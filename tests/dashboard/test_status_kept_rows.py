@@ -1,9 +1,11 @@
-"""`status` shows the rows it kept in the store (batch/status_cache.py) only while nothing they
-were made from changed: every kind of change a person (or another process) can make between two
-statuses is seen by the next one. The oracle for each: the same status with no kept rows."""
+"""`status` shows the rows it kept in the store (batch/status_cache.py), and `status --json` the
+document it kept whole (batch/status_document.py), only while nothing they were made from
+changed: every kind of change a person (or another process) can make between two statuses is
+seen by the next one. The oracle for each: the same status with nothing kept."""
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import time
@@ -14,6 +16,7 @@ from fakes import FakeChat, FakeRouter, took_nothing
 from project_files import add_prompt
 
 from pipeline.batch.status import collect
+from pipeline.batch.status_document import META_KEY
 from pipeline.config import load
 from pipeline.contract.article import ArticleState
 from pipeline.contract.step import Status, generate
@@ -74,6 +77,16 @@ def kept_slugs(project) -> set[str]:
 def forget_kept(project) -> None:
     with sqlite3.connect(project / "articles" / ".qwenpipe" / "qwenpipe.db") as db:
         db.execute("DELETE FROM status_rows")
+        db.execute("DELETE FROM meta WHERE key = ?", (META_KEY,))
+
+
+def document_rows(project, now: float) -> tuple[dict[str, dict], bool]:
+    """`status --json`'s articles as of `now`, and whether they came from the kept document."""
+    with open_workspace(project) as ws:
+        status = collect(ws, now, as_text=True)
+        shown = {row["slug"]: row for row in status.to_json()["articles"]}
+        assert json.loads(status.json_text()) == status.to_json(), "the text is the document"
+        return shown, status.rows_text is not None
 
 
 def same_size_same_mtime(path, text: str) -> None:
@@ -168,6 +181,26 @@ CHANGES = [
         ("pending", "dead"),
     ),
     ("prompt added", lambda p: add_prompt(p, "newcomer", "Write about newcomers."), ("newcomer", "pending")),
+    ("prompt touched", lambda p: os.utime(p / "prompts/pending.md"), ("pending", "pending")),
+    (
+        "prompt renamed",
+        lambda p: (p / "prompts/pending.md").rename(p / "prompts/renamed.md"),
+        ("renamed", "pending"),
+    ),
+    (
+        "article moved out of the batch",
+        lambda p: (p / "articles/done.md").rename(p / "done.md"),
+        ("done", "generating"),
+    ),
+    (
+        "prompt replaced by a link to an empty file",
+        lambda p: (
+            (p / "empty.md").write_text(""),
+            (p / "prompts/pending.md").unlink(),
+            (p / "prompts/pending.md").symlink_to(p / "empty.md"),
+        ),
+        ("pending", "invalid"),
+    ),
     (
         "prompt edited (now empty)",
         lambda p: (p / "prompts/pending.md").write_text(""),
@@ -222,6 +255,66 @@ def test_each_kind_of_change_is_seen_by_the_next_status(batch, name, change, exp
     field = "account" if name.startswith("intent marker edited") else "state"
     field = "attempts" if isinstance(shown, int) else field
     assert seen[slug][field] == shown, (name, seen[slug])
+
+
+@pytest.mark.parametrize("name, change, expected", CHANGES, ids=[c[0] for c in CHANGES])
+def test_each_kind_of_change_is_seen_by_the_next_status_json(batch, name, change, expected):
+    """The same changes, through the document `status --json` keeps whole."""
+    now = time.time() + LATER
+    first, _ = document_rows(batch, now)
+    again, kept = document_rows(batch, now)
+    assert kept and again == first, "the second status --json showed the document kept by the first"
+    change(batch)
+    seen, _ = document_rows(batch, now + 1)
+    forget_kept(batch)
+    assert seen == document_rows(batch, now + 1)[0], f"{name}: the kept document hid the change"
+    slug, shown = expected
+    field = "account" if name.startswith("intent marker edited") else "state"
+    field = "attempts" if isinstance(shown, int) else field
+    assert seen[slug][field] == shown, (name, seen[slug])
+
+
+def test_status_json_ages_count_to_now_and_a_backoff_ends_by_the_clock(batch):
+    """A kept document's ages are counted to the time of the look; it holds until its first
+    row's next try, then the rows are made afresh."""
+    now = time.time() + 3
+    before, _ = document_rows(batch, now)
+    later, kept = document_rows(batch, now + 10)
+    assert kept and later["done"]["age_seconds"] == before["done"]["age_seconds"] + 10
+    assert later["backoff"]["next_try"] == before["backoff"]["next_try"]
+    after, kept = document_rows(batch, now + 3600)
+    assert not kept and after["backoff"]["state"] == "generating" and after["backoff"]["next_try"] is None
+
+
+def test_a_document_is_not_kept_over_what_its_stamps_cannot_vouch_for(batch):
+    """A folder changed within RACY seconds of the look, a prompt that is a link (what it points
+    to may change while its folder does not), a look before the document was made (the clock
+    went back): the rows are made afresh."""
+    now = time.time() + LATER
+    document_rows(batch, now)
+    add_prompt(batch, "newcomer", "Write about newcomers.")
+    document_rows(batch, time.time())  # prompts/ changed just now
+    assert not document_rows(batch, time.time())[1]
+    assert not document_rows(batch, now - 1)[1], "an earlier look than the document's"
+    (batch / "prompts" / "linked.md").symlink_to(batch / "prompts" / "newcomer.md")
+    document_rows(batch, now)
+    assert not document_rows(batch, now)[1]
+    (batch / "prompts" / "linked.md").unlink()
+    document_rows(batch, now + 10)
+    assert document_rows(batch, now + 10)[1]
+
+
+def test_a_linked_prompts_file_emptied_is_seen_by_the_next_status_json(batch):
+    """What a prompt that is a link points to changes while prompts/ does not: no document is
+    kept over it, and the next status sees the change."""
+    target = batch / "linked-prompt.md"
+    target.write_text("Write about links.")
+    (batch / "prompts" / "linked.md").symlink_to(target)
+    now = time.time() + LATER
+    assert document_rows(batch, now)[0]["linked"]["state"] == "pending"
+    target.write_text("")
+    seen, kept = document_rows(batch, now + 1)
+    assert not kept and seen["linked"]["state"] == "invalid"
 
 
 def test_a_backoff_ends_by_the_clock_alone(batch):
