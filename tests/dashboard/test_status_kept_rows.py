@@ -22,7 +22,7 @@ from pipeline.contract.article import ArticleState
 from pipeline.contract.step import Status, generate
 from pipeline.contract.workspace import Engines, Workspace
 from pipeline.engines.base import Answer, HardError, TransientError
-from pipeline.store.protocol import Event
+from pipeline.store.protocol import Event, QuotaBlock
 from pipeline.wiring import workspace
 
 BODY = "# Tea\n\n" + " ".join("Tea is grown, traded and brewed in many lands." for _ in range(12))
@@ -130,6 +130,12 @@ def _sends_elsewhere(project, count):
             )
 
 
+def _block_quota(project):
+    """The site said the quota is spent (another process's look): a limit, no article's rows."""
+    with open_workspace(project) as ws, ws.store.transaction() as tx:
+        tx.block_quota(QuotaBlock("default", until=time.time() + 7200, reason="quota", since=time.time()))
+
+
 # Each kind of change between two statuses: (name, the change, what the next status must show).
 CHANGES = [
     (
@@ -233,6 +239,7 @@ CHANGES = [
         lambda p: _config(p, "base_url = 'https://example.org'\n"),
         ("generating", "invalid"),
     ),
+    ("chat quota blocked by another process", lambda p: _block_quota(p), ("pending", "quota")),
     (
         "daily send limit reached by sends of other articles",
         lambda p: _sends_elsewhere(p, 50),
@@ -292,11 +299,12 @@ def test_a_document_is_not_kept_over_what_its_stamps_cannot_vouch_for(batch):
     went back): the rows are made afresh."""
     now = time.time() + LATER
     document_rows(batch, now)
-    add_prompt(batch, "newcomer", "Write about newcomers.")
-    document_rows(batch, time.time())  # prompts/ changed just now
-    assert not document_rows(batch, time.time())[1]
+    articles = batch / "articles"
+    os.utime(articles, (now - 1, now - 1))  # articles/ changed a second before the look
+    document_rows(batch, now)
+    assert not document_rows(batch, now)[1]
     assert not document_rows(batch, now - 1)[1], "an earlier look than the document's"
-    (batch / "prompts" / "linked.md").symlink_to(batch / "prompts" / "newcomer.md")
+    (batch / "prompts" / "linked.md").symlink_to(batch / "prompts" / "spare.md")
     document_rows(batch, now)
     assert not document_rows(batch, now)[1]
     (batch / "prompts" / "linked.md").unlink()
