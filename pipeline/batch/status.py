@@ -457,7 +457,7 @@ def _collect(
         kept = status_document.read(store)
         if kept is not None and status_document.holds(kept, now, generation, stamps, context):
             status.totals, status.invalid = dict(kept.totals), list(kept.invalid)
-            status.rows_text, status.rows_shown = kept.rows_text(now), kept.count
+            status.rows_text, status.rows_shown = filled(kept, now), kept.count
             return _finished(status, workspace, now, use_store)
     links: list[str] = []
     views = batch.scan(workspace.prompts_dir, workspace.articles_dir, links=links)
@@ -496,6 +496,16 @@ def _collect(
         if document is not None:
             keep_document(store, document)
     return status
+
+
+def filled(document: status_document.Document, now: float) -> str:
+    """The kept rows' text with each hole filled as of `now`, as Row.json_text writes it."""
+    parts = document.text.split(status_document.HOLE)
+    out = [parts[0]]
+    for kind, value, part in zip(document.holes, document.values, parts[1:], strict=True):
+        out.append(_number(int(now - value)) if kind == status_document.AGE else _text(iso(value)))
+        out.append(part)
+    return "".join(out)
 
 
 def _finished(status: BatchStatus, workspace: Workspace, now: float, use_store: bool) -> BatchStatus:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import status_cache
 
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from ..contract.workspace import Workspace
     from ..store.protocol import StatusRow
     from .scan import ArticleView
-    from .status import Row, RowContext
 
 META_KEY = "status_document"
 FORMAT = "1"  # raise when what a kept document holds changes
@@ -107,25 +106,15 @@ class Document(NamedTuple):
         except (ValueError, TypeError):
             return None
 
-    def rows_text(self, now: float) -> str:
-        """The rows' text, each hole filled as of `now` (Row.json_text's own writing)."""
-        from .status import _number, _text, iso
-
-        parts = self.text.split(HOLE)
-        out = [parts[0]]
-        for kind, value, part in zip(self.holes, self.values, parts[1:], strict=True):
-            out.append(_number(int(now - value)) if kind == AGE else _text(iso(value)))
-            out.append(part)
-        return "".join(out)
-
 
 def read(store) -> Document | None:
     value = store.meta(META_KEY)
     return Document.loads(value) if value else None
 
 
-def holds(document: Document, now: float, generation: int, stamps: list[str], context: RowContext) -> bool:
-    """Whether what `document` was made from is as it was (see the module's words)."""
+def holds(document: Document, now: float, generation: int, stamps: list[str], context: Any) -> bool:
+    """Whether what `document` was made from is as it was (see the module's words). `context`:
+    status.RowContext, which works out the limits afresh."""
     if not (document.made <= now < document.until) or document.generation != generation:
         return False
     if document.folders != stamps or document.context != context.cache_key:
@@ -146,7 +135,7 @@ def holds(document: Document, now: float, generation: int, stamps: list[str], co
 class Made(NamedTuple):
     """One row as made by this status, and what keeping it needs."""
 
-    row: Row
+    row: Any  # status.Row (this module is status's: it imports none of it)
     kept: StatusRow | None  # what the store keeps of it (None: a file too recent to trust)
     view: ArticleView
 
@@ -155,7 +144,7 @@ def made(
     rows: list[Made],
     generation: int,
     stamps: list[str],
-    context: RowContext,
+    context: Any,
     links: list[str],
     totals,
     invalid,

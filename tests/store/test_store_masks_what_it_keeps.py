@@ -49,6 +49,7 @@ WRITES = {
     "serve",
     "put_chat_deletion",
     "claim_meta",
+    "put_meta",
 }
 CHAT = "https://chat.qwen.ai/c/0a1b2c3d-0000-4000-8000-000000000000"
 NO_TEXT = {"article", "withdraw_intent", "forget_sends", "check_lease", "changes_one"}
@@ -110,6 +111,7 @@ def write_everywhere(store, text: str, slug: str = "tea", name: str = "acct") ->
         tx.serve(name, [name], 7.0)
         tx.put_chat_deletion(ChatDeletion(CHAT, slug, name, 8.0, last_error=text))
         tx.claim_meta(name, text)
+        tx.put_meta(f"{name}-cache", text)
 
 
 def everything_read(store, slug: str = "tea", name: str = "acct") -> str:
@@ -125,6 +127,7 @@ def everything_read(store, slug: str = "tea", name: str = "acct") -> str:
         store.served(),
         store.chat_deletions(),
         store.meta(name),
+        store.meta(f"{name}-cache"),
     ]
     return repr(found)
 
