@@ -500,11 +500,13 @@ def _collect(
 
 def filled(document: status_document.Document, now: float) -> str:
     """The kept rows' text with each hole filled as of `now`, as Row.json_text writes it."""
-    parts = document.text.split(status_document.HOLE)
-    out = [parts[0]]
-    for kind, value, part in zip(document.holes, document.values, parts[1:], strict=True):
-        out.append(_number(int(now - value)) if kind == status_document.AGE else _text(iso(value)))
-        out.append(part)
+    parts, age = document.text.split(status_document.HOLE), status_document.AGE
+    out = [""] * (2 * len(parts) - 1)
+    out[0::2] = parts
+    out[1::2] = [  # an age as _number writes an int; a next try as _text(iso(...))
+        str(int(now - value)) if kind == age else _text(iso(value))
+        for kind, value in zip(document.holes, document.values, strict=True)
+    ]
     return "".join(out)
 
 

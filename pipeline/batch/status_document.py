@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from .scan import ArticleView
 
 META_KEY = "status_document"
-FORMAT = "1"  # raise when what a kept document holds changes
+FORMAT = "2"  # raise when what a kept document holds changes
 HOLE = "\x1f"  # never in JSON text: json writes every control character escaped
 AGE, NEXT_TRY = "a", "n"
 MISSING = ""  # the stamp of a folder that is not there
@@ -81,7 +81,9 @@ class Document(NamedTuple):
     generation: int
     context: str  # status_cache.context_key
     folders: list[str]  # folder_stamps
-    files: list[list]  # [path, follow links, stamp] of each file a row reads
+    sidecars: list[str]  # the chat URL files and intent markers the rows read (never links)
+    prompts: list[str]  # the prompts they read (their links followed, as the scan does)
+    stamps: list[str]  # status_cache.stamp of each, sidecars first
     limits: list[list]  # [account, sent, limits key] of each row's limits
     count: int  # its rows
     totals: dict[str, int]
@@ -102,9 +104,12 @@ class Document(NamedTuple):
             fields = json.loads(head)
             if fields.pop("format", None) != FORMAT:
                 return None
-            return cls(**fields, text=text)
+            document = cls(**fields, text=text)
         except (ValueError, TypeError):
             return None
+        whole = len(document.holes) == len(document.values) == text.count(HOLE)
+        stamped = len(document.stamps) == len(document.sidecars) + len(document.prompts)
+        return document if whole and stamped else None
 
 
 def read(store) -> Document | None:
@@ -122,14 +127,11 @@ def holds(document: Document, now: float, generation: int, stamps: list[str], co
     for account, sent, key in document.limits:
         if context.limits_key(context.limits_of(account, sent, 0.0)) != key:
             return False
-    for path, follow, stamp in document.files:
-        try:
-            info = os.stat(path, follow_symlinks=follow)
-        except OSError:
-            return False
-        if status_cache.stamp(info) != stamp:
-            return False
-    return True
+    try:  # a file gone since: changed
+        infos = [*map(os.lstat, document.sidecars), *map(os.stat, document.prompts)]
+    except OSError:
+        return False
+    return list(map(status_cache.stamp, infos)) == document.stamps
 
 
 class Made(NamedTuple):
@@ -153,7 +155,8 @@ def made(
     now = context.now
     if links or any(_racy(stamp, now) for stamp in stamps):
         return None
-    files, limits, holes, values, texts = [], {}, [], [], []
+    sidecars, prompts, sidecar_stamps, prompt_stamps = [], [], [], []
+    limits, holes, values, texts = {}, [], [], []
     until = status_cache.FOREVER
     for row, kept, view in rows:
         if kept is None:
@@ -165,14 +168,16 @@ def made(
         try:
             for entry in (url, marker):
                 if entry is not None:
-                    files.append([entry.path, False, status_cache.stamp(entry.stat(follow_symlinks=False))])
+                    sidecar_stamps.append(status_cache.stamp(entry.stat(follow_symlinks=False)))
+                    sidecars.append(entry.path)
         except OSError:
             return None
         if waiting and view._prompt_entry is not None:
             info = view._prompt_info
             if info is None:
                 return None
-            files.append([view._prompt_entry.path, True, status_cache.stamp(info)])
+            prompts.append(view._prompt_entry.path)
+            prompt_stamps.append(status_cache.stamp(info))
         age = next_try = None
         if row.age_seconds is not None:
             age = HOLE
@@ -191,7 +196,9 @@ def made(
         generation,
         context.cache_key,
         stamps,
-        files,
+        sidecars,
+        prompts,
+        sidecar_stamps + prompt_stamps,
         [[account, sent, key] for (account, sent), key in limits.items()],
         len(texts),
         dict(totals),
