@@ -12,7 +12,8 @@ rows were made from. Shown again only when each of these is as it was:
   prompt, the chat URL of one generating, an intent marker): inode, size, mtime and ctime,
   taken before it was read. An edit in place changes these, never its folder's; a done
   article's files are never read, so an edit of them changes nothing shown;
-- the store's generation (Store.status_generation): every write of an article's rows raises it;
+- the store's generation (Store.status_generation): every write of an article's rows raises it
+  (a cycle's own start and end do not);
 - the limits its rows' phases were decided by (today's sends, quota blocks, accounts turned
   off), worked out afresh at every status;
 - the settings and this code's version (status_cache.context_key);

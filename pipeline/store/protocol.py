@@ -28,6 +28,7 @@ from typing import NamedTuple, Protocol
 from ..errors import SetupProblem
 
 DEFAULT_ACCOUNT = "default"  # the one account of a setup without [accounts.*] tables
+BATCH_SLUG = "*"  # the journal's steps of the batch itself (a cycle's start and end, publishing)
 SEND_EVENT = "sending"  # the step before a click: what the daily send counts count
 SENT_EVENTS = ("sent", "recovered")  # the steps that learned a chat URL
 ENGINE_EVENTS = ("sent", "recovered", "fallback", "done")  # the steps that say which engine wrote it
@@ -381,7 +382,8 @@ class Store(Protocol):
     def status_generation(self) -> int:
         """The sum of every article's status_changes: raised by every write of the articles,
         summaries and sends rows (their counters only rise, and none is ever removed), so an
-        equal generation means none of those rows was written since."""
+        equal generation means none of those rows was written since. The batch's own steps
+        (BATCH_SLUG: a cycle's start and end) are left out: no article's row shows them."""
 
     def article(self, slug: str) -> ArticleRecord | None:
         """The article's record, None when the store knows nothing of it."""

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple, Self
 
 from ..redact import Verbatim, mask_kept
 from .protocol import (
+    BATCH_SLUG,
     ENGINE_EVENTS,
     SEND_EVENT,
     SENT_EVENTS,
@@ -183,7 +184,10 @@ class SQLStore:
         return dict(self._rows_of("SELECT slug, n FROM status_changes", slugs))
 
     def status_generation(self) -> int:
-        return int(self._rows(f"SELECT coalesce(sum(n), 0) FROM status_changes{self._where()}")[0][0])
+        rows = self._rows(
+            f"SELECT coalesce(sum(n), 0) FROM status_changes{self._where('slug <> ?')}", (BATCH_SLUG,)
+        )
+        return int(rows[0][0])
 
     def article(self, slug: str) -> ArticleRecord | None:
         with self._connected() as conn:

@@ -22,7 +22,7 @@ from pipeline.contract.article import ArticleState
 from pipeline.contract.step import Status, generate
 from pipeline.contract.workspace import Engines, Workspace
 from pipeline.engines.base import Answer, HardError, TransientError
-from pipeline.store.protocol import Event, QuotaBlock
+from pipeline.store.protocol import BATCH_SLUG, Event, QuotaBlock
 from pipeline.wiring import workspace
 
 BODY = "# Tea\n\n" + " ".join("Tea is grown, traded and brewed in many lands." for _ in range(12))
@@ -317,6 +317,17 @@ def test_a_document_is_not_kept_over_what_its_stamps_cannot_vouch_for(batch):
     (batch / "prompts" / "linked.md").unlink()
     document_rows(batch, now + 10)
     assert document_rows(batch, now + 10)[1]
+
+
+def test_the_batchs_own_steps_keep_the_document(batch):
+    """A cycle writes its start and end in the journal (the batch's own steps, no article's):
+    no row shows them, so the document holds across a cycle that changed nothing."""
+    now = time.time() + LATER
+    document_rows(batch, now)
+    _append(batch, BATCH_SLUG, "cycle_start")
+    assert document_rows(batch, now)[1]
+    _append(batch, "pending", "sending", engine="qwen")
+    assert not document_rows(batch, now)[1], "an article's step unmakes it"
 
 
 def test_a_linked_prompts_file_emptied_is_seen_by_the_next_status_json(batch):
