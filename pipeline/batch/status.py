@@ -485,7 +485,7 @@ def _collect(
     if whole:
         made = dict(zip([view.slug for view in views], zip(kept_rows, views, strict=True), strict=True))
         document = status_document.made(
-            [status_document.Made(row, *made[row.slug]) for row in status.rows],
+            [status_document.ShownRow(row, *made[row.slug]) for row in status.rows],
             generation,
             stamps,
             context,

@@ -135,7 +135,7 @@ def holds(document: Document, now: float, generation: int, stamps: list[str], co
     return list(map(status_cache.stamp, infos)) == document.stamps
 
 
-class Made(NamedTuple):
+class ShownRow(NamedTuple):
     """One row as made by this status, and what keeping it needs."""
 
     row: Any  # status.Row (this module is status's: it imports none of it)
@@ -144,7 +144,7 @@ class Made(NamedTuple):
 
 
 def made(
-    rows: list[Made],
+    rows: list[ShownRow],
     generation: int,
     stamps: list[str],
     context: Any,
