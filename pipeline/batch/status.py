@@ -24,6 +24,7 @@ from .. import files
 from ..accounts import all_accounts
 from ..config import key_file_warning
 from ..contract.hosts import chat_limits, shared_batch
+from ..contract.journal import NO_ARTICLE
 from ..contract.phases import UNFINISHED, Limits, Phase, Record, phase_of, schedule
 from ..contract.quota import Hold, held_words, host_accounts, local_day_start, sends_today
 from ..contract.rotation import capacity, sender_of, standings
@@ -452,7 +453,7 @@ def _collect(
     whole = as_text and store is not None and not shared and not wanted and not patterns and sort == "state"
     if whole:
         context.cache_key = status_cache.context_key(workspace, shared)
-        generation = store.status_generation()  # before the rows: a write since is seen next time
+        generation = store.status_generation(NO_ARTICLE)  # before the rows: a write since is seen next time
         stamps = status_document.folder_stamps(workspace)  # before the listings, likewise
         kept = status_document.read(store)
         if kept is not None and status_document.holds(kept, now, generation, stamps, context):

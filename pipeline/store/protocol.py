@@ -28,7 +28,6 @@ from typing import NamedTuple, Protocol
 from ..errors import SetupProblem
 
 DEFAULT_ACCOUNT = "default"  # the one account of a setup without [accounts.*] tables
-BATCH_SLUG = "*"  # the journal's steps of the batch itself (a cycle's start and end, publishing)
 SEND_EVENT = "sending"  # the step before a click: what the daily send counts count
 SENT_EVENTS = ("sent", "recovered")  # the steps that learned a chat URL
 ENGINE_EVENTS = ("sent", "recovered", "fallback", "done")  # the steps that say which engine wrote it
@@ -379,11 +378,11 @@ class Store(Protocol):
         """Slug -> how many writes of its articles, summaries and sends rows the store has seen
         (raised by the store itself; an article never written has none); `slugs`: these only."""
 
-    def status_generation(self) -> int:
-        """The sum of every article's status_changes: raised by every write of the articles,
+    def status_generation(self, but: str) -> int:
+        """The sum of every slug's status_changes but `but`'s (journal.NO_ARTICLE: a run's own
+        events, which no article's row shows): raised by every write of the articles,
         summaries and sends rows (their counters only rise, and none is ever removed), so an
-        equal generation means none of those rows was written since. The batch's own steps
-        (BATCH_SLUG: a cycle's start and end) are left out: no article's row shows them."""
+        equal generation means none of those rows was written since."""
 
     def article(self, slug: str) -> ArticleRecord | None:
         """The article's record, None when the store knows nothing of it."""

@@ -24,7 +24,6 @@ from typing import Any, NamedTuple, Self
 
 from ..redact import Verbatim, mask_kept
 from .protocol import (
-    BATCH_SLUG,
     ENGINE_EVENTS,
     SEND_EVENT,
     SENT_EVENTS,
@@ -183,10 +182,8 @@ class SQLStore:
     def status_changes(self, slugs: list[str] | None = None) -> dict[str, int]:
         return dict(self._rows_of("SELECT slug, n FROM status_changes", slugs))
 
-    def status_generation(self) -> int:
-        rows = self._rows(
-            f"SELECT coalesce(sum(n), 0) FROM status_changes{self._where('slug <> ?')}", (BATCH_SLUG,)
-        )
+    def status_generation(self, but: str) -> int:
+        rows = self._rows(f"SELECT coalesce(sum(n), 0) FROM status_changes{self._where('slug <> ?')}", (but,))
         return int(rows[0][0])
 
     def article(self, slug: str) -> ArticleRecord | None:

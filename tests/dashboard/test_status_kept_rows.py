@@ -19,10 +19,11 @@ from pipeline.batch.status import collect
 from pipeline.batch.status_document import META_KEY
 from pipeline.config import load
 from pipeline.contract.article import ArticleState
+from pipeline.contract.journal import NO_ARTICLE
 from pipeline.contract.step import Status, generate
 from pipeline.contract.workspace import Engines, Workspace
 from pipeline.engines.base import Answer, HardError, TransientError
-from pipeline.store.protocol import BATCH_SLUG, Event, QuotaBlock
+from pipeline.store.protocol import Event, QuotaBlock
 from pipeline.wiring import workspace
 
 BODY = "# Tea\n\n" + " ".join("Tea is grown, traded and brewed in many lands." for _ in range(12))
@@ -324,7 +325,7 @@ def test_the_batchs_own_steps_keep_the_document(batch):
     no row shows them, so the document holds across a cycle that changed nothing."""
     now = time.time() + LATER
     document_rows(batch, now)
-    _append(batch, BATCH_SLUG, "cycle_start")
+    _append(batch, NO_ARTICLE, "cycle_start")
     assert document_rows(batch, now)[1]
     _append(batch, "pending", "sending", engine="qwen")
     assert not document_rows(batch, now)[1], "an article's step unmakes it"

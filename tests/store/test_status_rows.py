@@ -10,9 +10,10 @@ import sqlite3
 import psycopg
 import pytest
 
+from pipeline.contract.journal import NO_ARTICLE
 from pipeline.store import pg_schema, schema
 from pipeline.store.postgres import PostgresStore
-from pipeline.store.protocol import BATCH_SLUG, ArticleRecord, Event, Intent, StatusRow
+from pipeline.store.protocol import ArticleRecord, Event, Intent, StatusRow
 from pipeline.store.sqlite import SQLiteStore
 
 BATCH = "main"
@@ -41,13 +42,13 @@ def test_every_write_of_an_articles_rows_raises_its_counter(store, what, write):
         tx.record_intent("a", Intent(1, 1.0, "sha"))
         tx.put_article(ArticleRecord("a"))
     before = store.status_changes()
-    generation = store.status_generation()
+    generation = store.status_generation(NO_ARTICLE)
     with store.transaction() as tx:
         write(tx)
     after = store.status_changes()
     assert after["a"] > before["a"], what
     assert "b" not in after, "another article's counter is not raised"
-    assert store.status_generation() > generation, f"{what}: the store's generation rises too"
+    assert store.status_generation(NO_ARTICLE) > generation, f"{what}: the store's generation rises too"
 
 
 def test_the_generation_leaves_out_the_batchs_own_steps_and_kept_values(store):
@@ -55,12 +56,12 @@ def test_the_generation_leaves_out_the_batchs_own_steps_and_kept_values(store):
     kept rows, a kept document."""
     with store.transaction() as tx:
         tx.append(Event("a", "poll", 5.0))
-    generation = store.status_generation()
+    generation = store.status_generation(NO_ARTICLE)
     with store.transaction() as tx:
-        tx.append(Event(BATCH_SLUG, "cycle_start", 6.0))
+        tx.append(Event(NO_ARTICLE, "cycle_start", 6.0))
         tx.put_status_rows([row("a")])
         tx.put_meta("status_document", "kept")
-    assert store.status_generation() == generation
+    assert store.status_generation(NO_ARTICLE) == generation
     assert store.meta("status_document") == "kept"
 
 
