@@ -12,10 +12,10 @@ import os
 import re
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import FrozenInstanceError, dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 from urllib.parse import parse_qsl, urlparse
 
 from . import files
@@ -151,9 +151,6 @@ class Key(NamedTuple):
     path: PathKind | None = None  # a path: checked at load by pathguard (check_paths)
 
 
-_KEY = "qwenpipe.key"
-
-
 def key(
     type: type | tuple[type, ...],  # noqa: A002 - the same word as Key's field
     default: Any,
@@ -166,22 +163,62 @@ def key(
     """A section's field that carries its Key: the default, the rule and the comment in one line.
     `path`: the key names a file or folder of that kind (every such key must say so: the one
     guard of paths, Config.check_paths, goes by it)."""
-    spec = Key(type, default, check, comment, may_be_secret, path)
-    if isinstance(default, (list, dict)):
-        return field(default_factory=lambda: _copy(default), metadata={_KEY: spec})
-    return field(default=default, metadata={_KEY: spec})
+    return Key(type, default, check, comment, may_be_secret, path)
 
 
 class Section:
-    """A [section] of config.toml as a frozen dataclass: `config.qwen.max_attempts`, typed."""
+    """A [section] of config.toml: `config.qwen.max_attempts`, typed and read-only. Its keys are
+    the class's `key(...)` attributes, in order. A frozen record as a dataclass would be (keyword
+    construction, a missing key its default, equality and hash by value, no assignment), written
+    once here: generating a dozen dataclasses cost every command ~10 ms of start-up
+    (docs/performance.md, "Start-up")."""
+
+    _keys: ClassVar[dict[str, Key]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._keys = {name: value for name, value in vars(cls).items() if isinstance(value, Key)}
+        for name, spec in cls._keys.items():  # the class attribute reads as its default, as before
+            setattr(cls, name, spec.default)
 
     @classmethod
     def keys(cls) -> dict[str, Key]:
-        return {f.name: f.metadata[_KEY] for f in fields(cls)}  # type: ignore[arg-type]
+        return dict(cls._keys)
+
+    def __init__(self, **values: Any) -> None:
+        unknown = values.keys() - self._keys.keys()
+        if unknown:
+            raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument {min(unknown)!r}")
+        for name, spec in self._keys.items():
+            object.__setattr__(self, name, values[name] if name in values else _copy(spec.default))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def _fields(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self._keys)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._keys)
+        return f"{type(self).__name__}({shown})"
+
+    def replace(self, **changes: Any) -> Section:
+        """A copy with some keys changed (what dataclasses.replace gave)."""
+        return type(self)(**{**{name: getattr(self, name) for name in self._keys}, **changes})
 
 
 # The one place the keys live: defaults, validation, `init` and the docs all read these classes.
-@dataclass(frozen=True)
 class Paths(Section):
     """[paths]"""
 
@@ -201,7 +238,6 @@ class Paths(Section):
     )
 
 
-@dataclass(frozen=True)
 class Qwen(Section):
     """[qwen]"""
 
@@ -284,7 +320,6 @@ class Qwen(Section):
     )
 
 
-@dataclass(frozen=True)
 class Browser(Section):
     """[browser]"""
 
@@ -328,7 +363,6 @@ class Browser(Section):
     )
 
 
-@dataclass(frozen=True)
 class Router(Section):
     """[router]"""
 
@@ -352,7 +386,6 @@ class Router(Section):
     max_retry_wait: float = key((int, float), 300, _between(0, DAY), "cap on one wait between retries")
 
 
-@dataclass(frozen=True)
 class Article(Section):
     """[article]"""
 
@@ -373,7 +406,6 @@ class Article(Section):
     )
 
 
-@dataclass(frozen=True)
 class Login(Section):
     """[login]"""
 
@@ -391,7 +423,6 @@ def _similarity(value: float) -> str | None:
     return "must be more than 0 and at most 1, e.g. 0.8 (1 refuses only a title of the same words)"
 
 
-@dataclass(frozen=True)
 class Topics(Section):
     """[topics]"""
 
@@ -404,7 +435,6 @@ class Topics(Section):
     )
 
 
-@dataclass(frozen=True)
 class Publish(Section):
     """[publish]"""
 
@@ -448,7 +478,6 @@ def _needs(module: str, extra: str, check: Callable[[Any], str | None] | None = 
     return needs
 
 
-@dataclass(frozen=True)
 class Notify(Section):
     """[notify]"""
 
@@ -464,7 +493,6 @@ class Notify(Section):
     summary_hour: int = key(int, 8, _between(0, 23), "the local hour from which the day's summary is sent")
 
 
-@dataclass(frozen=True)
 class Metrics(Section):
     """[metrics]"""
 
@@ -507,7 +535,6 @@ def _host_id(value: str) -> str | None:
     )
 
 
-@dataclass(frozen=True)
 class Store(Section):
     """[store]"""
 
@@ -561,7 +588,6 @@ ACCOUNTS = "accounts"
 ACCOUNT_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}\Z")
 
 
-@dataclass(frozen=True)
 class AccountSettings(Section):
     """[accounts.NAME]"""
 

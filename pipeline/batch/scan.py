@@ -17,15 +17,6 @@ from typing import Any
 from .. import __version__, files
 from ..contract.article import ArticleFiles, ArticleState
 from ..contract.phases import Files, Phase, phase_of
-from ..contract.prompts import (
-    MAX_SLUG,
-    SLUG_RE,
-    check_request_size,
-    is_folder_notes,
-    is_slug,
-    load_prompt,
-    name_problem,
-)
 from ..errors import UsageProblem
 from ..store.protocol import ArticleRecord, PromptCheck
 
@@ -166,6 +157,8 @@ class ArticleView:
         `max_request_bytes` (qwen.max_prompt_bytes). A cycle asks this only of the prompts it is
         about to send: reading 10,000 waiting prompts each cron run would cost more than the run
         itself."""
+        from ..contract.prompts import check_request_size, load_prompt
+
         if not self.problem:
             try:
                 check_request_size(load_prompt(prompts_dir, self.slug), max_request_bytes)
@@ -224,6 +217,10 @@ def _scan(
     prompts_dir: Path, articles_dir: Path, leftovers: list[str] | None, links: list[str] | None = None
 ) -> list[ArticleView]:
     """scan's work, the collector paused."""
+    # The prompt rules, here rather than at import: a warm `status` that shows its kept document
+    # scans nothing, and this module is on its path (docs/performance.md, "Start-up").
+    from ..contract.prompts import MAX_SLUG, SLUG_RE, is_folder_notes, is_slug, name_problem
+
     views: dict[str, ArticleView] = {}
     fullmatch = SLUG_RE.fullmatch
     for entry in _entries(articles_dir):

@@ -19,7 +19,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -81,7 +81,7 @@ def account_browser(config: Config, account: Account, **changes: Any) -> Browser
     """[browser] with the account's profile and saved login as absolute paths, and its proxy (and `changes`):
     the login writes its state file there, whatever the working folder."""
     paths = {"profile_dir": str(account.profile_dir), "storage_state": str(account.storage_state)}
-    return replace(config.browser, **paths, proxy=account.proxy, **changes)
+    return config.browser.replace(**paths, proxy=account.proxy, **changes)
 
 
 def headless_requested(env: Mapping[str, str] | None = None) -> bool:
@@ -172,7 +172,7 @@ def run_login(
         # A person signs in by hand, so only a forced Xvfb (watched over VNC) stands in for a screen.
         if not headless and not has_display() and browser.display != "xvfb":
             raise NoDisplay(no_display_help(config, account))
-        browser = replace(browser, headless=headless)
+        browser = browser.replace(headless=headless)
     path = account.storage_state
     try:
         slider = Slider(bot_check, account.name, on_slider) if bot_check is not None else None

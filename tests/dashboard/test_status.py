@@ -458,10 +458,10 @@ def test_a_prompt_is_judged_again_whenever_its_file_changes(project, monkeypatch
     assert rows["coffee"].state == "pending"
     assert rows["tea"].state == "invalid" and "UTF-8" in rows["tea"].last_error
 
-    import pipeline.batch.scan
+    import pipeline.contract.prompts  # batch.scan imports load_prompt from there where it reads one
 
     loaded = []
-    original = pipeline.batch.scan.load_prompt
-    monkeypatch.setattr(pipeline.batch.scan, "load_prompt", lambda *a: loaded.append(a) or original(*a))
+    original = pipeline.contract.prompts.load_prompt
+    monkeypatch.setattr(pipeline.contract.prompts, "load_prompt", lambda *a: loaded.append(a) or original(*a))
     assert {r.slug: r.state for r in collect(ws).rows} == {"tea": "invalid", "coffee": "pending"}
     assert loaded == []  # nothing changed: nothing read

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import tomllib
-from dataclasses import replace
 from datetime import datetime
 
 import pytest
@@ -46,7 +45,7 @@ def test_refusals_in_several_languages(refusal):
 def test_extra_refusal_phrases_from_settings():
     verdict = check_answer(
         LONG.replace("# Tea", "# Tea\n\nAs a policy I decline topics."),
-        replace(DEFAULTS, refusal_phrases=["as a policy i decline"]),
+        DEFAULTS.replace(refusal_phrases=["as a policy i decline"]),
     )
     assert verdict.code == "refusal"
 
@@ -54,16 +53,16 @@ def test_extra_refusal_phrases_from_settings():
 def test_too_short():
     verdict = check_answer("# Tea\n\nShort.\nVery.\nDone.", DEFAULTS)
     assert verdict.code == "too_short" and "article.min_words = 50" in verdict.problem
-    assert check_answer("# Tea\n\nShort.", replace(DEFAULTS, min_words=0)).problem is None
+    assert check_answer("# Tea\n\nShort.", DEFAULTS.replace(min_words=0)).problem is None
 
 
 def test_language_heuristic():
     assert detect_language(LONG) == "en" and detect_language(SPANISH) == "es"
     assert detect_language("这是一个关于绿茶的文章。" * 10) == "zh"
     assert detect_language("short") is None
-    verdict = check_answer(SPANISH, replace(DEFAULTS, language="en"))
+    verdict = check_answer(SPANISH, DEFAULTS.replace(language="en"))
     assert verdict.code == "wrong_language" and "'es'" in verdict.problem
-    assert check_answer(LONG, replace(DEFAULTS, language="en")).problem is None
+    assert check_answer(LONG, DEFAULTS.replace(language="en")).problem is None
 
 
 def test_chatter_and_a_wrapping_fence_are_stripped():

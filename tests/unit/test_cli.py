@@ -154,15 +154,20 @@ def test_status_json_is_answered_without_typer_and_matches_the_full_cli(project,
     ]
 
 
-def entry_point(project, *argv: str) -> subprocess.CompletedProcess:
-    """The console script run with `argv`; its last stderr line is `EXIT [heavy modules it loaded]`."""
+def entry_point(
+    project, *argv: str, also: tuple[str, ...] = (), later: float = 0.0
+) -> subprocess.CompletedProcess:
+    """The console script run with `argv`; its last stderr line is `EXIT [heavy modules it loaded]`
+    (`also`: more modules, by exact name, to report if loaded; `later`: its clock that many
+    seconds on, so the files just written are older than status_cache.RACY)."""
     probe = (
-        "import sys\nfrom pipeline import entry\n"
+        f"import sys, time\nclock = time.time\ntime.time = lambda: clock() + {later!r}\n"
+        "from pipeline import entry\n"
         f"sys.argv = ['qwenpipe', *{list(argv)!r}]\n"
         "try:\n    entry.main()\nexcept SystemExit as done:\n"
         "    heavy = ('typer', 'rich', 'httpx', 'playwright', 'pydantic')\n"
         "    loaded = sorted(m for m in sys.modules if m.split('.')[0] in heavy or m.startswith("
-        "'pipeline.engines.qwen.b'))\n"
+        f"'pipeline.engines.qwen.b') or m in {also!r})\n"
         "    sys.stderr.write(f'{int(done.code)} {loaded}\\n')\n"
     )
     command = [sys.executable, "-c", probe]
@@ -182,6 +187,22 @@ def test_a_no_op_cycle_loads_neither_typer_rich_httpx_nor_the_browser_and_says_w
     said, full = fast.stderr.splitlines()[-2], capfd.readouterr().err.strip()
     seconds = re.compile(r"^\S+ |\d+\.\d s")  # the time of day and the cycle's duration differ
     assert seconds.sub("", said) == seconds.sub("", full) == "cycle: 1 done (no browser, , exit 0)"
+
+
+def test_a_warm_status_json_loads_neither_openssl_nor_the_prompt_rules(project):
+    """A warm `status --json` shows its kept document: what only the rows' making or other commands
+    use stays unimported (start-up is most of its cost: issue 39 item 2, docs/performance.md)."""
+    add_prompt(project, "tea")
+    add_prompt(project, "coffee")
+    (project / "articles" / "tea.md").write_text("done")
+    from pipeline.wiring import open_sqlite
+
+    open_sqlite(project / "articles" / ".qwenpipe").close()  # the store, as after any cycle
+    argv = ("status", "--json", "--config", str(project / "config.toml"))
+    unused = ("hashlib", "_hashlib", "pipeline.contract.prompts")
+    assert entry_point(project, *argv, later=60).returncode == 0  # the document made and kept
+    warm = entry_point(project, *argv, also=unused, later=60)
+    assert warm.stderr.splitlines()[-1] == "0 []", warm.stderr
 
 
 def test_a_cycle_that_cannot_run_is_the_same_exit_2_line_without_typer(project, capfd):

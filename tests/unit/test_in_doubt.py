@@ -9,7 +9,6 @@ is looked at again, and its prompt is sent again only after qwen.lost_chat_after
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
 import pytest
 from fakes import Crash, crash_at
@@ -182,7 +181,7 @@ def test_a_logged_out_look_brings_the_doubt_no_closer(project, workspace, engine
 
 
 def test_the_doubt_rule():
-    qwen = replace(Qwen(), poll_interval=60, lost_chat_after=1800)
+    qwen = Qwen().replace(poll_interval=60, lost_chat_after=1800)
     first = weigh({"time": 5.0}, 1000.0, qwen)
     assert first == (1000.0, 1, False, 60.0)
     later = weigh({"doubt_since": 1000.0, "doubt_looks": 3}, 1300.0, qwen)

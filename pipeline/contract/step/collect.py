@@ -16,7 +16,7 @@ from .moves import Collect, Reject, Write
 def handle(ctx: Context, move: Collect) -> Write | Reject:
     answer = move.answer
     check_model(ctx, answer)
-    settings = replace(ctx.ws.config.article, **ctx.prompt.settings)
+    settings = ctx.ws.config.article.replace(**ctx.prompt.settings)
     verdict = check_answer(answer.markdown, settings)
     if verdict.problem:
         return Reject(answer, verdict)

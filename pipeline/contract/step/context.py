@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 
 from ...accounts import all_accounts
@@ -146,7 +146,7 @@ class Context:
 
     def chat_choice(self) -> ChatChoice:
         """The model and modes the chat is to answer with: config.toml's [qwen], then the prompt's."""
-        return ChatChoice.of(replace(self.qwen, **self.prompt.qwen))
+        return ChatChoice.of(self.qwen.replace(**self.prompt.qwen))
 
 
 def since(started: float) -> float:

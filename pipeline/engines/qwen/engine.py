@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -286,7 +285,7 @@ class QwenEngine:
             raise EngineError(
                 "the browser announced no DevTools port (DevToolsActivePort) in 5 s", code=Code.NO_DEVTOOLS
             )
-        browser = replace(session.config, cdp_url=endpoint)
+        browser = session.config.replace(cdp_url=endpoint)
 
         def attach() -> QwenEngine:
             engine = QwenEngine(
