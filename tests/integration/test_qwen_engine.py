@@ -243,6 +243,20 @@ def test_a_send_that_fails_after_the_click_may_have_sent(sim, session):
     assert len(sends_of(sim, text)) == 1  # it was sent indeed
 
 
+def test_a_site_that_stays_in_progress_is_clicked_busy_clicks_times_then_given_up(sim, engine):
+    # Every click meets "The chat is in progress!" (a refusal that takes nothing): clicked again
+    # after a pause, BUSY_CLICKS clicks in all, then a transient failure that sent nothing. A
+    # click not counted would click on until the site gave in (here its fourth refusal is its last).
+    from pipeline.engines.qwen.refusals import BUSY_CLICKS
+
+    sim.set(in_progress_sends=BUSY_CLICKS + 1)
+    text = prompt("busy")
+    with pytest.raises(TransientError) as caught:
+        engine.send(text)
+    assert caught.value.code == "chat_in_progress" and caught.value.nothing_sent
+    assert [entry["accepted"] for entry in ledger_of(sim, text)] == [False] * BUSY_CLICKS
+
+
 def test_a_page_that_leaves_the_app_after_the_click_is_an_unknown_page(sim, session):
     # The app replaced in place after the click (no navigation, no failure screen) and no chat
     # address: not "no chat address yet" (a transient wait), an unknown page that holds the account.
