@@ -805,14 +805,18 @@ def load_map(path: Path, digest: str, tests: list[str]) -> dict | None:
 
 
 def make_map(
-    worker: Worker, tests: list[str], timeout: float, path: Path, digest: str
+    worker: Worker, tests: list[str], timeout: float, path: Path, digest: str, group: str
 ) -> tuple[Result, dict]:
-    """The group's clean run, tracing: each test's functions and seconds, kept at `path`."""
+    """The group's clean run, tracing: each test's seconds and the functions of the group's
+    mutated files it runs, kept at `path`."""
+    files = {name for target in TARGETS if target.group == group for name in expand(target.files)}
     raw = worker.folder.parent / f"{worker.folder.name}.trace.json"
     clean = worker.run(tests, timeout, trace_to=raw)
     found: dict = {}
     if clean.verdict == "survived":
-        found = json.loads(raw.read_text())
+        for test, seen in json.loads(raw.read_text()).items():
+            ours = [f for f in seen["functions"] if f.split("::")[0] in files]
+            found[test] = {"seconds": seen["seconds"], "functions": ours}
         path.write_text(json.dumps({"digest": digest, "paths": tests, "tests": found}, indent=0))
     raw.unlink(missing_ok=True)
     return clean, found
@@ -956,7 +960,9 @@ def main(argv: list[str] | None = None) -> int:
                     maps[group] = kept
                     print(f"map of {group}: {len(kept)} tests, kept in {where}")
                     continue
-                clean, maps[group] = make_map(workers[0], tests[group], args.timeout or 3600, where, digest)
+                clean, maps[group] = make_map(
+                    workers[0], tests[group], args.timeout or 3600, where, digest, group
+                )
             elif not args.no_clean:  # must pass, and gives the timeout
                 clean = workers[0].run(tests[group], timeout=args.timeout or 3600)
             else:

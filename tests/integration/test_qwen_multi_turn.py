@@ -162,6 +162,7 @@ def test_quota_on_a_follow_up_and_an_answer_cut_short(sim, engine):
     with pytest.raises(QuotaSpent) as spent:
         engine.send_turn(url, texts[1] + " [sim:quota]")
     assert spent.value.retry_after == 5 * 3600  # from the API's reply, not the toast
+    assert spent.value.nothing_sent  # the site's own reply refused it: no resend needs a search first
     assert [e["accepted"] for e in chat_ledger(sim, url)] == [True, False]
     assert len(engine.read_turns(url).turns) == 1  # the refused message is not a turn
 
