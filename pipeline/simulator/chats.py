@@ -1,4 +1,5 @@
-"""The simulated accounts: chats, their generation timelines, scenarios, quotas and the ledger.
+"""The simulated accounts: chats, their generation timelines, scenarios and quotas. What a chat
+shows at a moment is views.py's; every prompt received goes into the ledger (ledger.py).
 
 A run without accounts has one anonymous account (`ANONYMOUS`, every request is answered for
 it). With accounts (`--accounts a,b`) each chat belongs to the account that made it: another
