@@ -197,6 +197,17 @@ def test_a_follow_up_whose_stream_comes_late_is_waited_for_and_taken_once(sim, e
 
 
 @browser
+def test_a_follow_up_the_site_answers_without_a_stream_is_proved_by_the_chats_json(sim, engine):
+    # No stream to open on the page: the proof the turn was taken is the chat's JSON showing it
+    # as the last user message (its words as typed, whatever the spacing), and it is taken once.
+    texts, url, _chat = first_turn_done(sim, engine, "no stream")
+    sim.set(stream=False)
+    engine.send_turn(url, texts[1])
+    assert [(e["turn"], e["accepted"]) for e in chat_ledger(sim, url)] == [(1, True), (2, True)]
+    assert [t.user for t in engine.read_turns(url).turns] == texts[:2]
+
+
+@browser
 def test_read_turns_of_a_chat_that_is_gone(sim, engine):
     texts = turn_texts("gone")
     url = engine.send(texts[0])
