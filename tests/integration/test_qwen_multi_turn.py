@@ -297,3 +297,27 @@ def test_answers_pair_with_their_own_message_by_parent_links_whatever_the_order(
             ("one", "answer one", True),
             ("two", "", False),
         ]
+
+
+@browser
+def test_a_follow_up_never_shown_is_no_turn_after_page_timeout_and_may_have_been_sent(sim, session):
+    # The click went out but no proof ever comes (the completion answered with a bare success and
+    # the chat never shows the turn): after page_timeout the send fails as "no turn", never as
+    # "nothing sent" (the next run reads the chat before sending anything).
+    from pipeline.config import Qwen
+    from pipeline.engines.qwen.engine import QwenEngine
+    from pipeline.engines.qwen.hold import COMPLETIONS_ROUTE
+
+    quick = QwenEngine(Qwen(base_url=sim.base_url, stable_reads=2, page_timeout=3), session)
+    texts, url, _chat = first_turn_done(sim, quick, "never shown")
+
+    def swallowed(route):
+        route.fulfill(status=200, content_type="application/json", body='{"success": true, "data": {}}')
+
+    session.context.route(COMPLETIONS_ROUTE, swallowed)
+    try:
+        with pytest.raises(TransientError) as caught:
+            quick.send_turn(url, texts[1])
+    finally:
+        session.context.unroute(COMPLETIONS_ROUTE, swallowed)
+    assert caught.value.code == "no_turn" and not caught.value.nothing_sent
