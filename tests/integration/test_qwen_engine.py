@@ -437,3 +437,35 @@ def test_a_browser_that_died_is_started_again(sim, tmp_path):
         own.context.close()  # as if Chromium crashed between two articles of a cycle
         engine.check_login()
         assert BrowserSession.launches == launches + 1
+
+
+def checked_elsewhere(sim, session, url: str, seconds: float = 20):
+    """What another run's checks (a fresh page of the chat, no stream to read) say, looked at
+    until it is no longer Generating; what such a check raises is raised."""
+    other = QwenEngine(Qwen(base_url=sim.base_url, stable_reads=2, page_timeout=15), session)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        seen = other.check(url)
+        if not isinstance(seen, Generating):
+            return seen
+        time.sleep(0.3)
+    raise AssertionError(f"still generating after {seconds} s: {seen.progress}")
+
+
+def test_a_check_elsewhere_of_an_answer_the_site_ended_with_an_error_is_never_an_answer(sim, engine, session):
+    # The page's banner and the chat's JSON (the turn's error) each say it: a transient failure,
+    # and the half answer before the error is never taken.
+    url = engine.send(prompt("cut short", "[sim:error_banner]"))
+    with pytest.raises(TransientError) as caught:
+        checked_elsewhere(sim, session, url)
+    assert caught.value.code in ("error_banner", "answer_error")
+
+
+def test_a_check_elsewhere_of_an_answer_finished_with_no_text_is_an_empty_answer(sim, engine, session):
+    # Stored as finished with no text (an account past its real limit): never an article.
+    from pipeline.engines.base import EmptyAnswer
+
+    sim.set(empty_answers=True)
+    url = engine.send(prompt("nothing to say"))
+    with pytest.raises(EmptyAnswer):
+        checked_elsewhere(sim, session, url)
