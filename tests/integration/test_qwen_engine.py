@@ -469,3 +469,13 @@ def test_a_check_elsewhere_of_an_answer_finished_with_no_text_is_an_empty_answer
     url = engine.send(prompt("nothing to say"))
     with pytest.raises(EmptyAnswer):
         checked_elsewhere(sim, session, url)
+
+
+def test_a_wait_on_the_sending_page_never_takes_a_stream_cut_short(sim, engine):
+    # The stream ends before its last frame (no `finished`): the words so far are never the
+    # article; a transient failure, and the chat's own page is read again later.
+    sim.set(fault="stream:cut_stream")
+    url = engine.send(prompt("cut stream"))
+    with pytest.raises(TransientError) as caught:
+        engine.wait(url, timeout=20)
+    assert caught.value.code == "cut_short"
