@@ -1,7 +1,8 @@
 """The mutation check of the safety lines (issue 29, part 6): kept outside CI, run by hand.
 
     .venv/bin/python bench/mutants.py [--list] [--only PATTERN] [--jobs N] [--max N] [--timeout S]
-                                      [--no-clean] [--tests PATH ...]
+                                      [--no-clean] [--tests PATH ...] [--results PATH [--resume]]
+                                      [--summary]
 
 It changes one safety line at a time and runs the tests that should notice: a mutant the tests
 pass with is a survivor, a line no test holds in place. The target is 0 survivors (or each one
@@ -30,6 +31,19 @@ at the copy, so the CLI subprocesses the integration tests start run the mutant 
 the file back. Before the mutants, each group's tests run once unchanged: they must pass (else
 every mutant would look killed), and their time sets the timeout (3x + 60 s unless --timeout).
 
+The engine's tests run the mutated code in their own process (no CLI subprocess), so for that
+group (TRACED) the clean run also maps each test to the functions of the package it runs
+(bench/mutants_trace.py, a pytest plugin) and each test's time; a mutant then runs only the tests
+that run its function, the fastest first, with -x. A mutant whose function no test runs is
+"not covered", a survivor decided without running anything. The map is kept beside the results
+(PATH.map.json) with a digest of the files it was made from, and made again when they change.
+The selection is sound: a test that never calls the function runs the same with the mutant.
+
+--results PATH appends each decided mutant to PATH as a JSON line as soon as it is decided, so a
+run stopped at any point loses at most the mutants in progress; --resume skips the mutants PATH
+already decides (killed, survived, timeout, not covered) and reports them with the new ones;
+--summary prints the report of PATH without running anything.
+
 Not run by the tests, nor by CI. Exit 0 when nothing survived or timed out, 1 otherwise.
 Why not mutmut: mutmut 3 first runs the whole suite to map tests to functions (hours of CPU
 here), runs the mutant in-process through trampolines (our CLI tests' subprocesses would not
@@ -42,6 +56,8 @@ import argparse
 import ast
 import difflib
 import fnmatch
+import hashlib
+import json
 import os
 import queue
 import re
@@ -173,8 +189,16 @@ TESTS = {
         "tests/engines/test_steadiness.py",
         "tests/integration/test_qwen_multi_turn.py",
         "tests/integration/test_qwen_engine.py",
+        # the completion held until its chat is on record: the send's other way to send nothing
+        "tests/integration/test_completion_hold.py",
     ),
 }
+
+# The groups whose tests run the mutated code in the tests' own process: a map test -> functions
+# made there is complete, and each mutant runs only the tests that reach its function.
+TRACED = {"engine"}
+# What a verdict of a previous run (--results) that --resume takes as decided.
+DECIDED = {"killed", "survived", "timeout", "not covered"}
 
 # What makes a statement of the step a safety line: it writes a file, the store, the journal's
 # step, a marker or the state; it is a crash point, a lease check, the budget; or it masks.
@@ -682,7 +706,11 @@ class Worker:
                 f"mutants: a subprocess imports pipeline from {where}, not the copy {self.folder}"
             )
 
-    def run(self, tests: list[str], timeout: float, mutant: Mutant | None = None) -> Result:
+    def run(
+        self, tests: list[str], timeout: float, mutant: Mutant | None = None, trace_to: Path | None = None
+    ) -> Result:
+        """Run `tests` (paths or node ids, in this order) with `mutant` applied; `trace_to`: also
+        map each test to the package's functions it runs, into that file (mutants_trace.py)."""
         target = self.folder / mutant.path if mutant else None
         if self.stopping:
             return Result(mutant, "stopped", 0.0)
@@ -690,11 +718,20 @@ class Worker:
             target.write_text(mutant.source)
             self.forget_bytecode(target)
         started = time.monotonic()
-        cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--no-header", *tests]
+        cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--no-header"]
+        env = self.env
+        if trace_to is not None:
+            cmd += ["-p", "mutants_trace"]
+            env = dict(
+                self.env,
+                PYTHONPATH=os.pathsep.join([str(self.folder / "bench"), self.env["PYTHONPATH"]]),
+                MUTANTS_TRACE_ROOT=str(self.folder / "pipeline") + os.sep,
+                MUTANTS_TRACE_OUT=str(trace_to),
+            )
         proc = subprocess.Popen(
-            cmd,
+            [*cmd, *tests],
             cwd=self.folder,
-            env=self.env,
+            env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -745,6 +782,94 @@ def tests_of(group: str) -> list[str]:
     return tests
 
 
+# -- the map test -> functions of a TRACED group ----------------------------------------------
+
+
+def sources_digest() -> str:
+    """What a map depends on: the package's and the tests' files (a change in either may change
+    which test runs which function)."""
+    digest = hashlib.sha256()
+    for pattern in ("pipeline/**/*.py", "tests/**/*.py", "bench/mutants_trace.py"):
+        for path in sorted(ROOT.glob(pattern)):
+            digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def load_map(path: Path, digest: str, tests: list[str]) -> dict | None:
+    """The map kept at `path` if it was made from these files and tests, else None."""
+    try:
+        kept = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if kept.get("digest") != digest or kept.get("paths") != tests:
+        return None
+    return kept["tests"]
+
+
+def make_map(
+    worker: Worker, tests: list[str], timeout: float, path: Path, digest: str, group: str
+) -> tuple[Result, dict]:
+    """The group's clean run, tracing: each test's seconds and the functions of the group's
+    mutated files it runs, kept at `path`."""
+    files = {name for target in TARGETS if target.group == group for name in expand(target.files)}
+    raw = worker.folder.parent / f"{worker.folder.name}.trace.json"
+    clean = worker.run(tests, timeout, trace_to=raw)
+    found: dict = {}
+    if clean.verdict == "survived":
+        for test, seen in json.loads(raw.read_text()).items():
+            ours = [f for f in seen["functions"] if f.split("::")[0] in files]
+            found[test] = {"seconds": seen["seconds"], "functions": ours}
+        path.write_text(json.dumps({"digest": digest, "paths": tests, "tests": found}, indent=0))
+    raw.unlink(missing_ok=True)
+    return clean, found
+
+
+def tests_reaching(mutant: Mutant, test_map: dict) -> list[str]:
+    """The tests that run the mutant's function, the fastest first (the map's own order on ties)."""
+    function = f"{mutant.path}::{mutant.function}"
+    reaching = [test for test, seen in test_map.items() if function in seen["functions"]]
+    return sorted(reaching, key=lambda test: test_map[test]["seconds"])
+
+
+# -- results kept as they come (--results, --resume) -----------------------------------------
+
+
+def load_results(path: Path, mutants: list[Mutant]) -> tuple[list[Result], list[str]]:
+    """The results a previous run wrote to `path` (the last line of a mutant wins), and the ids
+    of those no mutant of this run has (its code changed since)."""
+    by_id = {m.id: m for m in mutants}
+    kept: dict[str, dict] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                kept[row["id"]] = row
+    results = [
+        Result(by_id[i], row["verdict"], row["seconds"], row.get("tail", ""), row.get("caught_by", ""))
+        for i, row in kept.items()
+        if i in by_id
+    ]
+    return results, [i for i in kept if i not in by_id]
+
+
+def write_result(path: Path | None, result: Result, tests: int) -> None:
+    if path is None:
+        return
+    m = result.mutant
+    row = {
+        "id": m.id,
+        "verdict": result.verdict,
+        "seconds": round(result.seconds, 1),
+        "caught_by": result.caught_by,
+        "tests": tests,
+        "at": f"{m.path}:{m.line}",
+        "what": m.what,
+        "tail": result.tail if result.verdict != "killed" else "",
+    }
+    with path.open("a") as out:
+        out.write(json.dumps(row) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--list", action="store_true", help="print the mutants without running them")
@@ -766,7 +891,8 @@ def main(argv: list[str] | None = None) -> int:
         "--no-clean",
         action="store_true",
         help="skip the clean run of the tests (only when they are known to pass: failing tests make "
-        "every mutant look killed); the timeout is then --timeout or 1200 s",
+        "every mutant look killed); the timeout is then --timeout or 1200 s. A TRACED group still "
+        "makes its map (its clean run) unless PATH.map.json is up to date",
     )
     parser.add_argument(
         "--tests",
@@ -775,14 +901,34 @@ def main(argv: list[str] | None = None) -> int:
         help="run these tests (paths or globs) instead of each group's: which test, if any, holds a "
         "survivor in place (e.g. --only ID --tests 'tests/unit' 'tests/store')",
     )
+    parser.add_argument("--results", metavar="PATH", help="append each decided mutant to PATH as a JSON line")
+    parser.add_argument(
+        "--resume", action="store_true", help="skip the mutants --results PATH already decides"
+    )
+    parser.add_argument(
+        "--summary", action="store_true", help="print the report of --results PATH; run nothing"
+    )
     args = parser.parse_args(argv)
+    if (args.resume or args.summary) and not args.results:
+        parser.error("--resume and --summary read the results of --results PATH: name it")
+    results_path = Path(args.results).resolve() if args.results else None
 
     mutants = all_mutants()
     if args.only:
         mutants = [m for m in mutants if any(matches(m, pattern) for pattern in args.only)]
+    missing = [m for m in mutants if m.missing]
+    previous: list[Result] = []
+    if args.resume or args.summary:
+        previous, gone = load_results(results_path, mutants)
+        for i in gone:
+            print(f"mutants: {results_path} decides {i}, which this code no longer makes (left out)")
+        if args.summary:
+            return report(previous, missing)
+        decided = {r.mutant.id for r in previous if r.verdict in DECIDED}
+        previous = [r for r in previous if r.mutant.id in decided]
+        mutants = [m for m in mutants if m.id not in decided]
     if args.max:
         mutants = mutants[: args.max]
-    missing = [m for m in mutants if m.missing]
 
     if args.list:
         for m in mutants:
@@ -796,7 +942,7 @@ def main(argv: list[str] | None = None) -> int:
     runnable = [m for m in mutants if not m.missing]
     if not runnable:
         print("mutants: nothing to run")
-        return 1 if missing else 0
+        return report(previous, missing) if previous else (1 if missing else 0)
     groups = sorted({m.group for m in runnable}, key=list(TESTS).index)
     tests = {g: expand(tuple(args.tests)) if args.tests else tests_of(g) for g in groups}
     if args.tests and not tests[groups[0]]:
@@ -804,23 +950,48 @@ def main(argv: list[str] | None = None) -> int:
     workers = [Worker.make() for _ in range(max(1, min(args.jobs, len(runnable))))]
     try:
         workers[0].check_imports_copy()
-        timeouts = {}
-        for group in groups if not args.no_clean else ():  # must pass, and gives the timeout
-            clean = workers[0].run(tests[group], timeout=args.timeout or 3600)
+        timeouts: dict[str, float] = {}
+        maps: dict[str, dict] = {}
+        for group in groups:
+            traced = group in TRACED and not args.tests
+            if traced:  # the clean run is the map's run, unless a map of these very files is kept
+                where = Path(f"{results_path}.map.json") if results_path else workers[0].folder / "map.json"
+                digest = sources_digest()
+                kept = load_map(where, digest, tests[group])
+                if kept is not None:
+                    maps[group] = kept
+                    print(f"map of {group}: {len(kept)} tests, kept in {where}")
+                    continue
+                clean, maps[group] = make_map(
+                    workers[0], tests[group], args.timeout or 3600, where, digest, group
+                )
+            elif not args.no_clean:  # must pass, and gives the timeout
+                clean = workers[0].run(tests[group], timeout=args.timeout or 3600)
+            else:
+                timeouts[group] = args.timeout or 1200
+                continue
             print(
                 f"clean run of {group} ({' '.join(tests[group])}): {clean.verdict} in {clean.seconds:.1f} s"
+                + (f", mapped to {where}" if traced else "")
             )
             if clean.verdict != "survived":
                 print(f"mutants: the tests of {group} fail without a mutant; fix that first\n{clean.tail}")
                 return 2
             timeouts[group] = args.timeout or 3 * clean.seconds + 60
-        for group in groups:
-            timeouts.setdefault(group, args.timeout or 1200)
-        results = run_all(runnable, workers, tests, timeouts)
+
+        def plan(m: Mutant) -> tuple[list[str], float]:
+            """The tests a mutant runs, and its timeout."""
+            if m.group not in maps:
+                return tests[m.group], timeouts[m.group]
+            reaching = tests_reaching(m, maps[m.group])
+            took = sum(maps[m.group][t]["seconds"] for t in reaching)
+            return reaching, args.timeout or 3 * took + 60
+
+        results = run_all(runnable, workers, plan, results_path)
     finally:
         for worker in workers:
             worker.remove()
-    return report(results, missing)
+    return report(previous + results, missing)
 
 
 def matches(mutant: Mutant, pattern: str) -> bool:
@@ -829,7 +1000,7 @@ def matches(mutant: Mutant, pattern: str) -> bool:
     return pattern in mutant.id or pattern in mutant.what
 
 
-def run_all(mutants: list[Mutant], workers: list[Worker], tests: dict, timeouts: dict) -> list[Result]:
+def run_all(mutants: list[Mutant], workers: list[Worker], plan, results_path: Path | None) -> list[Result]:
     todo: queue.Queue[Mutant] = queue.Queue()
     for m in mutants:
         todo.put(m)
@@ -842,14 +1013,18 @@ def run_all(mutants: list[Mutant], workers: list[Worker], tests: dict, timeouts:
                 m = todo.get_nowait()
             except queue.Empty:
                 return
-            result = worker.run(tests[m.group], timeouts[m.group], m)
+            tests, timeout = plan(m)
+            # no test runs its function: a survivor, decided without running anything
+            result = worker.run(tests, timeout, m) if tests else Result(m, "not covered", 0.0)
             if worker.stopping:
                 return
             with lock:
                 results.append(result)
+                write_result(results_path, result, len(tests))
                 print(
                     f"[{len(results)}/{len(mutants)}] {result.verdict:8} {result.seconds:6.1f} s  "
-                    f"{m.id}  ({m.path}:{m.line})" + (f"  by {result.caught_by}" if result.caught_by else ""),
+                    f"{m.id}  ({m.path}:{m.line}, {len(tests)} tests)"
+                    + (f"  by {result.caught_by}" if result.caught_by else ""),
                     flush=True,
                 )
 
@@ -877,18 +1052,22 @@ def report(results: list[Result], missing: list[Mutant]) -> int:
         if r.verdict == "error":
             print(f"  {r.tail}")
         print(m.diff().rstrip())
-    count = {v: sum(1 for r in results if r.verdict == v) for v in ("killed", "survived", "timeout", "error")}
+    verdicts = ("killed", "survived", "not covered", "timeout", "error")
+    count = {v: sum(1 for r in results if r.verdict == v) for v in verdicts}
     named = [r for r in results if r.mutant.id.startswith("named:")]
+    rate = f" ({100 * count['killed'] / len(results):.1f} % killed)" if results else ""
     print(
         f"\n{len(results)} mutants: {count['killed']} killed, {count['survived']} survived, "
-        f"{count['timeout']} timed out, {count['error']} errors (target: 0 survivors)"
+        f"{count['not covered']} not covered, {count['timeout']} timed out, {count['error']} errors"
+        f"{rate} (target: 0 survivors)"
     )
     if named:
         print("named mutants: " + ", ".join(f"{r.mutant.id[6:]} {r.verdict}" for r in named))
     for m in missing:
         print(f"MISSING {m.id}: {m.what}")
-    if results:
-        print(f"mean time per mutant: {sum(r.seconds for r in results) / len(results):.1f} s")
+    ran = [r for r in results if r.verdict != "not covered"]
+    if ran:
+        print(f"mean time per mutant run: {sum(r.seconds for r in ran) / len(ran):.1f} s")
     return 0 if not bad and not missing else 1
 
 

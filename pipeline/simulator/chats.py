@@ -1,4 +1,5 @@
-"""The simulated accounts: chats, their generation timelines, scenarios, quotas and the ledger.
+"""The simulated accounts: chats, their generation timelines, scenarios and quotas. What a chat
+shows at a moment is views.py's; every prompt received goes into the ledger (ledger.py).
 
 A run without accounts has one anonymous account (`ANONYMOUS`, every request is answered for
 it). With accounts (`--accounts a,b`) each chat belongs to the account that made it: another
@@ -13,18 +14,15 @@ of an answer sees the partial answer, exactly like the real site.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import os
 import re
-import tempfile
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
-from . import answers
+from . import answers, views
 from .botchecks import (
     AFTER_SEND,
     BOT_CHECK_SCENARIOS,
@@ -33,6 +31,7 @@ from .botchecks import (
     connect_body,
 )
 from .fuzz import Fuzzer
+from .ledger import Ledger
 from .sessions import Sessions
 
 SCENARIOS = (
@@ -442,10 +441,8 @@ class ChatStore:
         accounts: tuple[str, ...] = (),
     ):
         self.settings = settings.validated()
-        self.ledger_path = Path(ledger_path) if ledger_path else None
         self.lock = threading.RLock()
         self.chats: dict[str, Chat] = {}
-        self._ledger: list[dict] = []
         self._touches = itertools.count(1)
         self.accounts = tuple(accounts)
         # A token names its account and that account's generation when it was handed out;
@@ -462,7 +459,7 @@ class ChatStore:
         self.deleted: list[str] = []  # the chats deleted (DELETE /api/v2/chats/<id>), in order
         self.sessions = Sessions()  # each account's current session (rotating_sessions)
         self.fuzzer = Fuzzer()  # the unknown answers of the fuzzing mode (fuzz.py)
-        self._write_ledger()
+        self.received = Ledger(ledger_path)  # every prompt that reached the site
 
     # -- settings ---------------------------------------------------------------------------
     def configure(self, **changes) -> Settings:
@@ -470,7 +467,7 @@ class ChatStore:
             now = time.monotonic()
             if "clock_offset" in changes:  # what was stored before keeps the stamp it had then
                 for chat in self.chats.values():
-                    self._updated_at(chat, now)
+                    views.updated_at(chat, self.settings, now, self.site_clock())
             if self.settings.hold_answers and changes.get("hold_answers") is False:
                 for chat in self.chats.values():  # the held answers' last words are stored now
                     for message in chat.messages:
@@ -618,62 +615,17 @@ class ChatStore:
         return chat.hidden or self.site_time() < chat.created + self.settings.read_lag
 
     def chat_view(self, chat_id: str, account: str = ANONYMOUS) -> dict | None:
-        """A plain snapshot of a chat for shapes.py, or None when it reads as not found (also
-        when another account made it)."""
+        """A plain snapshot of a chat for shapes.py (views.py), or None when it reads as not found
+        (also when another account made it)."""
         now = time.monotonic()
         with self.lock:
             chat = self._owned(chat_id, account)
             if self.opens_as_missing(chat):
                 return None
-            views = [self._message_view(m, now) for m in chat.messages]
-            first_user = next((m for m in chat.messages if m.role == "user"), None)
-            first_done = any(v["role"] == "assistant" and v["done"] for v in views)
-            title = answers.chat_title(first_user.text) if first_user and first_done else "New Chat"
-            return {
-                "id": chat.id,
-                "title": title,
-                "created_at": chat.created,
-                "updated_at": self._updated_at(chat, now),
-                "messages": views,
-            }
-
-    def _updated_at(self, chat: Chat, now: float) -> int:
-        """When the site last stored a change to the chat, by its clock (whole seconds): a send,
-        or an answer's last stored words or status."""
-        written = [int(self._write_stamp(m, now)) for m in chat.messages if m.role == "assistant"]
-        return max([chat.updated, *written])
-
-    def _write_stamp(self, message: Message, now: float) -> float:
-        """The site's clock at `message`'s last stored change; kept once it is finished (nothing
-        of it changes again), so that a later clock_offset does not move it."""
-        if message.last_stamp is not None:
-            return message.last_stamp
-        seen = self._progress(message, now, stored=False)
-        stamp = self.site_clock() - (now - (message.started + seen["written"]))
-        if seen["finished"]:
-            message.last_stamp = stamp
-        return stamp
-
-    def _message_view(self, message: Message, now: float) -> dict:
-        view = {
-            "id": message.id,
-            "role": message.role,
-            "parent_id": message.parent_id,
-            "timestamp": message.timestamp,
-            "turn": message.turn,
-        }
-        view["model"] = message.model
-        if message.role == "user":
-            view["content"] = message.text
-        else:
-            view.update(self._progress(message, now))
-            view["thinking_enabled"] = bool(message.thinking)
-        return view
+            return views.chat_view(chat, self.settings, now, self.site_clock())
 
     def _progress(self, message: Message, now: float, stored: bool = True) -> dict:
-        """`stored`: as the chat's JSON holds it (finish_early applies), not as the stream sends it."""
-        early = self.settings.finish_early if stored else 0.0
-        return message.progress(now, held=self.settings.hold_answers, early=early)
+        return views.progress(message, self.settings, now, stored)
 
     def message_progress(self, chat_id: str, message_id: str) -> dict | None:
         """Where one assistant message stands now (Message.progress, its model, whether it
@@ -692,18 +644,7 @@ class ChatStore:
             own = [c for c in self.chats.values() if c.account == account and not self.unseen(c)]
             chats = sorted(own, key=lambda c: (c.updated, c.touched), reverse=True)
             chosen = chats[(max(page, 1) - 1) * per_page : max(page, 1) * per_page]
-            return [self._list_item(c) for c in chosen]
-
-    def _list_item(self, chat: Chat) -> dict:
-        view = self.chat_view(chat.id, chat.account)
-        title = view["title"] if view else "New Chat"
-        return {
-            "id": chat.id,
-            "title": title,
-            "created_at": chat.created,
-            "updated_at": view["updated_at"] if view else chat.updated,
-            "chat_type": "t2t",
-        }
+            return [views.list_item(c, self.chat_view(c.id, c.account)) for c in chosen]
 
     def delete_chat(self, chat_id: str, account: str = ANONYMOUS) -> dict:
         """DELETE /api/v2/chats/<id> (docs/qwen-site.md): the chat leaves its account's list and
@@ -763,14 +704,14 @@ class ChatStore:
             if spent:
                 refused, scenario = spent, "quota"
             if refused is not False:
-                self._record(chat_id, prompt, turn, False, scenario, choice, account, fault)
+                self.received.record(chat_id, prompt, turn, False, scenario, choice, account, fault)
                 return refused
             empty = settings.empty_answers or account in settings.empty_accounts
             reply = self._accept(chat, prompt, parent_id, per_prompt, turn, settings, choice, empty)
             self._sent[(account, self.day())] = self.sent_today(account) + 1
             if scenario == AFTER_SEND and account is not None:
                 self.punished.add(account)
-            self._record(chat_id, prompt, turn, True, scenario, choice, account, fault)
+            self.received.record(chat_id, prompt, turn, True, scenario, choice, account, fault)
             return reply
 
     def refuse_send(
@@ -787,7 +728,9 @@ class ChatStore:
         with self.lock:
             chat = self.chats.get(chat_id)
             turn = (chat.user_turns() + 1) if chat else 1
-            self._record(chat_id, prompt, turn, False, "fuzz", {**SEND_DEFAULTS, **choice}, account, fault)
+            self.received.record(
+                chat_id, prompt, turn, False, "fuzz", {**SEND_DEFAULTS, **choice}, account, fault
+            )
 
     def _refusal(self, chat, chat_id, parent_id, scenario, gate) -> dict | None | bool:
         """Why a send is refused (a body, or None for WAF), or False when it is accepted."""
@@ -849,52 +792,7 @@ class ChatStore:
         return {"success": True, "data": {"chat_id": chat.id, "parent_id": user.id, "message_id": reply.id}}
 
     # -- ledger -----------------------------------------------------------------------------
-    def _record(
-        self,
-        chat_id: str,
-        prompt: str,
-        turn: int,
-        accepted: bool,
-        scenario: str,
-        choice: dict,
-        account: str | None,
-        fault: str | None = None,
-    ) -> None:
-        extra = {"fault": fault} if fault else {}  # the fuzzing mode's fault the send met
-        self._ledger.append(
-            {
-                "time": time.time(),
-                "account": account,  # "" in a run without accounts, None for a logged-out request
-                "chat_id": chat_id,
-                "prompt": prompt,
-                "turn": turn,
-                "accepted": accepted,
-                "scenario": scenario,
-                "model": choice["model"],  # as the page chose it
-                "thinking": choice["thinking"],
-                "web_search": choice["web_search"],
-                **extra,
-            }
-        )
-        self._write_ledger()
-
     def ledger(self) -> list[dict]:
+        """Every prompt that reached the site, taken or refused (ledger.py)."""
         with self.lock:
-            return [dict(entry) for entry in self._ledger]
-
-    def _write_ledger(self) -> None:
-        """Rewrite the ledger file atomically (tmp + rename) so a reader never sees half of it."""
-        if self.ledger_path is None:
-            return
-        folder = self.ledger_path.parent
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".ledger-", dir=folder)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(self._ledger, handle, indent=1)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, self.ledger_path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+            return self.received.entries()

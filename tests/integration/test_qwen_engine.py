@@ -243,6 +243,20 @@ def test_a_send_that_fails_after_the_click_may_have_sent(sim, session):
     assert len(sends_of(sim, text)) == 1  # it was sent indeed
 
 
+def test_a_site_that_stays_in_progress_is_clicked_busy_clicks_times_then_given_up(sim, engine):
+    # Every click meets "The chat is in progress!" (a refusal that takes nothing): clicked again
+    # after a pause, BUSY_CLICKS clicks in all, then a transient failure that sent nothing. A
+    # click not counted would click on until the site gave in (here its fourth refusal is its last).
+    from pipeline.engines.qwen.refusals import BUSY_CLICKS
+
+    sim.set(in_progress_sends=BUSY_CLICKS + 1)
+    text = prompt("busy")
+    with pytest.raises(TransientError) as caught:
+        engine.send(text)
+    assert caught.value.code == "chat_in_progress" and caught.value.nothing_sent
+    assert [entry["accepted"] for entry in ledger_of(sim, text)] == [False] * BUSY_CLICKS
+
+
 def test_a_page_that_leaves_the_app_after_the_click_is_an_unknown_page(sim, session):
     # The app replaced in place after the click (no navigation, no failure screen) and no chat
     # address: not "no chat address yet" (a transient wait), an unknown page that holds the account.
@@ -423,3 +437,45 @@ def test_a_browser_that_died_is_started_again(sim, tmp_path):
         own.context.close()  # as if Chromium crashed between two articles of a cycle
         engine.check_login()
         assert BrowserSession.launches == launches + 1
+
+
+def checked_elsewhere(sim, session, url: str, seconds: float = 20):
+    """What another run's checks (a fresh page of the chat, no stream to read) say, looked at
+    until it is no longer Generating; what such a check raises is raised."""
+    other = QwenEngine(Qwen(base_url=sim.base_url, stable_reads=2, page_timeout=15), session)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        seen = other.check(url)
+        if not isinstance(seen, Generating):
+            return seen
+        time.sleep(0.3)
+    raise AssertionError(f"still generating after {seconds} s: {seen.progress}")
+
+
+def test_a_check_elsewhere_of_an_answer_the_site_ended_with_an_error_is_never_an_answer(sim, engine, session):
+    # The page's banner and the chat's JSON (the turn's error) each say it: a transient failure,
+    # and the half answer before the error is never taken.
+    url = engine.send(prompt("cut short", "[sim:error_banner]"))
+    with pytest.raises(TransientError) as caught:
+        checked_elsewhere(sim, session, url)
+    assert caught.value.code in ("error_banner", "answer_error")
+
+
+def test_a_check_elsewhere_of_an_answer_finished_with_no_text_is_an_empty_answer(sim, engine, session):
+    # Stored as finished with no text (an account past its real limit): never an article.
+    from pipeline.engines.base import EmptyAnswer
+
+    sim.set(empty_answers=True)
+    url = engine.send(prompt("nothing to say"))
+    with pytest.raises(EmptyAnswer):
+        checked_elsewhere(sim, session, url)
+
+
+def test_a_wait_on_the_sending_page_never_takes_a_stream_cut_short(sim, engine):
+    # The stream ends before its last frame (no `finished`): the words so far are never the
+    # article; a transient failure, and the chat's own page is read again later.
+    sim.set(fault="stream:cut_stream")
+    url = engine.send(prompt("cut stream"))
+    with pytest.raises(TransientError) as caught:
+        engine.wait(url, timeout=20)
+    assert caught.value.code == "cut_short"

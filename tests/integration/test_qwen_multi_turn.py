@@ -162,6 +162,7 @@ def test_quota_on_a_follow_up_and_an_answer_cut_short(sim, engine):
     with pytest.raises(QuotaSpent) as spent:
         engine.send_turn(url, texts[1] + " [sim:quota]")
     assert spent.value.retry_after == 5 * 3600  # from the API's reply, not the toast
+    assert spent.value.nothing_sent  # the site's own reply refused it: no resend needs a search first
     assert [e["accepted"] for e in chat_ledger(sim, url)] == [True, False]
     assert len(engine.read_turns(url).turns) == 1  # the refused message is not a turn
 
@@ -193,6 +194,17 @@ def test_a_follow_up_whose_stream_comes_late_is_waited_for_and_taken_once(sim, e
     sim.set(fault="completion:slow")
     engine.send_turn(url, texts[1])
     assert [(e["turn"], e["accepted"]) for e in chat_ledger(sim, url)] == [(1, True), (2, True)]
+
+
+@browser
+def test_a_follow_up_the_site_answers_without_a_stream_is_proved_by_the_chats_json(sim, engine):
+    # No stream to open on the page: the proof the turn was taken is the chat's JSON showing it
+    # as the last user message (its words as typed, whatever the spacing), and it is taken once.
+    texts, url, _chat = first_turn_done(sim, engine, "no stream")
+    sim.set(stream=False)
+    engine.send_turn(url, texts[1])
+    assert [(e["turn"], e["accepted"]) for e in chat_ledger(sim, url)] == [(1, True), (2, True)]
+    assert [t.user for t in engine.read_turns(url).turns] == texts[:2]
 
 
 @browser
@@ -285,3 +297,27 @@ def test_answers_pair_with_their_own_message_by_parent_links_whatever_the_order(
             ("one", "answer one", True),
             ("two", "", False),
         ]
+
+
+@browser
+def test_a_follow_up_never_shown_is_no_turn_after_page_timeout_and_may_have_been_sent(sim, session):
+    # The click went out but no proof ever comes (the completion answered with a bare success and
+    # the chat never shows the turn): after page_timeout the send fails as "no turn", never as
+    # "nothing sent" (the next run reads the chat before sending anything).
+    from pipeline.config import Qwen
+    from pipeline.engines.qwen.engine import QwenEngine
+    from pipeline.engines.qwen.hold import COMPLETIONS_ROUTE
+
+    quick = QwenEngine(Qwen(base_url=sim.base_url, stable_reads=2, page_timeout=3), session)
+    texts, url, _chat = first_turn_done(sim, quick, "never shown")
+
+    def swallowed(route):
+        route.fulfill(status=200, content_type="application/json", body='{"success": true, "data": {}}')
+
+    session.context.route(COMPLETIONS_ROUTE, swallowed)
+    try:
+        with pytest.raises(TransientError) as caught:
+            quick.send_turn(url, texts[1])
+    finally:
+        session.context.unroute(COMPLETIONS_ROUTE, swallowed)
+    assert caught.value.code == "no_turn" and not caught.value.nothing_sent

@@ -188,9 +188,6 @@ def test_the_import_style_rule_finds_each_absolute_form():
 
 
 LONGEST_CLASS = 400  # lines: a class longer than this holds more than one idea; split it along its seams
-# Held back: the simulator's chat store (466 lines) is issue 37's to change while issue 40 lands;
-# the test fails when it fits, so the exception goes then. The chat engine has none.
-LONG_CLASSES_NOT_YET = {Path("pipeline/simulator/chats.py")}
 
 
 def long_classes(tree: ast.Module, path: Path) -> list[str]:
@@ -204,9 +201,7 @@ def long_classes(tree: ast.Module, path: Path) -> list[str]:
 
 
 def test_no_class_is_over_400_lines():
-    found = {path: long_classes(tree, path) for path, tree in parsed()}
-    assert all(found[path] for path in LONG_CLASSES_NOT_YET), "now done: take it off LONG_CLASSES_NOT_YET"
-    problems = [line for path, lines in found.items() if path not in LONG_CLASSES_NOT_YET for line in lines]
+    problems = [line for path, tree in parsed() for line in long_classes(tree, path)]
     assert not problems, "\n".join(problems)
 
 
