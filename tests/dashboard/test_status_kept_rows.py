@@ -265,6 +265,11 @@ def test_each_kind_of_change_is_seen_by_the_next_status(batch, name, change, exp
     seen = rows_of(batch, now + 1)
     forget_kept(batch)
     assert seen == rows_of(batch, now + 1), f"{name}: the kept rows hid the change"
+    assert_shown(seen, name, expected)
+
+
+def assert_shown(seen: dict, name: str, expected: tuple) -> None:
+    """The changed article's row shows what the change `name` made of it (`expected`)."""
     slug, shown = expected
     field = "account" if name.startswith("intent marker edited") else "state"
     field = "attempts" if isinstance(shown, int) else field
@@ -282,10 +287,7 @@ def test_each_kind_of_change_is_seen_by_the_next_status_json(batch, name, change
     seen, _ = document_rows(batch, now + 1)
     forget_kept(batch)
     assert seen == made_rows_json(batch, now + 1), f"{name}: the kept document hid the change"
-    slug, shown = expected
-    field = "account" if name.startswith("intent marker edited") else "state"
-    field = "attempts" if isinstance(shown, int) else field
-    assert seen[slug][field] == shown, (name, seen[slug])
+    assert_shown(seen, name, expected)
 
 
 def test_status_json_ages_count_to_now_and_a_backoff_ends_by_the_clock(batch):
