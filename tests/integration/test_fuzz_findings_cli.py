@@ -164,14 +164,18 @@ def test_a_sent_chat_whose_page_never_draws_it_is_never_handed_to_the_router(sim
     before = len(sim.faults())
     sim.set(fault=",".join(["chat_list:html_404"] * 3))  # max_attempts = 3 looks, each replaced
 
+    article = project / "articles" / "replaced.md"
+    # The page draws the answer done, then loads the chat list that replaces it: a look that
+    # catches the page in between takes the article (seen on a loaded CI machine). Either way
+    # a look ends replaced or with the chat's article: until three were replaced or it is done.
     deadline = time.monotonic() + 600  # a bound on a stuck run, not a timing: each look takes page_timeout
-    while len(sim.faults()) - before < 3 and time.monotonic() < deadline:
+    while len(sim.faults()) - before < 3 and not article.exists() and time.monotonic() < deadline:
         qwenpipe_in_process("generate", "replaced", cwd=project)  # each look after its backoff
         time.sleep(0.5)
     qwenpipe_in_process("generate", "replaced", cwd=project)  # what the last of them left
 
-    assert [f["kind"] for f in sim.faults()[before:]] == ["html_4xx"] * 3
-    article = project / "articles" / "replaced.md"
+    met = [f["kind"] for f in sim.faults()[before:]]
+    assert met == ["html_4xx"] * len(met) and (len(met) == 3 or article.exists()), met
     assert not article.exists() or read_article(article)[0]["engine"] == "qwen"  # never the router
     assert [e["accepted"] for e in sim.ledger() if e["prompt"] == text] == [True]
     qwenpipe_in_process("cycle", cwd=project)  # the site answers as it should again

@@ -20,10 +20,13 @@ def test_wait_on_a_chat_whose_page_the_site_replaced_ends(sim, tmp_path):
     assert qwenpipe_in_process("generate", "tea", cwd=project).returncode == 42
     sim.set(fault="chat_list:html_4xx")
     result = qwenpipe("generate", "tea", "--wait", cwd=project, timeout=90)
-    # Fuzz seeds 200 and 600: the wait printed "waiting for the answer to start" until killed.
     # The page that never catches up is given up after qwen.page_timeout and the chat looked at
     # again with a fresh page: the article is the chat's, sent once.
     assert result.returncode == 0, result.stderr
-    assert "has not drawn the answer" in result.stderr and "Traceback" not in result.stderr
+    assert "Traceback" not in result.stderr
+    # The page draws the answer done just before the chat list replaces it: a look in between
+    # takes the article at once (seen on a loaded CI machine); else the replaced page is given up.
+    # Fuzz seeds 200 and 600 met the second (the wait ran until killed); both end with the article.
+    assert [f["kind"] for f in sim.faults()] in ([], ["html_4xx"]), sim.faults()
     assert (project / "articles" / "tea.md").exists()
     assert sum(1 for e in sim.sends() if e["prompt"] == text) == 1
