@@ -187,6 +187,8 @@ TESTS = {
     "redact": ("tests/unit/test_redact*.py", "tests/integration/test_key_never_leaks_cli.py"),
     "engine": (
         "tests/engines/test_steadiness.py",
+        # judging.py's and sending.py's rules on fakes of the real types (no browser)
+        "tests/engines/test_judging_and_sending_rules.py",
         "tests/integration/test_qwen_multi_turn.py",
         "tests/integration/test_qwen_engine.py",
         # the completion held until its chat is on record: the send's other way to send nothing
