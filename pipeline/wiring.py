@@ -23,6 +23,7 @@ from .engines.base import ChatEngine, DirectEngine
 from .files import STATE_DIR
 
 if TYPE_CHECKING:
+    from .engines.unknown import UnknownAnswer
     from .store.protocol import Store
     from .store.sqlite import SQLiteStore
 
@@ -128,11 +129,28 @@ DIRECT_ENGINES: dict[str, Callable[[Config], DirectEngine]] = {"router": router_
 ENGINE_CHOICES = ("auto", *CHAT_ENGINES, *DIRECT_ENGINES)
 
 
-def engines(config: Config) -> Engines:
+def engines(config: Config, workspace: Workspace | None = None) -> Engines:
     """The engines of a run: none started until the contract asks for one. A run that may use
-    the router key refuses a key file others may read now (exit 2), before anything is sent."""
+    the router key refuses a key file others may read now (exit 2), before anything is sent.
+    With the run's `workspace`, what the chat engines met that no call took is journalled as
+    the run's own (`unknown_answer` under journal.NO_ARTICLE) when they close."""
     if config.router.enabled and config.router.api_key_file:
         from .config import read_router_key
 
         read_router_key(config.router)
-    return Engines(config, chat_factory=CHAT_ENGINES["qwen"], router_factory=DIRECT_ENGINES["router"])
+    return Engines(
+        config,
+        chat_factory=CHAT_ENGINES["qwen"],
+        router_factory=DIRECT_ENGINES["router"],
+        on_noticed=None if workspace is None else _journalled(workspace),
+    )
+
+
+def _journalled(workspace: Workspace) -> Callable[[str, UnknownAnswer], None]:
+    from .contract.journal import NO_ARTICLE
+    from .contract.unknown import journal_noticed
+
+    def journal(account: str, found: UnknownAnswer) -> None:
+        journal_noticed(workspace.journal, NO_ARTICLE, account, found)
+
+    return journal

@@ -635,7 +635,10 @@ def _poll_side_by_side(
         # objects belong to the thread that made them.
         engines = steps.engines
         mine = Engines(
-            engines.config, chat_factory=lambda _config: attach(), router_factory=engines.router_factory
+            engines.config,
+            chat_factory=lambda _config: attach(),
+            router_factory=engines.router_factory,
+            on_noticed=engines.on_noticed,  # what its pages met after their steps: the run's
         )
         own = replace(steps, engines=mine, say=locked_say, guard=guard)
         try:

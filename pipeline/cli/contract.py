@@ -59,7 +59,7 @@ def generate_command(
     watchdog(limit, f"generate {slug}")
     try:
         with (
-            wired(workspace.config) as engines,
+            wired(workspace.config, workspace) as engines,
             progress(f"{slug}: starting", enabled=wait, live=True) as report,
             _quiet_browser_on_interrupt(),
         ):

@@ -117,7 +117,7 @@ def cycle_command(workspace, *, cron_exit: bool = False) -> ExitCode:
         workspace.config.qwen.run_timeout, "cycle", code=ExitCode.DONE if cron_exit else ExitCode.WORKING
     )
     try:
-        with wired(workspace.config) as engines, progress("cycle: working") as report_line:
+        with wired(workspace.config, workspace) as engines, progress("cycle: working") as report_line:
             report = run_cycle(workspace, engines, say=report_line)
     except StoreBusy as busy:  # unreachable, or held: 3 ("try later") for the cycle itself
         verdict, why = cronexit.store_code(store_failures(workspace))

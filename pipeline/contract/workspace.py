@@ -134,6 +134,7 @@ class Workspace:
 
 if TYPE_CHECKING:  # the engines' protocol only: they are built by pipeline/wiring.py
     from ..engines.base import ChatEngine, DirectEngine, EngineError
+    from ..engines.unknown import UnknownAnswer
 
 
 @dataclass
@@ -153,6 +154,12 @@ class Engines:
     # Accounts whose probe send after a bot-check hold this run made: their other sends wait
     # for the next run (contract/quota.py, `probing`).
     probed: set[str] = field(default_factory=set)
+    # What a chat engine met that no call of it took: the unknown answers its pages received
+    # after their step was done with them (a chat list a send's page loads once its answer is
+    # drawn, fuzz seed 2700 trial 40), read as the engine closes its pages. Handed here with the
+    # account at `close`, the one place every chat engine of a run closes (wiring.py journals
+    # them as the run's own); None: nobody asked.
+    on_noticed: Callable[[str, UnknownAnswer], None] | None = None
     _chats: dict[str, ChatEngine] = field(default_factory=dict, init=False)
     _router: DirectEngine | None = field(default=None, init=False)
 
@@ -181,11 +188,18 @@ class Engines:
         return sum(engine.launches for engine in self._chats.values())
 
     def close(self) -> None:
-        for engine in (*self._chats.values(), self._router):
-            if engine is not None:
-                engine.close()
-        self._chats.clear()
-        self._router = None
+        chats, self._chats = self._chats, {}
+        router, self._router = self._router, None
+        try:
+            for account, engine in chats.items():
+                try:
+                    engine.close()
+                finally:
+                    for found in engine.noticed() if self.on_noticed is not None else ():
+                        self.on_noticed(account, found)
+        finally:
+            if router is not None:
+                router.close()
 
     def __enter__(self) -> Engines:
         return self

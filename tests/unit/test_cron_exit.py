@@ -24,7 +24,7 @@ from pipeline.wiring import workspace as open_workspace
 def cron(project, chat, router, monkeypatch):
     """(workspace, run): run(cron_exit) is `qwenpipe cycle [--cron-exit]` with the fake engines."""
 
-    def fake_engines(config):
+    def fake_engines(config, workspace=None):
         return Engines(config, chat_factory=lambda _c: chat, router_factory=lambda _c: router)
 
     monkeypatch.setattr(wiring, "engines", fake_engines)
