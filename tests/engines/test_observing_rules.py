@@ -306,6 +306,14 @@ def test_an_answer_read_by_us_is_not_vouched_for_by_the_page(ctx, page, site):
     assert seen.extra == {"source": "api", "chat_id": CHAT_ID, "ui": "current"}
 
 
+def test_a_look_notes_what_nobody_has_reported_in_the_chats_json(ctx, page, site):
+    parts = site.body["data"]["chat"]["messages"][1]["content_list"]
+    parts.insert(0, {"phase": "dreaming", "content": "...", "status": "finished"})
+    assert look(ctx, page).markdown == TEA  # read past: nothing fails for it
+    [noticed] = ctx.noticed.take()
+    assert noticed.where == Where.CHAT_JSON and "dreaming" in noticed.seen
+
+
 # -- read_chat_json: the page's own load, or a read of ours -------------------------------------
 
 
@@ -417,6 +425,12 @@ def test_a_load_counts_as_all_finished_only_when_every_answer_was_stored_finishe
     assert not all_finished(chat("# Te", status="typing"), site_date(60), stable_reads=3)
     assert not all_finished(None, site_date(60), stable_reads=3)
     assert not all_finished(SPENT, site_date(60), stable_reads=3)
+
+
+def test_a_load_the_site_answered_as_a_failure_is_never_all_finished_whatever_it_holds():
+    # The failure decides, not whether the rest happens to read as a chat.
+    refused = {"success": False, "data": {**chat()["data"], "code": "RateLimited", "num": 4}}
+    assert not all_finished(refused, site_date(60), stable_reads=3)
 
 
 def test_an_answer_that_stores_no_status_is_never_all_finished():
