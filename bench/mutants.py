@@ -187,6 +187,8 @@ TESTS = {
     "redact": ("tests/unit/test_redact*.py", "tests/integration/test_key_never_leaks_cli.py"),
     "engine": (
         "tests/engines/test_steadiness.py",
+        # observing's rules on hand-made pages and a clock of the test's: its timing rules exact
+        "tests/engines/test_observing_rules.py",
         "tests/integration/test_qwen_multi_turn.py",
         "tests/integration/test_qwen_engine.py",
         # the completion held until its chat is on record: the send's other way to send nothing
