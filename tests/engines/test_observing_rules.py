@@ -116,12 +116,13 @@ class ScriptedLooks(Observer):
         self.looked = 0
 
     def observe(self, page, selectors, chat_id, turns_before, *, patient, dom_before=None):
-        assert self.looks, f"watch looked a {self.looked + 1}th time; the test scripted {self.looked}"
+        assert self.looks, f"watch looked again after the {self.looked} looks the test scripted"
         self.looked += 1
         return self.looks.pop(0)
 
 
 def far(ctx: EngineContext) -> float:
+    """A deadline no test reaches: the watch's own rules end it."""
     return ctx.deadline(3600)
 
 
