@@ -189,6 +189,8 @@ TESTS = {
         "tests/engines/test_steadiness.py",
         # judging.py's and sending.py's rules on fakes of the real types (no browser)
         "tests/engines/test_judging_and_sending_rules.py",
+        # observing's rules on hand-made pages and a clock of the test's: its timing rules exact
+        "tests/engines/test_observing_rules.py",
         "tests/integration/test_qwen_multi_turn.py",
         "tests/integration/test_qwen_engine.py",
         # the completion held until its chat is on record: the send's other way to send nothing
