@@ -67,7 +67,7 @@ def test_an_unknown_answer_before_the_prompt_left_is_transient_and_sends_once_la
     place): transient, nothing counted, journalled; the send goes at the next run, once."""
     step = fault.split(":")[0]
     config = project / "config.toml"
-    config.write_text(config.read_text().replace("page_timeout = 15", "page_timeout = 4"))
+    config.write_text(config.read_text().replace("page_timeout = 15", "page_timeout = 8"))
     text = prompt(project, "tea", f"Write about tea after an odd {fault}.")
     sim.set(fault=fault)
     first = qwenpipe_in_process("generate", "tea", cwd=project)
@@ -97,7 +97,7 @@ def test_an_unknown_page_where_the_chat_should_be_holds_the_account_not_strike_a
     bot check: a hold that learns), not failed look after look; the page is journalled as seen;
     no prompt goes from the held account; the chat itself is read again once its page is back."""
     config = project / "config.toml"
-    config.write_text(config.read_text().replace("page_timeout = 15", "page_timeout = 4"))
+    config.write_text(config.read_text().replace("page_timeout = 15", "page_timeout = 8"))
     text = prompt(project, "tea", "Write about tea on a page that is not the chat.")
     sent = qwenpipe_in_process("generate", "tea", cwd=project)
     assert sent.returncode == 42, sent.stderr
@@ -125,7 +125,7 @@ def test_the_chats_page_answered_with_a_gateway_error_is_transient_not_a_hold(si
     """The chat's own address answering an HTTP 5xx page is the site failing, not leaving the
     chat: looked at again after a backoff, journalled as seen, the account not held."""
     config = project / "config.toml"
-    config.write_text(config.read_text().replace("page_timeout = 15", "page_timeout = 4"))
+    config.write_text(config.read_text().replace("page_timeout = 15", "page_timeout = 8"))
     text = prompt(project, "tea", "Write about tea behind a tired gateway.")
     assert qwenpipe_in_process("generate", "tea", cwd=project).returncode == 42
     sim.set(fault="chat_page:html_504")

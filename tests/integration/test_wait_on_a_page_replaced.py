@@ -15,7 +15,7 @@ SIMULATOR = {"answer_seconds": 0.4, "thinking_seconds": 0.1, "url_delay": 0.1}  
 def test_wait_on_a_chat_whose_page_the_site_replaced_ends(sim, tmp_path):
     project = make_project(tmp_path, sim)
     config = project / "config.toml"  # the page given up sooner: the test's time, not the rule's
-    config.write_text(config.read_text().replace("page_timeout = 15", "page_timeout = 5"))
+    config.write_text(config.read_text().replace("page_timeout = 15", "page_timeout = 8"))
     text = prompt(project, "tea", "Write an article about green tea (its page replaced).")
     assert qwenpipe_in_process("generate", "tea", cwd=project).returncode == 42
     sim.set(fault="chat_list:html_4xx")
