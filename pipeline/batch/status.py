@@ -30,6 +30,7 @@ from ..contract.quota import Hold, held_words, host_accounts, local_day_start, s
 from ..contract.rotation import capacity, sender_of, standings
 from ..contract.workspace import Workspace
 from ..errors import UsageProblem
+from ..records import record
 from ..redact import first_line
 from ..store.protocol import Send, StatusRow, StoreBusy, StoreError, Summary
 from ..times import clock
@@ -112,7 +113,7 @@ def _number(value: int | None) -> str:
     return "null" if value is None else int.__repr__(value) if type(value) is int else json.dumps(value)
 
 
-@dataclass
+@record
 class LastCycle:
     """`.qwenpipe/last_cycle.json`, written by `cycle` when one starts and when it finishes."""
 
@@ -965,7 +966,7 @@ def _int_or_none(value: object) -> int | None:
         return None
 
 
-@dataclass
+@record
 class ArticleStory:
     """`show SLUG`: the article's row, its files, and every journal event about it."""
 

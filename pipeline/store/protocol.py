@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import NamedTuple, Protocol
 
 from ..errors import SetupProblem
+from ..records import record
 
 DEFAULT_ACCOUNT = "default"  # the one account of a setup without [accounts.*] tables
 SEND_EVENT = "sending"  # the step before a click: what the daily send counts count
@@ -70,7 +71,7 @@ class LeaseLost(StoreError):
 
 # Event and ArticleRecord are read 10,000 at a time by `status`: plain (not frozen) dataclasses
 # build about four times faster. Treat them as values all the same: change a copy (replace).
-@dataclass
+@record
 class Event:
     """One journal step. `fields` holds whatever else the step said (engine, chat_url, error...)."""
 
