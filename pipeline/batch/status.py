@@ -51,8 +51,12 @@ CRON_PERIOD = 5 * 60  # the cron line the README suggests: a cycle every 5 minut
 STALE_CYCLES = 3  # warn after this many missed cycles (or polls, when polls are slower)
 
 
+# Row and BatchStatus have docstrings: @dataclass writes a missing one with inspect.signature,
+# at import (a warm `status --json` pays for it, docs/performance.md).
 @dataclass(slots=True)
 class Row:
+    """One article's line of `status`: an element of `status --json`'s `articles`."""
+
     slug: str
     state: str
     engine: str | None = None
@@ -286,6 +290,8 @@ def collect_accounts(workspace: Workspace, now: float, *, use_store: bool = True
 
 @dataclass
 class BatchStatus:
+    """The whole batch at `now`: what `status` shows and `status --json` writes (to_json)."""
+
     now: float
     prompts_dir: Path
     articles_dir: Path
