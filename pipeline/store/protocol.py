@@ -270,11 +270,11 @@ class Finished:
     document: str = ""
 
 
-@dataclass(slots=True)
+@record
 class ChatDeletion:
     """A finished article's chat to delete from the site (qwen.delete_chats = "after_collect"):
     pending until the site deleted it, then kept as its history: a deleted chat is never read
-    again. Read, never changed (slots, not frozen, as Send)."""
+    again. Read, never changed (not frozen, as Send; a few at a time: made on first use)."""
 
     chat_url: str
     slug: str
