@@ -2,8 +2,8 @@
 
 `@dataclass` writes and compiles each class's methods with `exec` when its module is imported:
 0.4 to 1 ms a class. A command imports dozens of classes it never builds (a warm `status --json`
-builds none of the store's events, sends or notifications), and those milliseconds are most of
-what it costs above `import typer` (docs/performance.md, "Start-up"). A `@record` class is the
+builds none of the store's events nor the notifications), and those milliseconds are most of
+what it costs above `import typer` (docs/performance.md, "Fifth pass on item 2"). A `@record` class is the
 same dataclass, made by `dataclasses.dataclass` itself with the same options, the first time
 anything needs it: an instance built, or its fields asked for (`dataclasses.fields`,
 `is_dataclass`, a dataclass subclass). From then on it is that dataclass, nothing in between.
