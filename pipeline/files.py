@@ -29,12 +29,12 @@ import re
 import stat
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from .crashpoints import crashpoint
 from .errors import SetupProblem
+from .records import record
 from .redact import mask_kept
 
 STATE_DIR = ".qwenpipe"  # articles/.qwenpipe: the project's own folder (journal, state, locks)
@@ -417,7 +417,7 @@ class LockBusy(Exception):
         self.owner = owner
 
 
-@dataclass
+@record
 class FileLock:
     """An exclusive, non-blocking flock on `path`. The kernel releases it when the process dies.
 

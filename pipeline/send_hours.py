@@ -11,10 +11,9 @@ at whatever the hour.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 from functools import lru_cache
 from typing import NamedTuple
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .times import clock
 
@@ -29,7 +28,7 @@ class SendHours(NamedTuple):
     text: str  # as written
 
     def _minute(self, now: float) -> int:
-        local = datetime.fromtimestamp(now, ZoneInfo(self.zone))
+        local = datetime.fromtimestamp(now, _zone(self.zone))
         return local.hour * 60 + local.minute
 
     def allows(self, now: float) -> bool:
@@ -41,7 +40,7 @@ class SendHours(NamedTuple):
 
     def next_start(self, now: float) -> float:
         """When the range next begins after `now` (epoch seconds)."""
-        zone = ZoneInfo(self.zone)
+        zone = _zone(self.zone)
         local = datetime.fromtimestamp(now, zone)
         day = local.replace(hour=0, minute=0, second=0, microsecond=0)
         for days in range(3):
@@ -52,6 +51,14 @@ class SendHours(NamedTuple):
 
     def words(self, now: float) -> str:
         return f"sends only {self.text} (send_hours): it waits until {clock(self.next_start(now))}"
+
+
+def _zone(name: str) -> tzinfo:
+    """The IANA time zone `name`. zoneinfo is imported here, when a range is set: its import
+    reads the platform's settings (sysconfig), 2 ms of every command's start-up otherwise."""
+    from zoneinfo import ZoneInfo
+
+    return ZoneInfo(name)
 
 
 @lru_cache(maxsize=64)
@@ -68,8 +75,10 @@ def parse(text: str) -> SendHours | None:
         raise ValueError("has a time that is not one of the day (00:00 to 24:00)")
     if start % (24 * 60) == end % (24 * 60):
         raise ValueError('is empty (its start is its end); "" = any time')
+    from zoneinfo import ZoneInfoNotFoundError
+
     try:
-        ZoneInfo(zone)
+        _zone(zone)
     except (ZoneInfoNotFoundError, ValueError):
         raise ValueError(f"names no time zone zoneinfo knows ({zone!r}; e.g. Europe/Berlin, UTC)") from None
     return SendHours(start % (24 * 60), end % (24 * 60), zone, text.strip())

@@ -4,18 +4,19 @@ and the messages still owed to each URL, which `status` reports until a cycle de
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from pathlib import Path
 
 from .. import files
 from ..errors import SetupProblem
+from ..records import record
 from ..times import clock
 
 STATE_FILE = "notify.json"  # under articles/.qwenpipe/
 MAX_PENDING = 100  # messages kept for delivery; the oldest are dropped beyond (said in status)
 
 
-@dataclass
+@record
 class Message:
     key: str  # what it tells of, e.g. "dead_letter:tea"
     title: str
@@ -26,7 +27,7 @@ class Message:
     error: str = ""  # the last one's words
 
 
-@dataclass
+@record
 class Ledger:
     """notify.json: what was told, and what is still owed to which URL."""
 

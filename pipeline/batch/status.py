@@ -30,6 +30,7 @@ from ..contract.quota import Hold, held_words, host_accounts, local_day_start, s
 from ..contract.rotation import capacity, sender_of, standings
 from ..contract.workspace import Workspace
 from ..errors import UsageProblem
+from ..records import record
 from ..redact import first_line
 from ..store.protocol import Send, StatusRow, StoreBusy, StoreError, Summary
 from ..times import clock
@@ -50,8 +51,12 @@ CRON_PERIOD = 5 * 60  # the cron line the README suggests: a cycle every 5 minut
 STALE_CYCLES = 3  # warn after this many missed cycles (or polls, when polls are slower)
 
 
+# Row and BatchStatus have docstrings: @dataclass writes a missing one with inspect.signature,
+# at import (a warm `status --json` pays for it, docs/performance.md).
 @dataclass(slots=True)
 class Row:
+    """One article's line of `status`: an element of `status --json`'s `articles`."""
+
     slug: str
     state: str
     engine: str | None = None
@@ -112,7 +117,7 @@ def _number(value: int | None) -> str:
     return "null" if value is None else int.__repr__(value) if type(value) is int else json.dumps(value)
 
 
-@dataclass
+@record
 class LastCycle:
     """`.qwenpipe/last_cycle.json`, written by `cycle` when one starts and when it finishes."""
 
@@ -285,6 +290,8 @@ def collect_accounts(workspace: Workspace, now: float, *, use_store: bool = True
 
 @dataclass
 class BatchStatus:
+    """The whole batch at `now`: what `status` shows and `status --json` writes (to_json)."""
+
     now: float
     prompts_dir: Path
     articles_dir: Path
@@ -965,7 +972,7 @@ def _int_or_none(value: object) -> int | None:
         return None
 
 
-@dataclass
+@record
 class ArticleStory:
     """`show SLUG`: the article's row, its files, and every journal event about it."""
 

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from .scan import ArticleView
 
 META_KEY = "status_document"
-FORMAT = "2"  # raise when what a kept document holds changes
+FORMAT = "3"  # raise when what a kept document holds changes
 HOLE = "\x1f"  # never in JSON text: json writes every control character escaped
 AGE, NEXT_TRY = "a", "n"
 MISSING = ""  # the stamp of a folder that is not there
@@ -84,7 +84,7 @@ class Document(NamedTuple):
     folders: list[str]  # folder_stamps
     sidecars: list[str]  # the chat URL files and intent markers the rows read (never links)
     prompts: list[str]  # the prompts they read (their links followed, as the scan does)
-    stamps: list[str]  # status_cache.stamp of each, sidecars first
+    stamps: str  # status_cache.files_stamp of them all, sidecars first
     limits: list[list]  # [account, sent, limits key] of each row's limits
     count: int  # its rows
     totals: dict[str, int]
@@ -109,8 +109,7 @@ class Document(NamedTuple):
         except (ValueError, TypeError):
             return None
         whole = len(document.holes) == len(document.values) == text.count(HOLE)
-        stamped = len(document.stamps) == len(document.sidecars) + len(document.prompts)
-        return document if whole and stamped else None
+        return document if whole and isinstance(document.stamps, str) else None
 
 
 def read(store) -> Document | None:
@@ -132,7 +131,7 @@ def holds(document: Document, now: float, generation: int, stamps: list[str], co
         infos = [*map(os.lstat, document.sidecars), *map(os.stat, document.prompts)]
     except OSError:
         return False
-    return list(map(status_cache.stamp, infos)) == document.stamps
+    return status_cache.files_stamp(infos) == document.stamps
 
 
 class ShownRow(NamedTuple):
@@ -156,7 +155,7 @@ def made(
     now = context.now
     if links or any(_racy(stamp, now) for stamp in stamps):
         return None
-    sidecars, prompts, sidecar_stamps, prompt_stamps = [], [], [], []
+    sidecars, prompts, sidecar_infos, prompt_infos = [], [], [], []
     limits, holes, values, texts = {}, [], [], []
     until = status_cache.FOREVER
     for row, kept, view in rows:
@@ -169,7 +168,7 @@ def made(
         try:
             for entry in (url, marker):
                 if entry is not None:
-                    sidecar_stamps.append(status_cache.stamp(entry.stat(follow_symlinks=False)))
+                    sidecar_infos.append(entry.stat(follow_symlinks=False))
                     sidecars.append(entry.path)
         except OSError:
             return None
@@ -178,7 +177,7 @@ def made(
             if info is None:
                 return None
             prompts.append(view._prompt_entry.path)
-            prompt_stamps.append(status_cache.stamp(info))
+            prompt_infos.append(info)
         age = next_try = None
         if row.age_seconds is not None:
             age = HOLE
@@ -199,7 +198,7 @@ def made(
         stamps,
         sidecars,
         prompts,
-        sidecar_stamps + prompt_stamps,
+        status_cache.files_stamp(sidecar_infos + prompt_infos),
         [[account, sent, key] for (account, sent), key in limits.items()],
         len(texts),
         dict(totals),

@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import NamedTuple, Protocol
 
 from ..errors import SetupProblem
+from ..records import record
 
 DEFAULT_ACCOUNT = "default"  # the one account of a setup without [accounts.*] tables
 SEND_EVENT = "sending"  # the step before a click: what the daily send counts count
@@ -70,7 +71,7 @@ class LeaseLost(StoreError):
 
 # Event and ArticleRecord are read 10,000 at a time by `status`: plain (not frozen) dataclasses
 # build about four times faster. Treat them as values all the same: change a copy (replace).
-@dataclass
+@record
 class Event:
     """One journal step. `fields` holds whatever else the step said (engine, chat_url, error...)."""
 
@@ -269,11 +270,11 @@ class Finished:
     document: str = ""
 
 
-@dataclass(slots=True)
+@record
 class ChatDeletion:
     """A finished article's chat to delete from the site (qwen.delete_chats = "after_collect"):
     pending until the site deleted it, then kept as its history: a deleted chat is never read
-    again. Read, never changed (slots, not frozen, as Send)."""
+    again. Read, never changed (not frozen, as Send; a few at a time: made on first use)."""
 
     chat_url: str
     slug: str

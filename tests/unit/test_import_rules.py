@@ -34,6 +34,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         frozenset(
             {"", "config", "files", "console", "redact", "errors", "exitcodes", "times"}
             | {"accounts", "proxy", "crashpoints", "languages", "known_secrets", "pathguard", "send_hours"}
+            | {"records"}
         ),
     ),
 ]
