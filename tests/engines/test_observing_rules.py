@@ -400,6 +400,18 @@ def test_no_new_load_but_the_last_one_finished_long_before_is_what_the_page_draw
     assert reads.ours.paths == []
 
 
+def test_no_new_load_and_the_last_one_another_chats_is_read_again_by_us(ctx, page, reads):
+    # Fuzz seed 2800 trial 140: the page's load answered with another chat's JSON (finished long
+    # ago), then the page replaced: each look took that load again, never read, never ended.
+    other = chat()
+    other["data"]["id"] = "another-chat"
+    reads.traffic = Traffic(latest=other, date=site_date(60))
+    got = read_chat_json(ctx, page, CHAT_ID)
+    assert got.body == chat("# Ours") and not got.by_page and len(reads.ours.paths) == 1
+    assert not all_finished(other, site_date(60), stable_reads=3, chat_id=CHAT_ID)
+    assert all_finished(other, site_date(60), stable_reads=3)  # a load of its own chat: still finished
+
+
 def test_no_new_load_and_the_last_one_still_writing_is_read_again_by_us(ctx, page, reads):
     reads.traffic = Traffic(latest=chat("# Te", status="typing"), date=site_date(60))
     got = read_chat_json(ctx, page, CHAT_ID)

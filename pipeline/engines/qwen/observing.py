@@ -298,7 +298,7 @@ def read_chat_json(ctx: EngineContext, page: Any, chat_id: str) -> History:
             return whole(page, chat_id, loaded, True, timeout=ctx.page_timeout)._replace(date=date)
         if error.code != Code.STALE_HEADERS:
             raise error
-    elif all_finished(traffic.latest_load(chat_id), traffic.load_date(chat_id), ctx.stable_reads):
+    elif all_finished(traffic.latest_load(chat_id), traffic.load_date(chat_id), ctx.stable_reads, chat_id):
         # No new load, but the last one already holds every answer as finished long before
         # it was answered: a finished answer does not change, and it is what the page draws.
         # (A stored "finished" alone may come ahead of the last words: read again, ourselves.)
@@ -309,13 +309,17 @@ def read_chat_json(ctx: EngineContext, page: Any, chat_id: str) -> History:
     return whole(page, chat_id, body, False, timeout=ctx.page_timeout)
 
 
-def all_finished(body: dict | None, date: str | None, stable_reads: int) -> bool:
+def all_finished(body: dict | None, date: str | None, stable_reads: int, chat_id: str | None = None) -> bool:
     """A successful chat JSON whose every answer the site stored as finished, long before its
-    clock (`date`, the load's Date header) answered it (steady.finished_long_ago)."""
+    clock (`date`, the load's Date header) answered it (steady.finished_long_ago); of `chat_id`
+    when given. A page's load that names another chat is never taken again in place of a read
+    of ours: each look would meet it again, and a patient wait never end (fuzz seed 2800 trial
+    140: `chat_json:other_chat`, then the page replaced, "waiting for the answer to start" for
+    two minutes without a request)."""
     if body is None or classify_api_error(body) is not None:
         return False
     try:
-        view = parse_chat(body)
+        view = parse_chat(body, chat_id)
     except ChatShapeError:
         return False
     finished = bool(view.stored) and all(done is True for done in view.stored)
