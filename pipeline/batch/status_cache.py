@@ -21,8 +21,8 @@ written in docs/status.md ("How status stays fast").
 from __future__ import annotations
 
 import os
-from _blake2 import blake2b
-from array import array  # hashlib's own; hashlib itself loads OpenSSL: ~3 ms of start-up
+from _blake2 import blake2b  # hashlib's own; hashlib itself loads OpenSSL: ~3 ms of start-up
+from array import array
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
