@@ -188,18 +188,25 @@ class Engines:
         return sum(engine.launches for engine in self._chats.values())
 
     def close(self) -> None:
+        """Close every engine, each account's leftovers journalled, then raise the first error:
+        one browser that fails to close leaves no other account open or unjournalled."""
         chats, self._chats = self._chats, {}
         router, self._router = self._router, None
-        try:
-            for account, engine in chats.items():
-                try:
-                    engine.close()
-                finally:
-                    for found in engine.noticed() if self.on_noticed is not None else ():
-                        self.on_noticed(account, found)
-        finally:
-            if router is not None:
+        first: BaseException | None = None
+        for account, engine in chats.items():
+            try:
+                engine.close()
+            except BaseException as error:  # re-raised below, once the rest are closed
+                first = first or error
+            for found in engine.noticed() if self.on_noticed is not None else ():
+                self.on_noticed(account, found)
+        if router is not None:
+            try:
                 router.close()
+            except BaseException as error:
+                first = first or error
+        if first is not None:
+            raise first
 
     def __enter__(self) -> Engines:
         return self
