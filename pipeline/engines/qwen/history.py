@@ -53,18 +53,42 @@ def _messages(body: dict) -> list[dict]:
     return [{"id": key, **m} for key, m in keyed.items() if isinstance(m, dict)]
 
 
-def _count(body: dict, role: str) -> int:
-    return sum(1 for m in _messages(body) if m.get("role") == role)
-
-
-def whole(page: Any, chat_id: str, body: dict, by_page: bool, *, timeout: float) -> History:
+def whole(
+    page: Any, chat_id: str, body: dict, by_page: bool, *, timeout: float, drawn: dict | None = None
+) -> History:
     """The chat whole: `body` itself when it is, else the whole chat read now (ApiUnusable, or
-    the engine error the site answered, when it cannot be had: never judged from a page)."""
+    the engine error the site answered, when it cannot be had: never judged from a page).
+    `drawn`: the page's last load of the chat, when `body` is a read of ours (what the page
+    draws is still that load and the turns it drew since)."""
     if not is_page(body):
-        return History(body, by_page)
+        answers, users = hidden_before(body, drawn) if drawn is not None else (0, 0)
+        return History(body, by_page, answers, users)
     full = fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=timeout)
     if is_page(full):
         raise ApiUnusable("the whole chat read holds only part of its history (a page)")
     parse_chat(full, chat_id)  # ChatShapeError when it is no chat we can read: the caller says so
-    hidden = {role: max(_count(full, role) - _count(body, role), 0) for role in ("assistant", "user")}
-    return History(full, by_page, hidden["assistant"], hidden["user"])
+    return History(full, by_page, *hidden_before(full, body))
+
+
+def hidden_before(full: dict, drawn: dict) -> tuple[int, int]:
+    """(answers, user messages) of the whole chat `full` that the page's load `drawn` left out:
+    the ancestors of its oldest message. Counted along the parents, not as the difference of
+    the two counts: the page draws the turns sent after its load too (a later turn streamed
+    into it), so a read of ours made since holds more messages than the load without the page
+    hiding more (the paged history's turn 6 of 7 read as never drawn until the deadline)."""
+    if not is_page(drawn):
+        return 0, 0
+    held = {m.get("id") for m in _messages(drawn)}
+    parents = {m.get("id"): m for m in _messages(full)}
+    ancestor = next(
+        (m["parentId"] for m in _messages(drawn) if m.get("parentId") and m["parentId"] not in held), None
+    )
+    counts = {"assistant": 0, "user": 0}
+    seen: set = set()
+    while ancestor in parents and ancestor not in seen:  # a loop in the links ends the walk
+        seen.add(ancestor)
+        message = parents[ancestor]
+        if message.get("role") in counts:
+            counts[message.get("role")] += 1
+        ancestor = message.get("parentId")
+    return counts["assistant"], counts["user"]

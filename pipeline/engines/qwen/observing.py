@@ -306,7 +306,7 @@ def read_chat_json(ctx: EngineContext, page: Any, chat_id: str) -> History:
         latest = traffic.latest_load(chat_id)
         return whole(page, chat_id, latest, True, timeout=ctx.page_timeout)._replace(date=date)
     body = fetch_api(page, f"/api/v2/chats/{chat_id}", timeout=ctx.page_timeout)
-    return whole(page, chat_id, body, False, timeout=ctx.page_timeout)
+    return whole(page, chat_id, body, False, timeout=ctx.page_timeout, drawn=traffic.latest_load(chat_id))
 
 
 def all_finished(body: dict | None, date: str | None, stable_reads: int, chat_id: str | None = None) -> bool:
