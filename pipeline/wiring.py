@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from . import files
 from .config import Config, ConfigError
-from .contract.upgrade import import_once
 from .contract.workspace import Engines, Stores, Workspace
 from .engines.base import ChatEngine, DirectEngine
 from .files import STATE_DIR
+from .store.protocol import IMPORT_KEY
 
 if TYPE_CHECKING:
     from .engines.unknown import UnknownAnswer
@@ -45,7 +45,10 @@ def open_sqlite(state_dir: Path) -> SQLiteStore:
 
     store = SQLiteStore.open(state_dir)
     try:
-        import_once(store, state_dir)
+        if store.meta(IMPORT_KEY) is None:  # imported once: the upgrade's module only then
+            from .contract.upgrade import import_once
+
+            import_once(store, state_dir)
     except BaseException:
         store.close()
         raise

@@ -79,7 +79,7 @@ def test_site() -> dict:
     """The settings of the site the suite runs against: QWENPIPE_TEST_SITE names one of the
     simulator's SITES (README: the suite against the late-2026 site); the page as last seen live
     without it. A module's own SIMULATOR settings win."""
-    from pipeline.simulator.chats import SITES
+    from pipeline.simulator.settings import SITES
 
     name = os.environ.get("QWENPIPE_TEST_SITE") or "live-2026-08"
     if name not in SITES:
@@ -101,7 +101,7 @@ def fuzzed_sim(sim, request):
     environment's QWENPIPE_FUZZ_SEED (0 without it) at the module's FUZZ_RATE (the simulator's
     default without it). The seed and the faults met are printed, so a failure shows what to
     rerun; a test forces one fault instead with `sim.set(fault="STEP:KIND")`."""
-    from pipeline.simulator.fuzz import DEFAULT_RATE
+    from pipeline.simulator.settings import DEFAULT_RATE
 
     seed = int(os.environ.get("QWENPIPE_FUZZ_SEED", "0"))
     sim.set(fuzz=seed, fuzz_rate=getattr(request.module, "FUZZ_RATE", DEFAULT_RATE))
@@ -117,8 +117,7 @@ def sim_settings(chosen: dict) -> dict:
     (the fuzzing mode's too: off, none forced)."""
     from dataclasses import asdict
 
-    from pipeline.simulator.chats import Settings
-    from pipeline.simulator.fuzz import DEFAULT_RATE
+    from pipeline.simulator.settings import DEFAULT_RATE, Settings
 
     defaults = {**asdict(Settings()), **test_site()}
     defaults.pop("frontend_version")  # the run's own build stays (a test may release a new one)

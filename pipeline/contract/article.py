@@ -19,7 +19,7 @@ import contextlib
 import json
 import math
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
@@ -28,6 +28,7 @@ from .. import files
 from ..engines.base import Code, TransientError
 from ..engines.unknown import Where, unknown
 from ..errors import UsageProblem
+from ..records import record
 from ..redact import Verbatim
 from ..store.protocol import ArticleRecord
 
@@ -65,7 +66,7 @@ NOT_IN_FILES = ("slug", "intent")  # the record's fields an old state file never
 RECORD_FIELDS = tuple(f.name for f in fields(ArticleRecord) if f.name not in NOT_IN_FILES)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ArticleFiles:
     slug: str
     folder: Path
@@ -114,7 +115,7 @@ class ArticleFiles:
             files.is_regular(path)
 
 
-@dataclass
+@record
 class ArticleState(ArticleRecord):
     """The contract's working copy of an article's record (the fields are ArticleRecord's, the
     store's; the journal keeps the whole story): its errors a list the contract appends to."""

@@ -20,9 +20,9 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from .. import files
+from ..records import record
 from ..redact import Verbatim
 from ..store.protocol import Finished, Intent, LeaseLost, Send, Served, Store, StoreError
 from ..times import duration
@@ -112,7 +112,7 @@ class ArticleLease:
 # -- this host's face: files written from the batch's rows --------------------------------------
 
 
-@dataclass
+@record
 class Synced:
     """What `sync` wrote into this host's articles/ (and gave the batch from it)."""
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from .. import files
 from ..errors import UsageProblem
+from ..records import record
 
 SLUG_RE = re.compile(r"[a-z0-9][a-z0-9._-]*")
 FENCE = "+++"
@@ -61,7 +62,7 @@ def name_problem(path: Path) -> str:
     )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Prompt:
     slug: str
     path: Path

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 from .. import files
 from ..errors import SetupProblem
+from ..records import record
 from ..store.protocol import (
     DEFAULT_ACCOUNT,
+    IMPORT_KEY,
     SEND_EVENT,
     SENT_EVENTS,
     ArticleRecord,
@@ -35,10 +37,8 @@ from .article import ArticleState
 from .journal import read_lines
 from .quota import LONGEST_BLOCK
 
-IMPORT_KEY = "legacy_import"  # the store's meta key that says the old files were imported
 
-
-@dataclass(frozen=True)
+@record(frozen=True)
 class ImportReport:
     events: int
     articles: int
@@ -47,7 +47,7 @@ class ImportReport:
     quota_blocked: bool
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Sent:
     intent_at: float
     sent_at: float

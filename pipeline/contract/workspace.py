@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from .. import files
 from ..config import Config
 from ..known_secrets import register_all
+from ..records import record
 from ..store.protocol import DEFAULT_ACCOUNT
 from .article import STATE_DIR, ArticleFiles
 from .journal import OLD_JOURNAL, Journal
@@ -137,7 +138,7 @@ if TYPE_CHECKING:  # the engines' protocol only: they are built by pipeline/wiri
     from ..engines.unknown import UnknownAnswer
 
 
-@dataclass
+@record
 class Engines:
     """Lazy engines: no browser starts, and no HTTP client opens, until one is asked for.
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from ..records import record
 from .unknown import UnknownAnswer
 
 if TYPE_CHECKING:  # the section's type only: engines do not import the config
@@ -155,7 +156,7 @@ class EmptyAnswer(HardError):
         super().__init__(message, code=Code.EMPTY_ANSWER)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ChatChoice:
     """How a new chat is to answer, chosen on the site before the first send (qwen.model,
     qwen.thinking, qwen.web_search; a prompt's front matter `[qwen]` overrides them)."""
@@ -180,7 +181,7 @@ def same_model(wanted: str, named: str | None) -> bool:
     return bool(named) and plain(wanted) == plain(named)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Answer:
     """A complete answer: the raw markdown of the article and what is known about it."""
 
@@ -191,14 +192,14 @@ class Answer:
     extra: dict = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Generating:
     """The chat is still producing the answer; `progress` is a short human phrase."""
 
     progress: str = "generating"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TurnState:
     """One user message of a chat and the assistant's answer to it (raw markdown so far)."""
 
@@ -208,7 +209,7 @@ class TurnState:
     error: str | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ChatTurns:
     """A whole chat, turns in conversation order (multi-turn prompts read this)."""
 
@@ -218,7 +219,7 @@ class ChatTurns:
     progress: str = "generating"  # a short phrase about the last turn while it is not complete
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FoundChat:
     """A chat of the account whose first user message is the text looked for."""
 

@@ -12,10 +12,10 @@ a page where the chat should be holds the account.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import TypeVar
 
+from ..records import record
 from ..redact import mask, mask_tokens
 
 SEEN_CHARS = 300  # what is kept of one unknown answer: enough to tell it, short enough to read
@@ -37,7 +37,7 @@ class Where(StrEnum):
     DELETE = "delete"  # a chat's deletion
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class UnknownAnswer:
     """An answer of the site nobody has reported yet: where it came from, and what it was."""
 

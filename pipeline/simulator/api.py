@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from . import botchecks, chats, pages, sessions, shapes, stream
+from .settings import Settings
 
 TOKEN_DAYS = 7
 ANONYMOUS_USER = "sim-user"  # the `id` of a token in a run without accounts
@@ -91,7 +92,7 @@ def token_valid(token: str | None) -> bool:
     return exp is not None and exp > time.time()
 
 
-def renewed_token(settings: chats.Settings, headers) -> str | None:
+def renewed_token(settings: Settings, headers) -> str | None:
     """A fresh token (for the same account) when the request's own is valid and ends within
     Settings.renew_hours. Rotating sessions are renewed by the page only (sessions.py)."""
     if settings.rotating_sessions:
@@ -152,7 +153,7 @@ def token_account(store: chats.ChatStore, token: str | None) -> str | None:
     return name
 
 
-def session_account(store: chats.ChatStore, settings: chats.Settings, headers) -> str | None:
+def session_account(store: chats.ChatStore, settings: Settings, headers) -> str | None:
     """The account this request is answered for, None when it is logged out (no token, or one
     not good now). A run without accounts answers every request for its one account unless it
     requires a login (or has rotating sessions)."""
@@ -163,12 +164,12 @@ def session_account(store: chats.ChatStore, settings: chats.Settings, headers) -
     return token_account(store, request_token(headers))
 
 
-def token_cookie(token: str, settings: chats.Settings) -> tuple[str, str]:
+def token_cookie(token: str, settings: Settings) -> tuple[str, str]:
     seconds = sessions.SESSION_SECONDS if settings.rotating_sessions else int(settings.token_hours * 3600)
     return "Set-Cookie", f"token={token}; Path=/; Max-Age={seconds}; SameSite=Lax"
 
 
-def refresh_session(store: chats.ChatStore, settings: chats.Settings, headers) -> Response:
+def refresh_session(store: chats.ChatStore, settings: Settings, headers) -> Response:
     """GET /api/v2/auths/refresh (rotating sessions): the cookie's session traded for an access
     token of 900 s and a new session in the cookie; signed out: HTTP 200, "401 Unauthorized"."""
     cookie = cookie_token(headers)
@@ -204,7 +205,7 @@ def bearer_token(headers) -> str | None:
     return auth[7:] if auth.startswith("Bearer ") else None
 
 
-def gate(settings: chats.Settings, account: str | None) -> str | None:
+def gate(settings: Settings, account: str | None) -> str | None:
     """What stops a request of `account` (session_account) before the app sees it: "waf",
     "bot_check", "logged_out" or None."""
     if settings.scenario in ("waf", "bot_check"):
@@ -220,7 +221,7 @@ def gated_api(gate_name: str) -> Response:
     return json_response(chats.refusal_body(gate_name))
 
 
-def frontend_headers_problem(store: chats.ChatStore, settings: chats.Settings, headers) -> str | None:
+def frontend_headers_problem(store: chats.ChatStore, settings: Settings, headers) -> str | None:
     """Why a request does not carry the frontend's own headers (docs/qwen-site.md), or None.
 
     The page sends `source: web`, its build as `version`, the anti-bot script's `bx-v`, its
@@ -435,7 +436,7 @@ def send_choice(body: bytes) -> dict:
     return choice
 
 
-def sign_in(store: chats.ChatStore, settings: chats.Settings, body: bytes) -> Response:
+def sign_in(store: chats.ChatStore, settings: Settings, body: bytes) -> Response:
     """The sign-in form posts here. Without accounts any email and password work; with accounts
     the email's local part names the account (`b@example.com` signs in as `b`, any password)
     and one that names no account is refused. The token lives token_hours (7 days)."""
@@ -465,7 +466,7 @@ def _email_account(body: bytes) -> str:
     return email.split("@", 1)[0].strip().lower() if isinstance(email, str) else ""
 
 
-def session_user(settings: chats.Settings, headers, account: str | None = chats.ANONYMOUS) -> Response:
+def session_user(settings: Settings, headers, account: str | None = chats.ANONYMOUS) -> Response:
     """GET /api/v1/auths/: the signed-in user with a token and its expiry, renewed (and set as
     the cookie) when the request's token is near its end."""
     fresh = renewed_token(settings, headers)

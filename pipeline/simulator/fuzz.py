@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from .settings import DEFAULT_RATE
+
 # The steps the site takes, each a kind of request the page (or a client reading what the page
 # reads) makes.
 STEPS = {
@@ -73,7 +75,6 @@ FAULTS = {
         Fault("slow", tuple(STEPS), True, "the answer (or a frame of the stream) comes seconds late"),
     )
 }
-DEFAULT_RATE = 0.1
 SLOW_SECONDS = (1.0, 6.0)
 HTML_4XX = (400, 403, 404, 409, 429)
 HTML_5XX = (500, 502, 503, 504)

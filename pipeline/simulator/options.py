@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any, get_args, get_type_hints
 
 from ..config import ACCOUNT_NAME
 from ..errors import UsageProblem
-from .chats import API_SHAPES, MODELS, SCENARIOS, SITES, UIS, VERSION_RE, Settings
-from .fuzz import DEFAULT_RATE, parse_forced
+from .settings import API_SHAPES, DEFAULT_RATE, MODELS, SCENARIOS, SITES, UIS, VERSION_RE, Settings
 
 if TYPE_CHECKING:
     from .server import Simulator
@@ -26,7 +25,7 @@ if TYPE_CHECKING:
 DEFAULT_PORT = 8765
 MAX_SECONDS = 3600.0
 MAX_HOURS = 24 * 365.0
-_SETTINGS = Settings()
+_SETTINGS = Settings  # its defaults, read off the class: none built (a @record, records.py)
 MODEL_IDS = tuple(model for model, _ in MODELS)
 
 
@@ -169,6 +168,8 @@ class SimulatorOptions:
             )
         if not (math.isfinite(self.fuzz_rate) and 0 <= self.fuzz_rate <= 1):
             raise UsageProblem(f"--fuzz-rate {self.fuzz_rate}: choose a probability from 0 to 1")
+        from .fuzz import parse_forced  # the fuzzing mode: imported when options are checked
+
         try:
             parse_forced(self.fault)
         except ValueError as err:

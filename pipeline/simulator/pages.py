@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .chats import BX_V, MODELS, PAGE_SETTLE, Settings
+from .chats import BX_V, PAGE_SETTLE
+from .settings import MODELS, Settings
 
 STATIC = Path(__file__).parent / "static"
 CONTENT_TYPES = {

@@ -17,16 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from . import answers, api, botchecks, pages
-from .chats import (
-    ANONYMOUS,
-    CONTENT_SCENARIOS,
-    DEFAULT_UI,
-    SCENARIOS,
-    SLIDER_PATH,
-    ChatStore,
-    Settings,
-)
-from .fuzz import DEFAULT_RATE
+from .chats import ANONYMOUS, SLIDER_PATH, ChatStore
+from .settings import CONTENT_SCENARIOS, DEFAULT_RATE, DEFAULT_UI, SCENARIOS, Settings
 
 APP_PATH = re.compile(r"^/(c/[^/]+)?$")
 SETTING_KEYS = {

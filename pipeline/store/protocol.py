@@ -33,6 +33,7 @@ SEND_EVENT = "sending"  # the step before a click: what the daily send counts co
 SENT_EVENTS = ("sent", "recovered")  # the steps that learned a chat URL
 ENGINE_EVENTS = ("sent", "recovered", "fallback", "done")  # the steps that say which engine wrote it
 UNSENT_EVENT = "unsent"  # the engine proved a send never reached the site: it takes one back
+IMPORT_KEY = "legacy_import"  # the meta key that says an older qwenpipe's files were imported
 
 
 class StoreError(SetupProblem):

@@ -11,8 +11,9 @@ import uuid
 import pytest
 
 from pipeline.simulator import Simulator
-from pipeline.simulator.chats import BX_V, SCENARIOS
+from pipeline.simulator.chats import BX_V
 from pipeline.simulator.options import SimulatorOptions
+from pipeline.simulator.settings import SCENARIOS
 
 PROMPT = "Write an article about owls hunting at night in the forest"
 

@@ -11,8 +11,8 @@ import pytest
 from pipeline.errors import UsageProblem
 from pipeline.simulator import Simulator
 from pipeline.simulator.__main__ import parse_args
-from pipeline.simulator.chats import SITES, Settings
 from pipeline.simulator.options import SimulatorOptions
+from pipeline.simulator.settings import SITES, Settings
 
 
 @pytest.mark.parametrize("name", sorted(SITES))

@@ -11,7 +11,7 @@ import pytest
 import typer.main
 
 from pipeline.cli.app import app
-from pipeline.simulator.chats import API_SHAPES, SCENARIOS, UIS
+from pipeline.simulator.settings import API_SHAPES, SCENARIOS, UIS
 
 README = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
 TABLE = README.split("## Commands", 1)[1].split("\n\n", 2)[1]
