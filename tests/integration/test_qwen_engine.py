@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -9,13 +10,14 @@ import stat
 import time
 import urllib.request
 import uuid
+from pathlib import Path
 
 import pytest
 from browser_helpers import browser_config, users_chromium
 
 from pipeline.config import Qwen
 from pipeline.engines.base import Answer, Generating, HardError, QuotaSpent, TransientError
-from pipeline.engines.qwen.browser import BrowserSession
+from pipeline.engines.qwen.browser import BrowserSession, playwright_driver
 from pipeline.engines.qwen.engine import QwenEngine
 from pipeline.engines.qwen.steady import API_STABLE_SECONDS
 
@@ -426,6 +428,38 @@ def test_attached_chrome_is_used_and_left_running(sim, tmp_path, users_chrome):
     assert proc.poll() is None  # the user's browser still runs
     tabs = json.loads(urllib.request.urlopen(endpoint + "/json/list", timeout=5).read())
     assert [t["url"] for t in tabs if t["type"] == "page"] == ["about:blank"]  # ours are closed, theirs kept
+
+
+def devtools_clients(endpoint: str) -> int:
+    """Connections the browser at `endpoint` has open on its DevTools port (the kernel's table)."""
+    port = int(endpoint.rsplit(":", 1)[1])
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                local, state = line.split()[1], line.split()[3]
+                count += state == "01" and int(local.rsplit(":", 1)[1], 16) == port  # ESTABLISHED
+    return count
+
+
+def test_each_attach_drops_its_connection_as_it_closes_while_the_driver_lives_on(sim, tmp_path, users_chrome):
+    # A process that holds its Playwright driver across sessions (a cycle's thread, a doctor run,
+    # the suite's in-process commands): each attached session's DevTools connection used to stay
+    # open as long as the driver, and the browser worked for every one of them at each new page.
+    proc, endpoint = users_chrome
+    qwen = Qwen(base_url=sim.base_url, stable_reads=2, page_timeout=15)
+    left = []
+    with playwright_driver():
+        for _ in range(3):
+            with QwenEngine(qwen, browser_config(tmp_path, cdp_url=endpoint)) as attached:
+                attached.check_login()
+                during = devtools_clients(endpoint)
+            left.append(devtools_clients(endpoint))
+            assert left[-1] < during  # its DevTools socket went (the driver's HTTP keep-alive may stay)
+    assert left == [left[0]] * 3  # nothing piles up from one session to the next
+    assert proc.poll() is None  # disconnected, never closed: the user's browser still runs
+    tabs = json.loads(urllib.request.urlopen(endpoint + "/json/list", timeout=5).read())
+    assert [t["url"] for t in tabs if t["type"] == "page"] == ["about:blank"]
 
 
 def test_a_browser_that_died_is_started_again(sim, tmp_path):

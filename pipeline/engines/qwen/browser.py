@@ -312,6 +312,7 @@ class BrowserSession:
         self._release_profile: Any = None
         self._cdp_endpoint: str | None = None
         self._playwright = None
+        self._attached: Any = None  # the connection of connect_over_cdp, dropped as we close
         self._context = None
         self._owns_context = False
         self._pages: list[Any] = []
@@ -401,7 +402,7 @@ class BrowserSession:
             raise
 
     def _attach(self, cdp_url: str) -> None:
-        browser = self._playwright.chromium.connect_over_cdp(cdp_url)
+        browser = self._attached = self._playwright.chromium.connect_over_cdp(cdp_url)
         if self.shared_browser:  # an account's own context, never another account's
             self._open_account_context(browser)
             self.description = f"attached over CDP ({cdp_url}), a context of its own"
@@ -533,6 +534,7 @@ class BrowserSession:
         except Exception:
             pass  # a browser that already died is closed enough
         finally:
+            self._disconnect()
             self._pages.clear()
             self._spare = None
             self._login, self._opened_page = None, False
@@ -545,6 +547,20 @@ class BrowserSession:
             self._stop_playwright()
             self._stop_xvfb()
             self._unlock_profile()
+
+    def _disconnect(self) -> None:
+        """Drop our DevTools connection to a browser we attached to (cdp_url, the cycle's browser
+        from a poll thread): `close` of a Browser that Playwright connected to over CDP
+        disconnects and leaves the browser running (tests/integration/test_cdp_attach.py). Left
+        open, it lived as long as the thread's Playwright driver, and the browser kept telling it
+        about every page opened later: each attach of a process that holds its driver (the test
+        suite's in-process commands) made the browser's work grow (docs/performance.md)."""
+        attached, self._attached = self._attached, None
+        if attached is not None:
+            try:
+                attached.close()
+            except Exception:
+                pass  # the browser or the driver is gone: nothing is connected any more
 
     def _save_login(self) -> None:
         """What the context holds goes back to the account's login file when a page was opened in
