@@ -551,7 +551,7 @@ class BrowserSession:
     def _disconnect(self) -> None:
         """Drop our DevTools connection to a browser we attached to (cdp_url, the cycle's browser
         from a poll thread): `close` of a Browser that Playwright connected to over CDP
-        disconnects and leaves the browser running (tests/integration/test_cdp_attach.py). Left
+        disconnects and leaves the browser running (test_qwen_engine.py, "each attach"). Left
         open, it lived as long as the thread's Playwright driver, and the browser kept telling it
         about every page opened later: each attach of a process that holds its driver (the test
         suite's in-process commands) made the browser's work grow (docs/performance.md)."""
