@@ -28,6 +28,9 @@ NO_ARTICLE = "*"  # the slug of a run's own events (a cycle's start and end, wha
 
 @dataclass
 class Journal:
+    """The workspace's journal: every step's event, appended to the store, read back in order.
+    (A docstring of its own: `@dataclass` writes a missing one with inspect.signature, at import.)"""
+
     store: Store  # the workspace's store, where the events live
 
     def append(self, slug: str, event: str, **fields: object) -> dict:

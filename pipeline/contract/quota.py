@@ -108,6 +108,9 @@ def planned(block, now: float) -> tuple[float, float]:
 
 @dataclass
 class ChatQuota:
+    """Each account's send block (the site said the day's sends are spent), kept in the store.
+    (A docstring of its own: `@dataclass` writes a missing one with inspect.signature, at import.)"""
+
     store: Store  # the workspace's store, which keeps each account's block
 
     def blocked_until(
