@@ -48,25 +48,12 @@ def own_cpu() -> float:
     return mine.ru_utime + mine.ru_stime + children.ru_utime + children.ru_stime
 
 
-def devtools_connections(endpoint: str) -> int:
-    port = int(endpoint.rsplit(":", 1)[1])
-    count = 0
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            local, state = line.split()[1], line.split()[3]
-            count += state == "01" and int(local.rsplit(":", 1)[1], 16) == port
-    return count
-
-
 def main() -> int:
     args = options(__doc__, batches=8, runs=4)
     os.environ.setdefault("NO_COLOR", "1")
     import shared_browser
     from sim_project import make_project, prompt
+    from sockets import devtools_clients
     from tests_cli_helpers import qwenpipe_in_process, release_driver
 
     from pipeline.simulator import Simulator
@@ -88,7 +75,7 @@ def main() -> int:
                 browser, mine = group_cpu(group) - browser, own_cpu() - mine
                 print(
                     f"{batch:5d}  {browser:13.2f}  {mine:18.2f}  {(browser + mine) / args.runs:11.2f}"
-                    f"  {devtools_connections(endpoint):20d}",
+                    f"  {devtools_clients(endpoint):20d}",
                     flush=True,
                 )
         finally:

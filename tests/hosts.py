@@ -29,6 +29,7 @@ import tomli_w  # noqa: E402
 from chaos import article_problem, finish, last_line, qwenpipe_env, reap_group, start  # noqa: E402
 from chaos_common import vanished_sends  # noqa: E402
 from sim_project import add_accounts, make_project  # noqa: E402
+from sockets import port_of, tcp_sockets  # noqa: E402
 from tests_cli_helpers import qwenpipe  # noqa: E402
 
 ACCOUNTS = ("a", "b", "c")  # one simulator account per host
@@ -189,17 +190,7 @@ def group_sockets(pgid: int) -> set[str]:
 
 def local_ports(inodes: set[str]) -> set[int]:
     """The local TCP ports of these socket inodes (/proc/net/tcp, tcp6)."""
-    ports = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            columns = line.split()
-            if len(columns) > 9 and columns[9] in inodes:
-                ports.add(int(columns[1].rsplit(":", 1)[1], 16))
-    return ports
+    return {port_of(columns[1]) for columns in tcp_sockets() if len(columns) > 9 and columns[9] in inodes}
 
 
 def host_backends(server, url: str, process: subprocess.Popen, busy: bool = False) -> list[int]:

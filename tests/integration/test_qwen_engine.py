@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import socket
@@ -10,10 +9,10 @@ import stat
 import time
 import urllib.request
 import uuid
-from pathlib import Path
 
 import pytest
 from browser_helpers import browser_config, users_chromium
+from sockets import devtools_clients
 
 from pipeline.config import Qwen
 from pipeline.engines.base import Answer, Generating, HardError, QuotaSpent, TransientError
@@ -428,18 +427,6 @@ def test_attached_chrome_is_used_and_left_running(sim, tmp_path, users_chrome):
     assert proc.poll() is None  # the user's browser still runs
     tabs = json.loads(urllib.request.urlopen(endpoint + "/json/list", timeout=5).read())
     assert [t["url"] for t in tabs if t["type"] == "page"] == ["about:blank"]  # ours are closed, theirs kept
-
-
-def devtools_clients(endpoint: str) -> int:
-    """Connections the browser at `endpoint` has open on its DevTools port (the kernel's table)."""
-    port = int(endpoint.rsplit(":", 1)[1])
-    count = 0
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with contextlib.suppress(OSError):
-            for line in Path(table).read_text().splitlines()[1:]:
-                local, state = line.split()[1], line.split()[3]
-                count += state == "01" and int(local.rsplit(":", 1)[1], 16) == port  # ESTABLISHED
-    return count
 
 
 def test_each_attach_drops_its_connection_as_it_closes_while_the_driver_lives_on(sim, tmp_path, users_chrome):
