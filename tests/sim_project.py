@@ -74,6 +74,20 @@ def finish_answer(sim, chat_url: str, *, after: float = 0.0) -> None:
         )
 
 
+def sign_in_as(email: str):
+    """What a person does on the simulator's sign-in page (run_login's `on_page`): fill it in,
+    press the button and wait until the page has left the sign-in page. Reading the login
+    state before the site's answer came back reads "signed out" (the CI failure of stop 45)."""
+
+    def sign_in(page) -> None:
+        page.fill("input[type=email]", email)
+        page.fill("input[type=password]", "secret")
+        page.click("button.login-button")
+        page.wait_for_url(lambda url: "/auth" not in url)
+
+    return sign_in
+
+
 def prompt(folder: Path, slug: str, text: str) -> str:
     (folder / "prompts" / f"{slug}.md").write_text(text, encoding="utf-8")
     return text

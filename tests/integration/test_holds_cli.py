@@ -11,7 +11,7 @@ import stat
 import time
 
 import pytest
-from sim_project import add_accounts, journal, make_project, prompt, read_article
+from sim_project import add_accounts, journal, make_project, prompt, read_article, sign_in_as
 from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.accounts import account_named
@@ -158,11 +158,6 @@ def test_the_login_window_shows_the_slider_and_sliding_it_ends_the_hold(fresh, t
     monkeypatch.setenv("QWENPIPE_LOGIN_HEADLESS", "1")
     said = []
 
-    def sign_in_as_a(page) -> None:
-        page.fill("input[type=email]", "a@example.com")
-        page.fill("input[type=password]", "secret")
-        page.click("button.login-button")
-
     def slide(page) -> None:
         page.click("#nc_1_n1z")  # what a person drags on the slider page
 
@@ -171,7 +166,7 @@ def test_the_login_window_shows_the_slider_and_sliding_it_ends_the_hold(fresh, t
         workspace.config,
         account,
         timeout=30,
-        on_page=sign_in_as_a,
+        on_page=sign_in_as("a@example.com"),
         say=said.append,
         bot_check=hold.reason,
         on_slider=slide,

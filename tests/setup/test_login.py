@@ -9,7 +9,7 @@ import stat
 import time
 
 import pytest
-from sim_project import make_project, prompt, read_article
+from sim_project import make_project, prompt, read_article, sign_in_as
 from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.accounts import all_accounts
@@ -34,11 +34,7 @@ def mode(path) -> int:
     return stat.S_IMODE(os.stat(path).st_mode)
 
 
-def sign_in(page) -> None:
-    """What a person does on the sign-in page the login command opened."""
-    page.fill("input[type=email]", "writer@example.com")
-    page.fill("input[type=password]", "secret")
-    page.click("button.login-button")
+sign_in = sign_in_as("writer@example.com")  # what a person does on the page the login command opened
 
 
 @pytest.mark.browser

@@ -9,7 +9,7 @@ import stat
 import time
 
 import pytest
-from sim_project import add_accounts, make_project
+from sim_project import add_accounts, make_project, sign_in_as
 
 from pipeline.accounts import account_named
 from pipeline.cli.app import run
@@ -106,12 +106,7 @@ def test_login_signs_one_account_in_its_own_profile_and_an_import_then_reaches_t
     b = account_named(config, "b")
     monkeypatch.setenv("QWENPIPE_LOGIN_HEADLESS", "1")
 
-    def sign_in_as_b(page) -> None:
-        page.fill("input[type=email]", "b@example.com")
-        page.fill("input[type=password]", "secret")
-        page.click("button.login-button")
-
-    result = run_login(config, b, timeout=30, on_page=sign_in_as_b, say=lambda _m: None)
+    result = run_login(config, b, timeout=30, on_page=sign_in_as("b@example.com"), say=lambda _m: None)
     assert result.state_path == states["b"] and saved_account(states["b"]) == "b"
     assert mode(b.profile_dir) == 0o700 and (b.profile_dir / "Default").exists()
     assert not states["a"].exists() and not (project / "profile").exists()

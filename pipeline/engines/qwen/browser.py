@@ -24,6 +24,7 @@ from ...pathguard import absolute
 from ...proxy import parse as parse_proxy
 from ...redact import first_line
 from ..base import Code, EngineBusy, HardError, LockProfile
+from .closing import close_page
 from .display import NoDisplay, VirtualDisplay, no_display_message, plan_display
 from .headers import watch
 from .saved_login import Loaded, save_back
@@ -367,12 +368,12 @@ class BrowserSession:
         try:
             page.goto("about:blank", timeout=PARK_TIMEOUT_MS)
         except Exception:
-            _close_quietly(page)  # a page that will not leave (or is gone): closed, as before
+            close_page(page)  # a page that will not leave (or is gone): closed, as before
             return
         watch(page).forget()
         spare, self._spare = self._spare, page
         if spare is not None and spare is not page:
-            _close_quietly(spare)
+            close_page(spare)
 
     def _start(self) -> None:
         from playwright.sync_api import Error as PlaywrightError
@@ -529,8 +530,7 @@ class BrowserSession:
                     self._context.close()
                 else:
                     for page in self._pages:
-                        if not page.is_closed():
-                            page.close()
+                        close_page(page)
         except Exception:
             pass  # a browser that already died is closed enough
         finally:
@@ -613,10 +613,3 @@ def read_devtools_endpoint(profile: Path, *, timeout: float = 5.0) -> str | None
         if time.monotonic() >= deadline:
             return None
         time.sleep(0.05)
-
-
-def _close_quietly(page: Any) -> None:
-    try:
-        page.close()
-    except Exception:
-        pass  # the browser went away; nothing left to close

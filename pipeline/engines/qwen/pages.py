@@ -15,6 +15,7 @@ from ...redact import first_line
 from ..base import Code, EngineError, TransientError
 from .botcheck import BotChecks, gateway_error, unknown_page
 from .browser import BrowserSession
+from .closing import close_page
 from .context import POLL_SECONDS, EngineContext
 from .login import read_login_state
 from .page import detect_ui, present, screen_failure
@@ -95,10 +96,7 @@ class Pages:
         if reuse:
             self.session.park(page)
             return
-        try:
-            page.close()
-        except Exception:
-            pass  # the browser went away; nothing left to close
+        close_page(page)
 
     def notice_page(self, page: Any, where: str = "", *, told: str = "") -> None:
         """The unknown answers the site gave the page's requests (page_answers.py), as read past:
