@@ -36,7 +36,6 @@ query, a libpq conninfo string), are masked by their shape (`mask_passwords`).
 
 from __future__ import annotations
 
-import base64
 import functools
 import json
 import re
@@ -77,10 +76,12 @@ def forms(secret: str) -> set[str]:
         return found
     for encoded in (quote(secret, safe=""), quote(secret, safe="/"), quote_plus(secret, safe="")):
         found |= {encoded, re.sub(r"%[0-9A-F]{2}", lambda m: m[0].lower(), encoded)}
+    from binascii import b2a_base64  # base64's own encoder; imported only once a secret is known
+
     raw = secret.encode("utf-8")
     for shift in range(3):
         whole = (shift + len(raw)) // 3 * 4  # characters of complete groups
-        core = base64.b64encode(b"\0" * shift + raw).decode("ascii")[4 if shift else 0 : whole]
+        core = b2a_base64(b"\0" * shift + raw, newline=False).decode("ascii")[4 if shift else 0 : whole]
         found |= {core, core.translate(_URLSAFE)}
     return {form for form in found if form}
 
@@ -135,7 +136,7 @@ _PASSWORD_HINT = re.compile(r"password|://[^\s/@]*:[^\s/@]+@", re.IGNORECASE)
 _PASSWORD_FOLDS = "\u017f"  # LATIN SMALL LETTER LONG S, for s
 
 
-def _password_hinted(text: str) -> bool:
+def password_hinted(text: str) -> bool:
     """`_PASSWORD_HINT.search(text) is not None`, without the regex over a whole document (a
     status of 100,000 articles: a second): its URL form needs an `@`, and its word, as
     IGNORECASE matches it, is `password` in the text's lower() unless a folding character is
@@ -260,13 +261,23 @@ def masked_json(value: Any, **options: Any) -> str:
     return masked_json_text(json.dumps(value, **options), lambda: value, **options)
 
 
-def masked_json_text(text: str, value: Callable[[], Any], **options: Any) -> str:
+def masked_json_text(
+    text: str, value: Callable[[], Any], *, unhinted: slice | None = None, **options: Any
+) -> str:
     """masked_json of `value()`, given `text`, its `json.dumps(value(), **options)` as the caller
-    wrote it: `text` itself when no secret may be in it (value() is then never built)."""
+    wrote it: `text` itself when no secret may be in it (value() is then never built).
+
+    `unhinted`: a part of `text` already known to hold no password hint (`password_hinted` was
+    false for it: a kept status document's rows, looked at once when kept) and to begin and end
+    between two JSON values, where no hint can straddle its edge. Only the rest is looked at
+    again for one; registered secrets are looked for everywhere (one may be new)."""
     known = _secrets
-    if (not known or not _found(text, _index(known))) and not _password_hinted(text):
-        return text
-    return json.dumps(mask_data(value(), known), **options)
+    if known and _found(text, _index(known)):
+        return json.dumps(mask_data(value(), known), **options)
+    rest = (text,) if unhinted is None else (text[: unhinted.start], text[unhinted.stop :])
+    if any(password_hinted(part) for part in rest):
+        return json.dumps(mask_data(value(), known), **options)
+    return text
 
 
 def _mask_all(value: Any, secrets: tuple[str, ...]) -> Any:

@@ -8,6 +8,7 @@ files are read only for unfinished articles.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import os
 from collections.abc import Iterator, Mapping
@@ -20,7 +21,14 @@ from ..contract.phases import Files, Phase, phase_of
 from ..errors import UsageProblem
 from ..store.protocol import ArticleRecord, PromptCheck
 
-NO_RECORD = ArticleRecord()
+
+@functools.cache
+def no_record() -> ArticleRecord:
+    """The record of an article the store has none of: made on first need, as ArticleRecord
+    itself (records.py: a warm `status` makes neither)."""
+    return ArticleRecord()
+
+
 _new_tuple = tuple.__new__
 
 
@@ -86,7 +94,7 @@ class ArticleView:
         copy `state` builds; `state` where there is no attached record or its old state file
         is unsafe (which makes this article alone invalid)."""
         if self._attached and self._state is None and not self._state_problem:
-            return self._record or NO_RECORD
+            return self._record or no_record()
         return self.state
 
     @property

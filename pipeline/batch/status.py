@@ -10,6 +10,7 @@ stable and documented in docs/status.md.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import os
 import time
@@ -27,12 +28,12 @@ from ..contract.hosts import chat_limits, shared_batch
 from ..contract.journal import NO_ARTICLE
 from ..contract.phases import UNFINISHED, Limits, Phase, Record, phase_of, schedule
 from ..contract.quota import Hold, held_words, host_accounts, local_day_start, sends_today
-from ..contract.rotation import capacity, sender_of, standings
+from ..contract.rotation import Standing, capacity, sender_of, standings
 from ..contract.workspace import Workspace
 from ..errors import UsageProblem
 from ..records import record
 from ..redact import first_line
-from ..store.protocol import Send, StatusRow, StoreBusy, StoreError, Summary
+from ..store.protocol import Send, SendCounts, StatusRow, StoreBusy, StoreError, Summary
 from ..times import clock
 from ..times import short_duration as ago  # the table's narrow durations
 from . import outbox, status_cache, status_document
@@ -259,13 +260,28 @@ class AccountLine:
         }
 
 
-def collect_accounts(workspace: Workspace, now: float, *, use_store: bool = True) -> list[AccountLine]:
-    """Every account, in config order, with its login, its sends today and its quota block."""
-    from ..contract.rotation import standings
+class Today(NamedTuple):
+    """What the store says of today, read once for every line a status shows: the day's send
+    counts and each account's standing (contract.rotation; a reader's, which never writes)."""
 
+    counts: SendCounts
+    standings: list[Standing]
+
+    @classmethod
+    def read(cls, workspace: Workspace, now: float) -> Today:
+        counts = workspace.store.send_counts(local_day_start(now))
+        return cls(counts, standings(workspace, now, {}, replan=False, counts=counts))
+
+
+def collect_accounts(
+    workspace: Workspace, now: float, *, use_store: bool = True, read: Today | None = None
+) -> list[AccountLine]:
+    """Every account, in config order, with its login, its sends today and its quota block.
+    `read`: what the caller read of today already (`collect` reads it once for every line)."""
     store = workspace.store if workspace.has_store and use_store else None  # a reader creates no store
-    counts = store.send_counts(local_day_start(now)) if store else None
-    found = standings(workspace, now, {}, replan=False) if store else None
+    if read is None and store:
+        read = Today.read(workspace, now)
+    counts, found = read or (None, None)
     blocks = {s.account.name: s for s in found or ()}
     lines = []
     for account in all_accounts(workspace.config):
@@ -311,6 +327,7 @@ class BatchStatus:
     store_error: str = ""  # the store could not be read: this host's files alone are shown
     rows_text: str | None = None  # the rows as `status --json` writes them, kept whole (rows empty)
     rows_shown: int = 0  # how many rows rows_text holds
+    rows_unhinted: bool = False  # rows_text holds no password hint (redact.password_hinted)
 
     @property
     def limits(self) -> Limits:
@@ -362,6 +379,21 @@ class BatchStatus:
     def json_text(self) -> str:
         """`json.dumps(self.to_json(), ensure_ascii=False)` (compact: what a script reads), its
         rows written by Row.json_text."""
+        head, rows = self._json_parts()
+        return f"{head}[{rows}]}}"
+
+    def script_json(self) -> str:
+        """json_text masked (redact.masked_json_text), as a script is given it. Rows kept whole
+        with no password hint in them (status_document) are not looked at for one again: over
+        10,000 rows, that look was 2 % of a warm `status --json`."""
+        from ..redact import masked_json_text
+
+        head, rows = self._json_parts()
+        # Between `[` and `]`: the edges of the rows are the edges of JSON values.
+        unhinted = slice(len(head) + 1, len(head) + 1 + len(rows)) if self.rows_unhinted else None
+        return masked_json_text(f"{head}[{rows}]}}", self.to_json, unhinted=unhinted, ensure_ascii=False)
+
+    def _json_parts(self) -> tuple[str, str]:
         head = json.dumps({**self.to_json(rows=False), "articles": []}, ensure_ascii=False)
         # "articles" is the last key: its rows go between its brackets, `[]}` at the very end.
         rows = (
@@ -369,7 +401,7 @@ class BatchStatus:
             if self.rows_text is not None
             else ", ".join([row.json_text() for row in self.rows])
         )
-        return f"{head[:-3]}[{rows}]}}"
+        return head[:-3], rows
 
 
 def check_states(states: list[str] | None) -> list[str]:
@@ -432,20 +464,23 @@ def _collect(
     sorted by `sort`), the totals and the batch's lines, read from the files and, with
     `use_store` and a store there, from the store (never created or written by a reader)."""
     store = workspace.store if workspace.has_store and use_store else None
-    able = capacity(standings(workspace, now, {}, replan=False)) if store else None  # never writes
+    today = Today.read(workspace, now) if store else None
+    able = capacity(today.standings) if today else None  # never writes
     status = BatchStatus(
         now=now,
         prompts_dir=workspace.prompts_dir,
         articles_dir=workspace.articles_dir,
         rows=[],
         totals=dict.fromkeys(STATES, 0),
-        sends_today=sends_today(workspace.journal, now, host_accounts(workspace.config)) if store else 0,
+        sends_today=sends_today(workspace.journal, now, host_accounts(workspace.config), today.counts)
+        if today
+        else 0,
         sends_limit=int(workspace.config.qwen.max_sends_per_day),
         quota_blocked_until=able.quota_until if able else None,
         quota_reason=able.quota_reason or None if able else None,
         last_cycle=LastCycle.read(workspace.state_dir / CYCLE_RECORD),
         login=LoginInfo.read(workspace.config.resolve(workspace.config.browser.storage_state)),
-        accounts=collect_accounts(workspace, now, use_store=use_store),
+        accounts=collect_accounts(workspace, now, use_store=use_store, read=today),
         several_accounts=bool(workspace.config.accounts),
     )
     limits = status.limits
@@ -466,6 +501,7 @@ def _collect(
         if kept is not None and status_document.holds(kept, now, generation, stamps, context):
             status.totals, status.invalid = dict(kept.totals), list(kept.invalid)
             status.rows_text, status.rows_shown = filled(kept, now), kept.count
+            status.rows_unhinted = not kept.hinted
             return _finished(status, workspace, now, use_store)
     links: list[str] = []
     views = batch.scan(workspace.prompts_dir, workspace.articles_dir, links=links)
@@ -505,6 +541,7 @@ def _collect(
             keep_document(store, document)
             # Its rows are already written out: the text shown is the text kept.
             status.rows_text, status.rows_shown = filled(document, now), document.count
+            status.rows_unhinted = not document.hinted
     return status
 
 
@@ -625,8 +662,14 @@ def remember(store, learned: list, rows: list[StatusRow], gone: list[str]) -> No
         pass
 
 
-NO_SUMMARY = Summary("")
 DONE, INVALID = Phase.DONE.value, Phase.INVALID.value  # plain strings: rows hold the values
+
+
+@functools.cache
+def no_summary() -> Summary:
+    """The summary of an article with no step in the journal (never sent): made on first need,
+    as Summary itself (a warm `status --json` makes no row)."""
+    return Summary("")
 
 
 class Made(NamedTuple):
@@ -646,7 +689,7 @@ def build_row(
 ) -> Made:
     """One article's row. Done articles are described by the store alone (no file read). Its
     account: the one its chat is on (its first send's, or its intent marker's)."""
-    journal = summary or NO_SUMMARY
+    journal = summary or no_summary()
     row = Row(view.slug, DONE, journal.engine or None, path=f"{context.articles}/{view.slug}.md")
     written_by_router = journal.engine == "router" and view.done
     if not written_by_router and (view.sending or (first_send is not None and first_send.chat_url)):

@@ -31,6 +31,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ..redact import password_hinted
 from . import status_cache
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from .scan import ArticleView
 
 META_KEY = "status_document"
-FORMAT = "3"  # raise when what a kept document holds changes
+FORMAT = "4"  # raise when what a kept document holds changes
 HOLE = "\x1f"  # never in JSON text: json writes every control character escaped
 AGE, NEXT_TRY = "a", "n"
 MISSING = ""  # the stamp of a folder that is not there
@@ -91,6 +92,7 @@ class Document(NamedTuple):
     invalid: list[str]  # the invalid articles' problems (BatchStatus.invalid)
     holes: str  # AGE or NEXT_TRY, one a hole of `text`
     values: list[float]  # each hole's time: when the age counts from; the next try
+    hinted: bool  # redact.password_hinted(text): shown, it is looked at again for a password
     text: str  # the rows of `status --json`'s "articles", between its brackets
 
     def dumps(self) -> str:
@@ -190,6 +192,7 @@ def made(
         texts.append(row.json_text(age, next_try))
     if until <= now:
         return None
+    text = ", ".join(texts)  # its holes hold numbers and dates: no hint is made or broken there
     return Document(
         now,
         until,
@@ -205,5 +208,6 @@ def made(
         list(invalid),
         "".join(holes),
         values,
-        ", ".join(texts),
+        password_hinted(text),
+        text,
     )

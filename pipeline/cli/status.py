@@ -10,7 +10,7 @@ import json
 import sys
 import time
 
-from ..redact import mask, mask_data, masked_json, masked_json_text
+from ..redact import mask, mask_data, masked_json
 
 
 def print_accounts(workspace, as_json: bool) -> None:
@@ -57,7 +57,7 @@ def print_status(workspace, query: dict, as_json: bool) -> None:
         if sys.stdout.isatty():
             sys.stdout.write(masked_json(status.to_json(), ensure_ascii=False, indent=1) + "\n")
         else:  # the same bytes as json.dumps(to_json()), written faster (BatchStatus.json_text)
-            sys.stdout.write(masked_json_text(status.json_text(), status.to_json, ensure_ascii=False) + "\n")
+            sys.stdout.write(status.script_json() + "\n")
     else:  # the dashboard (rich's tables) only for a person: a script's --json never loads it
         from ..batch.dashboard import plain_status, plain_wanted, rich_status
 

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import re
@@ -63,7 +64,13 @@ def _time(value: object) -> float:
 
 
 NOT_IN_FILES = ("slug", "intent")  # the record's fields an old state file never held
-RECORD_FIELDS = tuple(f.name for f in fields(ArticleRecord) if f.name not in NOT_IN_FILES)
+
+
+@functools.cache
+def record_fields() -> tuple[str, ...]:
+    """The record's fields a state file held: asked when first needed, as ArticleRecord is
+    made (records.py: a warm `status` makes neither)."""
+    return tuple(f.name for f in fields(ArticleRecord) if f.name not in NOT_IN_FILES)
 
 
 @record(frozen=True)
@@ -170,7 +177,7 @@ class ArticleState(ArticleRecord):
 
     def to_record(self, slug: str) -> ArticleRecord:
         """The record the store keeps (masked by the store's write; the open intent is the store's own)."""
-        data = {name: getattr(self, name) for name in RECORD_FIELDS}
+        data = {name: getattr(self, name) for name in record_fields()}
         return ArticleRecord(slug, **{**data, "errors": tuple(data["errors"])})
 
     def record_error(self, when: float, engine: str, code: str, message: str) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..engines.base import Code
-from ..store.protocol import DEFAULT_ACCOUNT
+from ..store.protocol import DEFAULT_ACCOUNT, SendCounts
 from ..times import clock
 from .journal import Journal
 
@@ -253,11 +253,15 @@ def _local_midnight(now: float, *, days: int) -> float:
     return time.mktime((day.tm_year, day.tm_mon, day.tm_mday + days, 0, 0, 0, 0, 0, -1))
 
 
-def sends_today(journal: Journal, now: float, accounts: list[str] | None = None) -> int:
+def sends_today(
+    journal: Journal, now: float, accounts: list[str] | None = None, counts: SendCounts | None = None
+) -> int:
     """Prompts sent to the chat since local midnight: each `sending` step that may have reached
-    it (one the engine proved unsent, an `unsent` step, does not count): one query of the store.
-    `accounts`: only theirs (a batch several hosts share: qwen.max_sends_per_day is this host's)."""
-    counts = journal.store.send_counts(local_day_start(now))
+    it (one the engine proved unsent, an `unsent` step, does not count): one query of the store,
+    or `counts`, today's, when the caller read them. `accounts`: only theirs (a batch several
+    hosts share: qwen.max_sends_per_day is this host's)."""
+    if counts is None:
+        counts = journal.store.send_counts(local_day_start(now))
     return counts.total if accounts is None else sum(counts.of(name) for name in accounts)
 
 

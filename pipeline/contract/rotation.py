@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from .. import send_hours
 from ..accounts import Account, all_accounts, saved_login_problem
-from ..store.protocol import DEFAULT_ACCOUNT, Send
+from ..store.protocol import DEFAULT_ACCOUNT, Send, SendCounts
 from .quota import local_day_start
 
 
@@ -54,17 +54,22 @@ def standings(
     *,
     replan: bool = True,
     probed: Collection[str] = (),
+    counts: SendCounts | None = None,
 ) -> list[Standing]:
     """The accounts (all, or those `names`, in config order) with their counts and blocks.
     `skipped`: accounts this run found unusable, with why (see Engines.unavailable). `replan`:
     False for readers (status), which never write (see ChatQuota.blocked_until). `probed`:
     accounts whose probe send after a bot-check hold this run made (Engines.probed): the rest
-    of their sends wait for the next run."""
+    of their sends wait for the next run. `counts`: today's sends, when the caller read them
+    (status reads them once for every line it shows)."""
     config = workspace.config
     accounts = [a for a in all_accounts(config) if not names or a.name in names]
     # Today's counts: for limits, and for "spread" rotation among several accounts.
     per_account = any(a.max_sends_per_day for a in accounts) or len(accounts) > 1
-    counts = workspace.store.send_counts(local_day_start(now)) if per_account else None
+    if not per_account:
+        counts = None
+    elif counts is None:
+        counts = workspace.store.send_counts(local_day_start(now))
     found = []
     for account in accounts:
         sent = counts.of(account.name) if counts else 0

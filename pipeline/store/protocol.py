@@ -152,7 +152,7 @@ class Send:
         )
 
 
-@dataclass
+@record
 class ArticleRecord:
     """What the contract remembers about one article between runs (was state/SLUG.json).
 
@@ -179,7 +179,7 @@ class ArticleRecord:
     intent: Intent | None = None
 
 
-@dataclass
+@record
 class Summary:
     """What status needs of an article's history, kept up to date by every `append` (the
     store's own index: status reads one row per article, never the events)."""

@@ -15,6 +15,7 @@ import pytest
 from fakes import FakeChat, FakeRouter, took_nothing
 from project_files import add_prompt
 
+from pipeline import redact
 from pipeline.batch.status import collect
 from pipeline.batch.status_document import META_KEY
 from pipeline.config import load
@@ -23,6 +24,7 @@ from pipeline.contract.journal import NO_ARTICLE
 from pipeline.contract.step import Status, generate
 from pipeline.contract.workspace import Engines, Workspace
 from pipeline.engines.base import Answer, HardError, TransientError
+from pipeline.redact import masked_json
 from pipeline.store.protocol import Event, QuotaBlock
 from pipeline.wiring import workspace
 
@@ -407,3 +409,33 @@ def test_a_kept_next_try_beyond_its_own_wait_is_made_afresh():
     assert within_wait(kept._replace(until=FOREVER), 0.0, qwen)
     assert within_wait(kept._replace(attempts=0), 1000.0 - 3600, qwen)
     assert not within_wait(kept._replace(attempts=0), 1000.0 - 3601, qwen)
+
+
+NEW_SECRET = "Zq7-registered-since-0123456789"
+SHOWN_SLUGS = {  # what the extra article's slug puts in its row
+    "nothing to mask": "tea-for-two",
+    "a password hint": "reset-your-password",  # the word alone: looked at again, nothing masked
+    "a secret registered since it was kept": f"tea-{NEW_SECRET.lower()}",
+}
+
+
+@pytest.mark.parametrize("kind", SHOWN_SLUGS)
+def test_the_kept_rows_are_shown_masked_as_the_whole_document_would_be(batch, kind):
+    """`status --json` for a script (BatchStatus.script_json) looks for a password again only
+    outside kept rows that had no hint of one; every registered secret is looked for
+    everywhere, one registered since the rows were kept included. The oracle: the document
+    masked as a whole (redact.masked_json)."""
+    slug = SHOWN_SLUGS[kind]
+    add_prompt(batch, slug, "Write about it.")
+    now = time.time() + LATER
+    for look in ("made and kept", "shown from what was kept"):
+        with open_workspace(batch) as ws:
+            status = collect(ws, now, as_text=True)
+            if look == "shown from what was kept" and kind.startswith("a secret"):
+                redact.register(NEW_SECRET.lower())
+            shown = status.script_json()
+        assert shown == masked_json(status.to_json(), ensure_ascii=False), look
+    assert status.rows_text is not None and not status.rows  # the second look: the kept text
+    assert status.rows_unhinted is (kind != "a password hint")
+    if kind.startswith("a secret"):
+        assert NEW_SECRET.lower() not in shown and '"slug": "tea-' in shown  # its row shown, masked

@@ -378,7 +378,7 @@ def test_a_secret_of_exactly_min_run_characters_is_masked_inside_a_word_and_url_
 
 
 def test_the_password_hint_without_its_regex_agrees_with_it_for_every_character():
-    """masked_json's fast look for a password (redact._password_hinted) finds one exactly where
+    """masked_json's fast look for a password (redact.password_hinted) finds one exactly where
     the regex does: for each letter of `password`, every character IGNORECASE takes for it is
     either one whose lower() is that letter or one of the folding characters the look sends to
     the regex; and on texts with each such character in each place, both agree."""
@@ -389,6 +389,6 @@ def test_the_password_hint_without_its_regex_agrees_with_it_for_every_character(
         for at in [i for i, c in enumerate("password") if c == letter]:
             for c in taken:
                 text = f'{{"x": "a {"password"[:at]}{c}{"password"[at + 1 :]} b"}}'
-                assert redact._password_hinted(text) is (redact._PASSWORD_HINT.search(text) is not None)
+                assert redact.password_hinted(text) is (redact._PASSWORD_HINT.search(text) is not None)
     for text in ("https://u:p@host/x", "https://chat.qwen.ai/c/1", "no hint here", "PassWord", "a@b"):
-        assert redact._password_hinted(text) is (redact._PASSWORD_HINT.search(text) is not None)
+        assert redact.password_hinted(text) is (redact._PASSWORD_HINT.search(text) is not None)
