@@ -449,6 +449,42 @@ def test_each_attach_drops_its_connection_as_it_closes_while_the_driver_lives_on
     assert [t["url"] for t in tabs if t["type"] == "page"] == ["about:blank"]
 
 
+def failing_context(self, browser) -> None:
+    """An account's context the browser refuses (a proxy it rejects, a browser going away)."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    raise PlaywrightError("Browser.newContext: the context could not be made")
+
+
+def test_a_start_that_fails_after_attaching_lets_go_of_what_it_took(tmp_path, users_chrome, monkeypatch):
+    # The context failed after connect_over_cdp (a poll thread attached to the cycle's browser):
+    # the connection used to stay open as long as the driver.
+    proc, endpoint = users_chrome
+    monkeypatch.setattr(BrowserSession, "_open_account_context", failing_context)
+    left = []
+    with playwright_driver():
+        for _ in range(3):
+            session = BrowserSession(browser_config(tmp_path, cdp_url=endpoint), shared_browser=True)
+            with pytest.raises(HardError, match="the browser did not start"):
+                session.new_page()
+            left.append(devtools_clients(endpoint))
+    assert left == [left[0]] * 3  # nothing piles up (the driver's HTTP keep-alive may stay)
+    assert proc.poll() is None  # the browser we attached to runs on
+
+
+def test_a_start_that_fails_after_taking_the_shared_browser_lets_it_go(tmp_path, monkeypatch):
+    # The context failed after the thread's shared browser was taken: that browser used to count
+    # a user that would never close, and ran until the thread's driver stopped.
+    from pipeline.engines.qwen.browser import _BROWSER
+
+    monkeypatch.setattr(BrowserSession, "_open_account_context", failing_context)
+    session = BrowserSession(browser_config(tmp_path), shared_browser=True)
+    with pytest.raises(HardError, match="the browser did not start"):
+        session.new_page()
+    assert session.launched == 1  # it was started, and then
+    assert _BROWSER._users == 0 and _BROWSER._browser is None  # closed: nobody holds it
+
+
 def test_a_browser_that_died_is_started_again(sim, tmp_path):
     qwen = Qwen(base_url=sim.base_url, stable_reads=2, page_timeout=15)
     with BrowserSession(browser_config(tmp_path)) as own:

@@ -383,14 +383,15 @@ class BrowserSession:
             if self.config.cdp_url:
                 self._attach(self.config.cdp_url)
             elif self.shared_browser:
-                self._open_account_context(_BROWSER.acquire(self))
-                self._holds_shared = True
+                shared = _BROWSER.acquire(self)
+                self._holds_shared = True  # from here on: a failure below lets it go
+                self._open_account_context(shared)
             else:
                 self._launch()
             # Never a context of a Chrome the user runs (cdp_url): its other tabs are theirs.
             self._tracing = self.trace is not None and self._owns_context and start_trace(self._context)
         except PlaywrightError as err:
-            self._stop_playwright()
+            self.close()  # what it took half-way: the connection, the shared browser, the driver
             if self.borrowed:
                 raise EngineBusy(
                     f"the cycle's browser is gone ({first_line(err)}); this article waits for the next cycle"
@@ -399,7 +400,7 @@ class BrowserSession:
                 f"the browser did not start: {first_line(err)}", code=Code.BROWSER_LAUNCH
             ) from None
         except BaseException:
-            self._stop_playwright()
+            self.close()
             raise
 
     def _attach(self, cdp_url: str) -> None:
