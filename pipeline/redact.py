@@ -122,45 +122,56 @@ def _found(text: str, index: _Index) -> bool:
 
 # -- masking --------------------------------------------------------------------------------------
 
+
 # `user:PASSWORD@` after `://`; `password=VALUE` (a URL's query, libpq's key=value conninfo,
 # quoted or not).
-_PASSWORD = re.compile(
-    r"(?P<lead>://[^\s/@:]*:)[^\s/@]+(?=@)"
-    r"|(?P<key>\bpassword\s*=\s*)(?:'(?:[^'\\]|\\.)*'?|\"(?:[^\"\\]|\\.)*\"?|[^\s&;,'\"]+)",
-    re.IGNORECASE,
-)
+@functools.cache  # compiled on first need, as the two below: a status that masks nothing never needs them
+def _password() -> re.Pattern[str]:
+    return re.compile(
+        r"(?P<lead>://[^\s/@:]*:)[^\s/@]+(?=@)"
+        r"|(?P<key>\bpassword\s*=\s*)(?:'(?:[^'\\]|\\.)*'?|\"(?:[^\"\\]|\\.)*\"?|[^\s&;,'\"]+)",
+        re.IGNORECASE,
+    )
+
+
 # Found in any text that holds such a password, and in its JSON form (escaping never breaks the
 # word `password`, nor adds whitespace, `/` or `@`): masked_json's test.
-_PASSWORD_HINT = re.compile(r"password|://[^\s/@]*:[^\s/@]+@", re.IGNORECASE)
+@functools.cache
+def _password_hint() -> re.Pattern[str]:
+    return re.compile(r"password|://[^\s/@]*:[^\s/@]+@", re.IGNORECASE)
+
+
 # The characters re's IGNORECASE takes for a letter of `password` whose lower() is not it.
 _PASSWORD_FOLDS = "\u017f"  # LATIN SMALL LETTER LONG S, for s
 
 
 def password_hinted(text: str) -> bool:
-    """`_PASSWORD_HINT.search(text) is not None`, without the regex over a whole document (a
+    """`_password_hint().search(text) is not None`, without the regex over a whole document (a
     status of 100,000 articles: a second): its URL form needs an `@`, and its word, as
     IGNORECASE matches it, is `password` in the text's lower() unless a folding character is
     in it (test_redact enumerates every character)."""
     if "@" in text or any(char in text for char in _PASSWORD_FOLDS):
-        return _PASSWORD_HINT.search(text) is not None
+        return _password_hint().search(text) is not None
     return "password" in text.lower()
 
 
 def mask_passwords(text: str) -> str:
     """`text` with every password written in a URL or a `password=` pair replaced by MASK."""
-    if _PASSWORD_HINT.search(text) is None:
+    if _password_hint().search(text) is None:
         return text
-    return _PASSWORD.sub(lambda found: (found["lead"] or found["key"]) + MASK, text)
+    return _password().sub(lambda found: (found["lead"] or found["key"]) + MASK, text)
 
 
 # A JSON Web Token, the shape of the chat's login token: header.payload.signature in base64url,
 # the first two JSON objects (`eyJ` is `{"`).
-_JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*")
+@functools.cache
+def _jwt() -> re.Pattern[str]:
+    return re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*")
 
 
 def mask_tokens(text: str) -> str:
     """`text` with every JWT-shaped token (a login token nobody registered) replaced by MASK."""
-    return _JWT.sub(MASK, text) if "eyJ" in text else text
+    return _jwt().sub(MASK, text) if "eyJ" in text else text
 
 
 def mask(text: str, secrets: Iterable[str] | None = None) -> str:

@@ -18,7 +18,11 @@ from typing import NamedTuple
 from .times import clock
 
 EXAMPLE = '"07:00-22:00 Europe/Berlin"'
-_RANGE = re.compile(r"(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s+(\S+)")
+
+
+@lru_cache(maxsize=1)  # compiled when a send_hours is first read: most setups have none
+def _range() -> re.Pattern[str]:
+    return re.compile(r"(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s+(\S+)")
 
 
 class SendHours(NamedTuple):
@@ -66,7 +70,7 @@ def parse(text: str) -> SendHours | None:
     """The range `text` names; None for "" (any time). ValueError says what is wrong."""
     if not text.strip():
         return None
-    match = _RANGE.fullmatch(text.strip())
+    match = _range().fullmatch(text.strip())
     if not match:
         raise ValueError("is not a range of the day with a time zone")
     h1, m1, h2, m2, zone = match.groups()
