@@ -283,10 +283,8 @@ def masked_json_text(
     between two JSON values, where no hint can straddle its edge. Only the rest is looked at
     again for one; registered secrets are looked for everywhere (one may be new)."""
     known = _secrets
-    if known and _found(text, _index(known)):
-        return json.dumps(mask_data(value(), known), **options)
     rest = (text,) if unhinted is None else (text[: unhinted.start], text[unhinted.stop :])
-    if any(password_hinted(part) for part in rest):
+    if (known and _found(text, _index(known))) or any(password_hinted(part) for part in rest):
         return json.dumps(mask_data(value(), known), **options)
     return text
 

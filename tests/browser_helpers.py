@@ -81,6 +81,12 @@ def users_chromium(profile: Path) -> Iterator[tuple[subprocess.Popen, str]]:
             proc.wait(timeout=10)
 
 
+def page_tabs(endpoint: str) -> list[str]:
+    """The address of each tab (page target) of the browser at DevTools `endpoint` (http://...)."""
+    with urllib.request.urlopen(endpoint + "/json/list", timeout=5) as answer:
+        return [target["url"] for target in json.loads(answer.read()) if target["type"] == "page"]
+
+
 def wait_until(condition, seconds: float = 60.0) -> bool:
     """Whether `condition()` holds within `seconds`: what another process does (a browser or
     an Xvfb stopping, a guard at work) takes its own time, so tests wait for it, never sleep."""

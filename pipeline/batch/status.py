@@ -379,21 +379,6 @@ class BatchStatus:
     def json_text(self) -> str:
         """`json.dumps(self.to_json(), ensure_ascii=False)` (compact: what a script reads), its
         rows written by Row.json_text."""
-        head, rows = self._json_parts()
-        return f"{head}[{rows}]}}"
-
-    def script_json(self) -> str:
-        """json_text masked (redact.masked_json_text), as a script is given it. Rows kept whole
-        with no password hint in them (status_document) are not looked at for one again: over
-        10,000 rows, that look was 2 % of a warm `status --json`."""
-        from ..redact import masked_json_text
-
-        head, rows = self._json_parts()
-        # Between `[` and `]`: the edges of the rows are the edges of JSON values.
-        unhinted = slice(len(head) + 1, len(head) + 1 + len(rows)) if self.rows_unhinted else None
-        return masked_json_text(f"{head}[{rows}]}}", self.to_json, unhinted=unhinted, ensure_ascii=False)
-
-    def _json_parts(self) -> tuple[str, str]:
         head = json.dumps({**self.to_json(rows=False), "articles": []}, ensure_ascii=False)
         # "articles" is the last key: its rows go between its brackets, `[]}` at the very end.
         rows = (
@@ -401,7 +386,19 @@ class BatchStatus:
             if self.rows_text is not None
             else ", ".join([row.json_text() for row in self.rows])
         )
-        return head[:-3], rows
+        return f"{head[:-3]}[{rows}]}}"
+
+    def script_json(self) -> str:
+        """json_text masked (redact.masked_json_text), as a script is given it. Rows kept whole
+        with no password hint in them (status_document) are not looked at for one again: over
+        10,000 rows, that look was 2 % of a warm `status --json`."""
+        from ..redact import masked_json_text
+
+        text = self.json_text()
+        unhinted = None
+        if self.rows_unhinted and self.rows_text is not None:  # they end before the closing `]}`
+            unhinted = slice(len(text) - 2 - len(self.rows_text), len(text) - 2)
+        return masked_json_text(text, self.to_json, unhinted=unhinted, ensure_ascii=False)
 
 
 def check_states(states: list[str] | None) -> list[str]:

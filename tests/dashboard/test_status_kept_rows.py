@@ -436,6 +436,7 @@ def test_the_kept_rows_are_shown_masked_as_the_whole_document_would_be(batch, ki
             shown = status.script_json()
         assert shown == masked_json(status.to_json(), ensure_ascii=False), look
     assert status.rows_text is not None and not status.rows  # the second look: the kept text
+    assert status.json_text().endswith(f"[{status.rows_text}]}}")  # the part not looked at again
     assert status.rows_unhinted is (kind != "a password hint")
     if kind.startswith("a secret"):
         assert NEW_SECRET.lower() not in shown and '"slug": "tea-' in shown  # its row shown, masked

@@ -10,13 +10,11 @@ login window's case) hung about one close in twenty."""
 
 from __future__ import annotations
 
-import json
 import threading
-import urllib.request
 
 import pytest
 import shared_browser
-from browser_helpers import browser_config
+from browser_helpers import browser_config, page_tabs
 
 from pipeline.engines.qwen.browser import BrowserSession
 from pipeline.engines.qwen.closing import CLOSE_ASKS, CLOSE_WAIT_MS
@@ -25,11 +23,6 @@ pytestmark = pytest.mark.browser
 
 RACES = 6
 SIGN_IN = "/auth?action=signin"  # a light page of the simulator's
-
-
-def tabs_at(endpoint: str, base_url: str) -> list[str]:
-    listed = json.loads(urllib.request.urlopen(endpoint + "/json/list", timeout=5).read())
-    return [t["url"] for t in listed if t["type"] == "page" and t["url"].startswith(base_url)]
 
 
 def test_closing_our_pages_as_they_navigate_never_hangs_and_leaves_none_open(sim, tmp_path):
@@ -56,4 +49,4 @@ def test_closing_our_pages_as_they_navigate_never_hangs_and_leaves_none_open(sim
     assert not worker.is_alive(), f"a close hung after {len(done)} of {RACES} closes"
     assert not failed, failed
     assert len(done) == RACES
-    assert tabs_at(endpoint, sim.base_url) == []  # every one of ours closed
+    assert [url for url in page_tabs(endpoint) if url.startswith(sim.base_url)] == []  # ours all closed

@@ -7,11 +7,10 @@ import os
 import socket
 import stat
 import time
-import urllib.request
 import uuid
 
 import pytest
-from browser_helpers import browser_config, users_chromium
+from browser_helpers import browser_config, page_tabs, users_chromium
 from sockets import devtools_clients
 
 from pipeline.config import Qwen
@@ -425,8 +424,7 @@ def test_attached_chrome_is_used_and_left_running(sim, tmp_path, users_chrome):
     assert answer.markdown == sim.expected_answer(text)
     assert BrowserSession.launches == launches  # attached, not launched
     assert proc.poll() is None  # the user's browser still runs
-    tabs = json.loads(urllib.request.urlopen(endpoint + "/json/list", timeout=5).read())
-    assert [t["url"] for t in tabs if t["type"] == "page"] == ["about:blank"]  # ours are closed, theirs kept
+    assert page_tabs(endpoint) == ["about:blank"]  # ours are closed, theirs kept
 
 
 def test_each_attach_drops_its_connection_as_it_closes_while_the_driver_lives_on(sim, tmp_path, users_chrome):
@@ -445,8 +443,7 @@ def test_each_attach_drops_its_connection_as_it_closes_while_the_driver_lives_on
             assert left[-1] < during  # its DevTools socket went (the driver's HTTP keep-alive may stay)
     assert left == [left[0]] * 3  # nothing piles up from one session to the next
     assert proc.poll() is None  # disconnected, never closed: the user's browser still runs
-    tabs = json.loads(urllib.request.urlopen(endpoint + "/json/list", timeout=5).read())
-    assert [t["url"] for t in tabs if t["type"] == "page"] == ["about:blank"]
+    assert page_tabs(endpoint) == ["about:blank"]
 
 
 def failing_context(self, browser) -> None:

@@ -78,11 +78,10 @@ def hidden_before(full: dict, drawn: dict) -> tuple[int, int]:
     hiding more (the paged history's turn 6 of 7 read as never drawn until the deadline)."""
     if not is_page(drawn):
         return 0, 0
-    held = {m.get("id") for m in _messages(drawn)}
+    loaded = _messages(drawn)
+    held = {m.get("id") for m in loaded}
     parents = {m.get("id"): m for m in _messages(full)}
-    ancestor = next(
-        (m["parentId"] for m in _messages(drawn) if m.get("parentId") and m["parentId"] not in held), None
-    )
+    ancestor = next((m["parentId"] for m in loaded if m.get("parentId") and m["parentId"] not in held), None)
     counts = {"assistant": 0, "user": 0}
     seen: set = set()
     while ancestor in parents and ancestor not in seen:  # a loop in the links ends the walk
