@@ -7,8 +7,10 @@ from __future__ import annotations
 import time
 
 import pytest
-from sim_project import journal, make_project, prompt, read_article
+from sim_project import finish_answer, journal, make_project, prompt, read_article
 from tests_cli_helpers import qwenpipe_in_process
+
+from pipeline.engines.qwen.steady import settled_after
 
 pytestmark = pytest.mark.browser
 
@@ -110,6 +112,11 @@ def test_an_unknown_code_the_collector_read_past_is_journalled(sim, tmp_path):
     project = make_project(tmp_path, sim)
     text = prompt(project, "collected", "Write an article about mosses (collected past an odd code).")
     assert qwenpipe_in_process("generate", "collected", cwd=project).returncode == 42
+    # The answer ends now and is left to settle as long as one read needs (steady.settled_after):
+    # the page then takes it as it stands, however fast the machine (on an idle one the cycle used
+    # to come within that time of the send and leave the chat generating, exit 3).
+    finish_answer(sim, (project / "articles" / "collected.md.url").read_text().strip())
+    time.sleep(settled_after(1))
     before = len(sim.faults())
     sim.set(fault="chat_json:unknown_code")
 

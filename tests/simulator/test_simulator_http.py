@@ -10,6 +10,7 @@ from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
 import pytest
+from sim_project import finish_answer
 
 from pipeline.simulator import Simulator, answers
 from pipeline.simulator.api import make_token
@@ -173,10 +174,15 @@ def test_done_flag_comes_before_status_finished(sim):
 
 
 def test_follow_up_turns_and_busy_chat(sim):
+    # The first answer runs until the test ends it: "too early" is early however slow the machine
+    # (with FAST's half second, a loaded CI machine sent it after the answer had finished).
+    sim.set(answer_seconds=120.0)
     chat_id, reply = send(sim, PROMPT)
+    sim.set(answer_seconds=FAST["answer_seconds"])
     first_answer_id = reply["data"]["message_id"]
     _, busy = send(sim, "Too early", chat_id, first_answer_id)
     assert busy["success"] is False and busy["data"]["details"] == "The chat is in progress!"
+    finish_answer(sim, f"{sim.base_url}/c/{chat_id}")
     finished(sim, chat_id)
     _, wrong = send(sim, "Wrong parent", chat_id, "not-a-message")
     assert wrong["data"]["code"] == "CHAT_NOT_FOUND"
