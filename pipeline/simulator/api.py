@@ -384,6 +384,9 @@ def _route(store, settings, account, method, path, query, body, fault=None) -> R
     if method == "DELETE" and match:
         return json_response(store.delete_chat(match.group(1), account))
     if method == "GET" and match:
+        delay = store.read_delay(match.group(1))
+        if delay:
+            time.sleep(delay)  # a busy server: the chat is read only now
         spoiled = store.bad_read()
         if spoiled is not None:
             return json_response(spoiled)

@@ -362,6 +362,17 @@ class ChatStore:
             self.chats[chat.id] = chat
         return chat.id
 
+    def read_delay(self, chat_id: str) -> float:
+        """How long this read of `chat_id` waits before the site reads the chat (`slow_reads`,
+        used once), 0 for most."""
+        with self.lock:
+            if chat_id not in self.settings.slow_reads:
+                return 0.0
+            left = dict(self.settings.slow_reads)
+            delay = float(left.pop(chat_id))
+            self.settings = replace(self.settings, slow_reads=left)
+            return delay
+
     def bad_read(self) -> dict | None:
         """The body of a chat read that `bad_chat_reads` spoils (counting it), or None."""
         with self.lock:

@@ -47,6 +47,7 @@ SETTING_KEYS = {
     "account_quotas",
     "bad_chat_reads",
     "bad_chat_read",
+    "slow_reads",
     "slider_accounts",
     "empty_answers",
     "empty_accounts",

@@ -138,6 +138,10 @@ class Settings:
     # where no known shape keeps them); each counts one down. The page's own reads come after.
     bad_chat_reads: int = 0
     bad_chat_read: str = "error"
+    # Chat id -> seconds: the next read of that chat (GET /api/v2/chats/<id>) waits that long
+    # before the site reads the chat, as a busy server does; each is used once. A read answered
+    # late then holds text older than a read started after it was sent.
+    slow_reads: dict = field(default_factory=dict)
     # The slider (scenario "slider": every account) for these accounts only: their sends are
     # refused with SLIDER_BODY until it is solved (the slider page, or `solve_slider`).
     slider_accounts: list = field(default_factory=list)
@@ -229,6 +233,17 @@ class Settings:
             (_is_names(self.slider_accounts), "slider_accounts must be a list of account names"),
             (isinstance(self.empty_answers, bool), "empty_answers must be true or false"),
             (_is_names(self.empty_accounts), "empty_accounts must be a list of account names"),
+            (
+                isinstance(self.slow_reads, dict)
+                and all(
+                    isinstance(k, str)
+                    and isinstance(v, (int, float))
+                    and not isinstance(v, bool)
+                    and 0 <= v <= 60
+                    for k, v in self.slow_reads.items()
+                ),
+                "slow_reads must map chat ids to 0 to 60 seconds",
+            ),
             (
                 isinstance(self.account_quotas, dict)
                 and all(isinstance(k, str) and _is_count(v) for k, v in self.account_quotas.items()),

@@ -32,6 +32,7 @@ RESET = {
     "ui": "current",
     "clock_offset": 0.0,
     "finish_early": 0.0,
+    "slow_reads": {},
 }
 # The sends are stamped this long before the site's now once the test puts its clock back: chats a
 # cron cycle comes back to long after their answers finished (no waiting in the test).
@@ -196,3 +197,26 @@ def test_text_that_moves_under_a_finished_status_is_not_taken_from_one_read(site
     assert set(found) == set(urls[:2]) and all(isinstance(a, Answer) for a in found.values()), found
     assert [reads_of(site, reads_before, url) for url in urls[:2]] == [1, 1]
     assert reads_of(site, reads_before, urls[2]) > 1  # read again, and again: its text moved
+
+
+def test_a_read_the_site_answers_late_is_never_matched_with_a_read_made_just_after(site, tmp_path):
+    # The collector plans a chat's reads a quarter of a second apart, but what counts is when the
+    # site read the chat. Here the site holds the first read 0.24 s before reading the chat (a busy
+    # server), so a second read started on plan would read it 0.01 s later: the same words of an
+    # answer still being written, under a status that says finished. The page starts a chat's next
+    # read a quarter of a second after its last one was answered, so the two never match.
+    qwen = Qwen(base_url=site.base_url, stable_reads=2, page_timeout=15)
+    browser = browser_config(tmp_path, cdp_url=shared_browser.cdp_url())
+    with BrowserSession(browser) as session, QwenEngine(qwen, session) as engine:
+        engine.prepare()
+        site.set(finish_early=600.0, answer_seconds=20.0)  # 123 words in 20 s, "finished" at once
+        moving = site.store.new_chat()
+        site.store.send(moving, "Write about sage that grows slowly.", None, gate=None)
+        finish_answers_of(site, [moving])
+        site.set(slow_reads={moving: 0.24})
+        url = f"{site.base_url}/c/{moving}"
+        reads_before = site.chat_reads()
+        found = dict(engine.collect([url]))
+
+    assert found == {}, found  # never taken: left to its page
+    assert reads_of(site, reads_before, url) > 2

@@ -116,7 +116,16 @@ class ChatCollector:
             )
             start = self.pacer.reserve(len(urls), earliest)
             paths = [f"/api/v2/chats/{chat_id_from_url(url)}" for url in urls]
-            key = start_fetches(self.page, paths, timeout=self.timeout, gap=gap, delay=start - self.clock())
+            # The plan spaces a chat's reads; the page keeps them apart by when they were answered
+            # (a read served late would otherwise hold the same words as the next one).
+            key = start_fetches(
+                self.page,
+                paths,
+                timeout=self.timeout,
+                gap=gap,
+                delay=start - self.clock(),
+                spacing=API_STABLE_SECONDS,
+            )
             for i, url in enumerate(urls):
                 last_read[url] = start + i * gap
             under_way.append((urls, paths, key))

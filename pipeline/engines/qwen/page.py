@@ -84,11 +84,18 @@ _DOM_STATE_JS = """
 # One paced call: `wait` ms after it is asked for, a GET (or `method`: a chat's DELETE) whose
 # outcome is a small object. Its headers are the page's own (headers.py): learned from the
 # page's traffic, never written here.
-_READ_JS = """async (path, ms, wait, headers, method) => {
+_READ_JS = """async (path, ms, wait, headers, method, spacing) => {
   if (wait > 0) await new Promise((done) => setTimeout(done, wait));  // paced
+  // `spacing` ms: a path read again waits that long from the moment its last read was answered
+  // here. Two reads' bodies are then at least that far apart by the site's own reading, however
+  // late either was served or started (the stability reads compare them: collect.py).
+  const answered = window.__qwenpipeAnswered || (window.__qwenpipeAnswered = {});
+  const since = spacing && path in answered ? performance.now() - answered[path] : Infinity;
+  if (since < spacing) await new Promise((done) => setTimeout(done, spacing - since));
   try {
     const init = {method: method || 'GET', credentials: 'include', headers, signal: AbortSignal.timeout(ms)};
     const r = await fetch(path, init);
+    if (spacing) answered[path] = performance.now();
     const body = await r.text();
     const actual = r.headers.get('x-actual-status-code');
     if (actual === '404') return {missing: true};
@@ -108,11 +115,12 @@ _FETCH_JS = (
 # The same reads started in the page and left running (the first `delay` ms from now): the call
 # answers at once, and _COLLECT_FETCH_JS later hands over what they read.
 _START_FETCH_JS = (
-    "({paths, ms, gap, delay, key, headers}) => { const read = "
+    "({paths, ms, gap, delay, spacing, key, headers}) => { const read = "
     + _READ_JS
     + """;
   const reads = window.__qwenpipeReads || (window.__qwenpipeReads = {});
-  reads[key] = Promise.all(paths.map((path, i) => read(path, ms, delay + i * gap, headers[i])));
+  const one = (path, i) => read(path, ms, delay + i * gap, headers[i], 'GET', spacing);
+  reads[key] = Promise.all(paths.map(one));
   return key;
 }"""
 )
@@ -328,17 +336,25 @@ def relearn_headers(page: Any, *, timeout: float) -> bool:
 
 
 def start_fetches(
-    page: Any, paths: list[str], *, timeout: float = 30, gap: float = 0, delay: float = 0
+    page: Any, paths: list[str], *, timeout: float = 30, gap: float = 0, delay: float = 0, spacing: float = 0
 ) -> str:
     """fetch_bodies started in the page and left running: the first read `delay` seconds from
-    now, one every `gap`. Returns at once; `fetched_reads` (with the key returned) waits for
-    them. Between the two the caller is free: the page reads meanwhile."""
+    now, one every `gap`; a path this page read before starts no sooner than `spacing` seconds
+    after that read was answered (measured in the page: a plan made here cannot promise it).
+    Returns at once; `fetched_reads` (with the key returned) waits for them. Between the two the
+    caller is free: the page reads meanwhile."""
     key = secrets.token_hex(8)
     try:
         headers = headers_for_calls(page, len(paths), wait=min(timeout, LEARN_WAIT_SECONDS))
     except NoHeaders:
         return key  # nothing started: fetched_reads finds nothing under the key (ApiUnusable)
-    arg = {"paths": paths, "ms": int(timeout * 1000), "gap": gap * 1000, "delay": max(0.0, delay) * 1000}
+    arg = {
+        "paths": paths,
+        "ms": int(timeout * 1000),
+        "gap": gap * 1000,
+        "delay": max(0.0, delay) * 1000,
+        "spacing": spacing * 1000,
+    }
     return page.evaluate(_START_FETCH_JS, {**arg, "key": key, "headers": headers})
 
 
