@@ -34,6 +34,12 @@ def chat_turns(sim, project, slug: str) -> list[tuple[int, str]]:
     return [(e["turn"], e["prompt"]) for e in sim.ledger() if e["chat_id"] == chat_id]
 
 
+def turn_finished(sim, project, slug: str, turn: int) -> bool:
+    """Whether the site stores the answer to `turn` of the article's chat as finished."""
+    messages = sim.store.chat_view(chat_id_of(project, slug))["messages"]
+    return any(m["role"] == "assistant" and m["turn"] == turn and m["finished"] for m in messages)
+
+
 def chat_id_of(project, slug: str) -> str:
     return chat_id_from_url((project / "articles" / f"{slug}.md.url").read_text().strip())
 
@@ -81,6 +87,9 @@ def test_a_run_killed_after_sending_a_turn_past_the_page_resumes_without_sending
 
     assert killed.returncode == -9, killed.stderr
     assert chat_turns(sim, project, "crash") == list(enumerate(texts, 1))
+    # The killed run's send may have reached the site a moment ago: its answer is stored as
+    # finished a little after its last words, and a rerun that reads it before says 3.
+    _wait_for(lambda: turn_finished(sim, project, "crash", 4))
     rerun = qwenpipe_in_process("generate", "crash", cwd=project)
     assert rerun.returncode == 0, rerun.stderr
     assert chat_turns(sim, project, "crash") == list(enumerate(texts, 1)), "turn 4 sent again"
