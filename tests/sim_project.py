@@ -74,6 +74,27 @@ def finish_answer(sim, chat_url: str, *, after: float = 0.0) -> None:
         )
 
 
+def wait_stored_finished(sim, chat: str, seconds: float = 20) -> None:
+    """Wait until the site stores the last answer of `chat` (its URL or id) as finished. The site
+    stores "finished" a moment after the last words: a test that expects the next run to take the
+    answer waits for that, instead of counting on the machine being slow enough."""
+    import time
+
+    from pipeline.engines.qwen.api import chat_id_from_url
+    from pipeline.simulator import views
+
+    ident = chat_id_from_url(chat) or chat.strip()
+    deadline = time.monotonic() + seconds
+    while True:
+        with sim.store.lock:
+            message = sim.store.chats[ident].last_assistant()
+            settings = sim.store.settings
+        if message is not None and views.progress(message, settings, time.monotonic())["finished"]:
+            return
+        assert time.monotonic() < deadline, f"the answer of chat {ident} was never stored as finished"
+        time.sleep(0.05)
+
+
 def sign_in_as(email: str):
     """What a person does on the simulator's sign-in page (run_login's `on_page`): fill it in,
     press the button and wait until the page has left the sign-in page. Reading the login

@@ -55,6 +55,7 @@ def test_five_prompts_repeated_cycles_each_sent_once(sim, tmp_path):
 def test_two_cycles_at_once_one_works_the_other_exits_3(sim, tmp_path):
     project = make_project(tmp_path, sim)
     texts = [prompt(project, f"c{i}", f"Write about concurrency {i}.") for i in range(2)]
+    sim.set(url_delay=3.0)  # the first cycle's sends take 3 s each: the other starts within them
     results = sorted(qwenpipe_at_once("cycle", cwd=project, count=2))
     assert [code for code, _ in results] == [3, 42], results
     assert "another cycle is running (pid" in results[0][1]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from sim_project import finish_answer, journal, make_project, prompt, read_article
+from sim_project import finish_answer, journal, make_project, prompt, read_article, wait_stored_finished
 from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.engines.qwen.steady import settled_after
@@ -23,6 +23,7 @@ def test_the_json_of_another_chat_is_never_written_as_the_article(sim, tmp_path)
     assert qwenpipe_in_process("generate", "earlier", "--wait", cwd=project).returncode == 0
     text = prompt(project, "later", "Write an article about paper maps (the chat read later).")
     assert qwenpipe_in_process("generate", "later", cwd=project).returncode == 42
+    wait_stored_finished(sim, (project / "articles" / "later.md.url").read_text())
     sim.set(fault="chat_json:other_chat")  # the first read of the chat answers the earlier one's
 
     for _ in range(5):
@@ -143,6 +144,8 @@ def test_what_the_collectors_page_met_before_any_chat_is_journalled_as_the_cycle
         for slug in ("one", "two")
     }
     assert qwenpipe_in_process("cycle", cwd=project).returncode == 42
+    for slug in texts:
+        wait_stored_finished(sim, (project / "articles" / f"{slug}.md.url").read_text())
     before = len(sim.faults())
     sim.set(fault=f"chat_list:{kind}")
 

@@ -85,6 +85,7 @@ def test_sigkill_between_send_and_url_does_not_send_again(sim, tmp_path):
 def test_four_processes_at_once_send_once(sim, tmp_path):
     project = make_project(tmp_path, sim)
     text = prompt(project, "race", "Write about four processes racing.")
+    sim.set(url_delay=3.0)  # the winner holds the send for 3 s: every other process starts within it
     results = qwenpipe_at_once("generate", "race", cwd=project, count=4)
     codes = sorted(code for code, _ in results)
     assert codes.count(42) == 1 and codes.count(3) == 3, results

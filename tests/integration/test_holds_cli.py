@@ -11,7 +11,15 @@ import stat
 import time
 
 import pytest
-from sim_project import add_accounts, journal, make_project, prompt, read_article, sign_in_as
+from sim_project import (
+    add_accounts,
+    journal,
+    make_project,
+    prompt,
+    read_article,
+    sign_in_as,
+    wait_stored_finished,
+)
 from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.accounts import account_named
@@ -190,6 +198,7 @@ def test_an_empty_answer_holds_the_account_until_midnight_and_the_router_writes_
     text = prompt(project, "empty", "Write about nothing at all.")
     sent = qwenpipe_in_process("generate", "empty", "--account", "a", cwd=project)
     assert sent.returncode == 42, sent.stderr
+    wait_stored_finished(sim, (project / "articles" / "empty.md.url").read_text())
 
     polled = qwenpipe_in_process("generate", "empty", cwd=project)
     assert polled.returncode == 0, polled.stderr

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from sim_project import journal, make_project, prompt
+from sim_project import journal, make_project, prompt, wait_stored_finished
 from tests_cli_helpers import qwenpipe, qwenpipe_in_process
 
 from pipeline.engines.qwen.api import chat_id_from_url
@@ -70,6 +70,7 @@ def test_a_workspace_killed_before_its_click_never_adopts_the_chat_another_works
     assert sends_today(one) == 1, "the send in doubt is counted"
     assert chat_id_from_url(theirs) not in sim.deleted_chats(), "the other workspace's chat was deleted"
 
+    wait_stored_finished(sim, theirs)
     done = qwenpipe_in_process("generate", "tea", cwd=two)  # its own chat, still there
     assert done.returncode == 0, done.stderr
     assert (two / "articles" / "tea.md").exists()

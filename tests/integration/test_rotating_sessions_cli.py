@@ -10,7 +10,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from sim_project import add_accounts, journal, make_project, prompt, read_article, senders
+from sim_project import (
+    add_accounts,
+    journal,
+    make_project,
+    prompt,
+    read_article,
+    senders,
+    wait_stored_finished,
+)
 from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.signin.saved import state_token_expiry
@@ -89,6 +97,8 @@ def test_one_account_through_its_own_profile_saves_what_its_browser_holds_too(si
     for _ in range(2):
         result = qwenpipe_in_process("cycle", cwd=project)
         assert result.returncode in (0, 42), result.stderr
+        if result.returncode == 42:
+            wait_stored_finished(sim, (project / "articles" / "solo.md.url").read_text())
         later(sim)
         assert saved_session(state) == sim.store.sessions.current("a")  # the file is the browser's login
     assert read_article(project / "articles" / "solo.md")[0]["engine"] == "qwen"

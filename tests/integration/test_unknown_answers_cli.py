@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from sim_project import journal, make_project, prompt
+from sim_project import journal, make_project, prompt, wait_stored_finished
 from tests_cli_helpers import qwenpipe_in_process
 
 pytestmark = pytest.mark.browser
@@ -52,6 +52,7 @@ def test_an_unknown_error_after_the_site_took_the_send_is_in_doubt_and_never_sen
     code = sim.faults()[-1]["detail"]
     assert code in seen["seen"], (code, seen)
 
+    wait_stored_finished(sim, next(e["chat_id"] for e in sim.ledger() if e["prompt"] == text))
     again = qwenpipe_in_process("generate", "tea", cwd=project)  # poll_interval = 0: its look is due
     assert again.returncode in (0, 3), again.stderr
     done = qwenpipe_in_process("generate", "tea", cwd=project)
@@ -101,6 +102,7 @@ def test_an_unknown_page_where_the_chat_should_be_holds_the_account_not_strike_a
     text = prompt(project, "tea", "Write about tea on a page that is not the chat.")
     sent = qwenpipe_in_process("generate", "tea", cwd=project)
     assert sent.returncode == 42, sent.stderr
+    wait_stored_finished(sim, (project / "articles" / "tea.md.url").read_text())
     sim.set(fault="chat_page:unknown_widget")
     held = qwenpipe_in_process("generate", "tea", cwd=project)
     assert held.returncode == 1, held.stderr
@@ -128,6 +130,7 @@ def test_the_chats_page_answered_with_a_gateway_error_is_transient_not_a_hold(si
     config.write_text(config.read_text().replace("page_timeout = 15", "page_timeout = 8"))
     text = prompt(project, "tea", "Write about tea behind a tired gateway.")
     assert qwenpipe_in_process("generate", "tea", cwd=project).returncode == 42
+    wait_stored_finished(sim, (project / "articles" / "tea.md.url").read_text())
     sim.set(fault="chat_page:html_504")
     failed = qwenpipe_in_process("generate", "tea", cwd=project)
     assert failed.returncode == 3, failed.stderr

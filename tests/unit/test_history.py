@@ -16,7 +16,17 @@ from pipeline.contract.quota import day_start
 from pipeline.store.protocol import Event, Intent
 from pipeline.wiring import workspace as open_workspace
 
-NOW = time.time()  # the command line reads the real clock: the days are those before now
+
+def now_clear_of_midnight(margin: float = 60.0) -> float:
+    """The real clock, read where the command line's will fall on the same local day: a test that
+    starts within `margin` seconds of midnight waits for the new day first (the CI that found this
+    ran across midnight with the time read when the module was collected)."""
+    now = time.time()
+    tomorrow = day_start(now, -1)
+    if tomorrow - now < margin:
+        time.sleep(max(0.0, tomorrow - now) + 1)
+        now = time.time()
+    return now
 
 
 def past(ws, ts: float, slug: str, event: str, **fields) -> None:
@@ -31,11 +41,11 @@ def sent(ws, ts: float, slug: str, account: str) -> None:
         tx.append(Event(slug, "sending", ts, account=account, fields={"engine": "qwen"}))
 
 
-def history_project(project):
+def history_project(project, now: float):
     tables = "[accounts.main]\nmax_sends_per_day = 4\n[accounts.spare]\n"
     ws, _chats, _router, _engines = accounts_project(project, "[article]\nmin_words = 0\n" + tables)
     add_prompt(project, "tea")
-    today, yesterday, long_ago = day_start(NOW, 0) + 60, day_start(NOW, 1) + 60, day_start(NOW, DAYS) + 60
+    today, yesterday, long_ago = day_start(now, 0) + 60, day_start(now, 1) + 60, day_start(now, DAYS) + 60
     sent(ws, today, "tea", "main")
     sent(ws, today + 1, "milk", "main")
     sent(ws, today + 2, "oolong", "spare")
@@ -50,8 +60,9 @@ def history_project(project):
 
 
 def test_the_fortnight_counts_each_day_by_engine_account_and_dead_letter(project):
-    ws = history_project(project)
-    found = collect_history(ws, NOW).to_json()
+    now = now_clear_of_midnight()
+    ws = history_project(project, now)
+    found = collect_history(ws, now).to_json()
     days = found["days"]
     assert len(days) == DAYS and days[-1]["day"] < "9999" and days[0]["day"] < days[-1]["day"]
     assert days[-1]["done"] == {"chat": 1, "router": 1} and days[-1]["dead_letters"] == 0
@@ -63,7 +74,7 @@ def test_the_fortnight_counts_each_day_by_engine_account_and_dead_letter(project
 
 
 def test_the_chart_reads_without_colour_and_json_gives_the_same_numbers(project):
-    history_project(project)
+    history_project(project, now_clear_of_midnight())
     shown = qwenpipe_in_process("status", "--history", cwd=project, env={"NO_COLOR": "1"})
     assert shown.returncode == 0, shown.stderr
     text = shown.stdout
@@ -79,7 +90,7 @@ def test_the_chart_reads_without_colour_and_json_gives_the_same_numbers(project)
 
 
 def test_history_with_a_pattern_or_watch_is_exit_2_saying_why(project):
-    history_project(project)
+    history_project(project, time.time())
     for extra in (["tea"], ["--watch"], ["--state", "done"]):
         result = qwenpipe_in_process("status", "--history", *extra, cwd=project)
         assert result.returncode == 2 and "--history is the whole batch's fortnight" in result.stderr
