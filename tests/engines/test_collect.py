@@ -87,6 +87,7 @@ class FakePage:
         self.log: list[tuple[float, str]] = []
         self.batches: dict[str, tuple[list, float]] = {}
         self.most_under_way = 0
+        self.under_way_at_handover: list[int] = []  # batches started, not handed over, at each
         self.headers_sent: list[dict] = []
 
     def on(self, event: str, handler) -> None:
@@ -96,6 +97,7 @@ class FakePage:
 
     def evaluate(self, _script: str, arg):
         if isinstance(arg, str):  # hand over what a batch read
+            self.under_way_at_handover.append(len(self.batches))
             results, last = self.batches.pop(arg)
             self.clock.now = max(self.clock.now, last)  # the caller waited for its last read
             return results
@@ -148,6 +150,23 @@ def test_pacer_books_reads_later_only_when_they_come_faster_than_the_pace():
     assert pacer.reserve(1, not_before=103.0) == 103.0  # a chat's own spacing may ask for later
 
 
+@pytest.mark.parametrize("rate", [0, -1, float("nan")])
+def test_a_pacer_without_a_positive_rate_is_refused_naming_it(rate):
+    # The config allows 1 to 1000; a caller that passed 0 would divide by it, and a negative or
+    # NaN rate would book every read at once: the burst the pacer is there to prevent.
+    with pytest.raises(ValueError, match="more than 0") as refused:
+        Pacer(rate)
+    assert repr(rate) in str(refused.value)
+
+
+def test_the_collector_counts_every_read_it_starts():
+    clock = Clock()
+    page = FakePage(clock, {chat_id(n): [ok(body())] for n in range(5)})
+    of = ChatCollector(page, stable_reads=3, reads_per_second=10, clock=clock)
+    assert len(dict(of.collect([url(n) for n in range(5)]))) == 5
+    assert of.reads == len(page.log) == 15
+
+
 def test_two_reads_of_one_chat_are_at_least_api_stable_seconds_apart():
     clock = Clock()
     page = FakePage(clock, {chat_id(1): [ok(body())]})
@@ -196,6 +215,12 @@ def test_an_unfinished_status_is_generating_after_one_read(stored):
         pytest.param(ok({"success": True, "data": {"conversation": {}}}), id="unknown-shape"),
         pytest.param(ok(body("   ")), id="finished-but-empty"),
         pytest.param({"error": "TypeError: Failed to fetch"}, id="fetch-failed"),
+        # The site says the read failed, with a code nobody knows, yet the chat is in the body:
+        # what a failed read carries is never the answer.
+        pytest.param(
+            ok({"success": False, "data": {**body()["data"], "code": "Some_New_Code", "details": "x"}}),
+            id="failed-read-carrying-a-chat",
+        ),
     ],
 )
 def test_what_the_json_cannot_decide_is_left_to_the_page(reply):
@@ -204,6 +229,29 @@ def test_what_the_json_cannot_decide_is_left_to_the_page(reply):
     results = collector(page, clock).collect([url(1), url(2)])
     assert list(results) == [url(2)]  # the other chat is still collected
     assert [ident for _, ident in page.log].count(chat_id(1)) == 1
+
+
+def test_a_chat_that_shows_no_message_yet_is_generating():
+    clock = Clock()
+    empty = {"success": True, "data": {"title": "New Chat", "chat": {"messages": []}}}
+    page = FakePage(clock, {chat_id(1): [ok(empty)]})
+    assert collector(page, clock).collect([url(1)]) == {
+        url(1): Generating("waiting for the chat to show the message")
+    }
+
+
+def test_a_firewall_page_met_in_the_first_batch_decides_nothing_read_after_it_and_reads_no_more():
+    # Two batches are read at once (three chats each). The firewall answers chat 2: the chat read
+    # before it is decided; the rest, the second batch's finished answers included, go to their
+    # pages, and no read starts after the refusal was seen (more reads are what a firewall counts).
+    clock = Clock()
+    waf = {"text": "<html><meta name='aliyun_waf_aa'></html>", "status": 200}
+    page = FakePage(clock, {chat_id(n): [ok(body())] for n in range(1, 7)})
+    page.script[chat_id(1)] = [ok(body("# Tea", status="typing"))]
+    page.script[chat_id(2)] = [waf]
+    results = collector(page, clock).collect([url(n) for n in range(1, 7)])
+    assert results == {url(1): Generating("writing: 5 chars")}
+    assert [ident for _, ident in page.log] == [chat_id(n) for n in range(1, 7)]
 
 
 def test_a_firewall_page_on_a_read_leaves_that_chat_and_the_rest_to_their_pages():
@@ -233,6 +281,7 @@ def test_the_next_reads_are_under_way_while_the_caller_handles_a_decided_chat():
     )
     first, _answer = next(reads)
     assert first == url(0) and len(page.batches) >= 1  # the next batch is being read meanwhile
+    assert page.under_way_at_handover[0] == 2  # and it was already under way as the first was handed over
     rest = dict(reads)
     assert len(rest) == 11 and page.most_under_way == 2  # never more than two batches ahead
     times = [t for t, _ in page.log]
