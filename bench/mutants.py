@@ -19,6 +19,8 @@ explained as equivalent). The safety lines:
 - `pipeline/redact.py`: all of it;
 - the chat engine's send, observe and judge paths (`pipeline/engines/qwen/sending.py`,
   `observing.py`, `judging.py`): all of them, held by the engine's own browser tests.
+- the collector (`pipeline/engines/qwen/collect.py`, `steady.py`): when one read, or the
+  stability reads, take an answer from a chat's JSON; all of it.
 
 The mutations: negate a condition, drop a statement (a call, a `with` block, a raise, a guard),
 swap two consecutive writes, replace a comparison operator (in Python and in SQL), return early.
@@ -31,12 +33,13 @@ at the copy, so the CLI subprocesses the integration tests start run the mutant 
 the file back. Before the mutants, each group's tests run once unchanged: they must pass (else
 every mutant would look killed), and their time sets the timeout (3x + 60 s unless --timeout).
 
-The engine's tests run the mutated code in their own process (no CLI subprocess), so for that
-group (TRACED) the clean run also maps each test to the functions of the package it runs
-(bench/mutants_trace.py, a pytest plugin) and each test's time; a mutant then runs only the tests
-that run its function, the fastest first, with -x. A mutant whose function no test runs is
-"not covered", a survivor decided without running anything. The map is kept beside the results
-(PATH.map.json) with a digest of the files it was made from, and made again when they change.
+The engine's and the collector's tests run the mutated code in their own process (the engine
+itself, or the CLI in-process), so for those groups (TRACED) the clean run also maps each test
+to the functions of the package it runs (bench/mutants_trace.py, a pytest plugin) and each
+test's time; a mutant then runs only the tests that run its function, the fastest first, with
+-x. A mutant whose function no test runs is "not covered", a survivor decided without running
+anything. The map is kept beside the results (PATH.map.json) with a digest of the files it was
+made from, and made again when they change.
 The selection is sound: a test that never calls the function runs the same with the mutant.
 
 --results PATH appends each decided mutant to PATH as a JSON line as soon as it is decided, so a
@@ -153,6 +156,9 @@ TARGETS = (
             "pipeline/engines/qwen/judging.py",
         ),
     ),
+    # The collector: when one read, or the stability reads, take an answer from a chat's JSON
+    # (a wrong rule here writes an unfinished answer as the article).
+    Target("collect", ("pipeline/engines/qwen/collect.py", "pipeline/engines/qwen/steady.py")),
 )
 # Per group, in the order they run (pytest -x: the fast ones first stop a killed mutant early).
 TESTS = {
@@ -196,11 +202,20 @@ TESTS = {
         # the completion held until its chat is on record: the send's other way to send nothing
         "tests/integration/test_completion_hold.py",
     ),
+    "collect": (
+        "tests/engines/test_steadiness.py",
+        "tests/engines/test_finished_long_ago.py",
+        "tests/engines/test_collect.py",
+        "tests/integration/test_collect_cli.py",
+        "tests/integration/test_autumn_2026_cli.py",
+        "tests/integration/test_late_autumn_2026_cli.py",
+        "tests/integration/test_fuzz_findings_cli.py",
+    ),
 }
 
 # The groups whose tests run the mutated code in the tests' own process: a map test -> functions
 # made there is complete, and each mutant runs only the tests that reach its function.
-TRACED = {"engine"}
+TRACED = {"engine", "collect"}
 # What a verdict of a previous run (--results) that --resume takes as decided.
 DECIDED = {"killed", "survived", "timeout", "not covered"}
 
