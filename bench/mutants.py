@@ -21,6 +21,7 @@ explained as equivalent). The safety lines:
   `observing.py`, `judging.py`): all of them, held by the engine's own browser tests.
 - the collector (`pipeline/engines/qwen/collect.py`, `steady.py`): when one read, or the
   stability reads, take an answer from a chat's JSON; all of it.
+- the closing of a page (`pipeline/engines/qwen/closing.py`): all of it.
 
 The mutations: negate a condition, drop a statement (a call, a `with` block, a raise, a guard),
 swap two consecutive writes, replace a comparison operator (in Python and in SQL), return early.
@@ -159,6 +160,8 @@ TARGETS = (
     # The collector: when one read, or the stability reads, take an answer from a chat's JSON
     # (a wrong rule here writes an unfinished answer as the article).
     Target("collect", ("pipeline/engines/qwen/collect.py", "pipeline/engines/qwen/steady.py")),
+    # Every page of ours is closed here: a close that waits for good hangs a cron command.
+    Target("closing", ("pipeline/engines/qwen/closing.py",)),
 )
 # Per group, in the order they run (pytest -x: the fast ones first stop a killed mutant early).
 TESTS = {
@@ -211,11 +214,12 @@ TESTS = {
         "tests/integration/test_late_autumn_2026_cli.py",
         "tests/integration/test_fuzz_findings_cli.py",
     ),
+    "closing": ("tests/engines/test_closing.py", "tests/integration/test_page_closing.py"),
 }
 
 # The groups whose tests run the mutated code in the tests' own process: a map test -> functions
 # made there is complete, and each mutant runs only the tests that reach its function.
-TRACED = {"engine", "collect"}
+TRACED = {"engine", "collect", "closing"}
 # What a verdict of a previous run (--results) that --resume takes as decided.
 DECIDED = {"killed", "survived", "timeout", "not covered"}
 

@@ -17,7 +17,7 @@ import shared_browser
 from browser_helpers import browser_config, page_tabs
 
 from pipeline.engines.qwen.browser import BrowserSession
-from pipeline.engines.qwen.closing import CLOSE_ASKS, CLOSE_WAIT_MS
+from pipeline.engines.qwen.closing import CLOSE_ASKS, CLOSE_WAIT_MS, close_page
 
 pytestmark = pytest.mark.browser
 
@@ -50,3 +50,24 @@ def test_closing_our_pages_as_they_navigate_never_hangs_and_leaves_none_open(sim
     assert not failed, failed
     assert len(done) == RACES
     assert [url for url in page_tabs(endpoint) if url.startswith(sim.base_url)] == []  # ours all closed
+
+
+def test_a_page_that_asks_leave_this_page_is_closed_all_the_same(sim, tmp_path):
+    # Closing runs the page's "before unload" handler (so a page never waits on a close nobody
+    # answers); a page that asks "leave this page?" is answered yes. Chromium asks only once the
+    # person has used the page: the test clicks it first.
+    endpoint = shared_browser.cdp_url()
+    with BrowserSession(browser_config(tmp_path, cdp_url=endpoint)) as session:
+        page = session.new_page()
+        page.goto(sim.base_url + SIGN_IN, wait_until="domcontentloaded")
+        page.evaluate(
+            "window.addEventListener('beforeunload', (e) => { e.preventDefault(); e.returnValue = ''; })"
+        )
+        page.mouse.click(5, 5)
+        asked: list[str] = []
+        page.on("dialog", lambda dialog: asked.append(dialog.type))
+        address = page.url
+
+        assert close_page(page) is True
+        assert page.is_closed() and asked == ["beforeunload"]
+    assert address not in page_tabs(endpoint)
