@@ -250,6 +250,68 @@ def test_a_finished_answer_without_its_text_is_a_shape_error_never_an_empty_answ
     assert parse_chat(shape(conversation(answer=""))).turns[0] == ("Write about lists", "", True, None)
 
 
+def _phase_number(parts):
+    parts[-1]["phase"] = 6
+
+
+def _phase_gone(parts):
+    del parts[-1]["phase"]
+
+
+def _phase_unknown(parts):
+    parts[-1]["phase"] = "answer_v2"
+
+
+def _part_a_string(parts):
+    parts[-1] = parts[-1]["content"]
+
+
+# Each way the answer's place in a finished message can be lost: the answer part's phase of
+# another type, gone, or named as nobody has reported; the part itself of another type; the
+# parts' list of another type.
+LOST = [_phase_number, _phase_gone, _phase_unknown, _part_a_string]
+
+
+@pytest.mark.parametrize("lose", LOST, ids=lambda f: f.__name__.strip("_"))
+@pytest.mark.parametrize("shape", [shape_2026_06, shape_2026_08])
+def test_a_finished_answer_whose_part_cannot_be_placed_is_a_shape_error_never_an_empty_answer(shape, lose):
+    # Fuzz seed 8100 trial 25: the answer part's `phase` came as a number. No part said "answer",
+    # so the finished message read as an answer that finished empty (hard: the account held, and
+    # the router wrote an article the chat held).
+    messages = conversation()
+    messages[1]["done"] = True
+    lose(messages[1]["content_list"])
+    with pytest.raises(ChatShapeError) as shape_error:
+        parse_chat(shape(messages))
+    assert shape_error.value.field == "content_list[].phase"
+    # Still being written, the same parts conclude nothing: the answer is simply not there yet.
+    messages = conversation(status="typing")
+    messages[1]["done"] = False
+    lose(messages[1]["content_list"])
+    assert parse_chat(shape(messages)).turns[0].answer == ""
+
+
+@pytest.mark.parametrize("value", ["# Title", 6, {"phase": "answer"}])
+def test_a_finished_answers_parts_of_another_type_are_a_shape_error(value):
+    messages = conversation()
+    messages[1].update(done=True, content_list=value)
+    with pytest.raises(ChatShapeError) as shape_error:
+        parse_chat(shape_2026_06(messages))
+    assert shape_error.value.field == "content_list"
+
+
+def test_an_answer_that_really_finished_empty_still_reads_so():
+    # The site's own empty answer (docs/qwen-site.md): the answer phase with null content, or
+    # only known phases and no answer part at all.
+    messages = conversation(answer=None)
+    messages[1]["done"] = True
+    assert parse_chat(shape_2026_08(messages)).turns[0] == ("Write about lists", "", True, None)
+    messages = conversation()
+    messages[1]["done"] = True
+    messages[1]["content_list"][-1]["content"] = None
+    assert parse_chat(shape_2026_08(messages)).turns[0] == ("Write about lists", "", True, None)
+
+
 # -- classify_api_error ----------------------------------------------------------------------
 
 

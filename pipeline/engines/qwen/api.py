@@ -301,9 +301,16 @@ def _assistant_reply(message: dict) -> tuple[str, bool | None, str | None]:
     parts = message.get("content_list")
     if isinstance(parts, list):
         answer_parts = [p for p in parts if isinstance(p, dict) and p.get("phase") == "answer"]
+        if not answer_parts:
+            _answer_not_lost(parts, message)
         for part in answer_parts:
             _finished_with_text(part, "an answer's content_list[]")
         answer = _parts_text(answer_parts, "an answer's content_list[]")
+    elif parts is not None:
+        # Where the answer's parts should be, something else: its text may be in it.
+        raise ChatShapeError(
+            f"an answer's content_list is a {type(parts).__name__}, not a list", field="content_list"
+        )
     else:
         # No phases at all: the top-level content is all there is.
         answer_parts = []
@@ -313,6 +320,25 @@ def _assistant_reply(message: dict) -> tuple[str, bool | None, str | None]:
         (_error_text(p.get("error")) for p in answer_parts if _error_text(p.get("error"))), None
     )
     return answer, _stored_completion(message, answer_parts), error
+
+
+def _answer_not_lost(parts: list, message: dict) -> None:
+    """A message stored as finished whose parts hold no "answer" phase reads as an answer that
+    finished empty (hard: the router writes the article) only when every part is one we know.
+    A part of a phase nobody has reported, of another type, or without its phase may hold the
+    answer's text: a field the readers need in a shape nobody has reported (fuzz seed 8100
+    trial 25: the answer part's `phase` turned into a number; the router wrote an article the
+    chat held)."""
+    if _stored_completion(message, []) is not True:
+        return  # still being written: nothing is concluded from the parts yet
+    for i, part in enumerate(parts):
+        phase = part.get("phase") if isinstance(part, dict) else None
+        if not isinstance(part, dict) or phase not in KNOWN_PHASES:
+            shown = f"a {type(part).__name__}" if not isinstance(part, dict) else f"phase {str(phase)[:40]!r}"
+            raise ChatShapeError(
+                f"an answer stored as finished has no 'answer' phase, but its content_list[{i}] is {shown}",
+                field="content_list[].phase",
+            )
 
 
 def _stored_completion(message: dict, answer_parts: list[dict]) -> bool | None:
