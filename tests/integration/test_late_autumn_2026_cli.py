@@ -7,7 +7,7 @@ import time
 import uuid
 
 import pytest
-from sim_project import journal, make_project, prompt, read_article
+from sim_project import journal, make_project, prompt, read_article, wait_stored_finished
 from tests_cli_helpers import qwenpipe, qwenpipe_in_process
 
 from pipeline.engines.base import Code, TransientError
@@ -32,12 +32,6 @@ def chat_turns(sim, project, slug: str) -> list[tuple[int, str]]:
     """(turn, prompt) of every message that reached the article's chat, accepted or not."""
     chat_id = chat_id_of(project, slug)
     return [(e["turn"], e["prompt"]) for e in sim.ledger() if e["chat_id"] == chat_id]
-
-
-def turn_finished(sim, project, slug: str, turn: int) -> bool:
-    """Whether the site stores the answer to `turn` of the article's chat as finished."""
-    messages = sim.store.chat_view(chat_id_of(project, slug))["messages"]
-    return any(m["role"] == "assistant" and m["turn"] == turn and m["finished"] for m in messages)
 
 
 def chat_id_of(project, slug: str) -> str:
@@ -89,7 +83,7 @@ def test_a_run_killed_after_sending_a_turn_past_the_page_resumes_without_sending
     assert chat_turns(sim, project, "crash") == list(enumerate(texts, 1))
     # The killed run's send may have reached the site a moment ago: its answer is stored as
     # finished a little after its last words, and a rerun that reads it before says 3.
-    _wait_for(lambda: turn_finished(sim, project, "crash", 4))
+    wait_stored_finished(sim, chat_id_of(project, "crash"))  # turn 4's, the last answer
     rerun = qwenpipe_in_process("generate", "crash", cwd=project)
     assert rerun.returncode == 0, rerun.stderr
     assert chat_turns(sim, project, "crash") == list(enumerate(texts, 1)), "turn 4 sent again"

@@ -12,7 +12,7 @@ from tests_cli_helpers import qwenpipe_in_process
 
 from pipeline.batch.history import DAYS, collect_history
 from pipeline.config import load
-from pipeline.contract.quota import day_start
+from pipeline.contract.quota import day_start, next_local_midnight
 from pipeline.store.protocol import Event, Intent
 from pipeline.wiring import workspace as open_workspace
 
@@ -22,7 +22,7 @@ def now_clear_of_midnight(margin: float = 60.0) -> float:
     starts within `margin` seconds of midnight waits for the new day first (the CI that found this
     ran across midnight with the time read when the module was collected)."""
     now = time.time()
-    tomorrow = day_start(now, -1)
+    tomorrow = next_local_midnight(now)
     if tomorrow - now < margin:
         time.sleep(max(0.0, tomorrow - now) + 1)
         now = time.time()

@@ -162,8 +162,13 @@ def _unknown_in(messages: list[dict]) -> str:
         for part in parts if isinstance(parts, list) else ():
             phase = part.get("phase") if isinstance(part, dict) else None
             if phase is not None and phase not in KNOWN_PHASES:
-                return f"phase {str(phase)[:40]!r}"
+                return _phase_named(phase)
     return ""
+
+
+def _phase_named(phase: Any) -> str:
+    """A phase as the unknown answers name it (cut: the site chose its length)."""
+    return f"phase {str(phase)[:40]!r}"
 
 
 def epoch_seconds(value: Any) -> float | None:
@@ -301,8 +306,6 @@ def _assistant_reply(message: dict) -> tuple[str, bool | None, str | None]:
     parts = message.get("content_list")
     if isinstance(parts, list):
         answer_parts = [p for p in parts if isinstance(p, dict) and p.get("phase") == "answer"]
-        if not answer_parts:
-            _answer_not_lost(parts, message)
         for part in answer_parts:
             _finished_with_text(part, "an answer's content_list[]")
         answer = _parts_text(answer_parts, "an answer's content_list[]")
@@ -319,22 +322,23 @@ def _assistant_reply(message: dict) -> tuple[str, bool | None, str | None]:
     error = _error_text(message.get("error")) or next(
         (_error_text(p.get("error")) for p in answer_parts if _error_text(p.get("error"))), None
     )
-    return answer, _stored_completion(message, answer_parts), error
+    stored = _stored_completion(message, answer_parts)
+    if stored is True and isinstance(parts, list) and not answer_parts:
+        _answer_not_lost(parts)
+    return answer, stored, error
 
 
-def _answer_not_lost(parts: list, message: dict) -> None:
+def _answer_not_lost(parts: list) -> None:
     """A message stored as finished whose parts hold no "answer" phase reads as an answer that
     finished empty (hard: the router writes the article) only when every part is one we know.
     A part of a phase nobody has reported, of another type, or without its phase may hold the
     answer's text: a field the readers need in a shape nobody has reported (fuzz seed 8100
     trial 25: the answer part's `phase` turned into a number; the router wrote an article the
-    chat held)."""
-    if _stored_completion(message, []) is not True:
-        return  # still being written: nothing is concluded from the parts yet
+    chat held). A message still being written concludes nothing from its parts: not called."""
     for i, part in enumerate(parts):
         phase = part.get("phase") if isinstance(part, dict) else None
         if not isinstance(part, dict) or phase not in KNOWN_PHASES:
-            shown = f"a {type(part).__name__}" if not isinstance(part, dict) else f"phase {str(phase)[:40]!r}"
+            shown = _phase_named(phase) if isinstance(part, dict) else f"a {type(part).__name__}"
             raise ChatShapeError(
                 f"an answer stored as finished has no 'answer' phase, but its content_list[{i}] is {shown}",
                 field="content_list[].phase",
